@@ -1,0 +1,49 @@
+# One entry point for a fresh machine: `make demo` runs the default experiment,
+# `make test` runs the whole test suite. Both install what they need first.
+VENV      := .venv
+PYTHON    ?= python3
+BIN       := $(VENV)/bin
+CORES     ?= 2
+# Debian packages the sandboxed sessions and checks rely on: bwrap is the
+# containment boundary; python3-pytest gives sandboxed verify/oracle commands a
+# pytest that lives under /usr (host virtualenvs are never mounted).
+APT_PACKAGES := bubblewrap python3-pytest git
+
+.PHONY: setup system python tools demo test lint clean
+
+setup: system python tools
+
+system:
+	@missing=""; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+python: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+tools: tools/node_modules/.installed
+
+tools/node_modules/.installed: tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: setup
+	$(BIN)/snakemake --cores $(CORES)
+
+test: setup
+	$(BIN)/ruff check scripts tests bench
+	$(BIN)/snakemake --lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf results logs .snakemake

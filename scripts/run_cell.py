@@ -1,0 +1,27 @@
+"""Shim for rule run_cell: one (task, arm, run) cell through real Claude Code sessions."""
+import sys
+
+from skillbench.breaker import OutageTripped
+from skillbench.cells import RetryableCellFailure
+from skillbench.pipeline import api_key, run_cell
+from skillbench.process import install_signal_handlers
+from skillbench.runlog import rule_log
+
+install_signal_handlers()
+config = snakemake.config  # noqa: F821
+with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
+              expected=(RetryableCellFailure, OutageTripped)):
+    run_cell(
+        config=config,
+        task_id=snakemake.wildcards.task,  # noqa: F821
+        arm=snakemake.wildcards.arm,  # noqa: F821
+        run=int(snakemake.wildcards.run),  # noqa: F821
+        binding=snakemake.input.binding,  # noqa: F821
+        template=snakemake.input.template,  # noqa: F821
+        oracle_snapshot=snakemake.input.oracle,  # noqa: F821
+        skills_root=config["skills"]["root"],
+        record_out=snakemake.output.record,  # noqa: F821
+        attempt=snakemake.resources.attempt,  # noqa: F821
+        breaker_state=f"results/{config['experiment']}/.outage-breaker.json",
+        log=sys.stdout,
+    )

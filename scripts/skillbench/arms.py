@@ -1,0 +1,89 @@
+"""Arms from config: their sessions, prompts, tools, expected skills, and candidate pairing.
+
+Nothing here names a particular skill family: an arm is a list of sessions from
+`config["arms"]`, and `candidate_<arm>` is the same arm run on the candidate overlay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CANDIDATE_PREFIX = "candidate_"
+PLAN_DIRECTORY = "docs/plans"
+
+
+class ArmError(ValueError):
+    """An arm definition or an arm name does not match the configuration."""
+
+
+def incumbent_of(arm: str) -> str:
+    return arm.removeprefix(CANDIDATE_PREFIX)
+
+
+def is_candidate(arm: str) -> bool:
+    return arm.startswith(CANDIDATE_PREFIX)
+
+
+def arm_definition(config: dict[str, Any], arm: str) -> dict[str, Any]:
+    name = incumbent_of(arm)
+    try:
+        return config["arms"][name]
+    except KeyError as exc:
+        raise ArmError(f"arm {arm!r} is not defined under `arms` in the config ({sorted(config['arms'])})") from exc
+
+
+def arm_skills(config: dict[str, Any], arm: str) -> list[str]:
+    """Skills the arm's sessions must invoke, in session order, without repeats."""
+    skills: list[str] = []
+    for session in arm_definition(config, arm)["sessions"]:
+        if session.get("skill") and session["skill"] not in skills:
+            skills.append(session["skill"])
+    return skills
+
+
+def check_arms(config: dict[str, Any]) -> None:
+    """Every session's prompt key exists; skills named by arms exist in the skills folder listing."""
+    prompts = config.get("prompts", {})
+    for name, definition in config["arms"].items():
+        sessions = definition["sessions"]
+        for index, session in enumerate(sessions):
+            where = f"config arms.{name}.sessions[{index}]"
+            if session["prompt"] not in prompts:
+                raise ArmError(f"{where}.prompt: no prompt named {session['prompt']!r} under `prompts` "
+                               f"(known: {sorted(prompts)})")
+            if session.get("plan_document") and index == len(sessions) - 1:
+                raise ArmError(f"{where}.plan_document: the plan session must be followed by a session that uses it")
+        if "Skill" in definition.get("disallowed_tools", []) and arm_skills(config, name):
+            raise ArmError(f"config arms.{name}: disallows the Skill tool but expects skills "
+                           f"{arm_skills(config, name)}")
+
+
+def selected_arms(config: dict[str, Any]) -> list[str]:
+    """The incumbent arms to benchmark: `selected_arms`, or every arm under `arms` when it is empty."""
+    chosen = config.get("selected_arms") or list(config["arms"])
+    unknown = [arm for arm in chosen if arm not in config["arms"]]
+    if unknown:
+        raise ArmError(f"config selected_arms: {unknown} are not defined under `arms` ({sorted(config['arms'])})")
+    return chosen
+
+
+def candidate_arms_for(config: dict[str, Any], touched_skills: set[str]) -> list[str]:
+    """For every incumbent arm that loads a touched skill, its paired candidate arm (config order)."""
+    return [f"{CANDIDATE_PREFIX}{name}" for name in config["arms"]
+            if touched_skills.intersection(arm_skills(config, name))]
+
+
+def render_prompt(config: dict[str, Any], session: dict[str, Any], *, task_prompt: str,
+                  plan_path: str | None = None) -> str:
+    template = config["prompts"][session["prompt"]]
+    values = {
+        "task": task_prompt.strip(),
+        "skill": session.get("skill", ""),
+        "plan": plan_path or "",
+        "verify": config["prompts"].get("verify", "").strip(),
+    }
+    try:
+        return template.format(**values).strip() + "\n"
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ArmError(f"config prompts.{session['prompt']}: bad placeholder ({exc}); "
+                       "use {task} {skill} {plan} {verify}, and {{ }} for literal braces") from exc

@@ -1,0 +1,135 @@
+"""Artifact I/O: canonical JSON, atomic writes, and schema validation.
+
+Every JSON artifact names its kind in a ``schema`` field (``<kind>/v<N>``), is
+validated against ``schemas/<kind>.schema.json`` by its producer before an
+atomic write and by its consumer on read, and is written canonically (sorted
+keys, two-space indent, trailing newline) so deterministic steps rerun
+byte-identically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+
+
+class ArtifactError(ValueError):
+    """An artifact (or input document) failed validation; the message names file, field and fix."""
+
+
+def canonical_json(document: Any) -> str:
+    return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def compact_json(document: Any) -> str:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+@cache
+def load_schema(kind: str) -> dict[str, Any]:
+    path = SCHEMA_DIR / f"{kind}.schema.json"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"unknown artifact kind {kind!r}: no schema at {path}") from exc
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def schema_kinds() -> list[str]:
+    return sorted(path.name.removesuffix(".schema.json") for path in SCHEMA_DIR.glob("*.schema.json"))
+
+
+def _json_path(error: jsonschema.ValidationError) -> str:
+    path = "$"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def schema_errors(document: Any, kind: str) -> list[str]:
+    """Every violation as ``<json path>: <message>``, deepest-first order fixed for reproducibility."""
+    validator = jsonschema.Draft202012Validator(load_schema(kind))
+    errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"{_json_path(error)}: {error.message}" for error in errors]
+
+
+def validate(document: Any, kind: str, *, source: str | Path = "<document>") -> Any:
+    """Return ``document`` if it matches the schema of ``kind``; else raise naming the first bad field."""
+    errors = schema_errors(document, kind)
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ArtifactError(f"{source}: not a valid {kind} document: {errors[0]}{more}")
+    return document
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+    """Write through a temp file in the same directory, fsync, then rename over ``path``.
+
+    A job killed mid-write never leaves a plausible partial file behind (Snakemake
+    does not flag partial outputs of checkpoint-dependent jobs as incomplete).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_artifact(path: Path, document: dict[str, Any], kind: str, *, mode: int = 0o644) -> None:
+    validate(document, kind, source=path)
+    atomic_write_text(Path(path), canonical_json(document), mode=mode)
+
+
+def read_json(path: Path) -> Any:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: file is missing") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArtifactError(f"{path}: not valid UTF-8 JSON ({exc})") from exc
+
+
+def read_artifact(path: Path, kind: str) -> dict[str, Any]:
+    return validate(read_json(path), kind, source=path)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]], kind: str) -> None:
+    for index, row in enumerate(rows, start=1):
+        validate(row, kind, source=f"{path} line {index}")
+    atomic_write_text(Path(path), "".join(compact_json(row) + "\n" for row in rows))
+
+
+def read_jsonl(path: Path, kind: str) -> list[dict[str, Any]]:
+    path = Path(path)
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: file is missing") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ArtifactError(f"{path} line {number}: not valid JSON ({exc})") from exc
+        rows.append(validate(row, kind, source=f"{path} line {number}"))
+    return rows

@@ -1,0 +1,513 @@
+"""The promotion gate: result rows + policy → a reproducible decision per candidate arm.
+
+Owns the promotion policy (defaults and validation), the per-candidate decision
+(``evaluate_candidate``: run minimums, pairing, gated/ungated tasks, quality floor, task
+regression caps, resolution margin, median improvement, optional bootstrap confidence), the
+paired per-run statistics, and the ``promotion/v1`` document that binds a decision to its
+evidence. Pure: no clock, no files, no randomness beyond a fixed-seed generator, so the same
+rows and policy always give the same document.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .aggregate import aggregate_by_task, is_valid
+
+PROMOTION_SCHEMA = "promotion/v1"
+PROMOTION_METRICS = ("output_tokens", "cost_usd", "duration_s", "num_turns")
+MAIN_LOOP_ONLY_METRICS = ("output_tokens", "num_turns")
+MAIN_LOOP_ONLY_WARNING = (
+    "WARNING: output_tokens and num_turns come from the main-loop session only; tokens and turns spent "
+    "by subagents are not counted, so these metrics favour candidates that push work into subagents. "
+    "Prefer cost_usd, which is the only CLI-reported figure that includes subagent spend, or recount "
+    "usage from the captured transcripts, counting each message.id once."
+)
+QUALITY_RULE = (
+    "no per-task resolution-rate regression on gated tasks; where the incumbent resolves a run or a "
+    "run never invoked the skill under test, the candidate must resolve every valid run"
+)
+SKILL_ATTRIBUTABLE_ERROR_KINDS = frozenset({"skill-not-invoked"})
+DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence")
+RUN_STATUSES = ("complete", "aborted")
+ABORTED_REASON = "run aborted; partial evidence cannot promote"
+
+DEFAULT_POLICY: dict[str, Any] = {
+    "metric": "cost_usd",
+    "min_runs": 3,
+    "min_improvement_pct": 5.0,
+    "max_task_regression_pct": 20.0,
+    "max_failed_task_regression_pct": 100.0,
+    "min_gated_task_ratio": 0.5,
+    "require_confidence": False,
+    "allow_unsandboxed": False,
+    "max_age_days": 90,
+}
+
+BOOTSTRAP_RESAMPLES = 10000
+BOOTSTRAP_SEED = 20261129
+BOOTSTRAP_CONFIDENCE = 0.95
+
+BINDING_FIELDS = (
+    "benchmark_model",
+    "effort",
+    "proposer_model",
+    "candidate_origin",
+    "candidate_overlay_digest",
+    "required_candidate_arms",
+    "selected_tasks",
+    "target_base_digests",
+)
+
+
+# ─── Policy ─────────────────────────────────────────────────────────────────
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
+    """``DEFAULT_POLICY`` overlaid with ``policy``; raises ValueError naming any bad key or value."""
+    merged = {**DEFAULT_POLICY, **(policy or {})}
+    unknown = sorted(set(merged) - set(DEFAULT_POLICY))
+    if unknown:
+        raise ValueError(f"unknown promotion policy key(s): {', '.join(unknown)}")
+    if merged["metric"] not in PROMOTION_METRICS:
+        raise ValueError(
+            f"unsupported promotion metric {merged['metric']!r}: choose one of {', '.join(PROMOTION_METRICS)}"
+        )
+    for key in ("min_runs", "max_age_days"):
+        value = merged[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"promotion policy {key} must be an integer >= 1 (got {value!r})")
+    for key in ("min_improvement_pct", "max_task_regression_pct", "max_failed_task_regression_pct"):
+        if not _is_number(merged[key]) or merged[key] < 0:
+            raise ValueError(f"promotion policy {key} must be a non-negative number (got {merged[key]!r})")
+        merged[key] = float(merged[key])
+    ratio = merged["min_gated_task_ratio"]
+    if not _is_number(ratio) or not 0 <= ratio <= 1:
+        raise ValueError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
+    merged["min_gated_task_ratio"] = float(ratio)
+    for key in ("require_confidence", "allow_unsandboxed"):
+        if not isinstance(merged[key], bool):
+            raise ValueError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
+    return merged
+
+
+def metric_warning(metric: str) -> str | None:
+    return MAIN_LOOP_ONLY_WARNING if metric in MAIN_LOOP_ONLY_METRICS else None
+
+
+# ─── Statistics ─────────────────────────────────────────────────────────────
+
+
+def sign_test(improvements: list[float]) -> dict[str, Any]:
+    """Exact two-sided binomial sign test (p = 1/2) over improvement signs; ties are dropped."""
+    wins = sum(1 for value in improvements if value > 0)
+    losses = sum(1 for value in improvements if value < 0)
+    ties = len(improvements) - wins - losses
+    trials = wins + losses
+    if trials == 0:
+        p_value = 1.0
+    else:
+        tail = sum(math.comb(trials, k) for k in range(min(wins, losses) + 1))
+        p_value = min(1.0, 2 * tail / 2**trials)
+    return {"wins": wins, "losses": losses, "ties": ties, "p_value": round(p_value, 6)}
+
+
+def bootstrap_median_ci(
+    improvements: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> dict[str, Any]:
+    """Percentile bootstrap CI of the median per-task improvement, resampling whole tasks.
+
+    A fresh ``random.Random(seed)`` per call makes reruns identical. With no improvements the
+    bounds are None and the interval does not exclude zero.
+    """
+    result: dict[str, Any] = {
+        "ci_low_pct": None,
+        "ci_high_pct": None,
+        "confidence": BOOTSTRAP_CONFIDENCE,
+        "resamples": resamples,
+        "seed": seed,
+        "excludes_zero": False,
+    }
+    if not improvements:
+        return result
+    rng = random.Random(seed)
+    size = len(improvements)
+    medians = sorted(
+        statistics.median(improvements[rng.randrange(size)] for _ in range(size)) for _ in range(resamples)
+    )
+    tail = (1 - BOOTSTRAP_CONFIDENCE) / 2
+    low = medians[int(tail * resamples)]
+    high = medians[max(0, math.ceil((1 - tail) * resamples) - 1)]
+    # Decide on the reported (rounded) bounds so the document and the rule never disagree.
+    result["ci_low_pct"] = round(low, 1)
+    result["ci_high_pct"] = round(high, 1)
+    result["excludes_zero"] = result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0
+    return result
+
+
+def paired_runs(
+    rows: list[dict[str, Any]], *, task: str, incumbent_arm: str, candidate_arm: str, metric: str
+) -> dict[str, Any]:
+    """Pair run i of the incumbent with run i of the candidate over run indices valid in both arms.
+
+    ``differences`` are incumbent − candidate (positive = the candidate spent less, which is
+    better for every promotion metric); a pair with an unmeasured value has a None difference
+    and counts as neither win, loss nor tie.
+    """
+    by_arm: dict[str, dict[int, dict[str, Any]]] = {incumbent_arm: {}, candidate_arm: {}}
+    for row in rows:
+        if row["task"] == task and row["arm"] in by_arm and is_valid(row):
+            by_arm[row["arm"]][row["run"]] = row
+    indices = sorted(set(by_arm[incumbent_arm]) & set(by_arm[candidate_arm]))
+    incumbent_values = [by_arm[incumbent_arm][index].get(metric) for index in indices]
+    candidate_values = [by_arm[candidate_arm][index].get(metric) for index in indices]
+    differences = [
+        None if inc is None or cand is None else round(inc - cand, 6)
+        for inc, cand in zip(incumbent_values, candidate_values, strict=True)
+    ]
+    measured = [value for value in differences if value is not None]
+    return {
+        "runs": len(indices),
+        "run_indices": indices,
+        "incumbent_values": incumbent_values,
+        "candidate_values": candidate_values,
+        "differences": differences,
+        "wins": sum(1 for value in measured if value > 0),
+        "losses": sum(1 for value in measured if value < 0),
+        "ties": sum(1 for value in measured if value == 0),
+    }
+
+
+# ─── Decision ───────────────────────────────────────────────────────────────
+
+
+def _unsandboxed_runs(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[str, str]) -> int:
+    wanted = set(tasks)
+    return sum(
+        1 for row in rows if row["task"] in wanted and row["arm"] in arms and row.get("sandbox_backend") == "none"
+    )
+
+
+def evaluate_candidate(
+    by_task: dict[str, dict[str, dict[str, Any]]],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    model: str | None,
+    policy: dict[str, Any] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
+
+    ``by_task`` is ``aggregate_by_task`` output; ``rows`` are the raw rows behind it (for the
+    paired per-run statistics and the sandbox check; both are skipped when rows is None).
+    Tasks are evaluated in sorted task-id order. First matching decision wins: any
+    insufficiency → insufficient_evidence; any quality or efficiency regression →
+    keep_incumbent; resolution margin ≥ 2 → promote; else the median improvement over gated
+    tasks must reach ``min_improvement_pct``. ``require_confidence`` additionally demands a
+    bootstrap CI whose lower bound is above zero before any promotion.
+    """
+    policy = resolve_policy(policy)
+    metric = policy["metric"]
+    min_runs = policy["min_runs"]
+    min_improvement = policy["min_improvement_pct"]
+    task_cap = policy["max_task_regression_pct"]
+    failed_task_cap = policy["max_failed_task_regression_pct"]
+    min_gated_ratio = policy["min_gated_task_ratio"]
+
+    reasons: list[str] = []
+    task_rows: list[dict[str, Any]] = []
+    insufficient = quality_regression = quality_floor_failed = efficiency_regression = False
+
+    if not model:
+        insufficient = True
+        reasons.append("a named model is required so prompt evidence cannot drift")
+
+    paired_tasks = [task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms]
+    if rows is not None and not policy["allow_unsandboxed"]:
+        unsandboxed = _unsandboxed_runs(rows, paired_tasks, (incumbent_arm, candidate_arm))
+        if unsandboxed:
+            insufficient = True
+            reasons.append(
+                f"{unsandboxed} run(s) of {incumbent_arm}/{candidate_arm} ran without a sandbox "
+                "(sandbox_backend none); unsandboxed evidence cannot promote unless the policy sets "
+                "allow_unsandboxed"
+            )
+
+    for task in sorted(by_task):
+        arms = by_task[task]
+        if incumbent_arm not in arms or candidate_arm not in arms:
+            insufficient = True
+            reasons.append(f"{task}: both {incumbent_arm} and {candidate_arm} are required")
+            continue
+        incumbent, candidate = arms[incumbent_arm], arms[candidate_arm]
+        n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
+        x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
+        r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
+        rate_inc = r_inc / n_inc if n_inc else 0.0
+        rate_cand = r_cand / n_cand if n_cand else 0.0
+
+        raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
+        metric_unavailable = raw_inc is None or raw_cand is None
+        m_inc = None if raw_inc is None else float(raw_inc)
+        m_cand = None if raw_cand is None else float(raw_cand)
+        improvement = (
+            round(100 * (m_inc - m_cand) / m_inc, 1)
+            if m_inc is not None and m_cand is not None and m_inc != 0
+            else None
+        )
+
+        # A task both arms measured cleanly, neither ever resolved, and whose failures are not
+        # the skill's own fault says nothing about the candidate: keep it as evidence, not as a gate.
+        fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
+        skill_attributable = bool(
+            (set(incumbent.get("error_kinds", {})) | set(candidate.get("error_kinds", {})))
+            & SKILL_ATTRIBUTABLE_ERROR_KINDS
+        )
+        gated = not (
+            fully_measured and r_inc == 0 and r_cand == 0 and not skill_attributable and improvement is not None
+        )
+        # The floor asks for reliability only where the incumbent shows some, or where the
+        # prompts under test never loaded the skill at all.
+        floor_enforced = r_inc > 0 or skill_attributable
+
+        task_rows.append(
+            {
+                "task": task,
+                "class": incumbent.get("class", ""),
+                "incumbent_resolved": f"{r_inc}/{n_inc}",
+                "candidate_resolved": f"{r_cand}/{n_cand}",
+                "incumbent_excluded_runs": x_inc,
+                "candidate_excluded_runs": x_cand,
+                "incumbent_metric": m_inc,
+                "candidate_metric": m_cand,
+                "improvement_pct": improvement,
+                "gated": gated,
+                "quality_floor_enforced": floor_enforced,
+                "skill_attributable_failure": skill_attributable,
+                "candidate_quality_floor_met": n_cand > 0 and r_cand == n_cand,
+                "paired": (
+                    None
+                    if rows is None
+                    else paired_runs(
+                        rows, task=task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, metric=metric
+                    )
+                ),
+            }
+        )
+
+        if not gated:
+            if improvement < -failed_task_cap:
+                efficiency_regression = True
+                reasons.append(
+                    f"{task}: {metric} regressed {-improvement:.1f}% on a task neither arm resolved, "
+                    f"above the {failed_task_cap:.1f}% failed-task cap"
+                )
+            continue
+
+        if n_inc < min_runs or n_cand < min_runs:
+            insufficient = True
+            reasons.append(f"{task}: needs at least {min_runs} valid runs per arm (got {n_inc}/{n_cand})")
+        if x_inc or x_cand:
+            insufficient = True
+            reasons.append(f"{task}: promotion requires zero excluded runs in both paired arms (got {x_inc}/{x_cand})")
+        if n_inc != n_cand:
+            insufficient = True
+            reasons.append(
+                f"{task}: paired arms have different valid run counts "
+                f"({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
+            )
+        if rate_cand < rate_inc:
+            quality_regression = True
+            reasons.append(f"{task}: resolution regressed from {rate_inc:.0%} to {rate_cand:.0%}")
+        if floor_enforced and n_cand > 0 and r_cand != n_cand:
+            quality_floor_failed = True
+            trigger = (
+                "a run never invoked the skill under test"
+                if skill_attributable
+                else f"the incumbent resolves {r_inc}/{n_inc}"
+            )
+            reasons.append(
+                f"{task}: candidate must resolve every valid run for the oracle-backed quality floor "
+                f"({trigger}; got {r_cand}/{n_cand})"
+            )
+        if metric_unavailable:
+            insufficient = True
+            reasons.append(
+                f"{task}: {metric} was not measured on every run in both paired arms; "
+                "cannot rank on it (fix cost capture or choose another metric)"
+            )
+        elif improvement is None:
+            insufficient = True
+            reasons.append(f"{task}: incumbent {metric} is zero; choose a metric with signal")
+        elif improvement < -task_cap:
+            efficiency_regression = True
+            reasons.append(f"{task}: {metric} regressed {-improvement:.1f}%, above the {task_cap:.1f}% task cap")
+
+    gated_tasks = [row["task"] for row in task_rows if row["gated"]]
+    ungated_tasks = [row["task"] for row in task_rows if not row["gated"]]
+    if ungated_tasks:
+        reasons.append(
+            f"not gated on {len(ungated_tasks)} task(s) neither arm resolved: {', '.join(ungated_tasks)} "
+            f"(evidence base: {len(gated_tasks)}/{len(task_rows)} paired tasks gated)"
+        )
+    if not task_rows:
+        insufficient = True
+        reasons.append("no paired task results were found")
+    elif not gated_tasks:
+        insufficient = True
+        reasons.append("no task supplied quality signal: neither arm resolved a run anywhere in the set")
+    elif len(gated_tasks) < min_gated_ratio * len(task_rows):
+        insufficient = True
+        reasons.append(
+            f"promotion evidence base is too thin: {len(gated_tasks)}/{len(task_rows)} paired tasks are gated "
+            f"(at least {min_gated_ratio:.0%} required)"
+        )
+
+    gated_improvements = [
+        row["improvement_pct"] for row in task_rows if row["gated"] and row["improvement_pct"] is not None
+    ]
+    median_improvement = round(statistics.median(gated_improvements), 1) if gated_improvements else None
+    resolution_margin = sum(int(by_task[task][candidate_arm]["resolved"]) for task in paired_tasks) - sum(
+        int(by_task[task][incumbent_arm]["resolved"]) for task in paired_tasks
+    )
+    stats = {"sign_test": sign_test(gated_improvements), "bootstrap": bootstrap_median_ci(gated_improvements)}
+
+    if insufficient:
+        decision = "insufficient_evidence"
+    elif quality_regression or quality_floor_failed or efficiency_regression:
+        decision = "keep_incumbent"
+    elif resolution_margin >= 2:
+        decision = "promote"
+        reasons.append(
+            f"candidate improves total task resolution by {resolution_margin} runs "
+            "(at least 2 required) with no task regression"
+        )
+    else:
+        if resolution_margin == 1:
+            reasons.append(
+                "total resolution improved by only 1 run — within the noise floor "
+                "(2 required); deciding on efficiency instead"
+            )
+        decision = (
+            "promote" if median_improvement is not None and median_improvement >= min_improvement else "keep_incumbent"
+        )
+        reasons.append(
+            f"median {metric} improvement is {median_improvement or 0.0:.1f}% (required {min_improvement:.1f}%)"
+        )
+
+    if decision == "promote" and policy["require_confidence"]:
+        bootstrap = stats["bootstrap"]
+        low = bootstrap["ci_low_pct"]
+        if low is None or low <= 0:
+            decision = "keep_incumbent"
+            if low is None:
+                reasons.append(
+                    f"no bootstrap confidence interval for the median {metric} improvement could be computed; "
+                    "require_confidence needs one whose lower bound is above 0%"
+                )
+            else:
+                reasons.append(
+                    f"bootstrap {BOOTSTRAP_CONFIDENCE:.0%} CI of the median {metric} improvement is "
+                    f"[{low:.1f}%, {bootstrap['ci_high_pct']:.1f}%]; require_confidence needs its lower bound above 0%"
+                )
+
+    return {
+        "incumbent_arm": incumbent_arm,
+        "candidate_arm": candidate_arm,
+        "decision": decision,
+        "metric": metric,
+        "metric_warning": metric_warning(metric),
+        "median_improvement_pct": median_improvement,
+        "resolution_margin": resolution_margin,
+        "reasons": reasons,
+        "gated_tasks": gated_tasks,
+        "ungated_tasks": ungated_tasks,
+        "tasks": task_rows,
+        "statistics": stats,
+    }
+
+
+# ─── Promotion document ─────────────────────────────────────────────────────
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def promotion_document(
+    rows: list[dict[str, Any]],
+    *,
+    pairs: list[tuple[str, str]],
+    policy: dict[str, Any] | None,
+    binding: dict[str, Any],
+    run_status: str,
+    generated_at: datetime,
+) -> dict[str, Any]:
+    """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
+
+    ``binding`` supplies exactly the fields in ``BINDING_FIELDS``; its
+    ``required_candidate_arms`` must list the candidates of ``pairs`` in order. An aborted run
+    forces every decision to insufficient_evidence. ``generated_at`` must be timezone-aware;
+    the evidence expires ``max_age_days`` later.
+    """
+    policy = resolve_policy(policy)
+    if run_status not in RUN_STATUSES:
+        raise ValueError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
+    if generated_at.tzinfo is None or generated_at.utcoffset() is None:
+        raise ValueError("generated_at must be timezone-aware")
+    missing = [field for field in BINDING_FIELDS if field not in binding]
+    unknown = sorted(set(binding) - set(BINDING_FIELDS))
+    if missing or unknown:
+        raise ValueError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
+    candidates = [candidate for _, candidate in pairs]
+    if list(binding["required_candidate_arms"]) != candidates:
+        raise ValueError(
+            f"required_candidate_arms {binding['required_candidate_arms']} do not match the paired candidates "
+            f"{candidates}"
+        )
+    if len(set(candidates)) != len(candidates):
+        raise ValueError(f"duplicate candidate arm in pairs: {candidates}")
+
+    by_task = aggregate_by_task(rows)
+    decisions = []
+    for incumbent_arm, candidate_arm in pairs:
+        decision = evaluate_candidate(
+            by_task,
+            incumbent_arm=incumbent_arm,
+            candidate_arm=candidate_arm,
+            model=binding["benchmark_model"],
+            policy=policy,
+            rows=rows,
+        )
+        if run_status != "complete":
+            decision["decision"] = "insufficient_evidence"
+            decision["reasons"] = [ABORTED_REASON, *decision["reasons"]]
+        decisions.append(decision)
+
+    generated = generated_at.astimezone(UTC)
+    return {
+        "schema": PROMOTION_SCHEMA,
+        "run_status": run_status,
+        "generated_at": _utc_text(generated),
+        "evidence_expires_at": _utc_text(generated + timedelta(days=policy["max_age_days"])),
+        "policy": {**policy, "metric_warning": metric_warning(policy["metric"]), "quality_rule": QUALITY_RULE},
+        "decisions": decisions,
+        **{field: binding[field] for field in BINDING_FIELDS},
+    }
+
+
+def summarize_gate(promotion: dict[str, Any]) -> list[str]:
+    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs."""
+    return [
+        f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
+        for decision in promotion.get("decisions", [])
+    ]

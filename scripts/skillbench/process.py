@@ -1,0 +1,391 @@
+"""One runner for every subprocess of a cell: explicit environment, own process group, bounded output,
+timeout and cancellation that take the whole process tree down.
+
+`run_managed` never leaves a descendant behind: on timeout, on cancellation (SIGINT/SIGTERM to the job
+script via `install_signal_handlers`), on an interrupt inside the wait, and after a normal exit whose
+descendants are still running.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+CANCEL = threading.Event()
+
+STATES = ("ok", "failed", "timeout", "killed", "cancelled")
+READ_CHUNK_BYTES = 8192
+CANCEL_POLL_S = 0.1
+GROUP_POLL_S = 0.02
+READER_JOIN_S = 1.0
+ERROR_STDERR_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    state: str
+    returncode: int | None
+    stdout_tail: str
+    stderr_tail: str
+    duration_s: float
+    stdout_capture: bytes | None = None
+    stdout_capture_overflow: bool = False
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+
+class ProcessError(RuntimeError):
+    def __init__(self, argv0: str, result: ProcessResult) -> None:
+        self.argv0 = argv0
+        self.result = result
+        message = f"{argv0}: {result.state} (returncode {result.returncode})"
+        if result.detail:
+            message += f": {result.detail}"
+        stderr = result.stderr_tail[-ERROR_STDERR_CHARS:]
+        if stderr.strip():
+            message += f"\nstderr:\n{stderr}"
+        super().__init__(message)
+
+
+def install_signal_handlers() -> None:
+    """Make SIGINT/SIGTERM request cancellation; a second signal interrupts for real.
+
+    Call from the main thread of a job script. The first signal lets every `run_managed` tear its process
+    group down and the cell record a "cancelled" outcome; a repeat means the operator wants out now, and
+    the raised exception still kills the current group on its way up.
+    """
+
+    def handler(signum: int, frame: Any) -> None:
+        if CANCEL.is_set():
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + signum)
+        CANCEL.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+class _Sink:
+    """Drains one pipe into a bounded tail, plus (stdout only) a bounded capture and an observer."""
+
+    def __init__(
+        self,
+        tail_bytes: int,
+        capture_bytes: int | None = None,
+        observer: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self.tail_bytes = tail_bytes
+        self.capture_bytes = capture_bytes
+        self.observer = observer
+        self.lock = threading.Lock()
+        self.tail = bytearray()
+        self.capture = bytearray() if capture_bytes is not None else None
+        self.overflow = False
+
+    def feed(self, chunk: bytes) -> None:
+        with self.lock:
+            self.tail.extend(chunk)
+            if len(self.tail) > self.tail_bytes:
+                del self.tail[: len(self.tail) - self.tail_bytes]
+            if self.capture is not None and self.capture_bytes is not None:
+                room = self.capture_bytes - len(self.capture)
+                if len(chunk) > room:
+                    self.overflow = True
+                self.capture.extend(chunk[: max(room, 0)])
+        if self.observer is not None:
+            try:
+                self.observer(chunk)
+            except Exception:
+                # A broken progress reporter must never stall the drain (a full pipe would block the child).
+                self.observer = None
+
+    def drain(self, pipe: IO[bytes]) -> None:
+        try:
+            while chunk := pipe.read1(READ_CHUNK_BYTES):  # type: ignore[attr-defined]
+                self.feed(chunk)
+        except (OSError, ValueError):
+            pass
+
+    def snapshot(self) -> tuple[str, bytes | None, bool]:
+        with self.lock:
+            tail = bytes(self.tail).decode("utf-8", errors="replace")
+            capture = bytes(self.capture) if self.capture is not None else None
+            return tail, capture, self.overflow
+
+
+def _write_stdin(pipe: IO[bytes], data: bytes, errors: list[str]) -> None:
+    try:
+        pipe.write(data)
+        pipe.flush()
+    except (OSError, ValueError) as exc:
+        errors.append(f"stdin write failed: {type(exc).__name__}: {exc}")
+    finally:
+        try:
+            pipe.close()
+        except (OSError, ValueError):
+            pass
+
+
+def _group_has_live_member(pgid: int) -> bool | None:
+    """Whether /proc shows a non-zombie member of the group; None when /proc cannot be read."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name is parenthesised and may itself contain spaces or parentheses.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) >= 3 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # Orphaned zombies stay in the group until init reaps them, and some container inits never do;
+    # counting them would turn every clean exit into a false "killed".
+    alive = _group_has_live_member(pgid) if sys.platform.startswith("linux") else None
+    return True if alive is None else alive
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _terminate_group(proc: subprocess.Popen[bytes], grace: float) -> bool:
+    """SIGTERM the group, wait up to ``grace`` for it to vanish, else SIGKILL. True when SIGKILL was needed."""
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while True:
+        # Reap the leader first: an unreaped zombie leader keeps the group alive in the kernel's eyes.
+        proc.poll()
+        if not _group_alive(pgid):
+            return False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        time.sleep(min(GROUP_POLL_S, remaining))
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        proc.wait(max(1.0, grace))
+    except subprocess.TimeoutExpired:
+        pass
+    return True
+
+
+def _abort(proc: subprocess.Popen[bytes]) -> None:
+    # Pipes are left to the daemon reader threads: closing a buffered pipe blocks while another thread
+    # reads it, and the readers see EOF as soon as the group is gone.
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        proc.wait(1.0)
+    except (subprocess.TimeoutExpired, OSError):
+        pass
+
+
+def run_managed(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    timeout: float,
+    cwd: str | Path | None = None,
+    stdin_data: bytes | None = None,
+    capture_stdout_bytes: int | None = None,
+    stdout_observer: Callable[[bytes], None] | None = None,
+    terminate_grace: float = 5.0,
+    tail_bytes: int = 65536,
+    cancel: threading.Event | None = None,
+) -> ProcessResult:
+    """Run ``argv`` in its own process group and return how it ended; never raises for child behaviour.
+
+    ``cancel`` defaults to the module-wide `CANCEL` event; tests and callers with their own scope may
+    pass another one.
+    """
+    if not argv:
+        raise ValueError("run_managed needs a non-empty argv")
+    if not isinstance(env, Mapping):
+        raise TypeError("run_managed needs an explicit env mapping; the parent environment is never inherited")
+    if timeout <= 0 or terminate_grace < 0 or tail_bytes <= 0:
+        raise ValueError("timeout and tail_bytes must be positive and terminate_grace non-negative")
+    if capture_stdout_bytes is not None and capture_stdout_bytes <= 0:
+        raise ValueError("capture_stdout_bytes must be positive when given")
+    cancel_event = CANCEL if cancel is None else cancel
+    started = time.monotonic()
+
+    def result(state: str, returncode: int | None, detail: str | None, stdout: _Sink, stderr: _Sink) -> ProcessResult:
+        stdout_tail, capture, overflow = stdout.snapshot()
+        stderr_tail, _, _ = stderr.snapshot()
+        return ProcessResult(
+            state=state,
+            returncode=returncode,
+            stdout_tail=stdout_tail,
+            stderr_tail=stderr_tail,
+            duration_s=round(time.monotonic() - started, 3),
+            stdout_capture=capture,
+            stdout_capture_overflow=overflow,
+            detail=detail,
+        )
+
+    stdout_sink = _Sink(tail_bytes, capture_stdout_bytes, stdout_observer)
+    stderr_sink = _Sink(tail_bytes)
+    if cancel_event.is_set():
+        return result("cancelled", None, "cancelled before start", stdout_sink, stderr_sink)
+    try:
+        proc = subprocess.Popen(
+            [str(arg) for arg in argv],
+            env={str(key): str(value) for key, value in env.items()},
+            cwd=cwd,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return result(
+            "failed", None, f"could not start {argv[0]}: {type(exc).__name__}: {exc}", stdout_sink, stderr_sink
+        )
+    try:
+        return _supervise(proc, stdin_data, stdout_sink, stderr_sink, timeout, terminate_grace, cancel_event, result)
+    except BaseException:
+        _abort(proc)
+        raise
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    stdin_data: bytes | None,
+    stdout_sink: _Sink,
+    stderr_sink: _Sink,
+    timeout: float,
+    grace: float,
+    cancel_event: threading.Event,
+    result: Callable[[str, int | None, str | None, _Sink, _Sink], ProcessResult],
+) -> ProcessResult:
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [
+        threading.Thread(target=stdout_sink.drain, args=(proc.stdout,), daemon=True),
+        threading.Thread(target=stderr_sink.drain, args=(proc.stderr,), daemon=True),
+    ]
+    for thread in readers:
+        thread.start()
+    stdin_errors: list[str] = []
+    writer = None
+    if stdin_data is not None and proc.stdin is not None:
+        writer = threading.Thread(target=_write_stdin, args=(proc.stdin, stdin_data, stdin_errors), daemon=True)
+        writer.start()
+
+    deadline = time.monotonic() + timeout
+    interrupted: str | None = None
+    while True:
+        if cancel_event.is_set():
+            interrupted = "cancelled"
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            interrupted = "timeout"
+            break
+        try:
+            proc.wait(min(CANCEL_POLL_S, remaining))
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+    details: list[str] = []
+    if interrupted is not None:
+        state = interrupted
+        details.append("cancelled" if interrupted == "cancelled" else f"timed out after {timeout:g}s")
+        if _terminate_group(proc, grace):
+            details.append(f"process group still alive {grace:g}s after SIGTERM; sent SIGKILL")
+    elif proc.returncode is not None and proc.returncode < 0:
+        state = "killed"
+        details.append(f"terminated by signal {-proc.returncode}")
+    else:
+        state = "ok" if proc.returncode == 0 else "failed"
+        if proc.returncode:
+            details.append(f"exited with status {proc.returncode}")
+    if interrupted is None and _group_alive(proc.pid):
+        # A descendant that closed its pipes would otherwise outlive the cell unnoticed.
+        _signal_group(proc.pid, signal.SIGKILL)
+        state = "killed"
+        details.append("descendants outlived the main process; killed its process group")
+
+    for thread in readers:
+        thread.join(READER_JOIN_S)
+    if any(thread.is_alive() for thread in readers):
+        # Something outside the group (it started its own session) still holds our pipes.
+        _signal_group(proc.pid, signal.SIGKILL)
+        for thread in readers:
+            thread.join(max(1.0, grace))
+        if any(thread.is_alive() for thread in readers):
+            state = "killed" if state == "ok" else state
+            details.append("output pipes stayed open after the process group ended; output may be incomplete")
+    if writer is not None:
+        writer.join(READER_JOIN_S)
+        if writer.is_alive():
+            details.append("stdin writer still blocked after the process ended")
+            state = "failed" if state == "ok" else state
+    if stdin_errors:
+        details.extend(stdin_errors)
+        # An undelivered prompt means the child worked on something else: never report success.
+        state = "failed" if state == "ok" else state
+    return result(state, proc.returncode, "; ".join(details) or None, stdout_sink, stderr_sink)
+
+
+def run_checked(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    timeout: float,
+    cwd: str | Path | None = None,
+    stdin_data: bytes | None = None,
+    capture_stdout_bytes: int | None = None,
+    stdout_observer: Callable[[bytes], None] | None = None,
+    terminate_grace: float = 5.0,
+    tail_bytes: int = 65536,
+    cancel: threading.Event | None = None,
+) -> ProcessResult:
+    """`run_managed`, raising `ProcessError` unless the process ended "ok"."""
+    outcome = run_managed(
+        argv,
+        env=env,
+        timeout=timeout,
+        cwd=cwd,
+        stdin_data=stdin_data,
+        capture_stdout_bytes=capture_stdout_bytes,
+        stdout_observer=stdout_observer,
+        terminate_grace=terminate_grace,
+        tail_bytes=tail_bytes,
+        cancel=cancel,
+    )
+    if not outcome.ok:
+        raise ProcessError(str(argv[0]), outcome)
+    return outcome

@@ -1,0 +1,209 @@
+"""Git plumbing: deterministic snapshot commits, sanitized templates, clones, churn and patches.
+
+A task's template is a parentless single-commit repository with a fixed identity and
+date, no refs, no remotes, no reflogs and no other objects, so nothing a session does in a
+clone can recover the target's history (where a solution may live). Commands on a clone
+after a session ran in it go through a caller-supplied runner (the cell's sandbox), because
+the agent could have planted hooks or filters in the clone's `.git/config`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .process import ProcessResult, run_managed
+
+GIT_TIMEOUT_S = 120
+SANITIZED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "skillbench",
+    "GIT_AUTHOR_EMAIL": "skillbench@invalid",
+    "GIT_COMMITTER_NAME": "skillbench",
+    "GIT_COMMITTER_EMAIL": "skillbench@invalid",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+SANITIZED_MESSAGE = "Sanitized benchmark task snapshot"
+# Config that keeps git from running anything a repository's own files could name.
+SAFE_GIT_CONFIG = (
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
+    "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "init.defaultBranch=main",
+)
+SHA_PATTERN = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+# runner(args, capture_stdout_bytes=None) -> ProcessResult; the cell's runs git inside its sandbox.
+GitRunner = Callable[..., ProcessResult]
+MAX_PATCH_BYTES = 300_000
+MAX_DIFF_BYTES = 64 * 1024 * 1024
+
+
+class GitError(RuntimeError):
+    """A git command failed or a repository is not in the state the harness requires."""
+
+
+def git_environment(home: str = "/nonexistent") -> dict[str, str]:
+    """A minimal environment: no user or system git config, no prompts, fixed identity."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        **SANITIZED_IDENTITY,
+    }
+
+
+def host_git(repo: Path, *, extra_env: dict[str, str] | None = None) -> GitRunner:
+    """A runner for repositories the harness created or the user trusts (task sources, templates)."""
+
+    def run(args: Sequence[str], capture_stdout_bytes: int | None = None) -> ProcessResult:
+        env = {**git_environment(), **(extra_env or {})}
+        return run_managed(["git", *SAFE_GIT_CONFIG, "-C", str(repo), *args], env=env, timeout=GIT_TIMEOUT_S,
+                           capture_stdout_bytes=capture_stdout_bytes)
+
+    return run
+
+
+def checked(git: GitRunner, *args: str) -> str:
+    result = git(args)
+    if not result.ok:
+        detail = (result.detail or result.stderr_tail or "")[-1000:]
+        raise GitError(f"git {' '.join(args[:3])} failed ({result.state}, exit {result.returncode}): {detail.strip()}")
+    return result.stdout_tail
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """Resolve `ref` in a local repository to an immutable commit id."""
+    repo = Path(repo).expanduser()
+    if not repo.is_dir():
+        raise GitError(f"task repository {repo} does not exist")
+    sha = checked(host_git(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+    if not SHA_PATTERN.match(sha):
+        raise GitError(f"{repo}: ref {ref!r} did not resolve to a commit id (got {sha!r})")
+    return sha
+
+
+def export_tree(repo: Path, sha: str, destination: Path) -> None:
+    """Write the files of commit `sha` into `destination` without touching the source repository's state."""
+    destination.mkdir(parents=True, exist_ok=False)
+    with tempfile.TemporaryDirectory(prefix="skillbench-index-") as scratch:
+        index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        git = host_git(Path(repo).expanduser(), extra_env=index_env)
+        checked(git, "read-tree", sha)
+        checked(git, "--work-tree", str(destination), "checkout-index", "--all", "--force")
+
+
+def commit_tree_as_template(work_tree: Path) -> str:
+    """Turn a plain folder into a parentless, ref-free, single-commit repository; return the commit id.
+
+    Identity, dates and message are fixed, so the same files always give the same commit id.
+    """
+    git = host_git(work_tree)
+    checked(git, "init", "--quiet")
+    checked(git, "add", "--all", "--force")
+    tree = checked(git, "write-tree").strip()
+    sha = checked(git, "commit-tree", tree, "-m", SANITIZED_MESSAGE).strip()
+    checked(git, "update-ref", "--no-deref", "HEAD", sha)
+    for ref in checked(git, "for-each-ref", "--format=%(refname)").split():
+        checked(git, "update-ref", "-d", ref)
+    checked(git, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+    shutil.rmtree(work_tree / ".git" / "logs", ignore_errors=True)
+    checked(git, "prune", "--expire=now")
+    verify_sanitized(work_tree, sha)
+    return sha
+
+
+def verify_sanitized(repo: Path, sha: str) -> None:
+    """Fail unless the repository holds exactly one parentless commit and nothing unreachable."""
+    git = host_git(repo)
+    head = checked(git, "rev-parse", "HEAD").strip()
+    if head != sha:
+        raise GitError(f"{repo}: HEAD is {head}, expected the sanitized commit {sha}")
+    if checked(git, "show", "-s", "--format=%P", "HEAD").strip():
+        raise GitError(f"{repo}: the sanitized commit has parents")
+    if checked(git, "for-each-ref").strip() or checked(git, "remote").strip():
+        raise GitError(f"{repo}: refs or remotes remain after sanitizing")
+    unreachable = git(["fsck", "--full", "--no-reflogs", "--unreachable", "--no-progress"])
+    if not unreachable.ok or unreachable.stdout_tail.strip():
+        raise GitError(f"{repo}: git fsck found problems or unreachable objects: {unreachable.stdout_tail[-500:]}")
+    if checked(git, "status", "--porcelain", "--untracked-files=all").strip():
+        raise GitError(f"{repo}: the template's work tree differs from its commit")
+
+
+def build_template(*, destination: Path, snapshot: Path | None = None, repo: Path | None = None,
+                   sha: str | None = None) -> str:
+    """Build the sanitized template of a task from a snapshot folder or a repository commit."""
+    if (snapshot is None) == (repo is None):
+        raise ValueError("exactly one of snapshot or repo is required")
+    if destination.exists():
+        shutil.rmtree(destination)
+    if snapshot is not None:
+        shutil.copytree(snapshot, destination, symlinks=True)
+        if (destination / ".git").exists():
+            raise GitError(f"snapshot folder {snapshot} must not contain a .git entry")
+    else:
+        export_tree(repo, sha, destination)
+    return commit_tree_as_template(destination)
+
+
+def clone_template(template: Path, destination: Path) -> None:
+    """A fresh, self-contained copy of the template (no shared objects, no alternates)."""
+    shutil.copytree(template, destination, symlinks=True)
+
+
+def head_commit(git: GitRunner) -> str:
+    sha = checked(git, "rev-parse", "HEAD").strip()
+    if not SHA_PATTERN.match(sha):
+        raise GitError(f"HEAD is not an immutable commit id: {sha!r}")
+    return sha
+
+
+def commit_all(git: GitRunner, message: str) -> bool:
+    """Stage everything and commit; False when there was nothing to commit."""
+    checked(git, "add", "--all", "--force")
+    staged = git(["diff", "--cached", "--quiet"])
+    if staged.ok:
+        return False
+    checked(git, "commit", "--quiet", "--no-verify", "-m", message)
+    return True
+
+
+def pathspec(excluded: Sequence[str]) -> list[str]:
+    return ["--", ".", *(f":(exclude){path}" for path in excluded)]
+
+
+def churn(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[int, int, int]:
+    """(files, insertions, deletions) of the work tree against `base`, new files included."""
+    checked(git, "add", "--intent-to-add", "--all", "--force")
+    summary = checked(git, "diff", "--no-ext-diff", "--no-textconv", "--shortstat", base, *pathspec(excluded))
+    numbers = {}
+    for count, word in re.findall(r"(\d+) (file|insertion|deletion)", summary):
+        numbers[word] = int(count)
+    return numbers.get("file", 0), numbers.get("insertion", 0), numbers.get("deletion", 0)
+
+
+def work_digest(git: GitRunner, base: str, excluded: Sequence[str]) -> str:
+    """Digest of the binary diff against `base`: equal digests mean no change outside `excluded`."""
+    checked(git, "add", "--intent-to-add", "--all", "--force")
+    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
+                 capture_stdout_bytes=MAX_DIFF_BYTES)
+    if not result.ok or result.stdout_capture is None or result.stdout_capture_overflow:
+        raise GitError(f"git diff for the work digest failed ({result.state}): {result.stderr_tail[-500:]}")
+    return hashlib.sha256(result.stdout_capture).hexdigest()
+
+
+def binary_patch(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[bytes, bool]:
+    """The binary diff against `base`, cut at MAX_PATCH_BYTES; the flag says whether it was cut."""
+    checked(git, "add", "--intent-to-add", "--all", "--force")
+    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
+                 capture_stdout_bytes=MAX_PATCH_BYTES)
+    if result.state not in ("ok",) or result.stdout_capture is None:
+        raise GitError(f"git diff for the patch failed ({result.state}): {result.stderr_tail[-500:]}")
+    return result.stdout_capture, result.stdout_capture_overflow

@@ -1,0 +1,767 @@
+"""Evidence from one headless Claude Code session.
+
+Owns the CLI argv, strict parsing of the parent-captured stream-json stdout (the only admissible evidence:
+files under the session's HOME are writable by the agent), the skill-invocation proof, redacted transcript
+persistence, the per-session record and its per-cell sum, the cost cross-check, and progress reporting.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import math
+import os
+import re
+import stat
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from skillbench.process import ProcessResult, run_managed
+from skillbench.redaction import redact_text, redact_value
+
+MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+TRANSCRIPT_SOURCE = "parent-captured-stream-json"
+ERROR_TAIL_CHARS = 2000
+
+_TOOL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_PREFIX = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_SKILL_INPUT_FIELDS = ("skill", "command", "name")
+# modelUsage field -> price-table field, USD per million tokens.
+_PRICED_USAGE = (
+    ("inputTokens", "input"),
+    ("outputTokens", "output"),
+    ("cacheCreationInputTokens", "cache_write"),
+    ("cacheReadInputTokens", "cache_read"),
+)
+
+
+def cli_command(
+    cli: str,
+    *,
+    tools: list[str],
+    disallowed_tools: list[str],
+    model: str,
+    effort: str | None,
+    settings_json: str | None,
+    permission_mode: str | None = "dontAsk",
+) -> list[str]:
+    """The headless CLI argv. The prompt always goes on stdin: the variadic flags would swallow a positional."""
+    argv = [cli, "-p", "--input-format", "text", "--output-format", "stream-json", "--verbose"]
+    if settings_json is not None:
+        argv += ["--settings", settings_json]
+    argv += ["--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}']
+    joined = ",".join(tools)
+    # --allowedTools only pre-approves; without --tools every built-in tool (subagents, web) stays available.
+    argv += ["--tools", joined, "--allowedTools", joined]
+    if permission_mode:
+        argv += ["--permission-mode", permission_mode]
+    argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    for tool in disallowed_tools:
+        argv += ["--disallowedTools", tool]
+    return argv
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Strict stream parsing
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        # 1e999 parses to inf without ever hitting parse_constant.
+        raise ValueError(f"non-finite number {text}")
+    return number
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            # Last-wins would let one line carry two readings of the same field.
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
+def parse_event_stream(raw: bytes) -> list[dict[str, Any]]:
+    """Every event of a stream-json capture, strictly: UTF-8, one JSON object per non-blank line, finite numbers."""
+    try:
+        text = bytes(raw).decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"event stream is not valid UTF-8 (byte {exc.start})") from exc
+    events: list[dict[str, Any]] = []
+    # Only "\n" separates events: str.splitlines would also split inside strings holding U+2028 or U+0085.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(
+                line, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+            )
+        except ValueError as exc:
+            raise ValueError(f"event stream line {number} is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise ValueError(f"event stream line {number} is nested too deeply") from exc
+        if not isinstance(event, dict):
+            raise ValueError(f"event stream line {number} is not a JSON object")
+        events.append(event)
+    if not events:
+        raise ValueError("event stream contains no events")
+    return events
+
+
+def evidence_window(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The events up to and including the single result event, and that result event."""
+    results = [index for index, event in enumerate(events) if event.get("type") == "result"]
+    if len(results) != 1:
+        raise ValueError(f"expected exactly one result event, found {len(results)}")
+    index = results[0]
+    # Background-task bookkeeping ("system" events) may trail the result; it carries no tool or usage
+    # payload. Anything else after the result could forge evidence.
+    trailing = [event.get("type") for event in events[index + 1 :] if event.get("type") != "system"]
+    if trailing:
+        raise ValueError(f"a {str(trailing[0])[:40]!r} event follows the result event")
+    # Cutting here makes "nothing after the result is evidence" a property of what readers can see.
+    return events[: index + 1], events[index]
+
+
+def _content_blocks(event: dict[str, Any]) -> list[Any]:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
+        content = event.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _tool_name(value: Any) -> str:
+    """A tool name is an identifier; anything else is content and is counted as the generic "tool"."""
+    if isinstance(value, str) and _TOOL_NAME.fullmatch(value.strip()):
+        return value.strip()
+    return "tool"
+
+
+def _skill_identifier(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    token = value.split(maxsplit=1)[0].removeprefix("/")
+    # Plugin skills are requested as "plugin:skill"; the skill is what we benchmark.
+    return token.rsplit(":", 1)[-1] or None
+
+
+def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
+    """Whether a Skill request for ``skill`` got a later successful tool result.
+
+    False when no such request exists; ValueError when the stream is ambiguous (bad or duplicate ids, a
+    matching request without a result, or a result that does not follow its request).
+    """
+    expected = _skill_identifier(skill)
+    if expected is None:
+        raise ValueError(f"expected skill {skill[:80]!r} has no identifier")
+    requests: dict[str, tuple[int, bool]] = {}
+    results: dict[str, tuple[int, bool]] = {}
+    for index, event in enumerate(events):
+        for block in _content_blocks(event):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                tool_id = block.get("id")
+                if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
+                    raise ValueError(f"tool_use in event {index + 1} has no well-formed id")
+                if tool_id in requests:
+                    raise ValueError(f"duplicate tool_use id {tool_id}")
+                name = block.get("name")
+                arguments = block.get("input")
+                matched = (
+                    isinstance(name, str)
+                    and name.casefold() == "skill"
+                    and isinstance(arguments, dict)
+                    and any(_skill_identifier(arguments.get(field)) == expected for field in _SKILL_INPUT_FIELDS)
+                )
+                requests[tool_id] = (index, matched)
+            elif block.get("type") == "tool_result":
+                tool_id = block.get("tool_use_id")
+                if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
+                    raise ValueError(f"tool_result in event {index + 1} has no well-formed tool_use_id")
+                if tool_id in results:
+                    raise ValueError(f"duplicate tool_result for {tool_id}")
+                is_error = block.get("is_error")
+                if is_error not in (None, False, True):
+                    raise ValueError(f"tool_result for {tool_id} has a non-boolean is_error")
+                results[tool_id] = (index, is_error is True)
+    succeeded = False
+    matching = [(tool_id, index) for tool_id, (index, matched) in requests.items() if matched]
+    for tool_id, request_index in matching:
+        if tool_id not in results:
+            raise ValueError(f"Skill request {tool_id} has no tool_result")
+        result_index, is_error = results[tool_id]
+        if result_index <= request_index:
+            raise ValueError(f"the tool_result for Skill request {tool_id} does not follow it")
+        succeeded = succeeded or not is_error
+    return succeeded
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Costs
+
+
+def _nonnegative(raw: Any) -> float | None:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    if not math.isfinite(raw) or raw < 0:
+        return None
+    return float(raw)
+
+
+def measured_cost(raw: Any) -> float | None:
+    """A reported cost as a finite non-negative float; None when unmeasured (never a fake 0.0)."""
+    return _nonnegative(raw)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def recompute_cost(model_usage: dict[str, Any], prices: dict[str, Any]) -> float | None:
+    """Cost in USD from the result's ``modelUsage`` and a per-model price table in USD per million tokens.
+
+    None when a model has no price, or a token count or price is missing or malformed.
+    """
+    if not isinstance(model_usage, dict) or not isinstance(prices, dict):
+        return None
+    total = 0.0
+    for model, usage in model_usage.items():
+        price = prices.get(model)
+        if not isinstance(usage, dict) or not isinstance(price, dict):
+            return None
+        for usage_field, price_field in _PRICED_USAGE:
+            tokens = _count(usage.get(usage_field))
+            rate = _nonnegative(price.get(price_field))
+            if tokens is None or rate is None:
+                return None
+            total += tokens * rate / 1_000_000
+    # Float noise below a nano-dollar would only make equal figures look different.
+    return round(total, 10)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Transcripts
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def persist_transcript(
+    raw: bytes, *, directory: Path, prefix: str, session_id: str, secrets: Sequence[str]
+) -> dict[str, Any]:
+    """Write the redacted, canonical event stream once as ``<directory>/<prefix>-<session_id>.jsonl``.
+
+    ``directory`` is the run folder's ``transcripts`` directory; the returned path is relative to the
+    run folder.
+    """
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ValueError(f"unsafe transcript prefix {_short(prefix)}")
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise ValueError(f"unsafe session id {_short(session_id)}")
+    directory = Path(directory)
+    if directory.name != "transcripts":
+        raise ValueError(f"transcript directory must be <run folder>/transcripts, not {directory}")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    mode = directory.lstat().st_mode
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        raise ValueError(f"transcript directory is not a real directory: {directory}")
+    directory.chmod(0o700)
+
+    # Re-parsing proves the artifact is the complete structured stream, not arbitrary captured bytes.
+    events = parse_event_stream(raw)
+    try:
+        lines = [
+            json.dumps(
+                redact_value(event, secrets), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
+            for event in events
+        ]
+    except RecursionError as exc:
+        raise ValueError("event stream is nested too deeply to redact") from exc
+    payload = "".join(line + "\n" for line in lines).encode("utf-8")
+    if len(payload) > MAX_TRANSCRIPT_BYTES:
+        raise ValueError(f"redacted transcript is {len(payload)} bytes, over the {MAX_TRANSCRIPT_BYTES} limit")
+    parse_event_stream(payload)
+
+    name = f"{prefix}-{session_id}.jsonl"
+    path = directory / name
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+        view = memoryview(payload)
+        while view:
+            written = os.write(descriptor, view)
+            view = view[written:]
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        # We created it (O_EXCL), so a partial file is ours to remove; left behind it would look like evidence.
+        path.unlink(missing_ok=True)
+        raise
+    os.close(descriptor)
+    return {
+        "path": f"transcripts/{name}",
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "bytes": len(payload),
+        "source": TRANSCRIPT_SOURCE,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Session records
+
+
+def _redact_stream_tail(text: str, secrets: Sequence[str]) -> str:
+    """Redact a stdout tail line by line, structurally where a line is a whole JSON object."""
+    out = []
+    for line in text.split("\n"):
+        try:
+            out.append(json.dumps(redact_value(json.loads(line), secrets), ensure_ascii=False))
+        except (ValueError, RecursionError):
+            out.append(redact_text(line, secrets))
+    return "\n".join(out)
+
+
+def session_record(
+    result: ProcessResult,
+    *,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+    prices: dict[str, Any] | None,
+    started_at: str,
+    finished_at: str,
+) -> dict[str, Any]:
+    """The record of one session, from its process outcome and parent-captured stdout."""
+    stream_error: str | None = None
+    window: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
+    try:
+        if result.stdout_capture is None:
+            raise ValueError("the parent did not capture the session's stdout")
+        if result.stdout_capture_overflow:
+            raise ValueError(f"captured event stream exceeds {MAX_TRANSCRIPT_BYTES} bytes")
+        window, data = evidence_window(parse_event_stream(result.stdout_capture))
+    except ValueError as exc:
+        stream_error = str(exc)
+
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    counts = {field: _count(usage.get(field)) for field in USAGE_FIELDS}
+    subtype = data.get("subtype")
+    if subtype is not None and not isinstance(subtype, str):
+        subtype = _short(subtype)
+    reasons = []
+    if not result.ok:
+        reasons.append(f"process {result.state} (returncode {result.returncode})")
+    if stream_error is not None:
+        reasons.append(f"event stream: {stream_error}")
+    if data.get("is_error", False):
+        reasons.append("result is_error")
+    if isinstance(data.get("subtype"), str) and subtype.startswith("error"):
+        reasons.append(f"result subtype {str(subtype)[:80]}")
+    if stream_error is None:
+        reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
+    session_error = bool(reasons)
+
+    tool_use_counts: dict[str, int] = {}
+    for event in window:
+        for block in _content_blocks(event):
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                name = _tool_name(block.get("name"))
+                tool_use_counts[name] = tool_use_counts.get(name, 0) + 1
+
+    duration_ms = data.get("duration_ms")
+    milliseconds = _nonnegative(duration_ms)
+    session_id = data.get("session_id")
+    model_usage = data.get("modelUsage")
+    record: dict[str, Any] = {
+        "ok": not session_error,
+        "error_kind": "cancelled" if result.state == "cancelled" else ("session-error" if session_error else None),
+        "error_detail": (
+            redact_value(
+                {
+                    "subtype": subtype,
+                    "returncode": result.returncode,
+                    "process_state": result.state,
+                    "stderr_tail": result.stderr_tail[-ERROR_TAIL_CHARS:],
+                    # A session can fail with an empty stderr; the stream tail is then the only clue.
+                    "stdout_tail": _redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
+                    "process_detail": result.detail,
+                    "event_stream_error": stream_error,
+                    "reasons": reasons,
+                },
+                secrets,
+            )
+            if session_error
+            else None
+        ),
+        "session_id": session_id if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) else None,
+        "num_turns": _count(data.get("num_turns")) or 0,
+        "cost_usd": measured_cost(data.get("total_cost_usd")),
+        "recomputed_cost_usd": (
+            recompute_cost(model_usage, prices) if prices is not None and isinstance(model_usage, dict) else None
+        ),
+        "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
+        "tool_use_counts": tool_use_counts,
+        **{field: value or 0 for field, value in counts.items()},
+        "transcript_missing": False,
+        "evidence_diagnostics": [],
+        "started_at": started_at,
+        "finished_at": finished_at,
+    }
+
+    if expected_skill is None and transcript_dir is None:
+        return record
+    diagnostics: list[str] = []
+    if stream_error is not None:
+        diagnostics.append(f"unverifiable event stream: {stream_error}")
+    else:
+        if expected_skill is not None:
+            try:
+                record["skill_invoked"] = skill_was_invoked(window, expected_skill)
+            except ValueError as exc:
+                record["skill_invoked"] = None
+                diagnostics.append(f"unverifiable skill evidence: {exc}")
+        if transcript_dir is not None:
+            try:
+                record["transcript_artifact"] = persist_transcript(
+                    result.stdout_capture or b"",
+                    directory=transcript_dir,
+                    prefix=transcript_prefix,
+                    session_id=session_id,
+                    secrets=secrets,
+                )
+            except (OSError, ValueError) as exc:
+                diagnostics.append(f"unverifiable transcript persistence: {exc}")
+    if expected_skill is not None:
+        record.setdefault("skill_invoked", None)
+        if record["skill_invoked"] is False:
+            detail = f"the event stream shows no successful {expected_skill} invocation"
+            if session_error:
+                diagnostics.append(detail)
+            elif not diagnostics:
+                record["ok"] = False
+                record["error_kind"] = "skill-not-invoked"
+                record["error_detail"] = redact_text(detail, secrets)
+    if diagnostics:
+        diagnostics = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
+        record["transcript_missing"] = True
+        record["evidence_diagnostics"] = diagnostics
+        if not session_error:
+            record["ok"] = False
+            record["error_kind"] = "evidence-unverified"
+            record["error_detail"] = "; ".join(diagnostics)
+    return record
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def run_session(
+    argv: list[str],
+    *,
+    prompt: str,
+    env: dict[str, str],
+    cwd: str | None,
+    timeout: float,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+    prices: dict[str, Any] | None,
+    progress: SessionProgress | None = None,
+) -> dict[str, Any]:
+    """Run one headless session (prompt on stdin, stdout captured as evidence) and return its record."""
+    started_at = _utc_now()
+    outcome = run_managed(
+        argv,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin_data=prompt.encode("utf-8"),
+        capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
+        stdout_observer=progress.observe if progress is not None else None,
+    )
+    return session_record(
+        outcome,
+        expected_skill=expected_skill,
+        transcript_dir=transcript_dir,
+        transcript_prefix=transcript_prefix,
+        secrets=secrets,
+        prices=prices,
+        started_at=started_at,
+        finished_at=_utc_now(),
+    )
+
+
+def _sum_costs(values: list[Any]) -> float | None:
+    # One unmeasured session makes the cell unmeasured: a partial sum would look cheaper than it was.
+    if any(value is None for value in values):
+        return None
+    return round(sum(values), 4)
+
+
+def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the session records of one cell."""
+    if not records:
+        raise ValueError("sum_sessions needs at least one session record")
+    total: dict[str, Any] = {field: sum(record[field] for record in records) for field in USAGE_FIELDS}
+    total["cost_usd"] = _sum_costs([record["cost_usd"] for record in records])
+    total["recomputed_cost_usd"] = _sum_costs([record.get("recomputed_cost_usd") for record in records])
+    total["duration_s"] = round(sum(record["duration_s"] for record in records), 1)
+    total["num_turns"] = sum(record["num_turns"] for record in records)
+    total["ok"] = all(record["ok"] for record in records)
+    total["session_ids"] = [record.get("session_id") for record in records]
+    failed = [record for record in records if record.get("error_kind")]
+    details = [record["error_detail"] for record in records if record.get("error_detail")]
+    total["error_kind"] = failed[0]["error_kind"] if failed else None
+    # Kind and detail come from the same session so the detail explains the kind.
+    total["error_detail"] = (failed[0].get("error_detail") if failed else None) or (details[0] if details else None)
+    invoked = [record["skill_invoked"] for record in records if "skill_invoked" in record]
+    if False in invoked:
+        total["skill_invoked"] = False
+    elif None in invoked or not invoked:
+        total["skill_invoked"] = None
+    else:
+        total["skill_invoked"] = True
+    total["transcript_missing"] = any(record.get("transcript_missing", False) for record in records)
+    total["transcript_artifacts"] = [
+        record["transcript_artifact"] for record in records if "transcript_artifact" in record
+    ]
+    total["evidence_diagnostics"] = [item for record in records for item in record.get("evidence_diagnostics", [])]
+    tool_use_counts: dict[str, int] = {}
+    for record in records:
+        for name, count in record.get("tool_use_counts", {}).items():
+            tool_use_counts[name] = tool_use_counts.get(name, 0) + int(count)
+    total["tool_use_counts"] = tool_use_counts
+    return total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Progress
+
+
+MAX_PROGRESS_LINE_BYTES = 1024 * 1024
+MAX_PENDING = 256
+MAX_PREVIEW_CHARS = 800
+_PREVIEWED_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob"})
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def _neutralize(text: str) -> str:
+    # A CI runner treats a line starting with "::" as a workflow command.
+    return "\n".join("[:]" + line[2:] if line.startswith("::") else line for line in text.split("\n"))
+
+
+def _preview(value: Any, secrets: Sequence[str]) -> str:
+    try:
+        value = redact_value(value, secrets)
+    except ValueError:
+        value = str(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = json.dumps(str(value), ensure_ascii=False)
+    text = redact_text(text, secrets).translate(_LINE_BREAKS)
+    if len(text) <= MAX_PREVIEW_CHARS:
+        return text
+    return f"{text[:MAX_PREVIEW_CHARS]}…[truncated {len(text) - MAX_PREVIEW_CHARS} chars]"
+
+
+def _small_int(value: Any) -> str:
+    return str(value) if _count(value) is not None else "?"
+
+
+class SessionProgress:
+    """Live, redacted metadata about a running session: turns, tool calls, retries, and a heartbeat.
+
+    Model prose is never logged; tool inputs/results of a few read-only tools are shown as bounded,
+    redacted previews. `observe` runs on the stdout reader thread, so it only queues messages; the
+    heartbeat thread (and exit) prints them.
+    """
+
+    def __init__(
+        self, label: str, stream: TextIO | None = None, secrets: Sequence[str] = (), heartbeat_s: float = 60.0
+    ) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stdout
+        self.secrets = tuple(secret for secret in secrets if secret)
+        self.heartbeat_s = heartbeat_s
+        self._lock = threading.Lock()
+        self._buffer = bytearray()
+        self._skipping = False
+        self._started = time.monotonic()
+        self._last_spoke = self._started
+        self.events = 0
+        self.turns = 0
+        self.tool_calls = 0
+        self._last_message_id: Any = None
+        self._pending_tools: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._last_activity = "starting"
+        self._queue: collections.deque[str] = collections.deque(maxlen=MAX_PENDING)
+        self._dropped = 0
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> SessionProgress:
+        with self._lock:
+            self._say(f"started (heartbeat every {self.heartbeat_s:g}s)")
+        self._thread = threading.Thread(target=self._heartbeat, name=f"progress-{self.label}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+        self._flush()
+
+    def _elapsed(self) -> str:
+        seconds = int(time.monotonic() - self._started)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def _say(self, message: str) -> None:
+        # Caller holds the lock. Queue only: the reader thread must never block on a slow log pipe.
+        if len(self._queue) == self._queue.maxlen:
+            self._dropped += 1
+        self._queue.append(_neutralize(redact_text(f"[{self.label} {self._elapsed()}] {message}", self.secrets)))
+        self._last_spoke = time.monotonic()
+
+    def _flush(self) -> None:
+        with self._lock:
+            messages = list(self._queue)
+            self._queue.clear()
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            messages.insert(0, f"[{self.label}] ({dropped} progress messages dropped)")
+        try:
+            for message in messages:
+                print(message, file=self.stream, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def _heartbeat(self) -> None:
+        tick = min(1.0, max(self.heartbeat_s / 2, 0.01))
+        while not self._done.wait(tick):
+            with self._lock:
+                if time.monotonic() - self._last_spoke >= self.heartbeat_s:
+                    self._say(
+                        f"still running · {self.events} events · {self.turns} turns · "
+                        f"{self.tool_calls} tool calls · last: {self._last_activity}"
+                    )
+            self._flush()
+
+    def observe(self, chunk: bytes) -> None:
+        """Consume one stdout chunk. Never raises, never blocks on I/O."""
+        try:
+            with self._lock:
+                self._buffer.extend(chunk)
+                while (newline := self._buffer.find(b"\n")) >= 0:
+                    line = bytes(self._buffer[:newline])
+                    del self._buffer[: newline + 1]
+                    if self._skipping:
+                        self._skipping = False
+                    else:
+                        self._observe_line(line)
+                if len(self._buffer) > MAX_PROGRESS_LINE_BYTES:
+                    # An enormous event cannot be parsed from a bounded buffer; skip to its end.
+                    self._buffer.clear()
+                    self._skipping = True
+        except Exception:
+            pass
+
+    def _observe_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            event = json.loads(line.decode("utf-8", errors="replace"))
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        self.events += 1
+        kind = event.get("type")
+        if kind == "assistant":
+            self._observe_assistant(event)
+        elif kind == "user":
+            self._observe_user(event)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            delay = _nonnegative(event.get("retry_delay_ms"))
+            attempt = f"{_small_int(event.get('attempt'))}/{_small_int(event.get('max_retries'))}"
+            self._last_activity = f"API retry {attempt}"
+            wait = f" in {delay / 1000:.1f}s" if delay is not None else ""
+            self._say(f"API retry {attempt}{wait}: the model endpoint did not answer")
+        elif kind == "system" and event.get("subtype") == "init":
+            self._last_activity = "session init"
+            self._say("session initialized")
+        elif kind == "result":
+            cost = measured_cost(event.get("total_cost_usd"))
+            self._last_activity = "result"
+            status = "error" if event.get("is_error") or str(event.get("subtype")).startswith("error") else "ok"
+            shown = f"${cost:.4f}" if cost is not None else "cost n/a"
+            self._say(f"finished · {_small_int(event.get('num_turns'))} turns · {status} · {shown}")
+
+    def _observe_assistant(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        # The CLI emits one assistant event per content block; blocks of one reply share the message id.
+        if message_id is None or message_id != self._last_message_id:
+            self.turns += 1
+        self._last_message_id = message_id
+        uses = [
+            block for block in _content_blocks(event) if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        if not uses:
+            self._last_activity = "model reply"
+            return
+        names = [_tool_name(block.get("name")) for block in uses]
+        self.tool_calls += len(names)
+        self._last_activity = ", ".join(names[:4])
+        self._say(f"turn {self.turns} · {self._last_activity}")
+        for block, name in zip(uses, names, strict=True):
+            tool_id = block.get("id")
+            if isinstance(tool_id, str) and _TOOL_ID.fullmatch(tool_id):
+                self._pending_tools[tool_id] = name
+                while len(self._pending_tools) > MAX_PENDING:
+                    self._pending_tools.popitem(last=False)
+            if name in _PREVIEWED_TOOLS:
+                self._say(f"tool {name} input={_preview(block.get('input'), self.secrets)}")
+
+    def _observe_user(self, event: dict[str, Any]) -> None:
+        for block in _content_blocks(event):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            name = self._pending_tools.pop(tool_id, "tool") if isinstance(tool_id, str) else "tool"
+            status = "error" if block.get("is_error") is True else "ok"
+            self._last_activity = f"{name} result {status}"
+            if name in _PREVIEWED_TOOLS:
+                self._say(f"tool {name} result={status} output={_preview(block.get('content'), self.secrets)}")

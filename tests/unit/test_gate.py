@@ -1,0 +1,630 @@
+"""The promotion gate: every decision example of the reference plus the skillbench additions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from skillbench.aggregate import EXCLUDED_ERROR_KINDS, aggregate_by_task
+from skillbench.artifacts import ArtifactError, load_schema, validate
+from skillbench.gate import (
+    DEFAULT_POLICY,
+    MAIN_LOOP_ONLY_METRICS,
+    MAIN_LOOP_ONLY_WARNING,
+    PROMOTION_METRICS,
+    bootstrap_median_ci,
+    evaluate_candidate,
+    promotion_document,
+    resolve_policy,
+    sign_test,
+    summarize_gate,
+)
+
+INC, CAND = "workflow", "candidate_workflow"
+MODEL = "claude-test-model"
+GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
+
+
+def make_row(task: str, arm: str, run: int, **fields) -> dict:
+    """A complete, schema-valid result row; ``fields`` override any column."""
+    resolved = fields.pop("resolved", True)
+    error_kind = fields.pop("error_kind", None if resolved else "oracle-failed")
+    row = {
+        "schema": "result-row/v1",
+        "task": task,
+        "class": "demo",
+        "run": run,
+        "arm": arm,
+        "ok": error_kind not in NOT_OK_KINDS,
+        "resolved": resolved,
+        "authored_tests_passed": resolved,
+        "authored_test_output": "",
+        "verify_output": "",
+        "oracle_passed": resolved,
+        "oracle_output": "hidden oracle passed" if resolved else "hidden oracle failed",
+        "error_kind": error_kind,
+        "error_detail": None,
+        "evidence_diagnostics": [],
+        "input_tokens": 1000,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 100,
+        "cost_usd": 1.0,
+        "cost_check": None,
+        "duration_s": 10.0,
+        "num_turns": 5,
+        "session_ids": [f"{task}-{arm}-{run}"],
+        "transcript_artifacts": [],
+        "transcript_missing": False,
+        "skill_invoked": True,
+        "tool_use_counts": {},
+        "plan_produced": True,
+        "diff_files": 1,
+        "diff_insertions": 10,
+        "diff_deletions": 2,
+        "model": MODEL,
+        "effort": "high",
+        "provider": "scripted",
+        "cli_version": "2.0.0",
+        "task_ref": "HEAD",
+        "task_base_sha": "1" * 40,
+        "sanitized_task_sha": "2" * 40,
+        "variant_head_sha": "3" * 40,
+        "task_prompt_digest": "4" * 64,
+        "skill_digest": "5" * 64,
+        "candidate_overlay_digest": "6" * 64 if arm.startswith("candidate_") else None,
+        "oracle_digest": "7" * 64,
+        "oracle_command_digest": "8" * 64,
+        "oracle_manifest_digest": "9" * 64,
+        "sandbox_backend": "bwrap",
+        "recorded_at": "2026-01-01T00:00:00Z",
+    }
+    row.update(fields)
+    return validate(row, "result-row")
+
+
+def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list[dict]:
+    """One row per entry of ``resolved``; list-valued fields are spread over the runs."""
+    rows = []
+    for run, outcome in enumerate(resolved):
+        per_run = {key: value[run] if isinstance(value, list) else value for key, value in fields.items()}
+        if isinstance(outcome, str):  # an error kind
+            per_run.setdefault("error_kind", outcome)
+            outcome = False
+        rows.append(make_row(task, arm, run, resolved=outcome, **per_run))
+    return rows
+
+
+def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool = True, **policy) -> dict:
+    return evaluate_candidate(
+        aggregate_by_task(rows),
+        incumbent_arm=INC,
+        candidate_arm=CAND,
+        model=model,
+        policy=policy,
+        rows=rows if rows_for_stats else None,
+    )
+
+
+def binding(candidates=(CAND,)) -> dict:
+    return {
+        "benchmark_model": MODEL,
+        "effort": "high",
+        "proposer_model": None,
+        "candidate_origin": "manual-initial-overlay",
+        "candidate_overlay_digest": "6" * 64,
+        "required_candidate_arms": list(candidates),
+        "selected_tasks": [{"id": "t1", "oracle_digest": "7" * 64}],
+        "target_base_digests": {".claude/skills/plan/SKILL.md": "a" * 64},
+    }
+
+
+def document(rows: list[dict], *, run_status: str = "complete", policy=None, pairs=((INC, CAND),)) -> dict:
+    doc = promotion_document(
+        rows,
+        pairs=list(pairs),
+        policy=policy,
+        binding=binding([candidate for _, candidate in pairs]),
+        run_status=run_status,
+        generated_at=GENERATED_AT,
+    )
+    return validate(doc, "promotion")
+
+
+# ─── Reference examples (schema 3 §9.1 and schema 4 §10.1) ──────────────────
+
+
+def test_output_token_improvement_promotes_with_main_loop_warning():
+    rows = (
+        arm_rows("t1", INC, output_tokens=1000)
+        + arm_rows("t1", CAND, output_tokens=880)
+        + arm_rows("t2", INC, output_tokens=800)
+        + arm_rows("t2", CAND, output_tokens=720)
+    )
+    result = decide(rows, metric="output_tokens")
+    assert result["decision"] == "promote"
+    assert [task["improvement_pct"] for task in result["tasks"]] == [12.0, 10.0]
+    assert result["median_improvement_pct"] == 11.0
+    assert result["reasons"] == ["median output_tokens improvement is 11.0% (required 5.0%)"]
+    assert result["metric_warning"] == MAIN_LOOP_ONLY_WARNING
+    assert result["gated_tasks"] == ["t1", "t2"] and result["ungated_tasks"] == []
+    assert result["resolution_margin"] == 0
+
+
+def test_cheaper_candidate_with_a_resolution_regression_keeps_the_incumbent():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, resolved=(True, True, False), cost_usd=0.5)
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == [
+        "t1: resolution regressed from 100% to 67%",
+        "t1: candidate must resolve every valid run for the oracle-backed quality floor "
+        "(the incumbent resolves 3/3; got 2/3)",
+    ]
+    assert result["metric_warning"] is None
+
+
+def test_one_run_and_no_model_is_insufficient():
+    rows = arm_rows("t1", INC, resolved=(True,)) + arm_rows("t1", CAND, resolved=(True,))
+    result = decide(rows, model=None)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"][:2] == [
+        "a named model is required so prompt evidence cannot drift",
+        "t1: needs at least 3 valid runs per arm (got 1/1)",
+    ]
+
+
+def test_a_task_regression_above_the_cap_keeps_the_incumbent():
+    rows = (
+        arm_rows("t1", INC, cost_usd=1.0)
+        + arm_rows("t1", CAND, cost_usd=0.5)
+        + arm_rows("t2", INC, cost_usd=1.0)
+        + arm_rows("t2", CAND, cost_usd=1.25)
+    )
+    result = decide(rows)
+    assert [task["improvement_pct"] for task in result["tasks"]] == [50.0, -25.0]
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == ["t2: cost_usd regressed 25.0%, above the 20.0% task cap"]
+
+
+def test_unmeasured_cost_is_insufficient():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, cost_usd=[0.5, None, 0.5])
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == [
+        "t1: cost_usd was not measured on every run in both paired arms; "
+        "cannot rank on it (fix cost capture or choose another metric)"
+    ]
+    task = result["tasks"][0]
+    assert task["candidate_metric"] is None and task["improvement_pct"] is None
+    assert task["paired"]["differences"] == [0.5, None, 0.5]
+    assert (task["paired"]["wins"], task["paired"]["losses"], task["paired"]["ties"]) == (2, 0, 0)
+
+
+def test_resolution_margin_of_two_promotes():
+    rows = arm_rows("t1", INC, resolved=(True, False, False)) + arm_rows("t1", CAND)
+    result = decide(rows)
+    assert result["decision"] == "promote"
+    assert result["resolution_margin"] == 2
+    assert result["reasons"] == [
+        "candidate improves total task resolution by 2 runs (at least 2 required) with no task regression"
+    ]
+
+
+def test_partial_candidate_where_the_incumbent_resolves_fails_the_quality_floor():
+    rows = arm_rows("t1", INC, resolved=(True, False, False)) + arm_rows("t1", CAND, resolved=(True, True, False))
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == [
+        "t1: candidate must resolve every valid run for the oracle-backed quality floor "
+        "(the incumbent resolves 1/3; got 2/3)"
+    ]
+    task = result["tasks"][0]
+    assert task["quality_floor_enforced"] is True
+    assert task["candidate_quality_floor_met"] is False
+
+
+def test_seven_unverified_runs_block_promotion_despite_three_clean_ones():
+    unverified = ("evidence-unverified",) * 7
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, resolved=(True, True, True, *unverified), cost_usd=0.5)
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == ["t1: promotion requires zero excluded runs in both paired arms (got 0/7)"]
+    task = result["tasks"][0]
+    assert (task["incumbent_resolved"], task["candidate_resolved"]) == ("3/3", "3/3")
+    assert (task["incumbent_excluded_runs"], task["candidate_excluded_runs"]) == (0, 7)
+
+
+def test_skill_not_invoked_keeps_an_unresolved_task_gated_and_enforces_the_floor():
+    rows = arm_rows("t1", INC, resolved=(False,) * 3) + arm_rows("t1", CAND, resolved=("skill-not-invoked",) * 3)
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == [
+        "t1: candidate must resolve every valid run for the oracle-backed quality floor "
+        "(a run never invoked the skill under test; got 0/3)"
+    ]
+    task = result["tasks"][0]
+    assert task["gated"] and task["skill_attributable_failure"] and task["quality_floor_enforced"]
+
+
+# ─── Gated / ungated tasks ──────────────────────────────────────────────────
+
+
+def test_ungated_task_within_the_failed_task_cap_does_not_block_promotion():
+    rows = (
+        arm_rows("t1", INC, cost_usd=1.0)
+        + arm_rows("t1", CAND, cost_usd=0.9)
+        + arm_rows("t2", INC, resolved=(False,) * 3, cost_usd=1.0)
+        + arm_rows("t2", CAND, resolved=(False,) * 3, cost_usd=1.5)
+    )
+    result = decide(rows)
+    assert result["decision"] == "promote"
+    assert result["gated_tasks"] == ["t1"] and result["ungated_tasks"] == ["t2"]
+    assert result["median_improvement_pct"] == 10.0  # median over gated tasks only
+    assert result["reasons"] == [
+        "not gated on 1 task(s) neither arm resolved: t2 (evidence base: 1/2 paired tasks gated)",
+        "median cost_usd improvement is 10.0% (required 5.0%)",
+    ]
+    ungated = result["tasks"][1]
+    assert ungated["gated"] is False and ungated["quality_floor_enforced"] is False
+
+
+def test_ungated_task_with_150_percent_regression_hits_the_failed_task_cap():
+    rows = (
+        arm_rows("t1", INC, cost_usd=1.0)
+        + arm_rows("t1", CAND, cost_usd=0.9)
+        + arm_rows("t2", INC, resolved=(False,) * 3, cost_usd=1.0)
+        + arm_rows("t2", CAND, resolved=(False,) * 3, cost_usd=2.5)
+    )
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == [
+        "t2: cost_usd regressed 150.0% on a task neither arm resolved, above the 100.0% failed-task cap",
+        "not gated on 1 task(s) neither arm resolved: t2 (evidence base: 1/2 paired tasks gated)",
+    ]
+
+
+def test_no_gated_task_is_insufficient():
+    rows = arm_rows("t1", INC, resolved=(False,) * 3) + arm_rows("t1", CAND, resolved=(False,) * 3, cost_usd=0.5)
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == [
+        "not gated on 1 task(s) neither arm resolved: t1 (evidence base: 0/1 paired tasks gated)",
+        "no task supplied quality signal: neither arm resolved a run anywhere in the set",
+    ]
+
+
+def test_too_thin_a_gated_evidence_base_is_insufficient():
+    rows = arm_rows("a", INC) + arm_rows("a", CAND, cost_usd=0.5)
+    for task in ("b", "c"):
+        rows += arm_rows(task, INC, resolved=(False,) * 3) + arm_rows(task, CAND, resolved=(False,) * 3)
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert (
+        result["reasons"][-1]
+        == "promotion evidence base is too thin: 1/3 paired tasks are gated (at least 50% required)"
+    )
+
+
+def test_an_unresolved_task_with_too_few_runs_stays_gated():
+    rows = arm_rows("t1", INC, resolved=(False,) * 2) + arm_rows("t1", CAND, resolved=(False,) * 2)
+    result = decide(rows)
+    assert result["tasks"][0]["gated"] is True
+    assert result["reasons"] == ["t1: needs at least 3 valid runs per arm (got 2/2)"]
+
+
+# ─── Run pairing, ties, single tasks ────────────────────────────────────────
+
+
+def test_unequal_valid_run_counts_are_insufficient():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, resolved=(True,) * 4, cost_usd=0.5)
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == ["t1: paired arms have different valid run counts (3/4 valid; 0/0 excluded)"]
+    assert result["tasks"][0]["paired"]["run_indices"] == [0, 1, 2]
+
+
+def test_missing_arm_on_a_task_is_insufficient():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5) + arm_rows("t2", INC)
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"][0] == "t2: both workflow and candidate_workflow are required"
+    assert [task["task"] for task in result["tasks"]] == ["t1"]
+
+
+def test_no_paired_task_is_insufficient():
+    result = decide(arm_rows("t1", INC))
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == [
+        "t1: both workflow and candidate_workflow are required",
+        "no paired task results were found",
+    ]
+    assert result["median_improvement_pct"] is None
+
+
+def test_single_task_suite_promotes_on_efficiency():
+    rows = arm_rows("only", INC, cost_usd=1.0) + arm_rows("only", CAND, cost_usd=0.9)
+    result = decide(rows)
+    assert result["decision"] == "promote"
+    assert result["reasons"] == ["median cost_usd improvement is 10.0% (required 5.0%)"]
+    assert result["statistics"]["sign_test"] == {"wins": 1, "losses": 0, "ties": 0, "p_value": 1.0}
+    bootstrap = result["statistics"]["bootstrap"]
+    assert (bootstrap["ci_low_pct"], bootstrap["ci_high_pct"], bootstrap["excludes_zero"]) == (10.0, 10.0, True)
+
+
+def test_ties_keep_the_incumbent():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND) + arm_rows("t2", INC) + arm_rows("t2", CAND)
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["median_improvement_pct"] == 0.0
+    assert result["reasons"] == ["median cost_usd improvement is 0.0% (required 5.0%)"]
+    assert result["statistics"]["sign_test"] == {"wins": 0, "losses": 0, "ties": 2, "p_value": 1.0}
+    assert result["statistics"]["bootstrap"]["excludes_zero"] is False
+    paired = result["tasks"][0]["paired"]
+    assert (paired["runs"], paired["wins"], paired["losses"], paired["ties"]) == (3, 0, 0, 3)
+
+
+def test_improvement_exactly_at_the_threshold_promotes():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, cost_usd=0.95)
+    assert decide(rows)["decision"] == "promote"
+
+
+def test_margin_of_one_is_noise_and_falls_back_to_efficiency():
+    rows = arm_rows("t1", INC, resolved=(True, True, False)) + arm_rows("t1", CAND, cost_usd=0.98)
+    result = decide(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == [
+        "total resolution improved by only 1 run — within the noise floor (2 required); deciding on efficiency instead",
+        "median cost_usd improvement is 2.0% (required 5.0%)",
+    ]
+
+
+def test_zero_incumbent_metric_is_insufficient():
+    rows = arm_rows("t1", INC, num_turns=0) + arm_rows("t1", CAND, num_turns=0)
+    result = decide(rows, metric="num_turns")
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == ["t1: incumbent num_turns is zero; choose a metric with signal"]
+    assert result["metric_warning"] == MAIN_LOOP_ONLY_WARNING
+
+
+def test_paired_runs_match_run_indices_valid_in_both_arms():
+    rows = arm_rows("t1", INC, resolved=(True,) * 4, cost_usd=[1.0, 2.0, 3.0, 4.0]) + arm_rows(
+        "t1", CAND, resolved=(True, "session-error", True, True), cost_usd=[0.5, 0.1, 3.5, 4.0]
+    )
+    paired = decide(rows)["tasks"][0]["paired"]
+    assert paired == {
+        "runs": 3,
+        "run_indices": [0, 2, 3],
+        "incumbent_values": [1.0, 3.0, 4.0],
+        "candidate_values": [0.5, 3.5, 4.0],
+        "differences": [0.5, -0.5, 0.0],
+        "wins": 1,
+        "losses": 1,
+        "ties": 1,
+    }
+
+
+def test_without_rows_paired_stats_are_null():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5)
+    result = decide(rows, rows_for_stats=False)
+    assert result["decision"] == "promote"
+    assert result["tasks"][0]["paired"] is None
+
+
+# ─── Statistics and the confidence rule ─────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("improvements", "expected"),
+    [
+        ([10.0] * 5, (5, 0, 0, 0.0625)),
+        ([-3.0] * 5, (0, 5, 0, 0.0625)),
+        ([1.0] * 5 + [-1.0], (5, 1, 0, 0.21875)),
+        ([1.0] * 10, (10, 0, 0, 0.001953)),
+        ([1.0, -1.0], (1, 1, 0, 1.0)),
+        ([0.0, 0.0, 4.0], (1, 0, 2, 1.0)),
+        ([], (0, 0, 0, 1.0)),
+    ],
+)
+def test_sign_test_p_values(improvements, expected):
+    result = sign_test(improvements)
+    assert (result["wins"], result["losses"], result["ties"], result["p_value"]) == expected
+
+
+def test_bootstrap_is_reproducible_and_reports_its_parameters():
+    first = bootstrap_median_ci([10.0, 12.0, 8.0, 15.0, 9.0])
+    assert first == bootstrap_median_ci([10.0, 12.0, 8.0, 15.0, 9.0])
+    assert (first["resamples"], first["seed"]) == (10000, 20261129)
+    assert first["ci_low_pct"] > 0 and first["excludes_zero"] is True
+    assert first["ci_low_pct"] <= 10.0 <= first["ci_high_pct"]
+    empty = bootstrap_median_ci([])
+    assert (empty["ci_low_pct"], empty["ci_high_pct"], empty["excludes_zero"]) == (None, None, False)
+
+
+def _five_tasks(candidate_costs: list[float]) -> list[dict]:
+    rows = []
+    for index, cost in enumerate(candidate_costs):
+        rows += arm_rows(f"t{index}", INC, cost_usd=100.0) + arm_rows(f"t{index}", CAND, cost_usd=cost)
+    return rows
+
+
+def test_require_confidence_keeps_the_incumbent_when_the_ci_includes_zero():
+    rows = _five_tasks([60.0, 110.0, 70.0, 115.0, 80.0])  # improvements 40, -10, 30, -15, 20
+    assert decide(rows)["decision"] == "promote"
+    result = decide(rows, require_confidence=True)
+    assert result["decision"] == "keep_incumbent"
+    assert result["statistics"]["bootstrap"]["excludes_zero"] is False
+    assert result["reasons"] == [
+        "median cost_usd improvement is 20.0% (required 5.0%)",
+        "bootstrap 95% CI of the median cost_usd improvement is [-15.0%, 40.0%]; "
+        "require_confidence needs its lower bound above 0%",
+    ]
+
+
+def test_require_confidence_promotes_when_the_ci_excludes_zero():
+    rows = _five_tasks([90.0, 88.0, 92.0, 85.0, 91.0])  # improvements 10, 12, 8, 15, 9
+    result = decide(rows, require_confidence=True)
+    assert result["decision"] == "promote"
+    assert result["statistics"]["bootstrap"]["excludes_zero"] is True
+    assert result["statistics"]["sign_test"]["p_value"] == 0.0625
+
+
+# ─── Sandbox, policy, document ──────────────────────────────────────────────
+
+
+def test_unsandboxed_runs_cannot_promote_unless_allowed():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5, sandbox_backend="none")
+    result = decide(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"][0] == (
+        "3 run(s) of workflow/candidate_workflow ran without a sandbox (sandbox_backend none); "
+        "unsandboxed evidence cannot promote unless the policy sets allow_unsandboxed"
+    )
+    assert decide(rows, allow_unsandboxed=True)["decision"] == "promote"
+
+
+def test_unsandboxed_rows_of_other_arms_do_not_matter():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5) + arm_rows("t1", "baseline", sandbox_backend="none")
+    assert decide(rows)["decision"] == "promote"
+
+
+def test_policy_validation():
+    assert resolve_policy(None) == DEFAULT_POLICY
+    assert set(PROMOTION_METRICS) >= set(MAIN_LOOP_ONLY_METRICS)
+    with pytest.raises(ValueError, match="unsupported promotion metric"):
+        resolve_policy({"metric": "input_tokens"})
+    with pytest.raises(ValueError, match="unknown promotion policy"):
+        resolve_policy({"min_run": 3})
+    with pytest.raises(ValueError, match="min_runs"):
+        resolve_policy({"min_runs": 0})
+    with pytest.raises(ValueError, match="require_confidence"):
+        resolve_policy({"require_confidence": "yes"})
+    with pytest.raises(ValueError, match="min_gated_task_ratio"):
+        resolve_policy({"min_gated_task_ratio": 1.5})
+
+
+def test_custom_policy_values_appear_in_reason_texts():
+    rows = arm_rows("t1", INC, resolved=(True,) * 2) + arm_rows("t1", CAND, resolved=(True,) * 2, cost_usd=0.7)
+    result = decide(rows, min_runs=2, min_improvement_pct=40.0)
+    assert result["decision"] == "keep_incumbent"
+    assert result["reasons"] == ["median cost_usd improvement is 30.0% (required 40.0%)"]
+
+
+def test_promotion_document_binds_evidence_and_validates():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5)
+    doc = document(rows)
+    assert doc["schema"] == "promotion/v1"
+    assert doc["run_status"] == "complete"
+    assert doc["generated_at"] == "2026-03-01T12:00:00Z"
+    assert doc["evidence_expires_at"] == "2026-05-30T12:00:00Z"
+    assert datetime.fromisoformat(doc["evidence_expires_at"]) - GENERATED_AT == timedelta(days=90)
+    assert doc["policy"]["metric"] == "cost_usd"
+    assert doc["policy"]["metric_warning"] is None
+    assert doc["policy"]["quality_rule"]
+    assert doc["benchmark_model"] == MODEL
+    assert doc["required_candidate_arms"] == [CAND]
+    assert [decision["decision"] for decision in doc["decisions"]] == ["promote"]
+
+
+def test_promotion_document_normalises_the_timezone():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5)
+    doc = promotion_document(
+        rows,
+        pairs=[(INC, CAND)],
+        policy={"max_age_days": 30},
+        binding=binding(),
+        run_status="complete",
+        generated_at=datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
+    )
+    validate(doc, "promotion")
+    assert (doc["generated_at"], doc["evidence_expires_at"]) == ("2026-03-01T12:00:00Z", "2026-03-31T12:00:00Z")
+
+
+def test_aborted_run_forces_insufficient_evidence():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5)
+    doc = document(rows, run_status="aborted")
+    decision = doc["decisions"][0]
+    assert decision["decision"] == "insufficient_evidence"
+    assert decision["reasons"][0] == "run aborted; partial evidence cannot promote"
+    assert doc["run_status"] == "aborted"
+
+
+def test_promotion_document_with_two_candidates_and_main_loop_metric():
+    rows = (
+        arm_rows("t1", "workflow")
+        + arm_rows("t1", "candidate_workflow", output_tokens=50)
+        + arm_rows("t1", "workflow_direct")
+        + arm_rows("t1", "candidate_workflow_direct", resolved=(True, False, True))
+    )
+    pairs = (("workflow", "candidate_workflow"), ("workflow_direct", "candidate_workflow_direct"))
+    doc = document(rows, pairs=pairs, policy={"metric": "output_tokens"})
+    assert doc["policy"]["metric_warning"] == MAIN_LOOP_ONLY_WARNING
+    assert [(d["candidate_arm"], d["decision"]) for d in doc["decisions"]] == [
+        ("candidate_workflow", "promote"),
+        ("candidate_workflow_direct", "keep_incumbent"),
+    ]
+    assert summarize_gate(doc) == [
+        "candidate_workflow: promote — median output_tokens improvement is 50.0% (required 5.0%)",
+        "candidate_workflow_direct: keep_incumbent — t1: resolution regressed from 100% to 67%; "
+        "t1: candidate must resolve every valid run for the oracle-backed quality floor "
+        "(the incumbent resolves 3/3; got 2/3)",
+    ]
+
+
+def test_promotion_document_rejects_bad_inputs():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND)
+    good = {"pairs": [(INC, CAND)], "policy": None, "run_status": "complete", "generated_at": GENERATED_AT}
+    with pytest.raises(ValueError, match="timezone-aware"):
+        promotion_document(rows, **{**good, "generated_at": datetime(2026, 3, 1)}, binding=binding())
+    with pytest.raises(ValueError, match="run_status"):
+        promotion_document(rows, **{**good, "run_status": "partial"}, binding=binding())
+    with pytest.raises(ValueError, match="do not match"):
+        promotion_document(rows, **good, binding=binding(["candidate_other"]))
+    incomplete = binding()
+    del incomplete["effort"]
+    with pytest.raises(ValueError, match="missing"):
+        promotion_document(rows, **good, binding=incomplete)
+
+
+def test_schema_rejects_a_tampered_document():
+    rows = arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5)
+    doc = document(rows)
+    with pytest.raises(ArtifactError):
+        validate({**doc, "candidate_overlay_digest": "XYZ"}, "promotion")
+    with pytest.raises(ArtifactError):
+        validate({**doc, "surprise": True}, "promotion")
+    tampered = {**doc, "decisions": [{**doc["decisions"][0], "decision": "maybe"}]}
+    with pytest.raises(ArtifactError):
+        validate(tampered, "promotion")
+
+
+def test_summarize_gate_keeps_three_reasons():
+    promotion = {
+        "decisions": [{"candidate_arm": CAND, "decision": "insufficient_evidence", "reasons": ["a", "b", "c", "d"]}]
+    }
+    assert summarize_gate(promotion) == ["candidate_workflow: insufficient_evidence — a; b; c"]
+
+
+def test_gate_is_deterministic():
+    rows = _five_tasks([60.0, 110.0, 70.0, 115.0, 80.0])
+    assert document(rows) == document(rows)
+
+
+def test_promotion_schema_describes_every_property_and_closes_its_own_objects():
+    schema = load_schema("promotion")
+
+    def walk(node, path="$"):
+        if isinstance(node, dict):
+            for name, child in node.get("properties", {}).items():
+                assert "description" in child, f"{path}.{name} has no description"
+            if node.get("type") == "object" and "properties" in node:
+                assert node.get("additionalProperties") is False, f"{path} is open"
+            for key, child in node.items():
+                walk(child, f"{path}.{key}")
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                walk(child, f"{path}[{index}]")
+
+    walk(schema)
+    assert schema["properties"]["selected_tasks"]["items"]["type"] == "object"
+    assert "additionalProperties" not in schema["properties"]["selected_tasks"]["items"]

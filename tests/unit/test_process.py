@@ -1,0 +1,289 @@
+"""run_managed: process groups, timeouts, bounded output, stdin, cancellation, leftover descendants."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from skillbench import process
+from skillbench.process import ProcessError, run_checked, run_managed
+
+ENV = {"PATH": "/usr/bin:/bin"}
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def wait_for(path: Path, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.01)
+
+
+# A grandchild that proves it started, then would write a sentinel later unless it is killed first.
+GRANDCHILD = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pathlib.Path(sys.argv[1]).write_text("started")
+time.sleep(float(sys.argv[3]))
+pathlib.Path(sys.argv[2]).write_text("survived")
+"""
+
+
+def spawn_grandchild_code(started: Path, sentinel: Path, delay: float) -> str:
+    return f"""
+    import subprocess, sys, pathlib, time
+    subprocess.Popen([sys.executable, "-c", {GRANDCHILD!r}, {str(started)!r}, {str(sentinel)!r}, "{delay}"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not pathlib.Path({str(started)!r}).exists():
+        time.sleep(0.01)
+    """
+
+
+def test_ok_exit_keeps_tails():
+    result = run_managed(py("import sys; print('out'); print('err', file=sys.stderr)"), env=ENV, timeout=10)
+    assert result.state == "ok" and result.ok
+    assert result.returncode == 0
+    assert result.stdout_tail == "out\n"
+    assert result.stderr_tail == "err\n"
+    assert result.stdout_capture is None
+    assert result.detail is None
+
+
+def test_environment_is_exactly_the_one_given(monkeypatch):
+    monkeypatch.setenv("SKILLBENCH_PARENT_ONLY", "leak")
+    result = run_managed(
+        py("import os; print(os.environ.get('SKILLBENCH_PARENT_ONLY'), os.environ.get('FOO'))"),
+        env={"FOO": "bar"},
+        timeout=10,
+    )
+    assert result.stdout_tail.strip() == "None bar"
+
+
+def test_env_must_be_explicit():
+    with pytest.raises(TypeError):
+        run_managed(py("pass"), env=None, timeout=10)  # type: ignore[arg-type]
+
+
+def test_non_zero_exit_is_failed():
+    result = run_managed(py("import sys; sys.stderr.write('boom'); sys.exit(3)"), env=ENV, timeout=10)
+    assert result.state == "failed" and not result.ok
+    assert result.returncode == 3
+    assert result.stderr_tail == "boom"
+
+
+def test_death_by_signal_is_killed():
+    result = run_managed(py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"), env=ENV, timeout=10)
+    assert result.state == "killed"
+    assert result.returncode == -signal.SIGKILL
+
+
+def test_timeout_kills_a_sigterm_ignoring_child_and_its_grandchild(tmp_path):
+    started, sentinel = tmp_path / "started", tmp_path / "sentinel"
+    code = (
+        spawn_grandchild_code(started, sentinel, 1.5)
+        + """
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+    """
+    )
+    began = time.monotonic()
+    result = run_managed(py(code), env=ENV, timeout=1.0, terminate_grace=0.3)
+    assert result.state == "timeout" and not result.ok
+    assert time.monotonic() - began < 5
+    assert "SIGKILL" in result.detail
+    assert started.exists(), "the grandchild must have run for this test to mean anything"
+    time.sleep(2.0)
+    assert not sentinel.exists()
+
+
+def test_cooperative_child_exits_within_grace_without_sigkill():
+    result = run_managed(py("import time; time.sleep(60)"), env=ENV, timeout=0.5, terminate_grace=5.0)
+    assert result.state == "timeout"
+    assert result.returncode == -signal.SIGTERM
+    assert "SIGKILL" not in result.detail
+    assert result.duration_s < 3
+
+
+def test_detached_grandchild_left_after_normal_exit_is_killed(tmp_path):
+    started, sentinel = tmp_path / "started", tmp_path / "sentinel"
+    result = run_managed(py(spawn_grandchild_code(started, sentinel, 1.0)), env=ENV, timeout=10)
+    assert result.returncode == 0
+    assert result.state == "killed" and not result.ok
+    assert "descendants" in result.detail
+    assert started.exists()
+    time.sleep(1.5)
+    assert not sentinel.exists()
+
+
+def test_an_already_exited_grandchild_is_not_a_leftover():
+    # The grandchild exits at once and is never waited for: an unreaped orphan zombie is not a live process.
+    code = """
+    import subprocess, time
+    subprocess.Popen(["/bin/true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    """
+    result = run_managed(py(code), env=ENV, timeout=10)
+    assert result.state == "ok", result.detail
+
+
+def test_tail_is_bounded_and_ends_with_the_last_bytes():
+    code = "import sys; sys.stdout.write('x' * 200000 + 'END'); sys.stderr.write('y' * 50000 + 'ERR')"
+    result = run_managed(py(code), env=ENV, timeout=10, tail_bytes=1000)
+    assert len(result.stdout_tail) == 1000 and result.stdout_tail.endswith("xEND")
+    assert len(result.stderr_tail) == 1000 and result.stderr_tail.endswith("yERR")
+
+
+def test_capture_keeps_the_exact_payload():
+    result = run_managed(py("import sys; sys.stdout.write('a' * 5000)"), env=ENV, timeout=10, capture_stdout_bytes=5000)
+    assert result.stdout_capture == b"a" * 5000
+    assert result.stdout_capture_overflow is False
+
+
+def test_capture_overflow_is_flagged_and_draining_continues():
+    code = "import sys; sys.stdout.write('0123456789' * 100000 + 'END')"
+    result = run_managed(py(code), env=ENV, timeout=10, capture_stdout_bytes=100, tail_bytes=64)
+    assert result.state == "ok"
+    assert result.stdout_capture == b"0123456789" * 10
+    assert result.stdout_capture_overflow is True
+    assert result.stdout_tail.endswith("END")
+
+
+def test_stdin_is_delivered_and_closed():
+    payload = ("prompt ✓ " * 20000).encode()
+    code = "import sys; data = sys.stdin.buffer.read(); sys.stdout.buffer.write(f'{len(data)} '.encode() + data[:10])"
+    result = run_managed(py(code), env=ENV, timeout=10, stdin_data=payload)
+    assert result.state == "ok"
+    assert result.stdout_tail == f"{len(payload)} prompt ✓"
+
+
+def test_stdin_not_delivered_is_never_ok():
+    code = "import os, time; os.close(0); time.sleep(0.3)"
+    result = run_managed(py(code), env=ENV, timeout=10, stdin_data=b"x" * (4 * 1024 * 1024))
+    assert result.returncode == 0
+    assert result.state == "failed"
+    assert "stdin write failed" in result.detail
+
+
+def test_observer_sees_every_byte_and_a_failing_observer_never_stops_draining():
+    seen = bytearray()
+    result = run_managed(
+        py("import sys; sys.stdout.write('z' * 100000)"), env=ENV, timeout=10, stdout_observer=seen.extend
+    )
+    assert bytes(seen) == b"z" * 100000
+
+    calls = []
+
+    def broken(chunk: bytes) -> None:
+        calls.append(chunk)
+        raise RuntimeError("observer bug")
+
+    result = run_managed(
+        py("import sys; sys.stdout.write('z' * 100000 + 'END')"), env=ENV, timeout=10, stdout_observer=broken
+    )
+    assert result.state == "ok"
+    assert len(calls) == 1
+    assert result.stdout_tail.endswith("END")
+
+
+def test_cancel_event_tears_the_group_down_fast(tmp_path):
+    started, sentinel = tmp_path / "started", tmp_path / "sentinel"
+    code = (
+        spawn_grandchild_code(started, sentinel, 1.0)
+        + """
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+    """
+    )
+    cancel = threading.Event()
+    threading.Thread(target=lambda: (wait_for(started), cancel.set()), daemon=True).start()
+    began = time.monotonic()
+    result = run_managed(py(code), env=ENV, timeout=60, terminate_grace=0.2, cancel=cancel)
+    assert result.state == "cancelled" and not result.ok
+    assert time.monotonic() - began < 5
+    time.sleep(1.5)
+    assert not sentinel.exists()
+
+
+def test_module_cancel_event_is_the_default(tmp_path):
+    marker = tmp_path / "ran"
+    process.CANCEL.set()
+    try:
+        result = run_managed(py(f"open({str(marker)!r}, 'w').close()"), env=ENV, timeout=10)
+    finally:
+        process.CANCEL.clear()
+    assert result.state == "cancelled"
+    assert result.returncode is None
+    assert not marker.exists(), "a cancelled run must not start the child"
+
+
+def test_signal_handlers_request_cancellation_then_interrupt():
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        process.install_signal_handlers()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        assert process.CANCEL.is_set()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        process.CANCEL.clear()
+
+
+def test_interrupt_during_the_wait_kills_the_group_and_reraises(tmp_path):
+    started, sentinel = tmp_path / "started", tmp_path / "sentinel"
+    code = spawn_grandchild_code(started, sentinel, 1.0) + "\n    time.sleep(60)\n"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        threading.Thread(target=lambda: (wait_for(started), os.kill(os.getpid(), signal.SIGALRM)), daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_managed(py(code), env=ENV, timeout=60)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    time.sleep(1.5)
+    assert not sentinel.exists()
+
+
+def test_spawn_failure_is_failed_with_detail(tmp_path):
+    result = run_managed([str(tmp_path / "no-such-binary")], env=ENV, timeout=10)
+    assert result.state == "failed"
+    assert result.returncode is None
+    assert "FileNotFoundError" in result.detail
+
+
+def test_run_checked_raises_with_state_returncode_and_stderr():
+    assert run_checked(py("print('fine')"), env=ENV, timeout=10).stdout_tail == "fine\n"
+    with pytest.raises(ProcessError) as caught:
+        run_checked(py("import sys; sys.stderr.write('E' * 3000 + 'LAST'); sys.exit(2)"), env=ENV, timeout=10)
+    message = str(caught.value)
+    assert "failed" in message and "returncode 2" in message
+    assert message.endswith("LAST") and "E" * 996 in message and "E" * 1000 not in message
+    assert caught.value.result.returncode == 2
+    assert caught.value.argv0 == sys.executable
+
+
+def test_invalid_arguments_are_rejected():
+    with pytest.raises(ValueError):
+        run_managed([], env=ENV, timeout=10)
+    with pytest.raises(ValueError):
+        run_managed(py("pass"), env=ENV, timeout=0)
+    with pytest.raises(ValueError):
+        run_managed(py("pass"), env=ENV, timeout=1, capture_stdout_bytes=0)

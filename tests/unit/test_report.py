@@ -1,0 +1,313 @@
+"""report.md rendering: golden table lines, savings rows, footers, provenance and the gate section."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from skillbench.aggregate import EXCLUDED_ERROR_KINDS
+from skillbench.artifacts import validate
+from skillbench.gate import promotion_document
+from skillbench.report import render_report
+
+NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
+HEADER = (
+    "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | wall s | turns | churn "
+    "| errors |"
+)
+PROVENANCE = {
+    "model": "claude-test-model",
+    "provider": "scripted",
+    "effort": "high",
+    "cli_version": "2.0.0",
+    "sandbox_backends": ["bwrap"],
+    "selected_tasks": ["demo-task"],
+    "skipped_tasks": [],
+    "runs": 1,
+}
+
+
+def make_row(task: str, arm: str, run: int, **fields) -> dict:
+    """A complete, schema-valid result row; ``fields`` override any column."""
+    resolved = fields.pop("resolved", True)
+    error_kind = fields.pop("error_kind", None if resolved else "oracle-failed")
+    row = {
+        "schema": "result-row/v1",
+        "task": task,
+        "class": "demo",
+        "run": run,
+        "arm": arm,
+        "ok": error_kind not in NOT_OK_KINDS,
+        "resolved": resolved,
+        "authored_tests_passed": resolved,
+        "authored_test_output": "",
+        "verify_output": "",
+        "oracle_passed": resolved,
+        "oracle_output": "hidden oracle passed" if resolved else "hidden oracle failed",
+        "error_kind": error_kind,
+        "error_detail": None,
+        "evidence_diagnostics": [],
+        "input_tokens": 1000,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 100,
+        "cost_usd": 1.0,
+        "cost_check": None,
+        "duration_s": 10.0,
+        "num_turns": 5,
+        "session_ids": [f"{task}-{arm}-{run}"],
+        "transcript_artifacts": [],
+        "transcript_missing": False,
+        "skill_invoked": True,
+        "tool_use_counts": {},
+        "plan_produced": True,
+        "diff_files": 1,
+        "diff_insertions": 10,
+        "diff_deletions": 2,
+        "model": "claude-test-model",
+        "effort": "high",
+        "provider": "scripted",
+        "cli_version": "2.0.0",
+        "task_ref": "HEAD",
+        "task_base_sha": "1" * 40,
+        "sanitized_task_sha": "2" * 40,
+        "variant_head_sha": "3" * 40,
+        "task_prompt_digest": "4" * 64,
+        "skill_digest": "5" * 64,
+        "candidate_overlay_digest": "6" * 64 if arm.startswith("candidate_") else None,
+        "oracle_digest": "7" * 64,
+        "oracle_command_digest": "8" * 64,
+        "oracle_manifest_digest": "9" * 64,
+        "sandbox_backend": "bwrap",
+        "recorded_at": "2026-01-01T00:00:00Z",
+    }
+    row.update(fields)
+    return validate(row, "result-row")
+
+
+def demo_rows() -> list[dict]:
+    return [
+        make_row(
+            "demo-task",
+            "baseline",
+            0,
+            input_tokens=2000,
+            cache_creation_input_tokens=400,
+            cache_read_input_tokens=10000,
+            output_tokens=600,
+            cost_usd=0.5,
+            duration_s=84.0,
+            num_turns=10,
+            diff_files=3,
+            diff_insertions=40,
+            diff_deletions=10,
+        ),
+        make_row(
+            "demo-task",
+            "workflow",
+            0,
+            input_tokens=1000,
+            cache_creation_input_tokens=200,
+            cache_read_input_tokens=5000,
+            output_tokens=300,
+            cost_usd=None,
+            duration_s=42.4,
+            num_turns=7,
+            diff_files=2,
+            diff_insertions=30,
+            diff_deletions=5,
+        ),
+        make_row(
+            "demo-task",
+            "baseline",
+            1,
+            resolved=False,
+            error_kind="session-error",
+            input_tokens=0,
+            cost_usd=None,
+            transcript_missing=True,
+            skill_invoked=None,
+        ),
+    ]
+
+
+def render(rows=None, **overrides) -> str:
+    arguments = {
+        "title": "skillbench demo",
+        "task_order": ["demo-task"],
+        "arm_order": ["workflow", "baseline"],
+        "provenance": PROVENANCE,
+    }
+    arguments.update(overrides)
+    return render_report(demo_rows() if rows is None else rows, **arguments)
+
+
+def test_golden_table_lines():
+    lines = render().splitlines()
+    assert lines[0] == "# skillbench demo"
+    table_start = lines.index(HEADER)
+    assert lines[table_start + 1] == "| --- " * 13 + "|"
+    assert lines[table_start + 2 : table_start + 5] == [
+        "| demo-task | demo | workflow | 1/1 | 1000 | 200 | 5000 | 300 | n/a | 42 | 7 | 2/+30/−5 | — |",
+        "| demo-task | demo | baseline | 1/1 (1 excluded) | 2000 | 400 | 10000 | 600 | 0.5000 | 84 | 10 | 3/+40/−10 "
+        "| session-error×1 |",
+        "| demo-task | demo | **workflow savings %** | — | 50.0 | 50.0 | 50.0 | 50.0 | n/a | 49.5 | — | — | — |",
+    ]
+    assert lines[table_start + 5] == ""
+
+
+def test_intro_and_main_loop_warning():
+    text = render()
+    assert "Medians across runs; savings rows = (baseline − arm) / baseline per arm." in text
+    assert "files/+insertions/−deletions" in text
+    assert "**WARNING:** token columns count only each arm's main-loop session" in text
+
+
+def test_footers():
+    lines = render().splitlines()
+    assert any(line.startswith("1 run(s) hit session/infra/cleanup errors") for line in lines)
+    assert any("excluded from medians and resolve denominators" in line for line in lines)
+    assert any(line.startswith("1 run(s) had no locatable or readable session transcript") for line in lines)
+    assert "Session ids for every run are in results.jsonl" in "\n".join(lines)
+
+
+def test_clean_run_has_only_the_session_ids_footer():
+    rows = [make_row("demo-task", "workflow", 0)]
+    text = render(rows)
+    assert "excluded from medians" not in text
+    assert "no locatable" not in text
+    assert "Session ids for every run are in results.jsonl" in text
+    assert "savings %" not in text  # no baseline arm, no savings row
+
+
+def test_provenance_section():
+    lines = render().splitlines()
+    start = lines.index("## Run provenance")
+    assert lines[start + 2 : start + 10] == [
+        "- Benchmark model: `claude-test-model`",
+        "- Provider: `scripted`",
+        "- Reasoning effort: `high`",
+        "- Claude Code CLI version: `2.0.0`",
+        "- Sandbox backend(s): `bwrap`",
+        "- Selected tasks (1): demo-task",
+        "- Skipped expensive tasks (0): none",
+        "- Runs per (task, arm): 1",
+    ]
+    assert "Run status" not in "\n".join(lines)
+
+
+def test_provenance_falls_back_to_rows_and_reports_an_aborted_run():
+    text = render(provenance={"skipped_tasks": ["huge-task"], "run_status": "aborted"})
+    assert "- Benchmark model: `claude-test-model`" in text
+    assert "- Sandbox backend(s): `bwrap`" in text
+    assert "- Selected tasks (1): demo-task" in text
+    assert "- Skipped expensive tasks (1): huge-task" in text
+    assert "- Runs per (task, arm): 2" in text
+    assert "- Run status: `aborted` — partial evidence; promotion is disabled" in text
+
+
+def test_task_and_arm_order_with_unlisted_entries_appended():
+    rows = [
+        make_row("b-task", "baseline", 0),
+        make_row("a-task", "workflow", 0),
+        make_row("a-task", "extra", 0),
+        make_row("a-task", "baseline", 0),
+    ]
+    lines = render(rows, task_order=["a-task", "b-task"], arm_order=["baseline", "workflow"]).splitlines()
+    table = [line for line in lines if line.startswith(("| a-task", "| b-task"))]
+    assert [line.split(" | ")[:3] for line in table] == [
+        ["| a-task", "demo", "baseline"],
+        ["| a-task", "demo", "workflow"],
+        ["| a-task", "demo", "extra"],
+        ["| a-task", "demo", "**workflow savings %**"],
+        ["| a-task", "demo", "**extra savings %**"],
+        ["| b-task", "demo", "baseline"],
+    ]
+
+
+def test_errors_are_sorted_by_kind():
+    rows = [
+        make_row("demo-task", "workflow", 0, resolved=False, error_kind="verify-failed"),
+        make_row("demo-task", "workflow", 1, resolved=False, error_kind="oracle-failed"),
+        make_row("demo-task", "workflow", 2, resolved=False, error_kind="verify-failed"),
+    ]
+    row_line = next(line for line in render(rows).splitlines() if line.startswith("| demo-task | demo | workflow"))
+    assert row_line.endswith(
+        "| 0/3 | 1000 | 0 | 0 | 100 | 1.0000 | 10 | 5 | 1/+10/−2 | oracle-failed×1, verify-failed×2 |"
+    )
+
+
+def test_report_is_deterministic():
+    assert render() == render()
+
+
+def _promotion_rows() -> list[dict]:
+    rows = []
+    for task, candidate_cost in (("alpha", 0.9), ("beta", 0.88)):
+        for run in range(3):
+            rows.append(make_row(task, "workflow", run, cost_usd=1.0))
+            rows.append(make_row(task, "candidate_workflow", run, cost_usd=candidate_cost))
+    return rows
+
+
+def _promotion(rows: list[dict], run_status: str = "complete") -> dict:
+    doc = promotion_document(
+        rows,
+        pairs=[("workflow", "candidate_workflow")],
+        policy=None,
+        binding={
+            "benchmark_model": "claude-test-model",
+            "effort": "high",
+            "proposer_model": None,
+            "candidate_origin": "manual-initial-overlay",
+            "candidate_overlay_digest": "6" * 64,
+            "required_candidate_arms": ["candidate_workflow"],
+            "selected_tasks": [{"id": "alpha"}, {"id": "beta"}],
+            "target_base_digests": {},
+        },
+        run_status=run_status,
+        generated_at=datetime(2026, 3, 1, tzinfo=UTC),
+    )
+    return validate(doc, "promotion")
+
+
+def test_candidate_vs_incumbent_section():
+    rows = _promotion_rows()
+    text = render(
+        rows, task_order=["alpha", "beta"], arm_order=["workflow", "candidate_workflow"], promotion=_promotion(rows)
+    )
+    lines = text.splitlines()
+    start = lines.index("## Candidate vs incumbent")
+    assert lines.index("## Run provenance") < start
+    assert lines[start + 2] == "### candidate_workflow vs workflow: promote"
+    assert lines[start + 4] == (
+        "| task | class | incumbent resolved | candidate resolved | incumbent cost_usd | candidate cost_usd "
+        "| improvement % | gated | paired runs (candidate W/L/T) |"
+    )
+    assert lines[start + 6 : start + 8] == [
+        "| alpha | demo | 3/3 | 3/3 | 1.0000 | 0.9000 | 10.0 | yes | 3 runs: 3W/0L/0T |",
+        "| beta | demo | 3/3 | 3/3 | 1.0000 | 0.8800 | 12.0 | yes | 3 runs: 3W/0L/0T |",
+    ]
+    assert (
+        "Decision: **promote** on `cost_usd`; median improvement over gated tasks 11.0%; resolution margin 0 run(s)."
+        in lines
+    )
+    assert "- median cost_usd improvement is 11.0% (required 5.0%)" in lines
+    assert "Sign test over gated tasks: 2 win(s), 0 loss(es), 0 tie(s); two-sided p = 0.5000." in lines
+    assert (
+        "Bootstrap 95% CI of the median improvement (10000 task resamples, seed 20261129): "
+        "[10.0%, 12.0%] (excludes zero)." in lines
+    )
+    assert text.endswith("(excludes zero).\n")
+
+
+def test_candidate_section_for_an_aborted_run():
+    rows = _promotion_rows()
+    text = render(rows, task_order=["alpha", "beta"], promotion=_promotion(rows, "aborted"))
+    assert "Run status `aborted`: every decision is forced to insufficient_evidence." in text
+    assert "### candidate_workflow vs workflow: insufficient_evidence" in text
+    assert "- run aborted; partial evidence cannot promote" in text
+
+
+def test_pipes_in_cells_are_escaped():
+    rows = [make_row("demo-task", "workflow", 0, **{"class": "a|b"})]
+    assert "| demo-task | a\\|b | workflow | 1/1 |" in render(rows)

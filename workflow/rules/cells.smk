@@ -1,0 +1,38 @@
+# Cells: one (task, arm, run) = a fresh clone, the arm's headless Claude Code sessions in
+# the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live
+# outside any generation so every generation reuses them while their inputs are unchanged.
+
+
+rule run_cell:
+    input:
+        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
+        template=f"{RESULTS}/tasks/{{task}}/template",
+        oracle=f"{RESULTS}/tasks/{{task}}/oracle",
+        skills=get_skill_files,
+        model_script=get_model_script,
+    output:
+        record=f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/record.json",
+        patch=f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/patch.diff",
+        transcripts=directory(f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/transcripts"),
+    params:
+        task=get_task_definition,
+        arm=get_arm_definition,
+        prompts=get_session_prompts,
+        model=config["model"],
+        tools=config["agent"]["tools"],
+        timeouts=[
+            config["agent"]["session_timeout_s"],
+            config["agent"]["setup_timeout_s"],
+            config["agent"]["verify_timeout_s"],
+        ],
+        sandbox=config["sandbox"]["backend"],
+    log:
+        f"logs/{EXPERIMENT}/run_cell/{{task}}/{{arm}}/run{{run}}.log",
+    resources:
+        agent_sessions=1,
+        attempt=lambda wildcards, attempt: attempt,
+    retries: config["agent"]["attempts"] - 1
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/run_cell.py"

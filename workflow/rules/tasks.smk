@@ -1,0 +1,39 @@
+# Task binding: resolve each task's target to an immutable commit, build its sanitized
+# template, snapshot its hidden oracle, then merge every binding into one file.
+
+
+rule bind_task:
+    input:
+        suite=SUITE,
+        oracle_sources=get_oracle_sources,
+        snapshot_files=get_snapshot_files,
+    output:
+        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
+        template=directory(f"{RESULTS}/tasks/{{task}}/template"),
+        oracle=directory(f"{RESULTS}/tasks/{{task}}/oracle"),
+    params:
+        task=get_task_definition,
+    log:
+        f"logs/{EXPERIMENT}/bind_task/{{task}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/bind_task.py"
+
+
+rule merge_bindings:
+    input:
+        bindings=expand(f"{RESULTS}/tasks/{{task}}/binding.json", task=TASK_IDS),
+    output:
+        bindings=f"{RESULTS}/tasks/bindings.json",
+    params:
+        include_expensive=config["tasks"]["include_expensive"],
+        only=config["tasks"]["only"],
+    log:
+        f"logs/{EXPERIMENT}/merge_bindings.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/merge_bindings.py"
