@@ -136,11 +136,9 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
     provenance = {
         "model": config["model"]["name"],
         "provider": config["model"]["provider"],
-        "effort": config["model"]["effort"],
-        "cli_versions": sorted({str(row["cli_version"]) for row in rows}),
-        "sandbox_backends": sorted({row["sandbox_backend"] for row in rows}),
+        "effort": config["model"]["effort"] or "CLI default",
         "selected_tasks": [task["id"] for task in bound["tasks"]],
-        "skipped_expensive": bound["skipped_expensive"],
+        "skipped_tasks": bound["skipped_expensive"],
         "runs": config["runs"],
         "run_status": "complete",
     }

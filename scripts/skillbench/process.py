@@ -335,7 +335,8 @@ def _supervise(
     if interrupted is None and _group_alive(proc.pid):
         # A descendant that closed its pipes would otherwise outlive the cell unnoticed.
         _signal_group(proc.pid, signal.SIGKILL)
-        state = "killed"
+        # A non-zero exit stays "failed": the child's own failure is the primary cause.
+        state = "killed" if state == "ok" else state
         details.append("descendants outlived the main process; killed its process group")
 
     for thread in readers:
@@ -343,8 +344,9 @@ def _supervise(
     if any(thread.is_alive() for thread in readers):
         # Something outside the group (it started its own session) still holds our pipes.
         _signal_group(proc.pid, signal.SIGKILL)
+        join_deadline = time.monotonic() + max(1.0, grace)
         for thread in readers:
-            thread.join(max(1.0, grace))
+            thread.join(max(0.0, join_deadline - time.monotonic()))
         if any(thread.is_alive() for thread in readers):
             state = "killed" if state == "ok" else state
             details.append("output pipes stayed open after the process group ended; output may be incomplete")

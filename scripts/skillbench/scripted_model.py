@@ -454,15 +454,15 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
         def _not_found(self, stream: bool = False) -> None:
             route = self.path.split("?", 1)[0]
-            self._send_json(404, _error_body(404, f"scripted model: no route for {self.command} {route}"))
             model._record(self.path, stream=stream, step=None, kind="not-found", status=404)
+            self._send_json(404, _error_body(404, f"scripted model: no route for {self.command} {route}"))
 
         # -- verbs -----------------------------------------------------------------------------
 
         def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
             if self.path.split("?", 1)[0] in ("", "/"):
-                self._send(200, b"", "text/plain")
                 model._record(self.path, stream=False, step=None, kind="head", status=200)
+                self._send(200, b"", "text/plain")
             else:
                 self._not_found()
 
@@ -487,8 +487,8 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             raw = self._read_body_quietly()
             route = self.path.split("?", 1)[0].rstrip("/")
             if route.endswith("/count_tokens"):
-                self._send_json(200, COUNT_TOKENS_REPLY)
                 model._record(self.path, stream=False, step=None, kind="count-tokens", status=200)
+                self._send_json(200, COUNT_TOKENS_REPLY)
                 return
             if not route.endswith("/v1/messages"):
                 self._not_found()
@@ -498,8 +498,8 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             except (UnicodeDecodeError, json.JSONDecodeError):
                 body = None
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
                 model._record(self.path, stream=False, step=None, kind="invalid", status=400)
+                self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
                 return
             stream = body.get("stream") is True
             kind, index = model.choose(body)
@@ -508,8 +508,8 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 if fail is not None:
                     status = int(fail["status"])
                     message = str(fail.get("message") or _status_phrase(status))
-                    self._send_json(status, _error_body(status, message, fail.get("type")))
                     model._record(self.path, stream=stream, step=index, kind="fail", status=status)
+                    self._send_json(status, _error_body(status, message, fail.get("type")))
                     return
             api_key = self.headers.get("x-api-key") or ""
             if not api_key:
@@ -518,11 +518,11 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                     api_key = authorization[7:].strip()
             message = model.build_message(body, kind, index, api_key)
             request_id = f"req_scripted_{message['id'].rsplit('_', 1)[-1]}"
+            model._record(self.path, stream=stream, step=index, kind=kind, status=200)
             if stream:
                 self._send(200, render_sse(message), "text/event-stream; charset=utf-8", request_id)
             else:
                 self._send_json(200, message, request_id)
-            model._record(self.path, stream=stream, step=index, kind=kind, status=200)
 
     return Handler
 

@@ -373,9 +373,8 @@ def session_record(
 
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     counts = {field: _count(usage.get(field)) for field in USAGE_FIELDS}
-    subtype = data.get("subtype")
-    if subtype is not None and not isinstance(subtype, str):
-        subtype = _short(subtype)
+    raw_subtype = data.get("subtype")
+    subtype = raw_subtype if raw_subtype is None or isinstance(raw_subtype, str) else _short(raw_subtype)
     reasons = []
     if not result.ok:
         reasons.append(f"process {result.state} (returncode {result.returncode})")
@@ -383,8 +382,8 @@ def session_record(
         reasons.append(f"event stream: {stream_error}")
     if data.get("is_error", False):
         reasons.append("result is_error")
-    if isinstance(data.get("subtype"), str) and subtype.startswith("error"):
-        reasons.append(f"result subtype {str(subtype)[:80]}")
+    if isinstance(raw_subtype, str) and raw_subtype.startswith("error"):
+        reasons.append(f"result subtype {raw_subtype[:80]}")
     if stream_error is None:
         reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
     session_error = bool(reasons)
@@ -396,8 +395,7 @@ def session_record(
                 name = _tool_name(block.get("name"))
                 tool_use_counts[name] = tool_use_counts.get(name, 0) + 1
 
-    duration_ms = data.get("duration_ms")
-    milliseconds = _nonnegative(duration_ms)
+    milliseconds = _nonnegative(data.get("duration_ms"))
     session_id = data.get("session_id")
     model_usage = data.get("modelUsage")
     record: dict[str, Any] = {

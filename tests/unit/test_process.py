@@ -115,11 +115,13 @@ def test_cooperative_child_exits_within_grace_without_sigkill():
     assert result.duration_s < 3
 
 
-def test_detached_grandchild_left_after_normal_exit_is_killed(tmp_path):
+@pytest.mark.parametrize(("exit_code", "state"), [(0, "killed"), (4, "failed")])
+def test_detached_grandchild_left_after_exit_is_killed(tmp_path, exit_code, state):
     started, sentinel = tmp_path / "started", tmp_path / "sentinel"
-    result = run_managed(py(spawn_grandchild_code(started, sentinel, 1.0)), env=ENV, timeout=10)
-    assert result.returncode == 0
-    assert result.state == "killed" and not result.ok
+    code = spawn_grandchild_code(started, sentinel, 1.0) + f"\n    sys.exit({exit_code})\n"
+    result = run_managed(py(code), env=ENV, timeout=10)
+    assert result.returncode == exit_code
+    assert result.state == state and not result.ok
     assert "descendants" in result.detail
     assert started.exists()
     time.sleep(1.5)

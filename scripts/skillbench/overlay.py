@@ -1,0 +1,222 @@
+"""Candidate overlays: validation, the content digest, freezing, promotion targets, and applying to a clone.
+
+An overlay is a folder that mirrors `.claude/skills/<skill>/…md`. It is untrusted input:
+only Markdown under evolvable skills, no symlinks, bounded in entries, files, path length
+and bytes, and never byte-identical to the incumbent. Its digest frames every (path,
+content) pair with 8-byte lengths, so it names the exact bytes the evidence is about.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import repo
+from .oracle import framed_digest, read_bounded_regular
+
+MAX_ENTRIES = 256
+MAX_FILES = 64
+MAX_PATH_BYTES = 512
+MAX_TOTAL_BYTES = 4 * 1024 * 1024
+OVERLAY_SKILLS_PREFIX = (".claude", "skills")
+
+
+class OverlayError(ValueError):
+    """The overlay breaks a rule; the message names the overlay, the path and the fix."""
+
+
+def _real_root(path: Path) -> Path:
+    root = Path(path).expanduser().absolute()
+    try:
+        info = os.lstat(root)
+    except FileNotFoundError as exc:
+        raise OverlayError(f"overlay {root} does not exist") from exc
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OverlayError(f"overlay {root} must be a real directory, not a symlink or a file")
+    if root.resolve(strict=True) != root:
+        raise OverlayError(f"overlay path {root} passes through a symlink; give its real path")
+    return root
+
+
+def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]]:
+    """Validate the overlay and return its (relative POSIX path, bytes) pairs, sorted by path."""
+    root = _real_root(overlay)
+    entries = 0
+    files: list[str] = []
+    for directory, subdirs, names in os.walk(root):
+        for name in sorted(subdirs + names):
+            entries += 1
+            if entries > MAX_ENTRIES:
+                raise OverlayError(f"overlay {root} has more than {MAX_ENTRIES} entries")
+            path = Path(directory) / name
+            relative = path.relative_to(root).as_posix()
+            if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
+                raise OverlayError(f"overlay path longer than {MAX_PATH_BYTES} bytes: {relative[:80]}…")
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                raise OverlayError(f"overlay {root} contains a symlink: {relative}; copy the file instead")
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise OverlayError(f"overlay {root} contains a special file: {relative}")
+            files.append(relative)
+            if len(files) > MAX_FILES:
+                raise OverlayError(f"overlay {root} has more than {MAX_FILES} files")
+    if not files:
+        raise OverlayError(f"overlay {root} contains no files")
+    payload: list[tuple[str, bytes]] = []
+    total = 0
+    for relative in sorted(files):
+        parts = PurePosixPath(relative).parts
+        if (len(parts) < 4 or parts[:2] != OVERLAY_SKILLS_PREFIX or parts[2] not in evolvable
+                or not relative.lower().endswith(".md")):
+            raise OverlayError(
+                f"overlay {root}: {relative} is not allowed; an overlay may only contain Markdown files under "
+                f".claude/skills/<skill>/ for the evolvable skills {evolvable}")
+        content = read_bounded_regular(root / relative, MAX_TOTAL_BYTES)
+        total += len(content)
+        if total > MAX_TOTAL_BYTES:
+            raise OverlayError(f"overlay {root} holds more than {MAX_TOTAL_BYTES} bytes")
+        payload.append((relative, content))
+    return payload
+
+
+def digest(files: list[tuple[str, bytes]]) -> str:
+    frames: list[bytes] = []
+    for relative, content in sorted(files):
+        frames += [relative.encode("utf-8"), content]
+    return framed_digest(frames)
+
+
+def touched_skills(files: list[tuple[str, bytes]]) -> set[str]:
+    return {PurePosixPath(relative).parts[2] for relative, _ in files}
+
+
+def skill_relative(relative: str) -> str:
+    """`.claude/skills/<skill>/<rest>` → `<skill>/<rest>`."""
+    return PurePosixPath(*PurePosixPath(relative).parts[2:]).as_posix()
+
+
+def require_change(files: list[tuple[str, bytes]], skills_root: Path) -> None:
+    """Refuse an overlay whose every file equals the incumbent's bytes."""
+    for relative, content in files:
+        incumbent = Path(skills_root) / skill_relative(relative)
+        if not incumbent.is_file() or incumbent.read_bytes() != content:
+            return
+    raise OverlayError("the candidate overlay is byte-identical to the incumbent skills; there is nothing to test")
+
+
+def promotion_targets(files: list[tuple[str, bytes]], *, skills_root: str, mirrors: list[str]) -> list[str]:
+    """Every file a promotion writes, repository-relative: the canonical skill file then each mirror."""
+    targets: list[str] = []
+    for relative, _ in files:
+        rest = skill_relative(relative)
+        for root in (skills_root, *mirrors):
+            target = (PurePosixPath(root) / rest).as_posix()
+            if target in targets:
+                raise OverlayError(f"two overlay files map to the same promotion target {target}")
+            targets.append(target)
+    return targets
+
+
+def committed_target_digests(repository: Path, targets: list[str]) -> dict[str, str]:
+    """SHA-256 of each target's bytes at HEAD; refuse targets that are absent at HEAD or differ on disk."""
+    import hashlib
+
+    git = repo.host_git(repository)
+    digests: dict[str, str] = {}
+    drifted: list[str] = []
+    for target in targets:
+        result = git(["show", f"HEAD:{target}"], capture_stdout_bytes=MAX_TOTAL_BYTES + 1)
+        if not result.ok or result.stdout_capture is None:
+            raise OverlayError(f"promotion target {target} is not committed at HEAD of {repository}; "
+                               "commit the incumbent skill file (and its mirrors) first")
+        committed = result.stdout_capture
+        digests[target] = hashlib.sha256(committed).hexdigest()
+        live = Path(repository) / target
+        if live.is_symlink() or not live.is_file() or live.read_bytes() != committed:
+            drifted.append(target)
+    if drifted:
+        raise OverlayError(f"promotion targets differ from HEAD in the working tree: {', '.join(drifted)}; "
+                           "commit or restore them before benchmarking a candidate")
+    return digests
+
+
+def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
+    """Copy the validated bytes into a read-only folder (files 0400, folders 0500); return the digest."""
+    files = overlay_files(overlay, evolvable)
+    expected = digest(files)
+    destination = Path(destination).absolute()
+    if destination.exists():
+        thaw(destination)
+        shutil.rmtree(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".frozen-", dir=destination.parent))
+    try:
+        for relative, content in files:
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
+            try:
+                os.write(descriptor, content)
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        for directory, _subdirs, _names in os.walk(staging, topdown=False):
+            os.chmod(directory, 0o500)
+        os.replace(staging, destination)
+    except BaseException:
+        thaw(staging)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if digest(overlay_files(destination, evolvable)) != expected:
+        raise OverlayError(f"frozen overlay {destination} does not match the digest of {overlay}")
+    return expected
+
+
+def thaw(folder: Path) -> None:
+    """Make a frozen folder removable again (Snakemake deletes outputs before reruns)."""
+    for directory, _subdirs, _names in os.walk(folder):
+        os.chmod(directory, 0o700)
+
+
+def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_digest: str | None,
+                  evolvable: list[str] | None = None) -> str:
+    """Write the overlay into a clone's skills and commit it; the digest must match the frozen one."""
+    files = overlay_files(frozen, evolvable or _skills_in(frozen))
+    actual = digest(files)
+    if expected_digest is not None and actual != expected_digest:
+        raise OverlayError("candidate overlay changed after it was frozen (digest mismatch)")
+    for relative, content in files:
+        target = clone / relative
+        for parent in reversed(target.relative_to(clone).parents):
+            if str(parent) == ".":
+                continue
+            here = clone / parent
+            if here.is_symlink():
+                raise OverlayError(f"clone path {parent} is a symlink; refusing to write the overlay through it")
+            here.mkdir(mode=0o700, exist_ok=True)
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise OverlayError(f"clone path {relative} is not a regular file")
+        temporary = target.with_name(f".{target.name}.overlay-tmp")
+        temporary.write_bytes(content)
+        os.replace(temporary, target)
+    if not repo.commit_all(git, "benchmark candidate skill overlay"):
+        raise OverlayError("candidate overlay is byte-identical to the incumbent skills in the clone")
+    return actual
+
+
+def _skills_in(frozen: Path) -> list[str]:
+    base = Path(frozen) / ".claude" / "skills"
+    return sorted(entry.name for entry in base.iterdir()) if base.is_dir() else []
+
+
+def overlay_summary(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+    import hashlib
+
+    return [{"path": relative, "sha256": hashlib.sha256(content).hexdigest(), "bytes": len(content)}
+            for relative, content in files]

@@ -1,0 +1,630 @@
+"""Tests for skillbench.scripted_model: the HTTP contract, step choice, and real Claude Code CLI sessions.
+
+The real-CLI tests never skip: without tools/node_modules/.bin/claude they fail and say to run
+`make setup`. The suite check plays every role of every demo task through the real CLI and checks
+the designed outcomes with the task's verify command and hidden oracle.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from skillbench.artifacts import ArtifactError
+from skillbench.scripted_model import (
+    ScriptedModel,
+    conversation_text,
+    load_model_script,
+    session_steps,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE = REPO / "tools" / "node_modules" / ".bin" / "claude"
+SUITE = REPO / "tasks" / "demo"
+SKILLS = REPO / ".claude" / "skills"
+MODEL = "claude-sonnet-4-20250514"
+TOOLS = "Read,Edit,Write,Bash,Skill"
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+DEFAULTS = {
+    "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7},
+    "final_text": "All finished.",
+}
+TOOLS_FIELD = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+CHECK_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP helpers
+
+
+def post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST", headers={"content-type": "application/json"})
+    for key, value in (headers or {}).items():
+        request.add_header(key, value)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+def messages_body(assistant_turns: int = 0, *, stream: bool = False, tools: bool = True, extra_text: str = "") -> dict:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "do it " + extra_text}]}]
+    for turn in range(assistant_turns):
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{turn}", "name": "Bash"}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": "x"}]})
+    body: dict[str, Any] = {"model": MODEL, "max_tokens": 100, "system": "You are a test.", "messages": messages}
+    if tools:
+        body["tools"] = TOOLS_FIELD
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def parse_sse(payload: bytes) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for frame in payload.decode().split("\n\n"):
+        if not frame.strip():
+            continue
+        lines = dict(line.split(": ", 1) for line in frame.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def reply_json(url: str, body: dict, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    status, _, payload = post(url + "/v1/messages?beta=true", body, headers)
+    assert status == 200, payload
+    return json.loads(payload)
+
+
+# ---------------------------------------------------------------------------------------------
+# Server-level tests
+
+
+def test_json_reply_shape_and_tool_ids():
+    steps = [{"text": "hi", "tools": [{"name": "Bash", "input": {"command": "ls"}}], "usage": {"output_tokens": 33}}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        message = reply_json(model.base_url, messages_body())
+    assert message["type"] == "message" and message["role"] == "assistant" and message["model"] == MODEL
+    assert message["content"] == [
+        {"type": "text", "text": "hi"},
+        {"type": "tool_use", "id": "toolu_0_0", "name": "Bash", "input": {"command": "ls"}},
+    ]
+    assert message["stop_reason"] == "tool_use" and message["stop_sequence"] is None
+    assert message["usage"] == {**DEFAULTS["usage"], "output_tokens": 33}
+
+
+def test_sse_sequence_carries_full_usage_in_message_delta():
+    steps = [{"text": "a", "tools": [{"name": "Read", "input": {"file_path": "/x"}}], "usage": {"input_tokens": 9}}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        status, headers, payload = post(model.base_url + "/v1/messages?beta=true", messages_body(stream=True))
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/event-stream")
+    assert int(headers["Content-Length"]) == len(payload)
+    events = parse_sse(payload)
+    names = [name for name, _ in events]
+    assert names == ["message_start"] + ["content_block_start", "content_block_delta", "content_block_stop"] * 2 + [
+        "message_delta",
+        "message_stop",
+    ]
+    assert all(data["type"] == name for name, data in events)
+    start = events[0][1]["message"]
+    assert start["content"] == [] and start["stop_reason"] is None
+    assert start["usage"] == {**DEFAULTS["usage"], "input_tokens": 9, "output_tokens": 1}
+    assert events[2][1]["delta"] == {"type": "text_delta", "text": "a"}
+    assert events[4][1]["content_block"] == {"type": "tool_use", "id": "toolu_0_0", "name": "Read", "input": {}}
+    assert json.loads(events[5][1]["delta"]["partial_json"]) == {"file_path": "/x"}
+    delta = events[-2][1]
+    assert delta["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    assert delta["usage"] == {**DEFAULTS["usage"], "input_tokens": 9}
+
+
+def test_head_count_tokens_and_unknown_routes():
+    with ScriptedModel([], defaults=DEFAULTS) as model:
+        host = model.base_url.removeprefix("http://")
+        connection = http.client.HTTPConnection(host, timeout=10)
+        connection.request("HEAD", "/")
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200
+        connection.close()
+        status, _, payload = post(model.base_url + "/v1/messages/count_tokens?beta=true", {"messages": []})
+        assert (status, json.loads(payload)) == (200, {"input_tokens": 1000})
+        for path in ("/v1/models", "/v1/complete"):
+            status, _, payload = post(model.base_url + path, {"x": 1})
+            body = json.loads(payload)
+            assert status == 404 and body["type"] == "error" and body["error"]["type"] == "not_found_error"
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(model.base_url + "/v1/messages", timeout=10)
+        assert caught.value.code == 404
+        status, _, payload = post(model.base_url + "/v1/messages", b"not json")
+        assert status == 400 and json.loads(payload)["error"]["type"] == "invalid_request_error"
+
+
+def test_keep_alive_connection_serves_several_requests():
+    with ScriptedModel([{"text": "one"}], defaults=DEFAULTS) as model:
+        connection = http.client.HTTPConnection(model.base_url.removeprefix("http://"), timeout=10)
+        connection.request("HEAD", "/")
+        first = connection.getresponse()
+        first.read()
+        for stream in (True, False, True):
+            connection.request("POST", "/v1/messages?beta=true", body=json.dumps(messages_body(stream=stream)))
+            response = connection.getresponse()
+            payload = response.read()
+            assert response.status == 200 and not response.will_close
+            text = parse_sse(payload)[2][1]["delta"]["text"] if stream else json.loads(payload)["content"][0]["text"]
+            assert text == "one"
+        connection.close()
+
+
+def test_step_is_chosen_by_assistant_message_count_not_request_order():
+    steps = [{"text": "zero"}, {"text": "one", "usage": {"output_tokens": 77}}, {"text": "two"}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        texts = [reply_json(model.base_url, messages_body(k))["content"][0]["text"] for k in (2, 0, 1, 1, 0)]
+        assert texts == ["two", "zero", "one", "one", "zero"]
+        final = reply_json(model.base_url, messages_body(3))
+        assert final["content"] == [{"type": "text", "text": "All finished."}]
+        assert final["stop_reason"] == "end_turn" and final["usage"] == DEFAULTS["usage"]
+        assert reply_json(model.base_url, messages_body(1))["usage"]["output_tokens"] == 77
+        kinds = [(record["kind"], record["step"]) for record in model.requests]
+    assert kinds == [("step", 2), ("step", 0), ("step", 1), ("step", 1), ("step", 0), ("final", None), ("step", 1)]
+
+
+def test_when_and_unless_filter_steps_on_conversation_text():
+    steps = [
+        {"text": "start"},
+        {"text": "keyed", "when": ["Verify   Command", "once"]},
+        {"text": "fallback", "unless": "verify command"},
+        {"text": "end"},
+    ]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        plain = messages_body(1)
+        assert reply_json(model.base_url, plain)["content"][0]["text"] == "fallback"
+        keyed = messages_body(1)
+        keyed["messages"][2]["content"].append({"type": "text", "text": "Run the verify\ncommand ONCE."})
+        assert reply_json(model.base_url, keyed)["content"][0]["text"] == "keyed"
+        assert reply_json(model.base_url, keyed | {"messages": keyed["messages"] + messages_body(1)["messages"][1:]})[
+            "content"
+        ][0]["text"] == "end"
+        in_tool_result = messages_body(1)
+        in_tool_result["messages"][2]["content"][0]["content"] = [{"type": "text", "text": "verify command once"}]
+        assert reply_json(model.base_url, in_tool_result)["content"][0]["text"] == "keyed"
+        only_partial = messages_body(1, extra_text="the verify command")
+        assert reply_json(model.base_url, only_partial)["content"][0]["text"] == "end"
+
+
+def test_conversation_text_covers_system_blocks_and_tool_results():
+    body = {
+        "system": [{"type": "text", "text": "SYS"}],
+        "messages": [
+            {"role": "user", "content": "plain string"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "X", "input": {"q": "HIDDEN"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "RESULT"}]},
+        ],
+    }
+    text = conversation_text(body)
+    assert all(part in text for part in ("SYS", "plain string", "RESULT")) and "HIDDEN" not in text
+
+
+def test_fail_times_then_success_and_permanent_failure(tmp_path):
+    steps = [
+        {"text": "after outage", "fail": {"status": 500, "times": 2, "message": "overloaded"}},
+        {"text": "never", "fail": {"status": 400}},
+    ]
+    log = tmp_path / "requests.jsonl"
+    with ScriptedModel(steps, defaults=DEFAULTS, request_log=log) as model:
+        url = model.base_url + "/v1/messages?beta=true"
+        first, second = post(url, messages_body()), post(url, messages_body(stream=True))
+        for status, _, payload in (first, second):
+            assert status == 500
+            assert json.loads(payload) == {"type": "error", "error": {"type": "api_error", "message": "overloaded"}}
+        assert reply_json(model.base_url, messages_body())["content"][0]["text"] == "after outage"
+        for _ in range(3):
+            status, _, payload = post(url, messages_body(1))
+            assert status == 400 and json.loads(payload)["error"]["type"] == "invalid_request_error"
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["status"], r["step"], r["stream"]) for r in records] == [
+        (500, 0, False),
+        (500, 0, True),
+        (200, 0, False),
+        (400, 1, False),
+        (400, 1, False),
+        (400, 1, False),
+    ]
+
+
+def test_variables_and_api_key_are_substituted_and_never_logged(tmp_path):
+    steps = [
+        {
+            "text": "key={{api_key}} in {{ workspace }}",
+            "tools": [{"name": "Write", "input": {"file_path": "{{workspace}}/a.txt", "content": ["{{api_key}}", 3]}}],
+        }
+    ]
+    log = tmp_path / "log.jsonl"
+    secret = "sk-canary-123456"
+    with ScriptedModel(steps, defaults=DEFAULTS, variables={"workspace": "/ws"}, request_log=log) as model:
+        message = reply_json(model.base_url, messages_body(), {"x-api-key": secret})
+    assert message["content"][0]["text"] == f"key={secret} in /ws"
+    assert message["content"][1]["input"] == {"file_path": "/ws/a.txt", "content": [secret, 3]}
+    assert secret not in log.read_text() and "x-api-key" not in log.read_text()
+    with pytest.raises(ValueError, match="undefined variables: workspace"):
+        ScriptedModel(steps, defaults=DEFAULTS)
+
+
+def test_side_query_gets_ok_and_does_not_touch_the_script():
+    steps = [{"text": "scripted", "fail": {"status": 529, "times": 1}}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        side = reply_json(model.base_url, messages_body(tools=False))
+        assert side["content"] == [{"type": "text", "text": "ok"}] and side["stop_reason"] == "end_turn"
+        assert side["usage"]["input_tokens"] < 20 and side["usage"]["output_tokens"] <= 2
+        status, _, payload = post(model.base_url + "/v1/messages", messages_body())
+        assert status == 529 and json.loads(payload)["error"]["type"] == "overloaded_error"
+        assert reply_json(model.base_url, messages_body())["content"][0]["text"] == "scripted"
+        assert [r["kind"] for r in model.requests] == ["side", "fail", "step"]
+
+
+def test_concurrent_requests_are_answered_consistently():
+    steps = [{"text": f"step {i}", "tools": [{"name": "Bash", "input": {"command": str(i)}}]} for i in range(6)]
+    steps[3]["fail"] = {"status": 503, "times": 5}
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        url = model.base_url
+
+        def one(index: int) -> tuple[int, int, str]:
+            turn = index % 6
+            status, _, payload = post(url + "/v1/messages", messages_body(turn, stream=index % 2 == 0))
+            if status != 200:
+                return turn, status, ""
+            if index % 2 == 0:
+                return turn, status, parse_sse(payload)[2][1]["delta"]["text"]
+            return turn, status, json.loads(payload)["content"][0]["text"]
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            results = list(pool.map(one, range(60)))
+    failures = [r for r in results if r[1] != 200]
+    assert len(failures) == 5 and all(turn == 3 and status == 503 for turn, status, _ in failures)
+    assert all(text == f"step {turn}" for turn, status, text in results if status == 200)
+
+
+def test_stop_closes_the_port_and_the_thread():
+    model = ScriptedModel([{"text": "x"}], defaults=DEFAULTS)
+    with model:
+        url = model.base_url
+        connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+        connection.request("HEAD", "/")
+        connection.getresponse().read()  # leaves an idle keep-alive connection open
+    assert not any(thread.name == "scripted-model" for thread in threading.enumerate())
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url + "/", timeout=2)
+    connection.close()
+
+
+def test_load_model_script_names_file_and_field(tmp_path):
+    good = {"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t1": {"work": [{"text": "x"}]}}}
+    path = tmp_path / "script.yaml"
+    path.write_text(yaml.safe_dump(good))
+    script = load_model_script(path)
+    assert session_steps(script, "t1", "work") == [{"text": "x"}]
+    with pytest.raises(ArtifactError, match="no steps for role 'plan'"):
+        session_steps(script, "t1", "plan")
+    with pytest.raises(ArtifactError, match="no entry for task 'nope'"):
+        session_steps(script, "nope", "work")
+    bad = json.loads(json.dumps(good))
+    bad["tasks"]["t1"]["work"][0]["fail"] = {"status": 200}
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(ArtifactError, match=r"script\.yaml.*\$\.tasks\.t1\.work\[0\]\.fail\.status"):
+        load_model_script(path)
+    path.write_text("schema: [unclosed")
+    with pytest.raises(ArtifactError, match="script.yaml: not valid UTF-8 YAML"):
+        load_model_script(path)
+
+
+def test_cli_serves_a_session_and_prints_the_base_url(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text(yaml.safe_dump({"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"r": []}}}))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "scripts"))
+    command = [sys.executable, "-m", "skillbench.scripted_model", str(script), "t", "r", "--var", "workspace=/w"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        base_url = process.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:")
+        assert reply_json(base_url, messages_body())["content"][0]["text"] == "All finished."
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    missing = subprocess.run([*command[:4], "t", "nope"], capture_output=True, text=True, env=env, timeout=30)
+    assert missing.returncode == 2 and "no steps for role 'nope'" in missing.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The real CLI
+
+
+def claude_bin() -> Path:
+    if not (CLAUDE.exists() and os.access(CLAUDE, os.X_OK)):
+        pytest.fail(f"the real Claude Code CLI is missing at {CLAUDE}: run `make setup` (npm ci in tools/)")
+    return CLAUDE
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        "PATH": CHECK_PATH,
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "skillbench",
+        "GIT_AUTHOR_EMAIL": "skillbench@example.invalid",
+        "GIT_COMMITTER_NAME": "skillbench",
+        "GIT_COMMITTER_EMAIL": "skillbench@example.invalid",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def make_repo(path: Path, source: Path | None = None, skills: Path | None = SKILLS) -> Path:
+    if source is not None:
+        shutil.copytree(source, path)
+    else:
+        path.mkdir(parents=True)
+    if skills is not None:
+        shutil.copytree(skills, path / ".claude" / "skills")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "snapshot")
+    return path
+
+
+def run_claude(
+    repo: Path, home: Path, model: ScriptedModel, prompt: str, *, disallow_skill: bool = False
+) -> list[dict[str, Any]]:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "tmp").mkdir(exist_ok=True)
+    command = [str(claude_bin()), "-p", "--input-format", "text", "--output-format", "stream-json", "--verbose"]
+    command += ["--tools", TOOLS, "--allowedTools", TOOLS, "--permission-mode", "dontAsk", "--model", MODEL]
+    if disallow_skill:
+        command += ["--disallowedTools", "Skill"]
+    env = {
+        "HOME": str(home),
+        "CLAUDE_CODE_TMPDIR": str(home / "tmp"),
+        "PATH": CHECK_PATH,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "ANTHROPIC_BASE_URL": model.base_url,
+        "ANTHROPIC_API_KEY": "sk-dummy-offline",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    done = subprocess.run(command, input=prompt, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    results = [event for event in events if event.get("type") == "result"]
+    assert len(results) == 1, (done.returncode, done.stderr[-2000:], done.stdout[-2000:])
+    assert done.returncode == 0 and results[0]["subtype"] == "success" and not results[0]["is_error"], results[0]
+    return events
+
+
+def blocks(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    found = []
+    for event in events:
+        content = (event.get("message") or {}).get("content")
+        if event.get("type") in ("assistant", "user") and isinstance(content, list):
+            found += [block for block in content if isinstance(block, dict) and block.get("type") == kind]
+    return found
+
+
+def scripted_usage(model: ScriptedModel, defaults: dict[str, Any]) -> dict[str, int]:
+    """What the model served: the sum of the usage of every successful main-loop reply."""
+    total = dict.fromkeys(USAGE_FIELDS, 0)
+    for record in model.requests:
+        if record["kind"] == "step":
+            usage = {**defaults["usage"], **(model.steps[record["step"]].get("usage") or {})}
+        elif record["kind"] == "final":
+            usage = defaults["usage"]
+        else:
+            continue
+        for field in USAGE_FIELDS:
+            total[field] += usage[field]
+    return total
+
+
+def result_usage(events: list[dict[str, Any]]) -> dict[str, int]:
+    usage = next(event for event in events if event.get("type") == "result")["usage"]
+    return {field: usage[field] for field in USAGE_FIELDS}
+
+
+def test_real_cli_loads_a_skill_writes_and_reports_the_scripted_usage(tmp_path):
+    skills = tmp_path / "skills"
+    (skills / "demo-skill").mkdir(parents=True)
+    (skills / "demo-skill" / "SKILL.md").write_text(
+        "---\nname: demo-skill\ndescription: Writes a greeting file for the scripted-model test.\n---\n\n"
+        "# Demo\n\nAlways write the greeting in lower case.\n"
+    )
+    repo = make_repo(tmp_path / "repo", skills=skills)
+    steps = [
+        {"text": "Loading the skill.", "tools": [{"name": "Skill", "input": {"skill": "demo-skill"}}],
+         "usage": {"input_tokens": 11, "output_tokens": 21, "cache_creation_input_tokens": 1000}},
+        {"when": "write the greeting in lower case", "tools": [
+            {"name": "Write", "input": {"file_path": "{{workspace}}/greeting.txt", "content": "hello {{api_key}}\n"}}],
+         "usage": {"input_tokens": 12, "output_tokens": 22, "cache_read_input_tokens": 1000}},
+        {"unless": "write the greeting in lower case", "tools": [
+            {"name": "Write", "input": {"file_path": "{{workspace}}/greeting.txt", "content": "HELLO\n"}}]},
+        {"text": "Wrote greeting.txt.", "usage": {"input_tokens": 13, "output_tokens": 23}},
+    ]  # fmt: skip
+    with ScriptedModel(steps, defaults=DEFAULTS, variables={"workspace": str(repo)}) as model:
+        events = run_claude(repo, tmp_path / "home", model, "Use the demo-skill skill.")
+    init = events[0]
+    assert init["subtype"] == "init" and "demo-skill" in init["skills"]
+    assert sorted(init["tools"]) == sorted(TOOLS.split(","))
+    skill_calls = [b for b in blocks(events, "tool_use") if b["name"] == "Skill"]
+    assert [call["input"] for call in skill_calls] == [{"skill": "demo-skill"}]
+    results = {b["tool_use_id"]: b for b in blocks(events, "tool_result")}
+    assert not results[skill_calls[0]["id"]].get("is_error")
+    assert any(e.get("tool_use_result") == {"success": True, "commandName": "demo-skill"} for e in events)
+    assert not any(block.get("is_error") for block in results.values())
+    assert (repo / "greeting.txt").read_text() == "hello sk-dummy-offline\n"  # the skill text chose the step
+    assert [r["step"] for r in model.requests if r["kind"] == "step"] == [0, 1, 3]
+    assert result_usage(events) == scripted_usage(model, DEFAULTS)
+    assert result_usage(events) == {
+        "input_tokens": 36, "output_tokens": 66, "cache_read_input_tokens": 1000 + 5 + 5,
+        "cache_creation_input_tokens": 1000 + 7 + 7,
+    }  # fmt: skip
+    assert next(e for e in events if e.get("type") == "result")["result"] == "Wrote greeting.txt."
+
+
+# ---------------------------------------------------------------------------------------------
+# The demo suite, end to end through the real CLI
+
+VERIFY_NOTE = (
+    "Verification must be observed in this session: run the tests in the foreground until they finish and "
+    "report their actual output. Never background them or wait for scheduled wake-ups."
+)
+HEADLESS = "You are running headless: nobody can answer questions, so make reasonable choices yourself."
+ROLES = ("plan", "work", "direct", "baseline")
+# Designed outcomes: (verify passes, oracle passes) per (task, session chain); everything else resolves.
+EXPECTED_FAILURES = {("bulk-discount-threshold", "direct"): (True, False)}
+
+
+def prompt_for(role: str, task: dict[str, Any]) -> str:
+    if role == "plan":
+        return (
+            f"Use the change-plan skill for: {task['prompt']}\n\n{HEADLESS} The plan document under docs/plans/ "
+            "is the deliverable of this session; do not change any other file."
+        )
+    if role == "work":
+        return (
+            f"Use the change-work skill to execute the plan at docs/plans/{task['id']}.md.\n\n{HEADLESS} "
+            f"At the end, report the Definition-of-Done status.\n\n{VERIFY_NOTE}"
+        )
+    if role == "direct":
+        return (
+            f"Use the change-work skill for: {task['prompt']}\n\n{HEADLESS} The user explicitly declines a separate "
+            f"planning pass and wants direct mode with the skill's execution discipline.\n\n{VERIFY_NOTE}"
+        )
+    return (
+        f"{task['prompt']}\n\nImplement the change in this repository and verify it by running the relevant tests. "
+        "Work autonomously without asking questions."
+    )
+
+
+def check(repo: Path, command: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {"PATH": CHECK_PATH, "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(repo), **(extra_env or {})}
+    return subprocess.run(["/bin/sh", "-c", command], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+
+
+def play(script: dict[str, Any], task: dict[str, Any], role: str, repo: Path, home: Path) -> dict[str, Any]:
+    steps = session_steps(script, task["id"], role)
+    with ScriptedModel(steps, defaults=script["defaults"], variables={"workspace": str(repo)}) as model:
+        events = run_claude(repo, home, model, prompt_for(role, task), disallow_skill=role == "baseline")
+    tool_results = blocks(events, "tool_result")
+    errors = [block for block in tool_results if block.get("is_error")]
+    assert not errors, f"{task['id']}/{role}: tool errors {errors}"
+    kinds = [record["kind"] for record in model.requests]
+    assert "final" not in kinds and "fail" not in kinds, f"{task['id']}/{role}: script ran past its end: {kinds}"
+    assert result_usage(events) == scripted_usage(model, script["defaults"]), f"{task['id']}/{role}"
+    skill_calls = [b["input"].get("skill") for b in blocks(events, "tool_use") if b["name"] == "Skill"]
+    init = events[0]
+    if role == "baseline":
+        assert skill_calls == [] and "Skill" not in init["tools"]
+    else:
+        assert skill_calls == ["change-plan" if role == "plan" else "change-work"]
+    return {
+        "steps": [record["step"] for record in model.requests if record["kind"] == "step"],
+        "turns": next(e for e in events if e.get("type") == "result")["num_turns"],
+        "usage": result_usage(events),
+        "bash": [b["input"]["command"] for b in blocks(events, "tool_use") if b["name"] == "Bash"],
+    }
+
+
+def changed_files(repo: Path) -> list[str]:
+    lines = git(repo, "status", "--porcelain", "--untracked-files=all").splitlines()
+    return sorted(line[3:] for line in lines)
+
+
+def run_chain(script, task, chain: str, base: Path) -> dict[str, Any]:
+    repo = make_repo(base / "repo", source=SUITE / task["snapshot"])
+    outcome: dict[str, Any] = {}
+    if chain == "workflow":
+        outcome["plan"] = play(script, task, "plan", repo, base / "home-plan")
+        assert changed_files(repo) == [f"docs/plans/{task['id']}.md"], "the plan session touched other files"
+        outcome["work"] = play(script, task, "work", repo, base / "home-work")
+    else:
+        outcome[chain] = play(script, task, chain, repo, base / "home")
+    staged = base / "oracle"
+    staged.mkdir()
+    for item in task["oracle"]["files"]:
+        shutil.copyfile(SUITE / item["source"], staged / item["target"])
+    verify = check(repo, task["verify"])
+    oracle = check(repo, task["oracle"]["command"], {"SKILLBENCH_ORACLE_ROOT": str(staged)})
+    outcome["verify"] = verify.returncode == 0
+    outcome["oracle"] = oracle.returncode == 0
+    outcome["output"] = (verify.stdout + verify.stderr)[-1500:] + (oracle.stdout + oracle.stderr)[-1500:]
+    outcome["changed"] = changed_files(repo)
+    return outcome
+
+
+SUITE_TASKS = yaml.safe_load((SUITE / "tasks.yaml").read_text())["tasks"]
+
+
+def test_demo_script_covers_every_task_and_role():
+    script = load_model_script(SUITE / "model-script.yaml")
+    assert len(SUITE_TASKS) >= 4 and any(task.get("expensive") for task in SUITE_TASKS)
+    assert {"trivial", "investigation-bug", "cross-module"} <= {task["class"] for task in SUITE_TASKS}
+    for task in SUITE_TASKS:
+        assert set(ROLES) <= set(script["tasks"][task["id"]]), task["id"]
+        for item in task["oracle"]["files"]:
+            assert (SUITE / item["source"]).is_file()
+        for role in ROLES:
+            steps = session_steps(script, task["id"], role)
+            assert all("usage" in step for step in steps), f"{task['id']}/{role}: usage must be explicit"
+
+
+@pytest.mark.parametrize("task", SUITE_TASKS, ids=[task["id"] for task in SUITE_TASKS])
+def test_demo_suite_through_the_real_cli(task, tmp_path):
+    claude_bin()
+    script = load_model_script(SUITE / "model-script.yaml")
+    chains = ("workflow", "direct", "baseline")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {chain: pool.submit(run_chain, script, task, chain, tmp_path / chain) for chain in chains}
+        outcomes = {chain: future.result() for chain, future in futures.items()}
+    for chain, outcome in outcomes.items():
+        expected = EXPECTED_FAILURES.get((task["id"], chain), (True, True))
+        assert (outcome["verify"], outcome["oracle"]) == expected, f"{task['id']}/{chain}:\n{outcome['output']}"
+        assert any(not path.startswith("docs/plans/") for path in outcome["changed"]), outcome["changed"]
+    # The skill rule "run the verify command once" ends work/direct right after the verify run.
+    for chain, role in (("workflow", "work"), ("direct", "direct")):
+        bash = outcomes[chain][role]["bash"]
+        assert bash == [task["verify"]], f"{task['id']}/{role} ran {bash}"
+    # The baseline explores more: more turns and more tokens than the direct arm.
+    baseline, direct = outcomes["baseline"]["baseline"], outcomes["direct"]["direct"]
+    assert baseline["turns"] > direct["turns"]
+    assert sum(baseline["usage"].values()) > sum(direct["usage"].values())
+    assert outcomes["workflow"]["changed"].count(f"docs/plans/{task['id']}.md") == 1
+
+
+def test_work_session_without_the_skill_phrase_takes_the_fallback_steps(tmp_path):
+    """An overlay that drops the "run the verify command once" rule makes the session re-run the suite."""
+    script = load_model_script(SUITE / "model-script.yaml")
+    task = next(task for task in SUITE_TASKS if task["id"] == "money-thousands")
+    skills = tmp_path / "skills"
+    shutil.copytree(SKILLS, skills)
+    skill_file = skills / "change-work" / "SKILL.md"
+    text = skill_file.read_text()
+    assert "Run the verify command once" in text
+    skill_file.write_text(text.replace("Run the verify command once", "Run the verify command"))
+    repo = make_repo(tmp_path / "repo", source=SUITE / task["snapshot"], skills=skills)
+    outcome = play(script, task, "direct", repo, tmp_path / "home")
+    assert outcome["bash"] == [task["verify"], "python3 -m pytest -q -p no:cacheprovider tests/"]
+    assert check(repo, task["verify"]).returncode == 0

@@ -1,0 +1,71 @@
+"""Workflow tests run the real `snakemake` command on a copy of the project in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+
+
+@dataclass
+class Project:
+    root: Path
+
+    def write_config(self, overrides: dict) -> Path:
+        path = self.root / "test-config.yaml"
+        path.write_text(yaml.safe_dump(overrides, sort_keys=False))
+        return path
+
+    def snakemake(self, *args: str, config: dict | None = None, timeout: float = 600,
+                  env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        command = [SNAKEMAKE, "--cores", "2", *args]
+        if config is not None:
+            command += ["--configfile", str(self.write_config(config))]
+        result = subprocess.run(command, cwd=self.root, capture_output=True, text=True, timeout=timeout,
+                                env={**os.environ, **(env or {})})
+        if check and result.returncode != 0:
+            raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
+                                 f"{result.stderr[-6000:]}")
+        return result
+
+    def results(self, experiment: str, *parts: str) -> Path:
+        return self.root / "results" / experiment / Path(*parts)
+
+    def rows(self, experiment: str, folder: str = "sweep") -> list[dict]:
+        path = self.results(experiment, folder, "results.jsonl")
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True,
+                              text=True).stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """A fresh copy of the workflow, as a user's clone would have it (committed, so skills have a HEAD)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / name)
+    (root / "tools").symlink_to(REPO / "tools")
+    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.environ["PATH"]}
+    subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)
+    return Project(root)
