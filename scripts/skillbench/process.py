@@ -184,21 +184,24 @@ def _terminate_group(proc: subprocess.Popen[bytes], grace: float) -> bool:
     pgid = proc.pid
     _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
+    forced = False
     while True:
         # Reap the leader first: an unreaped zombie leader keeps the group alive in the kernel's eyes.
         proc.poll()
         if not _group_alive(pgid):
-            return False
+            break
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            _signal_group(pgid, signal.SIGKILL)
+            forced = True
             break
         time.sleep(min(GROUP_POLL_S, remaining))
-    _signal_group(pgid, signal.SIGKILL)
+    # The group can look gone while the leader is a zombie not yet reaped; reap it for its returncode.
     try:
         proc.wait(max(1.0, grace))
     except subprocess.TimeoutExpired:
         pass
-    return True
+    return forced
 
 
 def _abort(proc: subprocess.Popen[bytes]) -> None:

@@ -238,6 +238,11 @@ def render_sse(message: dict[str, Any]) -> bytes:
 # The server
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the stdlib default of 5 drops bursts of parallel connects into SYN retries
+
+
 class ScriptedModel:
     """One session's scripted model. Use as a context manager; ``base_url`` is set on entry."""
 
@@ -280,11 +285,12 @@ class ScriptedModel:
             raise RuntimeError("scripted model already started")
         if self.request_log is not None:
             self.request_log.parent.mkdir(parents=True, exist_ok=True)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-model", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

@@ -540,9 +540,11 @@ def play(script: dict[str, Any], task: dict[str, Any], role: str, repo: Path, ho
         assert skill_calls == [] and "Skill" not in init["tools"]
     else:
         assert skill_calls == ["change-plan" if role == "plan" else "change-work"]
+    result = next(e for e in events if e.get("type") == "result")
     return {
         "steps": [record["step"] for record in model.requests if record["kind"] == "step"],
-        "turns": next(e for e in events if e.get("type") == "result")["num_turns"],
+        "turns": result["num_turns"],
+        "cost": result["total_cost_usd"],
         "usage": result_usage(events),
         "bash": [b["input"]["command"] for b in blocks(events, "tool_use") if b["name"] == "Bash"],
     }
@@ -607,10 +609,14 @@ def test_demo_suite_through_the_real_cli(task, tmp_path):
     for chain, role in (("workflow", "work"), ("direct", "direct")):
         bash = outcomes[chain][role]["bash"]
         assert bash == [task["verify"]], f"{task['id']}/{role} ran {bash}"
-    # The baseline explores more: more turns and more tokens than the direct arm.
+    # The baseline explores more: more turns, tokens and cost than plan + work, which cost more than direct.
     baseline, direct = outcomes["baseline"]["baseline"], outcomes["direct"]["direct"]
-    assert baseline["turns"] > direct["turns"]
-    assert sum(baseline["usage"].values()) > sum(direct["usage"].values())
+    plan, work = outcomes["workflow"]["plan"], outcomes["workflow"]["work"]
+    assert baseline["turns"] > plan["turns"] + work["turns"] > direct["turns"]
+    tokens = {name: sum(arm["usage"].values()) for name, arm in (("baseline", baseline), ("direct", direct))}
+    workflow_tokens = sum(plan["usage"].values()) + sum(work["usage"].values())
+    assert tokens["baseline"] > workflow_tokens > tokens["direct"]
+    assert baseline["cost"] > plan["cost"] + work["cost"] > direct["cost"] > 0
     assert outcomes["workflow"]["changed"].count(f"docs/plans/{task['id']}.md") == 1
 
 

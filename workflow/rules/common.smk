@@ -98,6 +98,8 @@ def cell_records(arms, runs=RUNS, tasks=None):
 
 
 def get_final_targets(wildcards):
+    """The run's outputs, plus every cell record: a deleted record is then rebuilt (Snakemake does not
+    rerun a missing intermediate on its own when everything downstream of it is present)."""
     if config["evolution"]["generations"] == 0:
-        return [f"{RESULTS}/sweep/results.jsonl", f"{RESULTS}/sweep/report.md"]
+        return [f"{RESULTS}/sweep/results.jsonl", f"{RESULTS}/sweep/report.md", *cell_records(INCUMBENT_ARMS)]
     raise ValueError("evolution.generations > 0 is not available yet; set it to 0 for a benchmark sweep")

@@ -1,0 +1,62 @@
+"""Median harness overhead per cell: cell wall time minus time in sessions, verify and the oracle.
+
+Runs the default experiment (or the config given) with the real snakemake command in a
+throwaway copy of the project, then reads every record's timing. Target: ≤ 0.5 s per cell.
+
+    .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--backend", choices=["bwrap", "none"], default="bwrap")
+    parser.add_argument("--cores", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="skillbench-bench-") as scratch:
+        root = Path(scratch)
+        for name in COPIED:
+            source = REPO / name
+            (shutil.copytree if source.is_dir() else shutil.copy2)(source, root / name)
+        (root / "tools").symlink_to(REPO / "tools")
+        (root / "bench.yaml").write_text(json.dumps(
+            {"experiment": "bench", "runs": args.runs, "sandbox": {"backend": args.backend}}))
+        started = time.monotonic()
+        subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores),
+                        "--configfile", "bench.yaml"], cwd=root, check=True, capture_output=True)
+        wall = time.monotonic() - started
+        timings = [json.loads(path.read_text())["timing"]
+                   for path in sorted((root / "results" / "bench" / "cells").rglob("record.json"))]
+    overhead = [timing["overhead_s"] for timing in timings]
+    report = {
+        "cells": len(timings),
+        "sandbox_backend": args.backend,
+        "median_overhead_s": round(statistics.median(overhead), 3),
+        "p90_overhead_s": round(statistics.quantiles(overhead, n=10)[-1], 3) if len(overhead) > 1 else overhead[0],
+        "max_overhead_s": round(max(overhead), 3),
+        "median_cell_wall_s": round(statistics.median(t["wall_s"] for t in timings), 3),
+        "median_sessions_s": round(statistics.median(t["sessions_s"] for t in timings), 3),
+        "workflow_wall_s": round(wall, 1),
+        "target_s": 0.5,
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""The benchmark sweep end to end: real snakemake, real Claude Code CLI, scripted model, Bubblewrap."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
+ONE_TASK = {"experiment": "one", "tasks": {"only": ["bulk-discount-threshold"]}, "runs": 1}
+ARMS = ["workflow", "workflow_direct", "baseline"]
+
+
+def jobs_run(output: str, rule: str) -> list[str]:
+    """The wildcards line of every job of `rule` that this snakemake invocation ran."""
+    found = []
+    for block in re.split(r"\n(?=\[)", output):
+        if re.search(rf"^(local)?rule {rule}:", block, re.MULTILINE):
+            match = re.search(r"wildcards: (.*)", block)
+            found.append(match.group(1) if match else "")
+    return found
+
+
+def test_one_task_sweep_resumes_and_reruns_only_what_changed(project):
+    project.snakemake(config=ONE_TASK)
+
+    rows = project.rows("one")
+    assert [(row["task"], row["arm"], row["run"]) for row in rows] == [
+        ("bulk-discount-threshold", arm, 0) for arm in ARMS]
+    results = project.results("one", "sweep", "results.jsonl")
+    check = subprocess.run([SKILLBENCH, "validate", "result-row", str(results)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+    by_arm = {row["arm"]: row for row in rows}
+    # The demo script makes the arms differ: direct mode fixes only the visible symptom.
+    assert by_arm["workflow"]["resolved"] and by_arm["baseline"]["resolved"]
+    assert not by_arm["workflow_direct"]["resolved"]
+    assert by_arm["workflow_direct"]["error_kind"] == "oracle-failed"
+    assert by_arm["workflow_direct"]["authored_tests_passed"] is True
+    assert by_arm["workflow_direct"]["oracle_output"] == "hidden oracle failed"
+    assert by_arm["workflow"]["skill_invoked"] is True and by_arm["baseline"]["skill_invoked"] is None
+    assert len(by_arm["workflow"]["session_ids"]) == 2 and by_arm["workflow"]["plan_produced"] is True
+    for row in rows:
+        assert row["sandbox_backend"] == "bwrap" and row["cli_version"]
+        assert row["cost_usd"] > 0 and row["cost_check"]["agrees"] is True
+        run_dir = project.results("one", "cells", row["task"], row["arm"], "run0")
+        assert (run_dir / "patch.diff").read_bytes().startswith(b"diff --git")
+        for artifact in row["transcript_artifacts"]:
+            events = [json.loads(line) for line in (run_dir / artifact["path"]).read_text().splitlines()]
+            assert events[0]["type"] == "system" and events[0]["subtype"] == "init"
+            assert events[-1]["type"] == "result"
+
+    report = project.results("one", "sweep", "report.md").read_text()
+    assert "| bulk-discount-threshold | investigation-bug | workflow | 1/1 |" in report
+    assert "**workflow_direct savings %**" in report
+    assert "oracle-failed×1" in report
+
+    again = project.snakemake(config=ONE_TASK)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    untouched = project.results("one", "cells", "bulk-discount-threshold", "baseline", "run0", "record.json")
+    before = untouched.stat().st_mtime_ns
+    project.results("one", "cells", "bulk-discount-threshold", "workflow", "run0", "record.json").unlink()
+    rerun = project.snakemake(config=ONE_TASK)
+    output = rerun.stdout + rerun.stderr
+    assert jobs_run(output, "run_cell") == ["task=bulk-discount-threshold, arm=workflow, run=0"]
+    assert jobs_run(output, "bind_task") == []
+    assert untouched.stat().st_mtime_ns == before
+    assert len(project.rows("one")) == 3
+
+
+def test_bad_config_key_fails_before_any_job(project):
+    result = project.snakemake(config={"experiment": "bad", "agent": {"session_timeout": 5}}, check=False)
+    assert result.returncode != 0
+    assert "session_timeout" in result.stdout + result.stderr
+    assert not (project.root / "results" / "bad").exists()
+
+
+def test_bad_task_suite_fails_before_any_job(project):
+    suite = project.root / "tasks" / "demo" / "tasks.yaml"
+    suite.write_text(suite.read_text().replace("id: money-thousands", "id: money thousands"))
+    result = project.snakemake(config={"experiment": "bad"}, check=False)
+    assert result.returncode != 0
+    assert "task 'money thousands'" in result.stdout + result.stderr
+    assert not (project.root / "results" / "bad").exists()
