@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from skillbench.tasks import TaskError, load_suite, select_tasks, task_digests
 
 
