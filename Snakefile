@@ -11,6 +11,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/tasks.smk"
 include: "workflow/rules/cells.smk"
 include: "workflow/rules/sweep.smk"
+include: "workflow/rules/evolve.smk"
 
 
 onstart:

@@ -23,5 +23,6 @@ with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key
         record_out=snakemake.output.record,  # noqa: F821
         attempt=snakemake.resources.attempt,  # noqa: F821
         breaker_state=f"results/{config['experiment']}/.outage-breaker.json",
+        overlay_json=snakemake.input.get("overlay"),  # noqa: F821
         log=sys.stdout,
     )

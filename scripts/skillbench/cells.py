@@ -310,7 +310,10 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
     if arm_config.is_candidate(arm):
         from .overlay import apply_overlay
 
-        apply_overlay(context.overlay, clone, git, expected_digest=context.overlay_digest)
+        if context.overlay is None:
+            raise InfraError(f"candidate arm {arm} has no frozen overlay")
+        apply_overlay(context.overlay, clone, git, expected_digest=context.overlay_digest,
+                      evolvable=config["skills"]["evolvable"])
     expected_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
     row["skill_digest"] = expected_fingerprint
     orig_sha = repo.head_commit(git)
@@ -404,6 +407,7 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     if transcripts.exists():
         shutil.rmtree(transcripts)
     context.run_dir.mkdir(parents=True, exist_ok=True)
+    transcripts.mkdir(mode=0o700)
     (context.run_dir / "patch.diff").write_bytes(b"")
     started_at, started = now_iso(), time.monotonic()
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
@@ -435,6 +439,9 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     tokens = row["input_tokens"] + row["output_tokens"]
     _say(context, f"{label} resolved={row['resolved']} tokens={tokens} cost={cost} took={wall:.1f}s "
                   f"error_kind={row['error_kind']}")
+    if row["error_detail"]:
+        detail = json.dumps(row["error_detail"]) if isinstance(row["error_detail"], dict) else row["error_detail"]
+        _say(context, f"{label} detail: {detail[:1200].replace(chr(10), ' ⏎ ')}")
     if row["error_kind"] in SYSTEMIC_ERROR_KINDS and attempt < attempts:
         raise RetryableCellFailure(f"{label} {row['error_kind']} on attempt {attempt}/{attempts} "
                                    f"(outage streak {streak}): {row['error_detail']}")

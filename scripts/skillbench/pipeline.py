@@ -88,9 +88,11 @@ def api_key(config: dict[str, Any]) -> str | None:
 
 def run_cell(*, config: dict[str, Any], task_id: str, arm: str, run: int, binding: str, template: str,
              oracle_snapshot: str, skills_root: str, record_out: str, attempt: int, breaker_state: str,
-             overlay: str | None = None, overlay_digest: str | None = None, log=None) -> None:
+             overlay_json: str | None = None, log=None) -> None:
     from .scripted_model import load_model_script
 
+    overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
+    overlay = str(frozen_overlay_of(overlay_json)) if overlay_json else None
     task = find_task(config["tasks"]["suite"], task_id)
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     cli = resolve_cli(config["agent"]["cli"])
@@ -110,6 +112,11 @@ def run_cell(*, config: dict[str, Any], task_id: str, arm: str, run: int, bindin
                             attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
     artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
     artifacts.write_artifact(Path(record_out), record, "cell-record")
+
+
+def frozen_overlay_of(overlay_json: str | Path) -> Path:
+    """The frozen copy lives beside overlay.json."""
+    return Path(overlay_json).parent / "frozen-overlay"
 
 
 def canonical_order(rows: list[dict[str, Any]], task_order: list[str], arm_order: list[str]) -> list[dict[str, Any]]:
@@ -146,3 +153,178 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
                   provenance=provenance, promotion=promotion_doc)
     artifacts.atomic_write_text(Path(out), text)
 
+
+
+def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, frozen_out: str, overlay_out: str,
+                   candidate_origin: str, proposer_model: str | None, repository: str = ".") -> None:
+    """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets."""
+    from . import arms as arm_config
+    from . import overlay
+
+    evolvable = config["skills"]["evolvable"]
+    files = overlay.overlay_files(Path(source), evolvable)
+    overlay.require_change(files, Path(config["skills"]["root"]))
+    touched = overlay.touched_skills(files)
+    incumbents = arm_config.selected_arms(config)
+    candidates = [arm for arm in arm_config.candidate_arms_for(config, touched)
+                  if arm_config.incumbent_of(arm) in incumbents]
+    if not candidates:
+        raise overlay.OverlayError(
+            f"overlay {source} changes {sorted(touched)}, which no benchmarked arm ({incumbents}) loads; "
+            "no session would ever read it")
+    targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
+                                        mirrors=config["skills"]["mirrors"])
+    bases = overlay.committed_target_digests(Path(repository), targets)
+    digest = overlay.freeze(Path(source), Path(frozen_out), evolvable)
+    document = {
+        "schema": "overlay/v1",
+        "generation": generation,
+        "candidate_origin": candidate_origin,
+        "source": source,
+        "proposer_model": proposer_model,
+        "digest": digest,
+        "files": overlay.overlay_summary(files),
+        "touched_skills": sorted(touched),
+        "required_candidate_arms": candidates,
+        "pairs": [[arm_config.incumbent_of(arm), arm] for arm in candidates],
+        "targets": targets,
+        "target_base_digests": bases,
+    }
+    artifacts.write_artifact(Path(overlay_out), document, "overlay")
+
+
+def generation_arm_order(config: dict[str, Any], candidates: list[str]) -> list[str]:
+    """Each incumbent arm followed by its candidate, in config order."""
+    from . import arms as arm_config
+
+    order: list[str] = []
+    for arm in arm_config.selected_arms(config):
+        order.append(arm)
+        order += [candidate for candidate in candidates if arm_config.incumbent_of(candidate) == arm]
+    return order
+
+
+def promotion_binding(config: dict[str, Any], overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
+                      ) -> dict[str, Any]:
+    return {
+        "benchmark_model": config["model"]["name"],
+        "effort": config["model"]["effort"],
+        "proposer_model": overlay_doc["proposer_model"],
+        "candidate_origin": overlay_doc["candidate_origin"],
+        "candidate_overlay_digest": overlay_doc["digest"],
+        "required_candidate_arms": overlay_doc["required_candidate_arms"],
+        "selected_tasks": bindings_doc["tasks"],
+        "target_base_digests": overlay_doc["target_base_digests"],
+    }
+
+
+def gate_promotion(*, results: str, overlay_json: str, bindings: str, config: dict[str, Any], out: str,
+                   generated_at=None) -> dict[str, Any]:
+    """Rows + policy → promotion.json (the same function `skillbench gate` calls offline)."""
+    from datetime import UTC, datetime
+
+    from . import gate
+
+    rows = artifacts.read_jsonl(Path(results), "result-row")
+    overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
+    bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
+    run_status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
+    document = gate.promotion_document(
+        rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=gate_policy(config),
+        binding=promotion_binding(config, overlay_doc, bindings_doc), run_status=run_status,
+        generated_at=generated_at or datetime.now(UTC))
+    artifacts.write_artifact(Path(out), document, "promotion")
+    return document
+
+
+def gate_policy(config: dict[str, Any]) -> dict[str, Any]:
+    return dict(config["gate"])
+
+
+def is_promoted(promotion: dict[str, Any]) -> bool:
+    return bool(promotion["decisions"]) and all(d["decision"] == "promote" for d in promotion["decisions"])
+
+
+class HarnessHealthError(RuntimeError):
+    """An incumbent arm resolved nothing on every task: the environment, not the skills, is broken."""
+
+
+def summarize_run(*, config: dict[str, Any], results: list[str], promotions: list[str], overlays: list[str],
+                  summary_out: str, markdown_out: str) -> dict[str, Any]:
+    """summary.json and summary.md for the whole run; then fail loudly if an incumbent arm is broken."""
+    from . import arms as arm_config
+    from .aggregate import aggregate_by_task, broken_incumbent_arms
+    from .gate import summarize_gate
+
+    generations = []
+    for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
+        promotion = artifacts.read_artifact(Path(promotion_path), "promotion")
+        overlay_doc = artifacts.read_artifact(Path(overlay_path), "overlay")
+        generations.append({
+            "generation": overlay_doc["generation"],
+            "candidate_origin": overlay_doc["candidate_origin"],
+            "candidate_overlay_digest": overlay_doc["digest"],
+            "touched_skills": overlay_doc["touched_skills"],
+            "required_candidate_arms": overlay_doc["required_candidate_arms"],
+            "promoted": is_promoted(promotion),
+            "run_status": promotion["run_status"],
+            "decisions": [{"candidate_arm": d["candidate_arm"], "incumbent_arm": d["incumbent_arm"],
+                           "decision": d["decision"], "median_improvement_pct": d["median_improvement_pct"],
+                           "reasons": d["reasons"]} for d in promotion["decisions"]],
+            "gate_summary": summarize_gate(promotion),
+        })
+    requested = config["evolution"]["generations"]
+    promoted = next((g["generation"] for g in generations if g["promoted"]), None)
+    if requested == 0:
+        outcome = "sweep"
+    elif promoted is not None:
+        outcome = "promoted"
+    else:
+        outcome = "not_promoted"
+    last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
+    broken = broken_incumbent_arms(aggregate_by_task(last_rows), arm_config.selected_arms(config))
+    summary = {
+        "schema": "summary/v1",
+        "experiment": config["experiment"],
+        "generations_requested": requested,
+        "generations": generations,
+        "outcome": outcome,
+        "promoted_generation": promoted,
+        "broken_incumbent_arms": broken,
+    }
+    artifacts.write_artifact(Path(summary_out), summary, "summary")
+    artifacts.atomic_write_text(Path(markdown_out), render_summary(summary))
+    if broken:
+        raise HarnessHealthError(
+            f"[harness-health] incumbent arm(s) {', '.join(broken)} resolved no run on any task; the report and "
+            "promotion evidence were written, but a harness that cannot solve anything measures nothing: check "
+            "the task suite, the sandbox and the model before trusting these results")
+    return summary
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    lines = [f"# skillbench run `{summary['experiment']}`", ""]
+    if summary["outcome"] == "sweep":
+        lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
+    else:
+        lines += ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
+        for generation in summary["generations"]:
+            decisions = ", ".join(f"{d['candidate_arm']}: {d['decision']}" for d in generation["decisions"])
+            lines.append(f"| {generation['generation']} | {generation['candidate_origin']} | "
+                         f"`{generation['candidate_overlay_digest'][:16]}` | "
+                         f"{', '.join(generation['required_candidate_arms'])} | {decisions} |")
+        lines.append("")
+        for generation in summary["generations"]:
+            lines.append(f"## Generation {generation['generation']}")
+            lines.append("")
+            lines += [f"- {line}" for line in generation["gate_summary"]]
+            lines.append("")
+        if summary["outcome"] == "promoted":
+            lines.append(f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
+                         f"Apply it with `skillbench apply results/{summary['experiment']}`.")
+        else:
+            lines.append(f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
+                         "generation(s).** Raise `evolution.generations` to continue the chain.")
+    if summary["broken_incumbent_arms"]:
+        lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
+    return "\n".join(lines).rstrip() + "\n"

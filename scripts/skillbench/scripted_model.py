@@ -12,8 +12,11 @@ Step choice is stateless with respect to request order: it depends only on the r
 ``k`` = number of assistant messages in ``messages``; the eligible steps are those whose ``when``
 phrases all occur (and no ``unless`` phrase occurs) in the conversation text (system prompt plus
 every text and tool-result text in ``messages``, compared case-insensitively with whitespace runs
-collapsed); the reply is ``eligible[k]`` or, past the end, a final text turn. The only state kept is
-the per-step counter of scripted HTTP failures (``fail.times``), guarded by a lock.
+collapsed); the reply is ``eligible[k]`` or, past the end, a final text turn. A request without
+``tools`` (a side query such as a title request) gets ``"ok"``; a subagent request (header
+``x-claude-code-agent-id``) gets the final text, so an Agent tool call cannot recurse into the script.
+``{{name}}`` in step strings is replaced from ``variables``; ``{{api_key}}`` is the request's key.
+The only state kept is the per-step counter of scripted HTTP failures (``fail.times``), under a lock.
 
 The request log never contains headers, keys or bodies: one JSON line per request with the path,
 whether it streamed, the chosen step index (or null), the kind of reply and the HTTP status.
@@ -341,10 +344,16 @@ class ScriptedModel:
 
     # -- reply construction (pure except for the failure counters) -----------------------------
 
-    def choose(self, body: dict[str, Any]) -> tuple[str, int | None]:
-        """(kind, step index) for a messages request: kind is ``side``, ``step`` or ``final``."""
+    def choose(self, body: dict[str, Any], *, subagent: bool = False) -> tuple[str, int | None]:
+        """(kind, step index) for a messages request: ``side``, ``subagent``, ``step`` or ``final``.
+
+        A subagent request (the CLI marks it with an agent-id header) starts a fresh conversation on the
+        same endpoint; replaying the main script to it would recurse, so it gets the final text at once.
+        """
         if not body.get("tools"):
             return "side", None
+        if subagent:
+            return "subagent", None
         turn = assistant_turns(body)
         text = _normalise(conversation_text(body))
         eligible = [index for index, step in enumerate(self.steps) if _eligible(step, text)]
@@ -370,6 +379,9 @@ class ScriptedModel:
         content: list[dict[str, Any]] = []
         if kind == "side":
             content.append({"type": "text", "text": SIDE_QUERY_TEXT})
+            usage = dict(SIDE_QUERY_USAGE)
+        elif kind == "subagent":
+            content.append({"type": "text", "text": self.final_text})
             usage = dict(SIDE_QUERY_USAGE)
         elif kind == "final":
             content.append({"type": "text", "text": self.final_text})
@@ -508,7 +520,7 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
                 return
             stream = body.get("stream") is True
-            kind, index = model.choose(body)
+            kind, index = model.choose(body, subagent=bool(self.headers.get("x-claude-code-agent-id")))
             if index is not None:
                 fail = model._scripted_failure(index)
                 if fail is not None:

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from skillbench.artifacts import ArtifactError
 from skillbench.scripted_model import (
     ScriptedModel,
@@ -66,7 +65,9 @@ def messages_body(assistant_turns: int = 0, *, stream: bool = False, tools: bool
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "do it " + extra_text}]}]
     for turn in range(assistant_turns):
         messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{turn}", "name": "Bash"}]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": "x"}]})
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": "x"}]}
+        )
     body: dict[str, Any] = {"model": MODEL, "max_tokens": 100, "system": "You are a test.", "messages": messages}
     if tools:
         body["tools"] = TOOLS_FIELD
@@ -197,9 +198,8 @@ def test_when_and_unless_filter_steps_on_conversation_text():
         keyed = messages_body(1)
         keyed["messages"][2]["content"].append({"type": "text", "text": "Run the verify\ncommand ONCE."})
         assert reply_json(model.base_url, keyed)["content"][0]["text"] == "keyed"
-        assert reply_json(model.base_url, keyed | {"messages": keyed["messages"] + messages_body(1)["messages"][1:]})[
-            "content"
-        ][0]["text"] == "end"
+        longer = keyed | {"messages": keyed["messages"] + messages_body(1)["messages"][1:]}
+        assert reply_json(model.base_url, longer)["content"][0]["text"] == "end"
         in_tool_result = messages_body(1)
         in_tool_result["messages"][2]["content"][0]["content"] = [{"type": "text", "text": "verify command once"}]
         assert reply_json(model.base_url, in_tool_result)["content"][0]["text"] == "keyed"
@@ -275,6 +275,21 @@ def test_side_query_gets_ok_and_does_not_touch_the_script():
         assert status == 529 and json.loads(payload)["error"]["type"] == "overloaded_error"
         assert reply_json(model.base_url, messages_body())["content"][0]["text"] == "scripted"
         assert [r["kind"] for r in model.requests] == ["side", "fail", "step"]
+
+
+def test_subagent_requests_end_at_once_and_chunked_bodies_are_read():
+    with ScriptedModel(
+        [{"text": "main", "tools": [{"name": "Agent", "input": {"prompt": "x"}}]}], defaults=DEFAULTS
+    ) as model:
+        sub = reply_json(model.base_url, messages_body(), {"x-claude-code-agent-id": "agent-1"})
+        assert sub["content"] == [{"type": "text", "text": "All finished."}] and sub["stop_reason"] == "end_turn"
+        connection = http.client.HTTPConnection(model.base_url.removeprefix("http://"), timeout=10)
+        chunks = iter([json.dumps(messages_body())[:40].encode(), json.dumps(messages_body())[40:].encode()])
+        connection.request("POST", "/v1/messages", body=chunks, encode_chunked=True)
+        response = connection.getresponse()
+        assert response.status == 200 and json.loads(response.read())["content"][0]["text"] == "main"
+        connection.close()
+        assert [r["kind"] for r in model.requests] == ["subagent", "step"]
 
 
 def test_concurrent_requests_are_answered_consistently():
@@ -389,7 +404,7 @@ def make_repo(path: Path, source: Path | None = None, skills: Path | None = SKIL
 
 
 def run_claude(
-    repo: Path, home: Path, model: ScriptedModel, prompt: str, *, disallow_skill: bool = False
+    repo: Path, home: Path, model: ScriptedModel, prompt: str, *, disallow_skill: bool = False, expect_success=True
 ) -> list[dict[str, Any]]:
     home.mkdir(parents=True, exist_ok=True)
     (home / "tmp").mkdir(exist_ok=True)
@@ -412,7 +427,8 @@ def run_claude(
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     results = [event for event in events if event.get("type") == "result"]
     assert len(results) == 1, (done.returncode, done.stderr[-2000:], done.stdout[-2000:])
-    assert done.returncode == 0 and results[0]["subtype"] == "success" and not results[0]["is_error"], results[0]
+    if expect_success:
+        assert done.returncode == 0 and results[0]["subtype"] == "success" and not results[0]["is_error"], results[0]
     return events
 
 
@@ -482,6 +498,20 @@ def test_real_cli_loads_a_skill_writes_and_reports_the_scripted_usage(tmp_path):
         "cache_creation_input_tokens": 1000 + 7 + 7,
     }  # fmt: skip
     assert next(e for e in events if e.get("type") == "result")["result"] == "Wrote greeting.txt."
+
+
+def test_real_cli_retries_scripted_overload_and_reports_a_scripted_400(tmp_path):
+    repo = make_repo(tmp_path / "repo", skills=None)
+    steps = [{"text": "recovered", "fail": {"status": 529, "times": 1}, "usage": {"output_tokens": 4}}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        events = run_claude(repo, tmp_path / "home", model, "hello")
+    assert [e["error_status"] for e in events if e.get("subtype") == "api_retry"] == [529]
+    assert next(e for e in events if e.get("type") == "result")["result"] == "recovered"
+    assert [(r["kind"], r["status"]) for r in model.requests if r["kind"] != "head"] == [("fail", 529), ("step", 200)]
+    with ScriptedModel([{"fail": {"status": 400, "message": "scripted bad request"}}], defaults=DEFAULTS) as model:
+        events = run_claude(repo, tmp_path / "home", model, "hello", expect_success=False)
+    result = next(e for e in events if e.get("type") == "result")
+    assert result["is_error"] and result["api_error_status"] == 400 and "scripted bad request" in result["result"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,19 +1,16 @@
 # Cells: one (task, arm, run) = a fresh clone, the arm's headless Claude Code sessions in
-# the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live
-# outside any generation so every generation reuses them while their inputs are unchanged.
+# the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live in
+# results/<experiment>/cells/ and every generation reuses them while their inputs are
+# unchanged; candidate cells of generation N live in results/<experiment>/gen<N>/cells/.
 
 
 rule run_cell:
     input:
-        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
-        template=f"{RESULTS}/tasks/{{task}}/template",
-        oracle=f"{RESULTS}/tasks/{{task}}/oracle",
-        skills=get_skill_files,
-        model_script=get_model_script,
+        unpack(get_cell_inputs),
     output:
-        record=f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/record.json",
-        patch=f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/patch.diff",
-        transcripts=directory(f"{RESULTS}/cells/{{task}}/{{arm}}/run{{run}}/transcripts"),
+        record=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/record.json",
+        patch=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/patch.diff",
+        transcripts=directory(f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/transcripts"),
     params:
         task=get_task_definition,
         arm=get_arm_definition,
@@ -27,7 +24,7 @@ rule run_cell:
         ],
         sandbox=config["sandbox"]["backend"],
     log:
-        f"logs/{EXPERIMENT}/run_cell/{{task}}/{{arm}}/run{{run}}.log",
+        f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
     resources:
         agent_sessions=1,
         attempt=lambda wildcards, attempt: attempt,

@@ -1,5 +1,6 @@
 # Config, tasks, wildcard constraints, input functions. Everything here runs at parse time,
 # so a bad config or task suite fails before any job (and any agent session) starts.
+import json
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
+from skillbench import pipeline as sb_pipeline  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
 from skillbench import tasks as sb_tasks  # noqa: E402
 
@@ -31,12 +33,16 @@ RUNS = list(range(config["runs"]))
 SKILLS_ROOT = config["skills"]["root"]
 
 
+GENERATIONS = config["evolution"]["generations"]
+INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
+
+
 wildcard_constraints:
-    experiment=EXPERIMENT,
     task="|".join(TASK_IDS),
     arm="[a-z][a-z0-9_]*",
     run=r"\d+",
     gen=r"\d+",
+    cellset=r"cells|gen\d+/cells",
 
 
 def prepare_run():
@@ -88,18 +94,111 @@ def get_session_prompts(wildcards):
     return {key: config["prompts"][key] for key in sorted(keys) if key in config["prompts"]}
 
 
-def cell_records(arms, runs=RUNS, tasks=None):
+def cell_records(arms, cellset="cells"):
+    """Record paths in canonical order: task-file order, run-major, arm-minor."""
     return [
-        f"{RESULTS}/cells/{task}/{arm}/run{run}/record.json"
-        for task in (tasks or TASK_IDS)
-        for run in runs
+        f"{RESULTS}/{cellset}/{task}/{arm}/run{run}/record.json"
+        for task in TASK_IDS
+        for run in RUNS
         for arm in arms
     ]
+
+
+def get_cell_inputs(wildcards):
+    """A cell's inputs; candidate arms (only under gen<N>/cells) also get their generation's frozen overlay."""
+    candidate = sb_arms.is_candidate(wildcards.arm)
+    if candidate != (wildcards.cellset != "cells"):
+        raise ValueError(
+            f"arm {wildcards.arm} cannot run under {wildcards.cellset}: candidate arms live in gen<N>/cells"
+        )
+    if sb_arms.incumbent_of(wildcards.arm) not in INCUMBENT_ARMS:
+        raise ValueError(f"arm {wildcards.arm} is not benchmarked (selected arms: {INCUMBENT_ARMS})")
+    inputs = {
+        "binding": f"{RESULTS}/tasks/{wildcards.task}/binding.json",
+        "template": f"{RESULTS}/tasks/{wildcards.task}/template",
+        "oracle": f"{RESULTS}/tasks/{wildcards.task}/oracle",
+        "skills": get_skill_files(wildcards),
+        "model_script": get_model_script(wildcards),
+    }
+    if candidate:
+        generation = wildcards.cellset.split("/")[0]
+        inputs["overlay"] = f"{RESULTS}/{generation}/overlay.json"
+    return inputs
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def candidate_arms(gen):
+    """The paired candidate arms of a generation: known once its overlay is frozen (a checkpoint)."""
+    overlay = checkpoints.freeze_overlay.get(gen=gen).output.overlay
+    return read_json(overlay)["required_candidate_arms"]
+
+
+def get_generation_records(wildcards):
+    candidates = candidate_arms(wildcards.gen)
+    return cell_records(INCUMBENT_ARMS) + cell_records(candidates, f"gen{wildcards.gen}/cells")
+
+
+def get_generation_arm_order(wildcards):
+    return sb_pipeline.generation_arm_order(config, candidate_arms(wildcards.gen))
+
+
+def get_overlay_source(wildcards):
+    if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
+        return sorted(str(path) for path in Path(INITIAL_OVERLAY).rglob("*") if path.is_file())
+    return [f"{RESULTS}/gen{wildcards.gen}/overlay"]
+
+
+def get_overlay_folder(wildcards):
+    if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
+        return INITIAL_OVERLAY
+    return f"{RESULTS}/gen{wildcards.gen}/overlay"
+
+
+def get_candidate_origin(wildcards):
+    if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
+        return "manual-initial-overlay"
+    return "model-proposer"
+
+
+def get_proposer_model(wildcards):
+    if get_candidate_origin(wildcards) == "manual-initial-overlay":
+        return None
+    return config["evolution"]["proposer_model"] or config["model"]["name"]
+
+
+def generation_chain():
+    """Walk the gate decisions forward until a promotion or evolution.generations (one checkpoint per step)."""
+    chain = []
+    for gen in range(GENERATIONS):
+        chain.append(gen)
+        promotion = checkpoints.gate_promotion.get(gen=gen).output.promotion
+        if sb_pipeline.is_promoted(read_json(promotion)):
+            break
+    return chain
+
+
+def get_summary_inputs(wildcards):
+    if GENERATIONS == 0:
+        return {"results": [f"{RESULTS}/sweep/results.jsonl"], "reports": [f"{RESULTS}/sweep/report.md"]}
+    chain = generation_chain()
+    return {
+        "results": [f"{RESULTS}/gen{gen}/results.jsonl" for gen in chain],
+        "reports": [f"{RESULTS}/gen{gen}/report.md" for gen in chain],
+        "promotions": [f"{RESULTS}/gen{gen}/promotion.json" for gen in chain],
+        "overlays": [f"{RESULTS}/gen{gen}/overlay.json" for gen in chain],
+    }
 
 
 def get_final_targets(wildcards):
     """The run's outputs, plus every cell record: a deleted record is then rebuilt (Snakemake does not
     rerun a missing intermediate on its own when everything downstream of it is present)."""
-    if config["evolution"]["generations"] == 0:
-        return [f"{RESULTS}/sweep/results.jsonl", f"{RESULTS}/sweep/report.md", *cell_records(INCUMBENT_ARMS)]
-    raise ValueError("evolution.generations > 0 is not available yet; set it to 0 for a benchmark sweep")
+    targets = [f"{RESULTS}/summary.json", f"{RESULTS}/summary.md", *cell_records(INCUMBENT_ARMS)]
+    if GENERATIONS == 0:
+        return targets + [f"{RESULTS}/sweep/results.jsonl", f"{RESULTS}/sweep/report.md"]
+    for gen in generation_chain():
+        targets += cell_records(candidate_arms(gen), f"gen{gen}/cells")
+    return targets

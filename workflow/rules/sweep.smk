@@ -1,4 +1,5 @@
-# The benchmark sweep of the incumbent arms (evolution.generations: 0).
+# Collecting rows and rendering reports, for the plain sweep (evolution.generations: 0) and
+# for every generation (incumbent arms plus the generation's candidate arms).
 
 
 rule collect_results:
@@ -16,6 +17,18 @@ rule collect_results:
         "../envs/skillbench.yaml"
     script:
         "../../scripts/collect_results.py"
+
+
+use rule collect_results as collect_generation_results with:
+    input:
+        records=get_generation_records,
+        bindings=f"{RESULTS}/tasks/bindings.json",
+    output:
+        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
+    params:
+        arms=get_generation_arm_order,
+    log:
+        f"logs/{EXPERIMENT}/collect_results/gen{{gen}}.log",
 
 
 rule render_report:
@@ -39,3 +52,23 @@ rule render_report:
         "../envs/skillbench.yaml"
     script:
         "../../scripts/render_report.py"
+
+
+use rule render_report as render_generation_report with:
+    input:
+        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
+        bindings=f"{RESULTS}/tasks/bindings.json",
+        promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
+    output:
+        report=report(
+            f"{RESULTS}/gen{{gen}}/report.md",
+            caption="../report/generation.rst",
+            category="Generations",
+            labels={"generation": "{gen}"},
+        ),
+    params:
+        arms=get_generation_arm_order,
+        model=config["model"],
+        runs=config["runs"],
+    log:
+        f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",

@@ -1,7 +1,6 @@
 """Hidden oracle for bulk-discount-threshold: 10 or more units get 10 % off, in every price path."""
 
 import pytest
-
 from inventory.catalog import Catalog
 from inventory.orders import place_order
 from inventory.pricing import bulk_discount_applies, line_total, quote

@@ -1,8 +1,7 @@
 """Hidden oracle for order-cancellation: release on the ledger, cancel_order on orders."""
 
-import pytest
-
 import inventory
+import pytest
 from inventory.catalog import Catalog
 from inventory.orders import OrderError, cancel_order, place_order
 from inventory.stock import StockLedger

@@ -1,7 +1,6 @@
 """Hidden oracle for sku-normalization: one normalized SKU across catalog, ledger and orders."""
 
 import pytest
-
 from inventory.catalog import Catalog, normalize_sku
 from inventory.orders import place_order
 from inventory.stock import StockLedger

@@ -1,5 +1,4 @@
 import pytest
-
 from inventory.catalog import Catalog
 from inventory.orders import OrderError, place_order
 from inventory.stock import StockLedger

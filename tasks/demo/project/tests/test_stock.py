@@ -1,5 +1,4 @@
 import pytest
-
 from inventory.stock import InsufficientStock, StockLedger
 
 

@@ -1,0 +1,67 @@
+# Candidate overlays and the promotion gate. A generation freezes its candidate overlay
+# (a checkpoint: which candidate arms run depends on the skills the overlay touches),
+# benchmarks the candidate arms next to the shared incumbent cells, and the gate (the
+# checkpoint that decides whether another generation exists) writes promotion.json.
+
+
+checkpoint freeze_overlay:
+    input:
+        overlay=get_overlay_source,
+        skills=get_skill_files,
+    output:
+        overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
+    params:
+        source=get_overlay_folder,
+        # The read-only copy beside overlay.json; overlay.json (the declared output) holds its
+        # digest and every consumer re-checks it. Not declared as a directory output, because
+        # Snakemake would write its timestamp file into the read-only (0500) folder.
+        frozen=f"{RESULTS}/gen{{gen}}/frozen-overlay",
+        origin=get_candidate_origin,
+        proposer_model=get_proposer_model,
+        evolvable=config["skills"]["evolvable"],
+        mirrors=config["skills"]["mirrors"],
+    log:
+        f"logs/{EXPERIMENT}/freeze_overlay/gen{{gen}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/freeze_overlay.py"
+
+
+checkpoint gate_promotion:
+    input:
+        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
+        overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
+        bindings=f"{RESULTS}/tasks/bindings.json",
+    output:
+        promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
+    params:
+        policy=config["gate"],
+        model=config["model"]["name"],
+        effort=config["model"]["effort"],
+    log:
+        f"logs/{EXPERIMENT}/gate_promotion/gen{{gen}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/gate_promotion.py"
+
+
+rule summarize_run:
+    input:
+        unpack(get_summary_inputs),
+    output:
+        summary=report(f"{RESULTS}/summary.json", caption="../report/summary.rst", category="Run"),
+        markdown=f"{RESULTS}/summary.md",
+    params:
+        generations=GENERATIONS,
+        arms=INCUMBENT_ARMS,
+    log:
+        f"logs/{EXPERIMENT}/summarize_run.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/summarize_run.py"
