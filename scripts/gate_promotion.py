@@ -7,6 +7,8 @@ with rule_log(snakemake.log[0]):  # noqa: F821
         results=snakemake.input.results,  # noqa: F821
         overlay_json=snakemake.input.overlay,  # noqa: F821
         bindings=snakemake.input.bindings,  # noqa: F821
-        config=snakemake.config,  # noqa: F821
+        policy=dict(snakemake.params.policy),  # noqa: F821
+        model=snakemake.params.model,  # noqa: F821
+        effort=snakemake.params.effort,  # noqa: F821
         out=snakemake.output.promotion,  # noqa: F821
     )

@@ -1,7 +1,9 @@
 """The `skillbench` command: check artifacts against their schemas, and the offline tools.
 
-    skillbench validate KIND FILE     exit 0, or exit 1 naming the first failing path
-    skillbench kinds                  list the artifact kinds
+    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path
+    skillbench kinds                              list the artifact kinds
+    skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
+    skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
 """
 
 from __future__ import annotations
@@ -30,6 +32,58 @@ def _validate(kind: str, path: Path) -> int:
     return 0
 
 
+def _gate(args: argparse.Namespace) -> int:
+    from . import gate, pipeline
+
+    results = args.results.resolve()
+    overlay_json = args.overlay or results.parent / "overlay.json"
+    bindings = args.bindings or results.parent.parent / "tasks" / "bindings.json"
+    if args.configfile:
+        from .apply import load_config
+
+        config = load_config(args.configfile)
+        policy = dict(config["gate"])
+    else:
+        policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key != "max_age_days"}
+    for key in ("metric", "min_runs", "min_improvement_pct", "max_task_regression_pct",
+                "max_failed_task_regression_pct", "min_gated_task_ratio"):
+        if getattr(args, key) is not None:
+            policy[key] = getattr(args, key)
+    if args.require_confidence:
+        policy["require_confidence"] = True
+    if args.allow_unsandboxed:
+        policy["allow_unsandboxed"] = True
+    rows = artifacts.read_jsonl(results, "result-row")
+    models = sorted({row["model"] for row in rows})
+    efforts = sorted({str(row["effort"]) for row in rows})
+    if len(models) != 1 or len(efforts) != 1:
+        print(f"{results}: rows mix models {models} or efforts {efforts}; cannot regrade", file=sys.stderr)
+        return 1
+    try:
+        document = pipeline.gate_promotion(results=str(results), overlay_json=str(overlay_json),
+                                           bindings=str(bindings), policy=policy, model=models[0],
+                                           effort=rows[0]["effort"], out=str(args.out))
+    except (artifacts.ArtifactError, ValueError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    for line in gate.summarize_gate(document):
+        print(line)
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from . import apply
+
+    try:
+        config = apply.load_config(args.configfile)
+        written = apply.apply_promotion(args.results_dir, repository=args.repository, config=config)
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(f"NOT APPLIED: {exc}", file=sys.stderr)
+        return 1
+    print(apply.format_applied(written))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -38,6 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("kind", help="artifact kind, e.g. result-row, cell-record, promotion")
     validate.add_argument("file", type=Path)
     commands.add_parser("kinds", help="list the artifact kinds")
+    regrade = commands.add_parser("gate", help="regrade a generation's results.jsonl offline")
+    regrade.add_argument("results", type=Path, help="gen<N>/results.jsonl")
+    regrade.add_argument("--out", type=Path, required=True, help="where to write promotion.json")
+    regrade.add_argument("--overlay", type=Path, help="overlay.json (default: beside the results)")
+    regrade.add_argument("--bindings", type=Path, help="tasks/bindings.json (default: ../tasks/bindings.json)")
+    regrade.add_argument("--configfile", type=Path, help="take the policy from this config's gate section")
+    regrade.add_argument("--metric", choices=["cost_usd", "output_tokens", "duration_s", "num_turns"])
+    regrade.add_argument("--min-runs", dest="min_runs", type=int)
+    regrade.add_argument("--min-improvement-pct", dest="min_improvement_pct", type=float)
+    regrade.add_argument("--max-task-regression-pct", dest="max_task_regression_pct", type=float)
+    regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
+    regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
+    regrade.add_argument("--require-confidence", action="store_true")
+    regrade.add_argument("--allow-unsandboxed", action="store_true")
+    promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")
+    promote.add_argument("results_dir", type=Path, help="results/<experiment>")
+    promote.add_argument("--configfile", type=Path, default=Path("config/config.yaml"))
+    promote.add_argument("--repository", type=Path, default=Path("."))
     return parser
 
 
@@ -45,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "validate":
         return _validate(args.kind, args.file)
+    if args.command == "gate":
+        return _gate(args)
+    if args.command == "apply":
+        return _apply(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -204,11 +204,11 @@ def generation_arm_order(config: dict[str, Any], candidates: list[str]) -> list[
     return order
 
 
-def promotion_binding(config: dict[str, Any], overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
+def promotion_binding(model: str, effort: str | None, overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
                       ) -> dict[str, Any]:
     return {
-        "benchmark_model": config["model"]["name"],
-        "effort": config["model"]["effort"],
+        "benchmark_model": model,
+        "effort": effort,
         "proposer_model": overlay_doc["proposer_model"],
         "candidate_origin": overlay_doc["candidate_origin"],
         "candidate_overlay_digest": overlay_doc["digest"],
@@ -218,8 +218,8 @@ def promotion_binding(config: dict[str, Any], overlay_doc: dict[str, Any], bindi
     }
 
 
-def gate_promotion(*, results: str, overlay_json: str, bindings: str, config: dict[str, Any], out: str,
-                   generated_at=None) -> dict[str, Any]:
+def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: dict[str, Any], model: str,
+                   effort: str | None, out: str, generated_at=None) -> dict[str, Any]:
     """Rows + policy → promotion.json (the same function `skillbench gate` calls offline)."""
     from datetime import UTC, datetime
 
@@ -230,15 +230,11 @@ def gate_promotion(*, results: str, overlay_json: str, bindings: str, config: di
     bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
     run_status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
     document = gate.promotion_document(
-        rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=gate_policy(config),
-        binding=promotion_binding(config, overlay_doc, bindings_doc), run_status=run_status,
+        rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=policy,
+        binding=promotion_binding(model, effort, overlay_doc, bindings_doc), run_status=run_status,
         generated_at=generated_at or datetime.now(UTC))
     artifacts.write_artifact(Path(out), document, "promotion")
     return document
-
-
-def gate_policy(config: dict[str, Any]) -> dict[str, Any]:
-    return dict(config["gate"])
 
 
 def is_promoted(promotion: dict[str, Any]) -> bool:
@@ -328,3 +324,55 @@ def render_summary(summary: dict[str, Any]) -> str:
     if summary["broken_incumbent_arms"]:
         lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def evidence_source(config: dict[str, Any], generation: int, results_root: str) -> dict[str, Any]:
+    """Where generation N's evidence comes from: generation N-1, or evolution.seed_results for generation 0."""
+    if generation > 0:
+        previous = Path(results_root) / f"gen{generation - 1}"
+        return {"results_root": Path(results_root), "folder": previous, "generation": generation - 1}
+    seed = config["evolution"]["seed_results"]
+    if not seed:
+        return {"results_root": None, "folder": None, "generation": None}
+    folder = Path(seed)
+    name = folder.name
+    return {"results_root": folder.parent, "folder": folder,
+            "generation": int(name[3:]) if name.startswith("gen") and name[3:].isdigit() else None}
+
+
+def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str, out: str) -> None:
+    from . import evidence
+
+    source = evidence_source(config, generation, results_root)
+    folder = source["folder"]
+    learnings_path = config["evolution"]["learnings"]
+    learnings = evidence.read_learnings(Path(learnings_path) if learnings_path else None,
+                                        config["skills"]["evolvable"])
+
+    def existing(name: str) -> Path | None:
+        if folder is None:
+            return None
+        path = folder / name
+        return path if path.is_file() else None
+
+    evidence.stage_evidence(
+        destination=Path(out), results_root=source["results_root"], rows_path=existing("results.jsonl"),
+        generation=source["generation"], promotion_path=existing("promotion.json"),
+        prior_proposal=existing("proposal.md"), learnings=learnings,
+        secrets=[key for key in [api_key(config)] if key])
+
+
+def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: str, proposal_out: str,
+                    session_out: str, repository: str = ".", log=None) -> None:
+    from .proposer import run_proposer
+    from .scripted_model import load_model_script
+
+    proposal = Path(proposal_out)
+    record = run_proposer(
+        config=config, generation=generation, evidence=Path(evidence_dir), repository=Path(repository),
+        claude_bin=resolve_cli(config["agent"]["cli"]),
+        model_script=load_model_script(model_script_path(config)) if config["model"]["provider"] == "scripted"
+        else None,
+        api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal, log=log)
+    document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
+    artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)

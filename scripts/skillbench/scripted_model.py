@@ -416,7 +416,9 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "skillbench-scripted-model"
         sys_version = ""
-        timeout = 120  # an idle keep-alive connection is dropped eventually even without stop()
+        # No idle timeout: a tool call (a long test run) may keep the CLI away for minutes, and a dropped
+        # keep-alive connection would surface as a spurious retry. stop() shuts open connections down.
+        timeout = None
 
         def setup(self) -> None:
             super().setup()
@@ -428,7 +430,7 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             finally:
                 model._track(self.connection, False)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             return  # the request log is the only record; never echo headers to stderr
 
         # -- transport helpers -----------------------------------------------------------------
@@ -477,22 +479,18 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
         # -- verbs -----------------------------------------------------------------------------
 
-        def do_HEAD(self) -> None:  # noqa: N802 - stdlib naming
+        def do_HEAD(self) -> None:
             if self.path.split("?", 1)[0] in ("", "/"):
                 model._record(self.path, stream=False, step=None, kind="head", status=200)
                 self._send(200, b"", "text/plain")
             else:
                 self._not_found()
 
-        def do_GET(self) -> None:  # noqa: N802
+        def _drain_and_404(self) -> None:
+            self._read_body_quietly()  # keep the keep-alive stream in sync even for unexpected bodies
             self._not_found()
 
-        def do_PUT(self) -> None:  # noqa: N802
-            self._read_body_quietly()
-            self._not_found()
-
-        def do_DELETE(self) -> None:  # noqa: N802
-            self._not_found()
+        do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _drain_and_404
 
         def _read_body_quietly(self) -> bytes | None:
             try:
@@ -501,7 +499,7 @@ def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return None
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             raw = self._read_body_quietly()
             route = self.path.split("?", 1)[0].rstrip("/")
             if route.endswith("/count_tokens"):

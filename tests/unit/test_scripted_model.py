@@ -399,7 +399,7 @@ def make_repo(path: Path, source: Path | None = None, skills: Path | None = SKIL
         shutil.copytree(skills, path / ".claude" / "skills")
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "snapshot")
+    git(path, "commit", "-q", "--allow-empty", "-m", "snapshot")
     return path
 
 

@@ -149,7 +149,20 @@ def get_generation_arm_order(wildcards):
 def get_overlay_source(wildcards):
     if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
         return sorted(str(path) for path in Path(INITIAL_OVERLAY).rglob("*") if path.is_file())
-    return [f"{RESULTS}/gen{wildcards.gen}/overlay"]
+    return [f"{RESULTS}/gen{wildcards.gen}/proposal.md"]
+
+
+def get_evidence_inputs(wildcards):
+    """Generation N reads generation N-1's rows, gate and proposal; generation 0 reads the seed, if any."""
+    gen = int(wildcards.gen)
+    if gen == 0:
+        seed = config["evolution"]["seed_results"]
+        return {"seed": [str(Path(seed) / "results.jsonl")]} if seed else {}
+    previous = f"{RESULTS}/gen{gen - 1}"
+    inputs = {"results": f"{previous}/results.jsonl", "promotion": f"{previous}/promotion.json"}
+    if not (gen - 1 == 0 and INITIAL_OVERLAY):
+        inputs["proposal"] = f"{previous}/proposal.md"
+    return inputs
 
 
 def get_overlay_folder(wildcards):
@@ -196,9 +209,13 @@ def get_summary_inputs(wildcards):
 def get_final_targets(wildcards):
     """The run's outputs, plus every cell record: a deleted record is then rebuilt (Snakemake does not
     rerun a missing intermediate on its own when everything downstream of it is present)."""
-    targets = [f"{RESULTS}/summary.json", f"{RESULTS}/summary.md", *cell_records(INCUMBENT_ARMS)]
-    if GENERATIONS == 0:
-        return targets + [f"{RESULTS}/sweep/results.jsonl", f"{RESULTS}/sweep/report.md"]
+    targets = [
+        f"{RESULTS}/summary.json",
+        f"{RESULTS}/summary.md",
+        f"{RESULTS}/sweep/results.jsonl",
+        f"{RESULTS}/sweep/report.md",
+        *cell_records(INCUMBENT_ARMS),
+    ]
     for gen in generation_chain():
         targets += cell_records(candidate_arms(gen), f"gen{gen}/cells")
     return targets

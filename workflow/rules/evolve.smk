@@ -65,3 +65,47 @@ rule summarize_run:
         "../envs/skillbench.yaml"
     script:
         "../../scripts/summarize_run.py"
+
+
+rule stage_evidence:
+    input:
+        unpack(get_evidence_inputs),
+    output:
+        evidence=directory(f"{RESULTS}/gen{{gen}}/evidence"),
+    params:
+        learnings=config["evolution"]["learnings"],
+        seed=config["evolution"]["seed_results"],
+    log:
+        f"logs/{EXPERIMENT}/stage_evidence/gen{{gen}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/stage_evidence.py"
+
+
+rule propose_overlay:
+    input:
+        evidence=f"{RESULTS}/gen{{gen}}/evidence",
+        skills=get_skill_files,
+        model_script=get_model_script,
+    output:
+        proposal=f"{RESULTS}/gen{{gen}}/proposal.md",
+        session=f"{RESULTS}/gen{{gen}}/proposer-session.json",
+        transcripts=directory(f"{RESULTS}/gen{{gen}}/transcripts"),
+    params:
+        # The overlay folder beside proposal.md is read by freeze_overlay; it is not a declared
+        # directory output so Snakemake's timestamp file never lands inside the candidate.
+        overlay=f"{RESULTS}/gen{{gen}}/overlay",
+        model=get_proposer_model,
+        evolvable=config["skills"]["evolvable"],
+        sandbox=config["sandbox"]["backend"],
+    log:
+        f"logs/{EXPERIMENT}/propose_overlay/gen{{gen}}.log",
+    resources:
+        agent_sessions=1,
+    retries: config["agent"]["attempts"] - 1
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/propose_overlay.py"

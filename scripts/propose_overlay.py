@@ -1,0 +1,20 @@
+"""Shim for rule propose_overlay: one proposer session writes the generation's candidate overlay."""
+import sys
+
+from skillbench.pipeline import api_key, propose_overlay
+from skillbench.process import install_signal_handlers
+from skillbench.proposer import ProposerError
+from skillbench.runlog import rule_log
+
+install_signal_handlers()
+config = snakemake.config  # noqa: F821
+with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
+              expected=(ProposerError,)):
+    propose_overlay(
+        config=config,
+        generation=int(snakemake.wildcards.gen),  # noqa: F821
+        evidence_dir=snakemake.input.evidence,  # noqa: F821
+        proposal_out=snakemake.output.proposal,  # noqa: F821
+        session_out=snakemake.output.session,  # noqa: F821
+        log=sys.stdout,
+    )

@@ -1,0 +1,625 @@
+"""Apply a promoted candidate overlay to the repository's working tree, as one transaction.
+
+`skillbench apply RESULTS_DIR` finds the highest generation whose gate promoted every
+required candidate arm, re-derives everything the promotion is bound to (the frozen
+overlay's digest, the promotion targets and their committed bytes, the current config's
+model, effort and gate policy, the experiment's task bindings) and refuses unless the
+promotion document matches all of it exactly and is still current
+(`validate_promotion_for_apply`).
+
+The write is compare-and-swap across every target (canonical skill file, then each mirror,
+per overlay file): nothing is written unless every target still holds its bound base bytes;
+candidates are staged beside their targets (original mode, fsynced) together with a backup of
+the original, then swapped in one by one. Any failure rolls every completed swap back in
+reverse; if the rollback itself fails, a recovery file in the repository root says which
+target is in which state and where the backups are. Nothing is committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import artifacts, overlay, repo
+from .arms import CANDIDATE_PREFIX, ArmError, arm_skills
+from .gate import resolve_policy
+
+CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
+MAX_EVIDENCE_SPAN = timedelta(days=90)
+CLOCK_SKEW = timedelta(minutes=5)
+ORACLE_DIGEST_FIELDS = ("oracle_digest", "oracle_command_digest", "oracle_manifest_digest")
+GENERATION_DIR = re.compile(r"^gen([0-9]+)$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+TEMP_PREFIX = ".skillbench-apply-"
+RECOVERY_PREFIX = ".skillbench-apply-recovery-"
+
+Swap = Callable[[Path, Path], None]
+
+
+class ApplyError(ValueError):
+    """The promotion cannot be applied (or the apply failed); the message says why and what state the tree is in."""
+
+
+# ─── Config ─────────────────────────────────────────────────────────────────
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Read a YAML config and fill the schema defaults exactly as the Snakefile's `validate(...)` does."""
+    import yaml
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ApplyError(f"config file {path} does not exist; pass --configfile") from exc
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ApplyError(f"config file {path} cannot be read as YAML: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ApplyError(f"config file {path} must hold a mapping at the top level")
+    try:
+        validate(config, str(CONFIG_SCHEMA), set_default=True)
+    except WorkflowError as exc:
+        raise ApplyError(f"config file {path} does not match schemas/config.schema.json: {exc}") from exc
+    return config
+
+
+# ─── Finding the promoted generation ────────────────────────────────────────
+
+
+def promoted_generation(results_dir: Path) -> tuple[int, Path]:
+    """(N, gen<N> folder) of the highest generation whose promotion.json promotes every decision."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise ApplyError(f"results folder {results_dir} does not exist")
+    generations = []
+    for entry in results_dir.iterdir():
+        match = GENERATION_DIR.match(entry.name)
+        if match and entry.is_dir() and not entry.is_symlink():
+            generations.append((int(match.group(1)), entry))
+    for number, folder in sorted(generations, reverse=True):
+        path = folder / "promotion.json"
+        if not path.is_file():
+            continue
+        try:
+            document = artifacts.read_json(path)
+        except artifacts.ArtifactError as exc:
+            raise ApplyError(f"cannot read {path}: {exc}") from exc
+        decisions = document.get("decisions") if isinstance(document, dict) else None
+        if (isinstance(decisions, list) and decisions
+                and all(isinstance(item, dict) and item.get("decision") == "promote" for item in decisions)):
+            return number, folder
+    raise ApplyError(f"no promoted generation in {results_dir}")
+
+
+# ─── Validation ─────────────────────────────────────────────────────────────
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equality that does not let True stand in for 1 (or False for 0)."""
+    return left == right and isinstance(left, bool) == isinstance(right, bool)
+
+
+def _parse_timestamp(text: Any, field: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(str(text))
+    except ValueError as exc:
+        raise ApplyError(f"promotion {field} is not an ISO-8601 timestamp: {text!r}") from exc
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ApplyError(f"promotion {field} must include a timezone (got {text!r})")
+    return moment
+
+
+def _check_selected_tasks(selected_tasks: list[dict[str, Any]]) -> None:
+    if not selected_tasks:
+        raise ApplyError("promotion binding has no selected tasks")
+    for task in selected_tasks:
+        name = task.get("id", "?") if isinstance(task, dict) else "?"
+        if not isinstance(task, dict) or any(
+            not isinstance(task.get(field), str) or not SHA256.match(task[field]) for field in ORACLE_DIGEST_FIELDS
+        ):
+            raise ApplyError(f"promotion binding task {name} is missing hidden-oracle digests")
+        files = task.get("oracle_files")
+        if not isinstance(files, list) or not files:
+            raise ApplyError(f"promotion binding task {name} is missing hidden-oracle files")
+        for item in files:
+            size = item.get("size") if isinstance(item, dict) else None
+            if (not isinstance(item, dict) or not isinstance(item.get("target"), str) or not item["target"]
+                    or not isinstance(item.get("sha256"), str) or not SHA256.match(item["sha256"])
+                    or not isinstance(size, int) or isinstance(size, bool) or size < 0):
+                raise ApplyError(f"promotion binding task {name} has malformed hidden-oracle file evidence")
+
+
+def validate_promotion_for_apply(
+    promotion: dict[str, Any],
+    *,
+    overlay_digest: str,
+    benchmark_model: str,
+    effort: str | None,
+    proposer_model: str | None,
+    candidate_origin: str,
+    selected_tasks: list[dict[str, Any]],
+    target_base_digests: dict[str, str],
+    required_candidate_arms: list[str],
+    pairs: list[tuple[str, str]],
+    policy: dict[str, Any],
+    now: datetime | None = None,
+) -> None:
+    """Raise ApplyError unless ``promotion`` is complete, current, promotes every required arm, and is
+    bound to exactly these values (the caller's freshly derived ones, never the document's own)."""
+    try:
+        artifacts.validate(promotion, "promotion", source="promotion document")
+    except artifacts.ArtifactError as exc:
+        raise ApplyError(str(exc)) from exc
+    if promotion["run_status"] != "complete":
+        raise ApplyError(f"promotion run_status is {promotion['run_status']!r}; only a complete run can be applied")
+    _check_selected_tasks(selected_tasks)
+
+    required = list(required_candidate_arms)
+    incumbent_of = {candidate: incumbent for incumbent, candidate in pairs}
+    if [candidate for _, candidate in pairs] != required:
+        raise ApplyError(f"candidate pairs {list(pairs)} do not list the required candidate arms {required} in order")
+
+    expected = {
+        "benchmark_model": benchmark_model,
+        "effort": effort,
+        "proposer_model": proposer_model,
+        "candidate_origin": candidate_origin,
+        "candidate_overlay_digest": overlay_digest,
+        "required_candidate_arms": required,
+        "selected_tasks": list(selected_tasks),
+        "target_base_digests": dict(target_base_digests),
+    }
+    for field, value in expected.items():
+        if promotion[field] != value:
+            raise ApplyError(f"promotion binding mismatch for {field}")
+    bound_policy = promotion["policy"]
+    if any(key not in bound_policy or not _same(bound_policy[key], value) for key, value in policy.items()):
+        raise ApplyError("promotion binding mismatch for policy")
+
+    generated_at = _parse_timestamp(promotion["generated_at"], "generated_at")
+    expires_at = _parse_timestamp(promotion["evidence_expires_at"], "evidence_expires_at")
+    current = datetime.now(UTC) if now is None else now
+    if current.tzinfo is None or current.utcoffset() is None:
+        raise ApplyError("the current time must be timezone-aware")
+    if generated_at > current + CLOCK_SKEW:
+        raise ApplyError(f"promotion evidence was generated in the future ({promotion['generated_at']})")
+    if expires_at <= generated_at or expires_at - generated_at > MAX_EVIDENCE_SPAN:
+        raise ApplyError(
+            f"promotion evidence window {promotion['generated_at']} .. {promotion['evidence_expires_at']} is invalid "
+            f"(it must end after it starts and last at most {MAX_EVIDENCE_SPAN.days} days)")
+    if current > expires_at:
+        raise ApplyError(f"promotion evidence has expired (at {promotion['evidence_expires_at']}); "
+                         "rerun the benchmark to gather fresh evidence")
+
+    decided: list[str] = []
+    for decision in promotion["decisions"]:
+        candidate = decision["candidate_arm"]
+        if candidate not in incumbent_of:
+            raise ApplyError(f"unrelated promotion decision: {candidate}")
+        if candidate in decided:
+            raise ApplyError(f"duplicate promotion decision: {candidate}")
+        decided.append(candidate)
+    if decided != required:
+        raise ApplyError(f"promotion decisions {decided} do not cover exactly the required candidate arms {required}")
+    for decision in promotion["decisions"]:
+        candidate = decision["candidate_arm"]
+        if decision["incumbent_arm"] != incumbent_of[candidate]:
+            raise ApplyError(f"promotion decision for {candidate} pairs it with {decision['incumbent_arm']}, "
+                             f"not {incumbent_of[candidate]}")
+        if decision["decision"] != "promote":
+            reasons = "; ".join(decision["reasons"][:3])
+            raise ApplyError(f"candidate arm {candidate} is not promotable: {decision['decision']} ({reasons})")
+        if decision["metric"] != policy.get("metric"):
+            raise ApplyError(f"promotion decision metric mismatch for {candidate}: {decision['metric']} "
+                             f"(policy: {policy.get('metric')})")
+
+
+# ─── Loading and cross-checking the generation's artifacts ──────────────────
+
+
+def _read(path: Path, kind: str) -> dict[str, Any]:
+    try:
+        return artifacts.read_artifact(path, kind)
+    except artifacts.ArtifactError as exc:
+        raise ApplyError(str(exc)) from exc
+
+
+def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | None:
+    if record["candidate_origin"] == "manual-initial-overlay":
+        if record["proposer_model"] is not None:
+            raise ApplyError("overlay.json: a manual-initial-overlay candidate cannot name a proposer_model")
+        return None
+    expected = config.get("evolution", {}).get("proposer_model") or config["model"]["name"]
+    if record["proposer_model"] != expected:
+        raise ApplyError(f"overlay.json: the candidate was proposed by {record['proposer_model']!r}, but the config's "
+                         f"proposer model (evolution.proposer_model, else model.name) is {expected!r}")
+    return expected
+
+
+def _checked_pairs(record: dict[str, Any], config: dict[str, Any], touched: list[str]) -> list[tuple[str, str]]:
+    pairs = [(incumbent, candidate) for incumbent, candidate in record["pairs"]]
+    if [candidate for _, candidate in pairs] != record["required_candidate_arms"]:
+        raise ApplyError("overlay.json: pairs do not list required_candidate_arms in order")
+    for incumbent, candidate in pairs:
+        if candidate != f"{CANDIDATE_PREFIX}{incumbent}":
+            raise ApplyError(f"overlay.json: {candidate} is not the candidate arm of {incumbent}")
+        try:
+            skills = arm_skills(config, incumbent)
+        except ArmError as exc:
+            raise ApplyError(f"overlay.json pairs {candidate} with {incumbent}: {exc}") from exc
+        if not set(skills) & set(touched):
+            raise ApplyError(f"overlay.json pairs {candidate} with {incumbent}, which loads none of the touched "
+                             f"skills {touched} in the current config")
+    return pairs
+
+
+def _repository_root(repository: Path) -> Path:
+    root = Path(repository).expanduser().absolute()
+    if not root.is_dir():
+        raise ApplyError(f"repository {root} is not a folder")
+    try:
+        top = repo.checked(repo.host_git(root), "rev-parse", "--show-toplevel").strip()
+    except repo.GitError as exc:
+        raise ApplyError(f"{root} is not a git repository: {exc}") from exc
+    if Path(top).resolve() != root.resolve():
+        raise ApplyError(f"{root} is not the top of its git repository ({top}); pass --repository {top}")
+    return root.resolve()
+
+
+def _check_target_path(root: Path, target: str) -> Path:
+    pure = PurePosixPath(target)
+    if pure.is_absolute() or not pure.parts or ".." in pure.parts:
+        raise ApplyError(f"promotion target {target} is not a path inside the repository; "
+                         "check skills.root and skills.mirrors in the config")
+    here = root
+    for part in pure.parts[:-1]:
+        here = here / part
+        try:
+            info = os.lstat(here)
+        except FileNotFoundError as exc:
+            raise ApplyError(f"promotion target folder {here} does not exist") from exc
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise ApplyError(f"promotion target {target} passes through {here}, which is not a real folder")
+    path = root / target
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise ApplyError(f"promotion target {target} does not exist in the working tree") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise ApplyError(f"promotion target {target} is not a regular file")
+    return path
+
+
+def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None,
+                    swap: Swap = os.replace) -> list[str]:
+    """Write the promoted generation's frozen overlay into ``repository``'s working tree; return the written
+    repository-relative paths (per overlay file: the canonical skill file, then each mirror).
+
+    ``config`` is the validated config with defaults filled (``load_config``). ``swap(source, target)``
+    atomically replaces ``target`` by ``source``; it is used for every swap and every rollback restore.
+    """
+    results_dir = Path(results_dir)
+    generation, folder = promoted_generation(results_dir)
+    promotion = _read(folder / "promotion.json", "promotion")
+    record = _read(folder / "overlay.json", "overlay")
+    bindings = _read(results_dir / "tasks" / "bindings.json", "task-bindings")
+    for index, task in enumerate(bindings["tasks"]):
+        try:
+            artifacts.validate(task, "task-binding", source=f"{results_dir / 'tasks' / 'bindings.json'} tasks[{index}]")
+        except artifacts.ArtifactError as exc:
+            raise ApplyError(str(exc)) from exc
+    if record["generation"] != generation:
+        raise ApplyError(f"{folder / 'overlay.json'} names generation {record['generation']}, not {generation}")
+
+    skills = config["skills"]
+    frozen = folder / "frozen-overlay"
+    try:
+        files = overlay.overlay_files(frozen, list(skills["evolvable"]))
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise ApplyError(f"frozen overlay {frozen} is not a valid overlay for the current config: {exc}") from exc
+    actual = overlay.digest(files)
+    if actual != record["digest"] or actual != promotion["candidate_overlay_digest"]:
+        raise ApplyError(f"frozen overlay was tampered with: {frozen} now has digest {actual}; overlay.json records "
+                         f"{record['digest']} and promotion.json {promotion['candidate_overlay_digest']}")
+    if record["files"] != overlay.overlay_summary(files):
+        raise ApplyError(f"frozen overlay was tampered with: {frozen} does not match the files in overlay.json")
+    touched = sorted(overlay.touched_skills(files))
+    if record["touched_skills"] != touched:
+        raise ApplyError(f"overlay.json touched_skills {record['touched_skills']} differ from the overlay's {touched}")
+    pairs = _checked_pairs(record, config, touched)
+
+    try:
+        targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=list(skills["mirrors"]))
+    except overlay.OverlayError as exc:
+        raise ApplyError(str(exc)) from exc
+    if record["targets"] != targets:
+        raise ApplyError(f"promotion targets {targets} under the current skills.root/skills.mirrors differ from "
+                         f"those the candidate was benchmarked for ({record['targets']})")
+    root = _repository_root(repository)
+    for target in targets:
+        _check_target_path(root, target)
+    try:
+        base_digests = overlay.committed_target_digests(root, targets)
+    except overlay.OverlayError as exc:
+        raise ApplyError(str(exc)) from exc
+    if record["target_base_digests"] != base_digests:
+        raise ApplyError("promotion targets changed at HEAD since the candidate was frozen "
+                         "(overlay.json target_base_digests differ); rerun the benchmark")
+
+    try:
+        policy = resolve_policy(config.get("gate"))
+    except ValueError as exc:
+        raise ApplyError(f"config gate: {exc}") from exc
+    validate_promotion_for_apply(
+        promotion,
+        overlay_digest=actual,
+        benchmark_model=config["model"]["name"],
+        effort=config["model"]["effort"],
+        proposer_model=_expected_proposer(record, config),
+        candidate_origin=record["candidate_origin"],
+        selected_tasks=bindings["tasks"],
+        target_base_digests=base_digests,
+        required_candidate_arms=record["required_candidate_arms"],
+        pairs=pairs,
+        policy=policy,
+        now=now,
+    )
+
+    contents = dict(files)
+    plan = []
+    for relative, _ in files:
+        rest = overlay.skill_relative(relative)
+        for tree in (skills["root"], *skills["mirrors"]):
+            target = (PurePosixPath(tree) / rest).as_posix()
+            plan.append((target, contents[relative], base_digests[target]))
+    if [target for target, _, _ in plan] != targets:  # promotion_targets' order is the contract
+        raise ApplyError("internal error: promotion targets and the write plan disagree")
+    return write_transaction(root, plan, swap=swap)
+
+
+# ─── The transaction ────────────────────────────────────────────────────────
+
+
+@dataclass
+class _Slot:
+    target: str
+    path: Path
+    candidate: bytes
+    base_digest: str
+    original: bytes = b""
+    mode: int = 0o644
+    staged: Path | None = None
+    backup: Path | None = None
+
+
+def _current(path: Path) -> bytes | None:
+    """The file's bytes, or None when it is missing, a symlink or not a regular file."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def _state(slot: _Slot) -> str:
+    content = _current(slot.path)
+    if content is None:
+        return "missing"
+    if content == slot.original:
+        return "original"
+    if content == slot.candidate:
+        return "candidate"
+    return "unknown"
+
+
+def _stage_file(directory: Path, name: str, kind: str, content: bytes, mode: int) -> Path:
+    descriptor, temp_name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name}.", suffix=f".{kind}", dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return Path(temp_name)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _remove(path: Path | None, problems: list[str]) -> None:
+    if path is None:
+        return
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        problems.append(f"could not remove {path}: {exc}")
+
+
+def _prepare(root: Path, plan: list[tuple[str, bytes, str]]) -> list[_Slot]:
+    slots: list[_Slot] = []
+    drifted: list[str] = []
+    for target, candidate, base_digest in plan:
+        if any(slot.target == target for slot in slots):
+            raise ApplyError(f"promotion target {target} appears twice")
+        path = _check_target_path(root, target)
+        original = _current(path)
+        if original is None:
+            raise ApplyError(f"promotion target {target} is not a readable regular file")
+        if hashlib.sha256(original).hexdigest() != base_digest:
+            drifted.append(target)
+        slots.append(_Slot(target, path, candidate, base_digest, original, stat.S_IMODE(os.lstat(path).st_mode)))
+    if drifted:
+        raise ApplyError(f"promotion targets drifted from the bytes the evidence is bound to: {', '.join(drifted)}; "
+                         "nothing was written (restore or commit them and rerun the benchmark)")
+    return slots
+
+
+def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, swap: Swap = os.replace) -> list[str]:
+    """Replace every (target, candidate bytes, base sha256) of ``plan`` under ``repository``, or none of them."""
+    root = Path(repository)
+    slots = _prepare(root, plan)
+    try:
+        for slot in slots:
+            slot.staged = _stage_file(slot.path.parent, slot.path.name, "candidate", slot.candidate, slot.mode)
+            slot.backup = _stage_file(slot.path.parent, slot.path.name, "backup", slot.original, slot.mode)
+    except BaseException as exc:
+        problems: list[str] = []
+        for slot in slots:
+            _remove(slot.staged, problems)
+            _remove(slot.backup, problems)
+        if not isinstance(exc, Exception):
+            raise
+        raise ApplyError(f"could not stage the overlay beside its targets ({exc}); nothing was replaced"
+                         + (f"; {'; '.join(problems)}" if problems else "")) from exc
+
+    failure: BaseException | None = None
+    try:
+        for slot in slots:
+            current = _current(slot.path)
+            if current is None or hashlib.sha256(current).hexdigest() != slot.base_digest:
+                raise ApplyError(f"{slot.target} changed while the overlay was being applied")
+            swap(slot.staged, slot.path)
+            if _current(slot.path) != slot.candidate:
+                raise ApplyError(f"{slot.target} does not hold the candidate bytes after its swap")
+            if not slot.staged.exists():
+                slot.staged = None
+        for folder in dict.fromkeys(slot.path.parent for slot in slots):
+            _fsync_folder(folder)
+        unpublished = [slot.target for slot in slots if _current(slot.path) != slot.candidate]
+        if unpublished:
+            raise ApplyError(f"targets lost their candidate bytes during the apply: {', '.join(unpublished)}")
+    except BaseException as exc:  # every failure, even an interrupt, must roll back first
+        failure = exc
+
+    if failure is None:
+        problems = []
+        for slot in slots:
+            _remove(slot.staged, problems)
+            _remove(slot.backup, problems)
+        if problems:
+            recovery = _write_recovery(root, slots, "temporary files could not be removed", "published", problems)
+            raise ApplyError(f"the overlay was applied but temporary files could not be removed; recovery: {recovery}")
+        return [slot.target for slot in slots]
+
+    rollback_failures = _rollback(slots, swap)
+    if not rollback_failures:
+        problems = []
+        for slot in slots:
+            _remove(slot.staged, problems)
+            _remove(slot.backup, problems)
+        if not isinstance(failure, Exception):
+            raise failure
+        note = f" (leftover temporary files: {'; '.join(problems)})" if problems else ""
+        raise ApplyError(f"overlay apply failed and all replacements were rolled back: {failure}{note}") from failure
+
+    problems = []
+    for slot in slots:
+        _remove(slot.staged, problems)
+        if _state(slot) == "original":
+            _remove(slot.backup, problems)
+            slot.backup = None
+    recovery = _write_recovery(root, slots, f"{type(failure).__name__}: {failure}", "rollback-incomplete",
+                               rollback_failures + problems)
+    raise ApplyError(f"overlay apply failed and the rollback was incomplete; recovery: {recovery}") from failure
+
+
+def _rollback(slots: list[_Slot], swap: Swap) -> list[str]:
+    """Restore every swapped target in reverse order; return what could not be restored."""
+    failures: list[str] = []
+    for slot in reversed(slots):
+        current = _current(slot.path)
+        if current == slot.original:
+            continue
+        if current != slot.candidate:
+            failures.append(f"{slot.target}: holds neither the original nor the candidate bytes; left untouched")
+            continue
+        if slot.backup is None or not slot.backup.exists():
+            failures.append(f"{slot.target}: its backup is missing")
+            continue
+        try:
+            swap(slot.backup, slot.path)
+        except Exception as exc:  # recorded in the recovery file
+            failures.append(f"{slot.target}: restoring the backup failed: {type(exc).__name__}: {exc}")
+            continue
+        if _current(slot.path) != slot.original:
+            failures.append(f"{slot.target}: does not hold the original bytes after the restore")
+            continue
+        if not slot.backup.exists():
+            slot.backup = None
+    return failures
+
+
+def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_state: str,
+                    problems: list[str]) -> Path:
+    moment = datetime.now(UTC)
+    document = {
+        "kind": "skillbench-apply-recovery",
+        "created_at": moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "repository": str(root),
+        "failure": failure,
+        "transaction_state": transaction_state,
+        "problems": problems,
+        "targets": [
+            {
+                "path": slot.target,
+                "state": _state(slot),
+                "original_sha256": slot.base_digest,
+                "candidate_sha256": hashlib.sha256(slot.candidate).hexdigest(),
+                "backup": str(slot.backup) if slot.backup is not None and slot.backup.exists() else None,
+                "candidate_temp": str(slot.staged) if slot.staged is not None and slot.staged.exists() else None,
+            }
+            for slot in slots
+        ],
+        "next_steps": "restore each target whose state is not 'original' (or not 'candidate', if you want the "
+                      "overlay) from its backup with `mv <backup> <path>`, or with `git checkout -- <path>`; "
+                      "then delete the leftover .skillbench-apply-* files and this file",
+    }
+    path = root / f"{RECOVERY_PREFIX}{moment.strftime('%Y%m%dT%H%M%S%fZ')}.json"
+    try:
+        artifacts.atomic_write_text(path, artifacts.canonical_json(document), mode=0o600)
+    except OSError as exc:
+        raise ApplyError(f"overlay apply failed ({failure}) and the recovery file {path} could not be written "
+                         f"({exc}); recovery details: {artifacts.compact_json(document)}") from exc
+    return path
+
+
+# ─── Output ─────────────────────────────────────────────────────────────────
+
+
+def format_applied(paths: list[str]) -> str:
+    lines = [f"applied the promoted overlay to {len(paths)} file(s) in the working tree (nothing was committed):"]
+    lines += [f"  {path}" for path in paths]
+    lines.append("Next: review `git diff`, run the project's tests, and commit the change citing the "
+                 "generation's promotion.json.")
+    return "\n".join(lines)

@@ -1,0 +1,568 @@
+"""The proposer's evidence bundle: which rows to show, and a bounded, redacted, verified copy of their artifacts.
+
+Owns evidence selection (unresolved rows first, then the most expensive resolved ones), the compact
+row a proposer reads, the learning-queue filter, the mapping of a result row to its cell's run
+folder, and staging the bundle folder itself. A staged transcript must be exactly the artifact its
+row names (owner-only regular file, size and SHA-256 as recorded); anything else refuses the whole
+bundle. Every payload is redacted before it is measured; each file and the bundle are bounded, and
+an over-budget bundle loses selected rows from the end, then the prior proposal, then fails. The
+bundle is written into a hidden sibling folder and renamed into place, so a failure or a killed
+job never leaves a plausible bundle behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import artifacts
+from .aggregate import EXCLUDED_ERROR_KINDS
+from .gate import summarize_gate
+from .redaction import redact_text, redact_value
+from .sessions import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
+
+MANIFEST_SCHEMA = "evidence-manifest/v1"
+MAX_EVIDENCE_ROWS = 12
+MAX_TRANSCRIPTS_PER_ROW = 2
+MAX_LEARNINGS = 40
+VERIFY_TAIL_CHARS = 600
+MAX_FILE_BYTES = 256 * 1024
+MAX_BUNDLE_BYTES = 2 * 1024 * 1024
+# A patch is read whole (and redacted whole) up to this size; beyond it only its tail is read.
+MAX_SOURCE_BYTES = MAX_TRANSCRIPT_BYTES
+EXCLUDED = EXCLUDED_ERROR_KINDS
+CANDIDATE_PREFIX = "candidate_"
+
+ROWS_FILE = "selected-rows.json"
+LEARNINGS_FILE = "learnings.json"
+GATE_FILE = "gate-summary.json"
+PROPOSAL_FILE = "prior-proposal.md"
+MANIFEST_FILE = "manifest.json"
+TRANSCRIPT_KEYS = frozenset({"path", "sha256", "bytes", "source"})
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
+_GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
+
+
+class EvidenceError(ValueError):
+    """The evidence cannot be staged as asked; the message names the file or field and the fix."""
+
+
+# ─── Selection (pure) ───────────────────────────────────────────────────────
+
+
+def _cost(row: dict[str, Any]) -> float:
+    value = row.get("cost_usd")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def select_evidence(rows: list[dict[str, Any]], max_rows: int = MAX_EVIDENCE_ROWS) -> list[dict[str, Any]]:
+    """The rows a proposer should study: unresolved ones by (task, arm, run), then resolved ones by cost.
+
+    Rows of an excluded error kind (harness, session, cleanup, unverifiable, cancelled) carry no
+    signal about the prompt and are dropped. Unmeasured cost counts as 0; ties keep input order.
+    """
+    if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0:
+        raise ValueError(f"max_rows must be an integer >= 0 (got {max_rows!r})")
+    measured = [row for row in rows if row.get("error_kind") not in EXCLUDED]
+    unresolved = sorted(
+        (row for row in measured if not row.get("resolved")),
+        key=lambda row: (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0)),
+    )
+    resolved = sorted((row for row in measured if row.get("resolved")), key=_cost, reverse=True)
+    return (unresolved + resolved)[:max_rows]
+
+
+def patch_name(index: int) -> str:
+    return f"patch-{index}.diff"
+
+
+def transcript_name(index: int, session: int) -> str:
+    return f"transcript-{index}-{session}.jsonl"
+
+
+def compact_row(
+    row: dict[str, Any], index: int, *, patch_staged: bool = False, transcripts_staged: int = 0
+) -> dict[str, Any]:
+    """Row ``index`` of ``selected-rows.json``: what a proposer can use, naming the files staged for it."""
+    return {
+        "task": row.get("task"),
+        "class": row.get("class"),
+        "arm": row.get("arm"),
+        "run": row.get("run"),
+        "resolved": row.get("resolved"),
+        "error_kind": row.get("error_kind"),
+        "cost_usd": row.get("cost_usd"),
+        "num_turns": row.get("num_turns"),
+        "output_tokens": row.get("output_tokens"),
+        "churn": (
+            f"{row.get('diff_files') or 0}f/+{row.get('diff_insertions') or 0}/\u2212{row.get('diff_deletions') or 0}"
+        ),
+        "session_ids": list(row.get("session_ids") or []),
+        "skill_invoked": row.get("skill_invoked"),
+        "patch_file": patch_name(index) if patch_staged else None,
+        "transcript_files": [transcript_name(index, session) for session in range(transcripts_staged)],
+        "verify_tail": str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
+    }
+
+
+def read_learnings(path: Path | None, evolvable: Sequence[str], cap: int = MAX_LEARNINGS) -> list[dict[str, Any]]:
+    """The last ``cap`` learning-queue entries about an evolvable skill.
+
+    The queue is hints appended by live skill runs, not an artifact: blank, malformed and
+    non-object lines are skipped, and a missing file (or no path) is an empty queue.
+    """
+    if path is None or cap <= 0:
+        return []
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    wanted = set(evolvable)
+    kept: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("skill"), str) and entry["skill"] in wanted:
+            kept.append(entry)
+    return kept[-cap:]
+
+
+# ─── Run folders and safe reads ─────────────────────────────────────────────
+
+
+def _component(value: Any, what: str) -> str:
+    if not isinstance(value, str) or value in {"", ".", ".."} or "/" in value or "\\" in value or "\0" in value:
+        raise EvidenceError(f"result row {what} {value!r} is not a single safe path component")
+    return value
+
+
+def run_folder(results_root: Path, row: dict[str, Any], generation: int | None) -> Path:
+    """Where a row's cell wrote its artifacts.
+
+    Candidate arms (``candidate_…``) ran in generation ``generation``: ``<root>/gen<N>/cells/…``;
+    every other arm is shared across generations: ``<root>/cells/<task>/<arm>/run<i>``.
+    """
+    task = _component(row.get("task"), "task")
+    arm = _component(row.get("arm"), "arm")
+    run = row.get("run")
+    if not isinstance(run, int) or isinstance(run, bool) or run < 0:
+        raise EvidenceError(f"result row run {run!r} is not an integer >= 0")
+    base = Path(results_root)
+    if arm.startswith(CANDIDATE_PREFIX):
+        if generation is None:
+            raise EvidenceError(
+                f"row {task}/{arm}/run{run} is a candidate arm but no generation was given; "
+                "pass the generation whose results.jsonl the rows came from"
+            )
+        base = base / f"gen{generation}"
+    return base / "cells" / task / arm / f"run{run}"
+
+
+def _real_subdirectory(root: Path, folder: Path, *, owner_only_last: bool = False) -> bool:
+    """True when every component of ``folder`` below ``root`` is a real directory; False when one is missing.
+
+    A symlink or non-directory on the way refuses; ``owner_only_last`` also refuses group/other bits
+    on the last component.
+    """
+    relative = folder.relative_to(root)
+    current = root
+    for position, part in enumerate(relative.parts, start=1):
+        current = current / part
+        try:
+            metadata = current.lstat()
+        except FileNotFoundError:
+            return False
+        if stat.S_ISLNK(metadata.st_mode) or not stat.S_ISDIR(metadata.st_mode):
+            raise EvidenceError(f"{current} must be a real directory, not a symlink or file")
+        if owner_only_last and position == len(relative.parts) and stat.S_IMODE(metadata.st_mode) & 0o077:
+            raise EvidenceError(f"{current} must be owner-only (0700); run folders keep transcripts private")
+    return True
+
+
+def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
+    """Open a regular non-symlink file, refusing a swap between the check and the open."""
+    try:
+        before = path.lstat()
+    except OSError as exc:
+        raise EvidenceError(f"{what} is unavailable: {path}: {exc.strerror}") from exc
+    if stat.S_ISLNK(before.st_mode) or not stat.S_ISREG(before.st_mode):
+        raise EvidenceError(f"{what} must be a regular non-symlink file: {path}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise EvidenceError(f"{what} cannot be opened: {path}: {exc.strerror}") from exc
+    opened = os.fstat(descriptor)
+    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
+        os.close(descriptor)
+        raise EvidenceError(f"{what} changed while being opened: {path}")
+    return descriptor, opened
+
+
+def _read_to_end(descriptor: int, limit: int, path: Path, what: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := os.read(descriptor, 64 * 1024):
+        total += len(chunk)
+        if total > limit:
+            raise EvidenceError(f"{what} grew past {limit} bytes while being read: {path}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _read_patch(path: Path) -> bytes:
+    """The patch bytes; past MAX_SOURCE_BYTES only the tail, starting at a line boundary."""
+    descriptor, opened = _open_regular(path, "patch")
+    try:
+        size = opened.st_size
+        if size <= MAX_SOURCE_BYTES:
+            payload = _read_to_end(descriptor, MAX_SOURCE_BYTES, path, "patch")
+        else:
+            os.lseek(descriptor, size - MAX_SOURCE_BYTES, os.SEEK_SET)
+            payload = _read_to_end(descriptor, MAX_SOURCE_BYTES, path, "patch")
+            # The first line is partial: it could hold the tail of a secret redaction would no longer match.
+            newline = payload.find(b"\n")
+            payload = payload[newline + 1 :] if newline >= 0 else b""
+        after = os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+    if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        raise EvidenceError(f"patch changed while being read: {path}")
+    return payload
+
+
+def _transcript_metadata(metadata: Any, where: str) -> tuple[str, str, int]:
+    """Check a transcript artifact reference without touching the filesystem."""
+    if not isinstance(metadata, dict) or set(metadata) != TRANSCRIPT_KEYS:
+        keys = sorted(map(str, metadata)) if isinstance(metadata, dict) else type(metadata).__name__
+        raise EvidenceError(f"{where}: transcript metadata must have exactly path, sha256, bytes, source (got {keys})")
+    if metadata["source"] != TRANSCRIPT_SOURCE:
+        raise EvidenceError(
+            f"{where}: transcript source {metadata['source']!r} is not {TRANSCRIPT_SOURCE!r}; "
+            "only the parent-captured event stream is evidence"
+        )
+    relative, digest, size = metadata["path"], metadata["sha256"], metadata["bytes"]
+    if not isinstance(relative, str):
+        raise EvidenceError(f"{where}: transcript path must be a string (got {relative!r})")
+    parts = PurePosixPath(relative).parts
+    if (
+        relative != f"transcripts/{parts[-1] if parts else ''}"
+        or len(parts) != 2
+        or not _TRANSCRIPT_NAME.fullmatch(parts[1])
+        or parts[1] in {".", ".."}
+    ):
+        raise EvidenceError(f"{where}: transcript path {relative!r} must be transcripts/<name>.jsonl in the run folder")
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        raise EvidenceError(f"{where}: transcript sha256 {digest!r} is not a lowercase hex SHA-256")
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_TRANSCRIPT_BYTES:
+        raise EvidenceError(f"{where}: transcript bytes {size!r} must be an integer within 0..{MAX_TRANSCRIPT_BYTES}")
+    return relative, digest, size
+
+
+def _read_transcript(folder: Path, relative: str, digest: str, size: int) -> bytes:
+    """The transcript's bytes, only if it is exactly the owner-only artifact its row recorded."""
+    path = folder / relative
+    descriptor, opened = _open_regular(path, "transcript")
+    try:
+        if stat.S_IMODE(opened.st_mode) & 0o077:
+            raise EvidenceError(f"transcript must be owner-only (0600): {path}")
+        if opened.st_size != size:
+            raise EvidenceError(f"transcript size {opened.st_size} does not match its result row ({size}): {path}")
+        payload = _read_to_end(descriptor, size, path, "transcript")
+        after = os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+    if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(payload) != size:
+        raise EvidenceError(f"transcript changed while being read: {path}")
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise EvidenceError(f"transcript SHA-256 does not match its result row (tampered or replaced): {path}")
+    return payload
+
+
+# ─── Redaction and bounding ─────────────────────────────────────────────────
+
+
+def _redacted_json(document: Any, secrets: Sequence[str], name: str) -> bytes:
+    try:
+        text = redact_text(artifacts.canonical_json(redact_value(document, secrets)), secrets)
+        json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise EvidenceError(f"{name}: cannot be redacted into valid JSON ({exc})") from exc
+    return text.encode("utf-8")
+
+
+def _redacted_jsonl(payload: bytes, secrets: Sequence[str]) -> str:
+    """Each parseable line structurally (credential keys blanked), then the whole text literally."""
+    lines = payload.decode("utf-8", errors="replace").split("\n")
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            lines[number] = json.dumps(
+                redact_value(json.loads(line), secrets),
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+                allow_nan=False,
+            )
+        except (ValueError, RecursionError):
+            pass  # not a JSON line (or one redaction cannot rebuild): the text pass still covers it
+    return redact_text("\n".join(lines), secrets)
+
+
+def _tail(payload: bytes, limit: int) -> tuple[bytes, bool]:
+    """The last ``limit`` bytes of UTF-8 ``payload``, starting on a character boundary."""
+    if len(payload) <= limit:
+        return payload, False
+    cut = payload[len(payload) - limit :]
+    start = 0
+    while start < len(cut) and cut[start] & 0xC0 == 0x80:
+        start += 1
+    return cut[start:], True
+
+
+def _bounded(name: str, payload: bytes) -> bytes:
+    if len(payload) > MAX_FILE_BYTES:
+        raise EvidenceError(
+            f"{name} is {len(payload)} bytes after redaction, over the per-file limit of {MAX_FILE_BYTES}"
+        )
+    return payload
+
+
+# ─── Staging ────────────────────────────────────────────────────────────────
+
+
+def _check_rows_layout(rows_path: Path, generation: int | None) -> None:
+    """A results.jsonl inside gen<N>/ or sweep/ names its generation; a different one would misfile candidates."""
+    folder = Path(rows_path).parent.name
+    match = _GENERATION_FOLDER.fullmatch(folder)
+    if match and generation != int(match.group(1)):
+        raise EvidenceError(
+            f"{rows_path} holds generation {int(match.group(1))}'s rows but generation {generation!r} was given; "
+            "pass the generation that produced the rows"
+        )
+    if folder == "sweep" and generation is not None:
+        raise EvidenceError(f"{rows_path} holds sweep rows but generation {generation} was given; pass None")
+
+
+def _row_files(
+    results_root: Path, row: dict[str, Any], index: int, generation: int | None, secrets: Sequence[str]
+) -> dict[str, tuple[bytes, bool]]:
+    """The redacted, bounded patch and transcripts of selected row ``index``, verified against the row."""
+    where = f"selected row {index} ({row.get('task')}/{row.get('arm')}/run{row.get('run')})"
+    references = row.get("transcript_artifacts") or []
+    if not isinstance(references, list):
+        raise EvidenceError(f"{where}: transcript_artifacts must be a list")
+    if len(references) > MAX_TRANSCRIPTS_PER_ROW:
+        raise EvidenceError(f"{where}: {len(references)} transcripts exceed the limit of {MAX_TRANSCRIPTS_PER_ROW}")
+    checked = [_transcript_metadata(reference, where) for reference in references]
+    if len({relative for relative, _, _ in checked}) != len(checked):
+        raise EvidenceError(f"{where}: the same transcript path is listed twice")
+
+    folder = run_folder(results_root, row, generation)
+    files: dict[str, tuple[bytes, bool]] = {}
+    if not _real_subdirectory(results_root, folder):
+        if checked:
+            raise EvidenceError(f"{where}: run folder {folder} is missing but the row names transcripts")
+        return files
+    patch = folder / "patch.diff"
+    if os.path.lexists(patch):
+        text = redact_text(_read_patch(patch).decode("utf-8", errors="replace"), secrets)
+        files[patch_name(index)] = _tail(text.encode("utf-8"), MAX_FILE_BYTES)
+    if checked and not _real_subdirectory(results_root, folder / "transcripts", owner_only_last=True):
+        raise EvidenceError(f"{where}: transcript folder {folder / 'transcripts'} is missing")
+    for session, (relative, digest, size) in enumerate(checked):
+        text = _redacted_jsonl(_read_transcript(folder, relative, digest, size), secrets)
+        files[transcript_name(index, session)] = _tail(text.encode("utf-8"), MAX_FILE_BYTES)
+    return files
+
+
+def _read_rows(results_root: Path | None, rows_path: Path | None, generation: int | None) -> list[dict[str, Any]]:
+    if rows_path is None:
+        return []
+    if results_root is None:
+        raise EvidenceError(f"{rows_path}: rows were given without results_root; their run folders cannot be found")
+    if not Path(results_root).is_dir():
+        raise EvidenceError(f"results root {results_root} is not a directory")
+    _check_rows_layout(Path(rows_path), generation)
+    try:
+        return artifacts.read_jsonl(Path(rows_path), "result-row")
+    except artifacts.ArtifactError as exc:
+        raise EvidenceError(str(exc)) from exc
+
+
+def _read_prior_proposal(path: Path, secrets: Sequence[str]) -> bytes:
+    descriptor, opened = _open_regular(Path(path), "prior proposal")
+    try:
+        if opened.st_size > MAX_FILE_BYTES:
+            raise EvidenceError(f"prior proposal is {opened.st_size} bytes, over the per-file limit: {path}")
+        payload = _read_to_end(descriptor, MAX_FILE_BYTES, Path(path), "prior proposal")
+    finally:
+        os.close(descriptor)
+    text = redact_text(payload.decode("utf-8", errors="replace"), secrets)
+    return _bounded(PROPOSAL_FILE, text.encode("utf-8"))
+
+
+def _file_entry(name: str, payload: bytes, truncated: bool) -> dict[str, Any]:
+    return {"name": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "truncated": truncated}
+
+
+def _as_given(path: Path | None, secrets: Sequence[str]) -> str | None:
+    return None if path is None else redact_text(str(path), secrets)
+
+
+def _write_bundle(destination: Path, files: dict[str, bytes]) -> None:
+    """Write every file into a hidden sibling folder, then rename it to ``destination``; nothing on failure."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent))
+    try:
+        staging.chmod(0o700)
+        for name, payload in files.items():
+            descriptor = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(descriptor, 0o600)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(descriptor, view) :]
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        if os.path.lexists(destination):
+            raise EvidenceError(f"evidence destination appeared while staging: {destination}")
+        os.rename(staging, destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def stage_evidence(
+    *,
+    destination: Path,
+    results_root: Path | None,
+    rows_path: Path | None,
+    generation: int | None,
+    promotion_path: Path | None,
+    prior_proposal: Path | None,
+    learnings: list[dict[str, Any]],
+    secrets: list[str],
+) -> dict[str, Any]:
+    """Build the evidence bundle folder ``destination`` and return its ``evidence-manifest/v1`` document.
+
+    ``generation`` is the generation that produced the rows (its candidate cells live under
+    ``gen<N>/cells``; None for a sweep). With no ``rows_path`` (a first generation without seed
+    results) the bundle holds no rows but is still complete. Every transcript is verified against
+    its row before anything is written; any problem raises EvidenceError and leaves no folder.
+    """
+    destination = Path(destination)
+    if os.path.lexists(destination):
+        raise EvidenceError(f"evidence destination already exists: {destination}; remove it to restage")
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool) or generation < 0):
+        raise EvidenceError(f"generation must be an integer >= 0 or None (got {generation!r})")
+
+    rows = _read_rows(results_root, rows_path, generation)
+    selected = select_evidence(rows)
+    root = Path(results_root) if results_root is not None else Path()
+    row_files = [_row_files(root, row, index, generation, secrets) for index, row in enumerate(selected)]
+
+    if promotion_path is None:
+        gate_summary: list[str] = []
+    else:
+        try:
+            gate_summary = summarize_gate(artifacts.read_artifact(Path(promotion_path), "promotion"))
+        except artifacts.ArtifactError as exc:
+            raise EvidenceError(str(exc)) from exc
+    fixed = {
+        LEARNINGS_FILE: _bounded(LEARNINGS_FILE, _redacted_json(learnings, secrets, LEARNINGS_FILE)),
+        GATE_FILE: _bounded(GATE_FILE, _redacted_json(gate_summary, secrets, GATE_FILE)),
+    }
+    proposal = None if prior_proposal is None else _read_prior_proposal(Path(prior_proposal), secrets)
+
+    kept_rows = len(selected)
+    keep_proposal = proposal is not None
+    while True:
+        compact = [
+            compact_row(
+                row,
+                index,
+                patch_staged=patch_name(index) in row_files[index],
+                transcripts_staged=sum(1 for name in row_files[index] if name.startswith("transcript-")),
+            )
+            for index, row in enumerate(selected[:kept_rows])
+        ]
+        staged: dict[str, tuple[bytes, bool]] = {
+            ROWS_FILE: (_bounded(ROWS_FILE, _redacted_json(compact, secrets, ROWS_FILE)), False),
+            **{name: (payload, False) for name, payload in fixed.items()},
+        }
+        if keep_proposal and proposal is not None:
+            staged[PROPOSAL_FILE] = (proposal, False)
+        for files in row_files[:kept_rows]:
+            staged.update(files)
+        entries = [_file_entry(name, *staged[name]) for name in sorted(staged)]
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "generation": generation,
+            "sources": {
+                "results_root": _as_given(results_root, secrets),
+                "rows": _as_given(rows_path, secrets),
+                "promotion": _as_given(promotion_path, secrets),
+                "prior_proposal": _as_given(prior_proposal, secrets),
+            },
+            "limits": {
+                "max_rows": MAX_EVIDENCE_ROWS,
+                "max_transcripts_per_row": MAX_TRANSCRIPTS_PER_ROW,
+                "max_learnings": MAX_LEARNINGS,
+                "verify_tail_chars": VERIFY_TAIL_CHARS,
+                "max_file_bytes": MAX_FILE_BYTES,
+                "max_bundle_bytes": MAX_BUNDLE_BYTES,
+            },
+            "counts": {
+                "rows_read": len(rows),
+                "rows_excluded": sum(1 for row in rows if row.get("error_kind") in EXCLUDED),
+                "rows_selected": len(selected),
+                "rows_staged": kept_rows,
+                "patches": sum(1 for name in staged if name.startswith("patch-")),
+                "transcripts": sum(1 for name in staged if name.startswith("transcript-")),
+                "learnings": len(learnings),
+                "gate_decisions": len(gate_summary),
+            },
+            "files": entries,
+            "total_bytes": sum(entry["bytes"] for entry in entries),
+            "trimmed_rows": len(selected) - kept_rows,
+            "prior_proposal_staged": keep_proposal,
+            "prior_proposal_dropped": proposal is not None and not keep_proposal,
+        }
+        try:
+            artifacts.validate(manifest, "evidence-manifest", source=destination / MANIFEST_FILE)
+        except artifacts.ArtifactError as exc:
+            raise EvidenceError(str(exc)) from exc
+        manifest_bytes = artifacts.canonical_json(manifest).encode("utf-8")
+        total = manifest["total_bytes"] + len(manifest_bytes)
+        if total <= MAX_BUNDLE_BYTES:
+            break
+        if kept_rows:
+            kept_rows -= 1
+        elif keep_proposal:
+            keep_proposal = False
+        else:
+            raise EvidenceError(
+                f"evidence bundle is {total} bytes with no rows and no prior proposal, over the total byte limit "
+                f"of {MAX_BUNDLE_BYTES}; shorten the learning queue"
+            )
+
+    payloads = {name: payload for name, (payload, _) in staged.items()}
+    payloads[MANIFEST_FILE] = manifest_bytes
+    _write_bundle(destination, payloads)
+    return manifest

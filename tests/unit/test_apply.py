@@ -1,0 +1,442 @@
+"""`skillbench apply`: evidence-bound, all-or-nothing promotion of a frozen overlay into a real git repository."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from skillbench import apply, artifacts, gate, overlay, repo
+from skillbench.apply import ApplyError, apply_promotion, format_applied, load_config, validate_promotion_for_apply
+
+MODEL = "claude-sonnet-4-20250514"
+GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+NOW = GENERATED_AT + timedelta(days=1)
+PAIRS = [("workflow", "candidate_workflow"), ("workflow_direct", "candidate_workflow_direct")]
+INCUMBENT = {"SKILL.md": b"# change-work\nincumbent steps\n", "reference.md": b"incumbent reference\n"}
+CANDIDATE = {"SKILL.md": b"# change-work\ncandidate steps, shorter\n", "reference.md": b"candidate reference\n"}
+TARGETS = [
+    ".claude/skills/change-work/SKILL.md",
+    "plugin/skills/change-work/SKILL.md",
+    ".claude/skills/change-work/reference.md",
+    "plugin/skills/change-work/reference.md",
+]
+CONFIG_YAML = f"""
+experiment: demo
+model:
+  name: {MODEL}
+  effort: high
+skills:
+  root: .claude/skills
+  evolvable: [change-plan, change-work]
+  mirrors: [plugin/skills]
+gate:
+  min_improvement_pct: {{min_improvement}}
+"""
+
+
+# ─── Fixtures ───────────────────────────────────────────────────────────────
+
+
+def git(repository: Path, *args: str) -> str:
+    result = subprocess.run(["git", *repo.SAFE_GIT_CONFIG, "-C", str(repository), *args], env=repo.git_environment(),
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def write_config(tmp_path: Path, *, min_improvement: float = 5.0, model: str = MODEL) -> dict:
+    path = tmp_path / f"config-{min_improvement}-{model}.yaml"
+    path.write_text(CONFIG_YAML.format(min_improvement=min_improvement).replace(MODEL, model), encoding="utf-8")
+    return load_config(path)
+
+
+def task_binding() -> dict:
+    return artifacts.validate({
+        "schema": "task-binding/v1",
+        "id": "t1",
+        "class": "demo",
+        "expensive": False,
+        "target": "snapshot:t1",
+        "ref": "HEAD",
+        "resolved_sha": "1" * 40,
+        "sanitized_sha": "2" * 40,
+        "prompt_digest": "3" * 64,
+        "setup_digest": "4" * 64,
+        "verify_digest": "5" * 64,
+        "oracle_digest": "6" * 64,
+        "oracle_command_digest": "7" * 64,
+        "oracle_manifest_digest": "8" * 64,
+        "oracle_files": [{"target": "test_hidden.py", "sha256": "9" * 64, "size": 42}],
+    }, "task-binding")
+
+
+def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
+    return artifacts.validate({
+        "schema": "result-row/v1", "task": "t1", "class": "demo", "run": run, "arm": arm, "ok": True,
+        "resolved": True, "authored_tests_passed": True, "authored_test_output": "", "verify_output": "",
+        "oracle_passed": True, "oracle_output": "hidden oracle passed", "error_kind": None, "error_detail": None,
+        "evidence_diagnostics": [], "input_tokens": 1000, "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0, "output_tokens": 100, "cost_usd": cost, "cost_check": None,
+        "duration_s": 10.0, "num_turns": 5, "session_ids": [f"{arm}-{run}"], "transcript_artifacts": [],
+        "transcript_missing": False, "skill_invoked": True, "tool_use_counts": {}, "plan_produced": True,
+        "diff_files": 1, "diff_insertions": 3, "diff_deletions": 1, "model": MODEL, "effort": "high",
+        "provider": "scripted", "cli_version": "2.0.0", "task_ref": "HEAD", "task_base_sha": "1" * 40,
+        "sanitized_task_sha": "2" * 40, "variant_head_sha": "3" * 40, "task_prompt_digest": "3" * 64,
+        "skill_digest": "a" * 64,
+        "candidate_overlay_digest": overlay_digest if arm.startswith("candidate_") else None,
+        "oracle_digest": "6" * 64, "oracle_command_digest": "7" * 64, "oracle_manifest_digest": "8" * 64,
+        "sandbox_backend": "bwrap", "recorded_at": "2026-03-01T11:00:00Z",
+    }, "result-row")
+
+
+def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8) -> dict:
+    rows = []
+    for incumbent, candidate in PAIRS:
+        for run in range(3):
+            rows += [result_row(incumbent, run, 1.0, digest), result_row(candidate, run, candidate_cost, digest)]
+    binding = {
+        "benchmark_model": MODEL,
+        "effort": "high",
+        "proposer_model": None,
+        "candidate_origin": "manual-initial-overlay",
+        "candidate_overlay_digest": digest,
+        "required_candidate_arms": [candidate for _, candidate in PAIRS],
+        "selected_tasks": [task_binding()],
+        "target_base_digests": base_digests,
+    }
+    document = gate.promotion_document(rows, pairs=PAIRS, policy=gate.resolve_policy(config["gate"]), binding=binding,
+                                       run_status="complete", generated_at=GENERATED_AT)
+    return artifacts.validate(document, "promotion")
+
+
+class Experiment:
+    def __init__(self, tmp_path: Path):
+        self.tmp = tmp_path
+        self.repository = tmp_path / "repo"
+        for tree in (".claude/skills/change-work", "plugin/skills/change-work"):
+            folder = self.repository / tree
+            folder.mkdir(parents=True)
+            for name, content in INCUMBENT.items():
+                (folder / name).write_bytes(content)
+        (self.repository / "plugin/skills/change-work/reference.md").chmod(0o600)
+        git(self.repository, "init", "--quiet")
+        git(self.repository, "add", "--all")
+        git(self.repository, "commit", "--quiet", "-m", "incumbent skills")
+        self.head = git(self.repository, "rev-parse", "HEAD").strip()
+
+        self.config = write_config(tmp_path)
+        source = tmp_path / "candidate" / ".claude" / "skills" / "change-work"
+        source.mkdir(parents=True)
+        for name, content in CANDIDATE.items():
+            (source / name).write_bytes(content)
+
+        self.results = tmp_path / "results" / "demo"
+        artifacts.write_artifact(self.results / "tasks" / "bindings.json", {
+            "schema": "task-bindings/v1", "suite": "tasks/demo/tasks.yaml", "tasks": [task_binding()],
+            "skipped_expensive": [],
+        }, "task-bindings")
+        self.gen = self.results / "gen0"
+        self.frozen = self.gen / "frozen-overlay"
+        evolvable = self.config["skills"]["evolvable"]
+        self.digest = overlay.freeze(tmp_path / "candidate", self.frozen, evolvable)
+        files = overlay.overlay_files(self.frozen, evolvable)
+        targets = overlay.promotion_targets(files, skills_root=".claude/skills", mirrors=["plugin/skills"])
+        assert targets == TARGETS
+        self.base_digests = overlay.committed_target_digests(self.repository, targets)
+        artifacts.write_artifact(self.gen / "overlay.json", {
+            "schema": "overlay/v1",
+            "generation": 0,
+            "candidate_origin": "manual-initial-overlay",
+            "source": str(tmp_path / "candidate"),
+            "proposer_model": None,
+            "digest": self.digest,
+            "files": overlay.overlay_summary(files),
+            "touched_skills": ["change-work"],
+            "required_candidate_arms": [candidate for _, candidate in PAIRS],
+            "pairs": [list(pair) for pair in PAIRS],
+            "targets": targets,
+            "target_base_digests": self.base_digests,
+        }, "overlay")
+        self.promotion = promotion(self.config, self.digest, self.base_digests)
+        assert [decision["decision"] for decision in self.promotion["decisions"]] == ["promote", "promote"]
+        self.write_promotion(self.promotion)
+
+    def write_promotion(self, document: dict, generation: int = 0) -> None:
+        artifacts.write_artifact(self.results / f"gen{generation}" / "promotion.json", document, "promotion")
+
+    def snapshot(self) -> dict[str, tuple[bytes, int]]:
+        return {target: ((self.repository / target).read_bytes(), stat.S_IMODE((self.repository / target).stat().st_mode))
+                for target in TARGETS}
+
+    def leftovers(self) -> list[str]:
+        return sorted(str(path.relative_to(self.repository)) for path in self.repository.rglob(".skillbench-apply-*")
+                      if ".git" not in path.parts and not path.name.startswith(apply.RECOVERY_PREFIX))
+
+    def apply(self, **kwargs) -> list[str]:
+        kwargs.setdefault("config", self.config)
+        kwargs.setdefault("now", NOW)
+        return apply_promotion(self.results, repository=self.repository, **kwargs)
+
+
+@pytest.fixture
+def experiment(tmp_path):
+    made = Experiment(tmp_path)
+    yield made
+    overlay.thaw(made.frozen)
+
+
+def refused(experiment: Experiment, match: str, **kwargs) -> None:
+    before = experiment.snapshot()
+    with pytest.raises(ApplyError, match=match):
+        experiment.apply(**kwargs)
+    assert experiment.snapshot() == before
+    assert experiment.leftovers() == []
+    assert git(experiment.repository, "rev-parse", "HEAD").strip() == experiment.head
+
+
+# ─── Success ────────────────────────────────────────────────────────────────
+
+
+def test_applies_canonical_and_mirror_files_without_committing(experiment):
+    modes = {target: mode for target, (_, mode) in experiment.snapshot().items()}
+    # A later generation that did not promote is skipped in favour of the promoted gen0.
+    keep = copy.deepcopy(experiment.promotion)
+    for decision in keep["decisions"]:
+        decision["decision"] = "keep_incumbent"
+    experiment.write_promotion(keep, generation=1)
+
+    written = experiment.apply()
+
+    assert written == TARGETS
+    for target in TARGETS:
+        assert (experiment.repository / target).read_bytes() == CANDIDATE[Path(target).name]
+    assert {target: mode for target, (_, mode) in experiment.snapshot().items()} == modes
+    assert experiment.leftovers() == []
+    assert git(experiment.repository, "rev-parse", "HEAD").strip() == experiment.head
+    status = sorted(line[3:] for line in git(experiment.repository, "status", "--porcelain").splitlines())
+    assert status == sorted(TARGETS)
+    assert git(experiment.repository, "diff", "--cached", "--name-only") == ""
+    text = format_applied(written)
+    assert all(target in text for target in TARGETS) and "nothing was committed" in text
+
+
+def test_load_config_fills_the_schema_defaults(tmp_path):
+    config = write_config(tmp_path)
+    assert config["gate"]["metric"] == "cost_usd"
+    assert config["gate"]["min_runs"] == 3
+    assert config["model"]["effort"] == "high"
+    assert "workflow" in config["arms"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("runs: 0\n", encoding="utf-8")
+    with pytest.raises(ApplyError, match="does not match"):
+        load_config(bad)
+
+
+# ─── Refusals: every target byte-identical afterwards ───────────────────────
+
+
+def test_refuses_a_drifted_target(experiment):
+    (experiment.repository / "plugin/skills/change-work/SKILL.md").write_bytes(b"edited by hand\n")
+    refused(experiment, "differ from HEAD")
+
+
+def test_refuses_a_target_changed_at_head(experiment):
+    mirror = experiment.repository / "plugin/skills/change-work/reference.md"
+    mirror.write_bytes(b"committed later\n")
+    git(experiment.repository, "commit", "--quiet", "-am", "later change")
+    experiment.head = git(experiment.repository, "rev-parse", "HEAD").strip()
+    refused(experiment, "target_base_digests|binding mismatch")
+
+
+def test_refuses_expired_evidence(experiment):
+    refused(experiment, "promotion evidence has expired", now=GENERATED_AT + timedelta(days=91))
+
+
+def test_refuses_future_dated_evidence(experiment):
+    refused(experiment, "generated in the future", now=GENERATED_AT - timedelta(hours=1))
+
+
+def test_accepts_small_clock_skew(experiment):
+    assert experiment.apply(now=GENERATED_AT - timedelta(minutes=4)) == TARGETS
+
+
+def test_refuses_a_tampered_frozen_overlay(experiment):
+    frozen_file = experiment.frozen / ".claude/skills/change-work/reference.md"
+    frozen_file.chmod(0o600)
+    frozen_file.write_bytes(b"sneaky edit\n")
+    frozen_file.chmod(0o400)
+    refused(experiment, "frozen overlay was tampered with")
+
+
+def test_refuses_a_changed_policy(experiment, tmp_path):
+    refused(experiment, "promotion binding mismatch for policy", config=write_config(tmp_path, min_improvement=10.0))
+
+
+def test_refuses_a_changed_model(experiment, tmp_path):
+    config = write_config(tmp_path, model="claude-opus-4-20250514")
+    refused(experiment, "promotion binding mismatch for benchmark_model", config=config)
+
+
+def test_refuses_changed_mirrors(experiment):
+    config = copy.deepcopy(experiment.config)
+    config["skills"]["mirrors"] = []
+    refused(experiment, "promotion targets", config=config)
+
+
+def test_refuses_a_keep_incumbent_decision(experiment):
+    document = copy.deepcopy(experiment.promotion)
+    document["decisions"][1]["decision"] = "keep_incumbent"
+    experiment.write_promotion(document)
+    refused(experiment, "no promoted generation in")
+    with pytest.raises(ApplyError, match="candidate_workflow_direct is not promotable: keep_incumbent"):
+        validate_promotion_for_apply(document, **bound(experiment))
+
+
+def test_refuses_without_any_promotion(experiment):
+    (experiment.gen / "promotion.json").unlink()
+    refused(experiment, "no promoted generation in")
+
+
+# ─── validate_promotion_for_apply directly ──────────────────────────────────
+
+
+def bound(experiment: Experiment, **overrides) -> dict:
+    values = {
+        "overlay_digest": experiment.digest,
+        "benchmark_model": MODEL,
+        "effort": "high",
+        "proposer_model": None,
+        "candidate_origin": "manual-initial-overlay",
+        "selected_tasks": [task_binding()],
+        "target_base_digests": experiment.base_digests,
+        "required_candidate_arms": [candidate for _, candidate in PAIRS],
+        "pairs": PAIRS,
+        "policy": gate.resolve_policy(experiment.config["gate"]),
+        "now": NOW,
+    }
+    values.update(overrides)
+    return values
+
+
+def test_validate_accepts_the_fixture(experiment):
+    validate_promotion_for_apply(experiment.promotion, **bound(experiment))
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("effort", None),
+    ("proposer_model", "claude-sonnet-4-20250514"),
+    ("candidate_origin", "model-proposer"),
+    ("overlay_digest", "f" * 64),
+    ("required_candidate_arms", ["candidate_workflow"]),
+    ("target_base_digests", {TARGETS[0]: "0" * 64}),
+])
+def test_validate_refuses_every_binding_mismatch(experiment, field, value):
+    overrides = {field: value}
+    if field == "required_candidate_arms":
+        overrides["pairs"] = PAIRS[:1]
+    name = "candidate_overlay_digest" if field == "overlay_digest" else field
+    with pytest.raises(ApplyError, match=f"promotion binding mismatch for {name}"):
+        validate_promotion_for_apply(experiment.promotion, **bound(experiment, **overrides))
+
+
+def test_validate_refuses_changed_selected_tasks(experiment):
+    tasks = [task_binding()]
+    tasks[0]["oracle_digest"] = "e" * 64
+    with pytest.raises(ApplyError, match="promotion binding mismatch for selected_tasks"):
+        validate_promotion_for_apply(experiment.promotion, **bound(experiment, selected_tasks=tasks))
+    with pytest.raises(ApplyError, match="no selected tasks"):
+        validate_promotion_for_apply(experiment.promotion, **bound(experiment, selected_tasks=[]))
+    broken = [task_binding()]
+    broken[0]["oracle_files"] = []
+    with pytest.raises(ApplyError, match="hidden-oracle files"):
+        validate_promotion_for_apply(experiment.promotion, **bound(experiment, selected_tasks=broken))
+
+
+def test_validate_refuses_bad_decisions_and_documents(experiment):
+    reordered = copy.deepcopy(experiment.promotion)
+    reordered["decisions"].reverse()
+    with pytest.raises(ApplyError, match="do not cover exactly"):
+        validate_promotion_for_apply(reordered, **bound(experiment))
+    duplicated = copy.deepcopy(experiment.promotion)
+    duplicated["decisions"][1] = copy.deepcopy(duplicated["decisions"][0])
+    with pytest.raises(ApplyError, match="duplicate promotion decision"):
+        validate_promotion_for_apply(duplicated, **bound(experiment))
+    wrong_incumbent = copy.deepcopy(experiment.promotion)
+    wrong_incumbent["decisions"][0]["incumbent_arm"] = "baseline"
+    with pytest.raises(ApplyError, match="pairs it with baseline"):
+        validate_promotion_for_apply(wrong_incumbent, **bound(experiment))
+    aborted = copy.deepcopy(experiment.promotion)
+    aborted["run_status"] = "aborted"
+    with pytest.raises(ApplyError, match="run_status"):
+        validate_promotion_for_apply(aborted, **bound(experiment))
+    with pytest.raises(ApplyError, match="not a valid promotion"):
+        validate_promotion_for_apply({**experiment.promotion, "extra": 1}, **bound(experiment))
+    stretched = copy.deepcopy(experiment.promotion)
+    stretched["evidence_expires_at"] = "2026-07-01T12:00:00Z"
+    with pytest.raises(ApplyError, match="at most 90 days"):
+        validate_promotion_for_apply(stretched, **bound(experiment))
+    policy = {**gate.resolve_policy(experiment.config["gate"]), "metric": "output_tokens"}
+    with pytest.raises(ApplyError, match="mismatch for policy"):
+        validate_promotion_for_apply(experiment.promotion, **bound(experiment, policy=policy))
+
+
+# ─── Failures inside the transaction ────────────────────────────────────────
+
+
+def test_a_failure_between_two_swaps_rolls_everything_back(experiment):
+    calls: list[tuple[Path, Path]] = []
+
+    def flaky(source, target):
+        calls.append((Path(source), Path(target)))
+        if len(calls) == 2:
+            raise OSError("disk vanished mid-transaction")
+        os.replace(source, target)
+
+    refused(experiment, "overlay apply failed and all replacements were rolled back: disk vanished", swap=flaky)
+    # swap 1 published the first target, swap 2 failed, swap 3 restored the first target from its backup.
+    assert [target for _, target in calls] == [experiment.repository / TARGETS[0],
+                                              experiment.repository / TARGETS[1],
+                                              experiment.repository / TARGETS[0]]
+    assert not list(experiment.repository.glob(".skillbench-apply-recovery-*"))
+
+
+def test_a_failed_rollback_writes_a_recovery_file(experiment):
+    calls = []
+
+    def broken(source, target):
+        calls.append(target)
+        if len(calls) >= 2:
+            raise OSError("read-only file system")
+        os.replace(source, target)
+
+    with pytest.raises(ApplyError, match="rollback was incomplete; recovery: ") as info:
+        experiment.apply(swap=broken)
+    recoveries = list(experiment.repository.glob(".skillbench-apply-recovery-*.json"))
+    assert len(recoveries) == 1 and str(recoveries[0]) in str(info.value)
+    record = json.loads(recoveries[0].read_text(encoding="utf-8"))
+    assert record["transaction_state"] == "rollback-incomplete"
+    assert "read-only file system" in record["failure"]
+    states = {entry["path"]: entry for entry in record["targets"]}
+    assert states[TARGETS[0]]["state"] == "candidate"
+    assert all(states[target]["state"] == "original" for target in TARGETS[1:])
+    backup = Path(states[TARGETS[0]]["backup"])
+    assert backup.read_bytes() == INCUMBENT["SKILL.md"]
+    assert all(states[target]["backup"] is None for target in TARGETS[1:])
+    # Only the backup the recovery file names is left behind.
+    assert experiment.leftovers() == [str(backup.relative_to(experiment.repository))]
+
+
+def test_write_transaction_refuses_a_drifted_base_before_writing(experiment):
+    target = experiment.repository / TARGETS[2]
+    target.write_bytes(b"drifted\n")
+    before = experiment.snapshot()
+    plan = [(path, CANDIDATE[Path(path).name], experiment.base_digests[path]) for path in TARGETS]
+    with pytest.raises(ApplyError, match=f"drifted .*{TARGETS[2]}.*nothing was written"):
+        apply.write_transaction(experiment.repository, plan)
+    assert experiment.snapshot() == before
+    assert experiment.leftovers() == []
