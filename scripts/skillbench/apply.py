@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import artifacts, overlay, repo
-from .arms import CANDIDATE_PREFIX, ArmError, arm_skills
+from .arms import ArmError, candidate_arms_for, incumbent_of, selected_arms
 from .gate import resolve_policy
 
 CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
@@ -165,7 +165,7 @@ def validate_promotion_for_apply(
     _check_selected_tasks(selected_tasks)
 
     required = list(required_candidate_arms)
-    incumbent_of = {candidate: incumbent for incumbent, candidate in pairs}
+    paired_incumbent = {candidate: incumbent for incumbent, candidate in pairs}
     if [candidate for _, candidate in pairs] != required:
         raise ApplyError(f"candidate pairs {list(pairs)} do not list the required candidate arms {required} in order")
 
@@ -204,7 +204,7 @@ def validate_promotion_for_apply(
     decided: list[str] = []
     for decision in promotion["decisions"]:
         candidate = decision["candidate_arm"]
-        if candidate not in incumbent_of:
+        if candidate not in paired_incumbent:
             raise ApplyError(f"unrelated promotion decision: {candidate}")
         if candidate in decided:
             raise ApplyError(f"duplicate promotion decision: {candidate}")
@@ -213,9 +213,9 @@ def validate_promotion_for_apply(
         raise ApplyError(f"promotion decisions {decided} do not cover exactly the required candidate arms {required}")
     for decision in promotion["decisions"]:
         candidate = decision["candidate_arm"]
-        if decision["incumbent_arm"] != incumbent_of[candidate]:
+        if decision["incumbent_arm"] != paired_incumbent[candidate]:
             raise ApplyError(f"promotion decision for {candidate} pairs it with {decision['incumbent_arm']}, "
-                             f"not {incumbent_of[candidate]}")
+                             f"not {paired_incumbent[candidate]}")
         if decision["decision"] != "promote":
             reasons = "; ".join(decision["reasons"][:3])
             raise ApplyError(f"candidate arm {candidate} is not promotable: {decision['decision']} ({reasons})")
@@ -246,21 +246,14 @@ def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | 
     return expected
 
 
-def _checked_pairs(record: dict[str, Any], config: dict[str, Any], touched: list[str]) -> list[tuple[str, str]]:
-    pairs = [(incumbent, candidate) for incumbent, candidate in record["pairs"]]
-    if [candidate for _, candidate in pairs] != record["required_candidate_arms"]:
-        raise ApplyError("overlay.json: pairs do not list required_candidate_arms in order")
-    for incumbent, candidate in pairs:
-        if candidate != f"{CANDIDATE_PREFIX}{incumbent}":
-            raise ApplyError(f"overlay.json: {candidate} is not the candidate arm of {incumbent}")
-        try:
-            skills = arm_skills(config, incumbent)
-        except ArmError as exc:
-            raise ApplyError(f"overlay.json pairs {candidate} with {incumbent}: {exc}") from exc
-        if not set(skills) & set(touched):
-            raise ApplyError(f"overlay.json pairs {candidate} with {incumbent}, which loads none of the touched "
-                             f"skills {touched} in the current config")
-    return pairs
+def _candidate_pairs(config: dict[str, Any], touched: list[str]) -> list[tuple[str, str]]:
+    """(incumbent, candidate) for every benchmarked arm that loads a touched skill, as the pipeline derives them."""
+    try:
+        incumbents = selected_arms(config)
+        candidates = [arm for arm in candidate_arms_for(config, set(touched)) if incumbent_of(arm) in incumbents]
+    except (ArmError, KeyError) as exc:
+        raise ApplyError(f"config arms: {exc}") from exc
+    return [(incumbent_of(arm), arm) for arm in candidates]
 
 
 def _repository_root(repository: Path) -> Path:
@@ -336,7 +329,11 @@ def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, An
     touched = sorted(overlay.touched_skills(files))
     if record["touched_skills"] != touched:
         raise ApplyError(f"overlay.json touched_skills {record['touched_skills']} differ from the overlay's {touched}")
-    pairs = _checked_pairs(record, config, touched)
+    pairs = _candidate_pairs(config, touched)
+    derived = [list(pair) for pair in pairs]
+    if derived != record["pairs"] or record["required_candidate_arms"] != [candidate for _, candidate in pairs]:
+        raise ApplyError(f"overlay.json pairs {record['pairs']} differ from the candidate arms the current config "
+                         f"derives for skills {touched}: {derived} (were arms or selected_arms changed?)")
 
     try:
         targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=list(skills["mirrors"]))
@@ -369,7 +366,7 @@ def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, An
         candidate_origin=record["candidate_origin"],
         selected_tasks=bindings["tasks"],
         target_base_digests=base_digests,
-        required_candidate_arms=record["required_candidate_arms"],
+        required_candidate_arms=[candidate for _, candidate in pairs],
         pairs=pairs,
         policy=policy,
         now=now,

@@ -113,6 +113,13 @@ def session_steps(script: dict[str, Any], task: str, role: str) -> list[dict[str
     return copy.deepcopy(list(roles[role]))
 
 
+def proposer_steps(script: dict[str, Any]) -> list[dict[str, Any]]:
+    """A deep copy of the proposer's steps; the script must have a top-level `proposer` list."""
+    if not script.get("proposer"):
+        raise ArtifactError("model script: no `proposer` steps; the scripted proposer has nothing to play")
+    return copy.deepcopy(list(script["proposer"]))
+
+
 # ---------------------------------------------------------------------------------------------
 # Pure helpers: conversation state, eligibility, substitution, replies
 

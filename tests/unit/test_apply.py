@@ -170,8 +170,8 @@ class Experiment:
         artifacts.write_artifact(self.results / f"gen{generation}" / "promotion.json", document, "promotion")
 
     def snapshot(self) -> dict[str, tuple[bytes, int]]:
-        return {target: ((self.repository / target).read_bytes(), stat.S_IMODE((self.repository / target).stat().st_mode))
-                for target in TARGETS}
+        paths = {target: self.repository / target for target in TARGETS}
+        return {target: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) for target, path in paths.items()}
 
     def leftovers(self) -> list[str]:
         return sorted(str(path.relative_to(self.repository)) for path in self.repository.rglob(".skillbench-apply-*")
@@ -286,6 +286,12 @@ def test_refuses_changed_mirrors(experiment):
     config = copy.deepcopy(experiment.config)
     config["skills"]["mirrors"] = []
     refused(experiment, "promotion targets", config=config)
+
+
+def test_refuses_changed_selected_arms(experiment):
+    config = copy.deepcopy(experiment.config)
+    config["selected_arms"] = ["workflow", "baseline"]
+    refused(experiment, "differ from the candidate arms the current config derives", config=config)
 
 
 def test_refuses_a_keep_incumbent_decision(experiment):

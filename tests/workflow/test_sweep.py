@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
-ONE_TASK = {"experiment": "one", "tasks": {"only": ["bulk-discount-threshold"]}, "runs": 1}
+TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1}
 ARMS = ["workflow", "workflow_direct", "baseline"]
 
 
@@ -23,17 +23,17 @@ def jobs_run(output: str, rule: str) -> list[str]:
     return found
 
 
-def test_one_task_sweep_resumes_and_reruns_only_what_changed(project):
-    project.snakemake(config=ONE_TASK)
+def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
+    project.snakemake(config=TWO_TASKS)
 
     rows = project.rows("one")
     assert [(row["task"], row["arm"], row["run"]) for row in rows] == [
-        ("bulk-discount-threshold", arm, 0) for arm in ARMS]
+        (task, arm, 0) for task in TWO_TASKS["tasks"]["only"] for arm in ARMS]
     results = project.results("one", "sweep", "results.jsonl")
     check = subprocess.run([SKILLBENCH, "validate", "result-row", str(results)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 
-    by_arm = {row["arm"]: row for row in rows}
+    by_arm = {row["arm"]: row for row in rows if row["task"] == "bulk-discount-threshold"}
     # The demo script makes the arms differ: direct mode fixes only the visible symptom.
     assert by_arm["workflow"]["resolved"] and by_arm["baseline"]["resolved"]
     assert not by_arm["workflow_direct"]["resolved"]
@@ -46,6 +46,7 @@ def test_one_task_sweep_resumes_and_reruns_only_what_changed(project):
         assert row["sandbox_backend"] == "bwrap" and row["cli_version"]
         assert row["cost_usd"] > 0 and row["cost_check"]["agrees"] is True
         run_dir = project.results("one", "cells", row["task"], row["arm"], "run0")
+        assert project.results("one", "summary.json").is_file()
         assert (run_dir / "patch.diff").read_bytes().startswith(b"diff --git")
         for artifact in row["transcript_artifacts"]:
             events = [json.loads(line) for line in (run_dir / artifact["path"]).read_text().splitlines()]
@@ -57,18 +58,18 @@ def test_one_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert "**workflow_direct savings %**" in report
     assert "oracle-failed×1" in report
 
-    again = project.snakemake(config=ONE_TASK)
+    again = project.snakemake(config=TWO_TASKS)
     assert "Nothing to be done" in again.stdout + again.stderr
 
     untouched = project.results("one", "cells", "bulk-discount-threshold", "baseline", "run0", "record.json")
     before = untouched.stat().st_mtime_ns
     project.results("one", "cells", "bulk-discount-threshold", "workflow", "run0", "record.json").unlink()
-    rerun = project.snakemake(config=ONE_TASK)
+    rerun = project.snakemake(config=TWO_TASKS)
     output = rerun.stdout + rerun.stderr
     assert jobs_run(output, "run_cell") == ["task=bulk-discount-threshold, arm=workflow, run=0"]
     assert jobs_run(output, "bind_task") == []
     assert untouched.stat().st_mtime_ns == before
-    assert len(project.rows("one")) == 3
+    assert len(project.rows("one")) == 6
 
 
 def test_bad_config_key_fails_before_any_job(project):
