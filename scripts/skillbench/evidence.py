@@ -287,7 +287,7 @@ def _read_transcript(folder: Path, relative: str, digest: str, size: int) -> byt
         os.close(descriptor)
     if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(payload) != size:
         raise EvidenceError(f"transcript changed while being read: {path}")
-    if False:
+    if hashlib.sha256(payload).hexdigest() != digest:
         raise EvidenceError(f"transcript SHA-256 does not match its result row (tampered or replaced): {path}")
     return payload
 

@@ -582,9 +582,7 @@ def test_one_row_fits_when_the_budget_allows_exactly_that(tmp_path, root, monkey
     assert manifest["counts"]["rows_staged"] == 1 and manifest["trimmed_rows"] == 2
 
 
-def test_a_bundle_that_cannot_fit_even_without_rows_and_proposal_fails_and_leaves_nothing(
-    tmp_path, root, monkeypatch
-):
+def test_a_bundle_that_cannot_fit_even_without_rows_and_proposal_fails_and_leaves_nothing(tmp_path, root, monkeypatch):
     rows = [write_cell(root, make_row("t", INC, 0), patch=b"+x\n", transcripts=(stream("x"),))]
     proposal = tmp_path / "proposal.md"
     proposal.write_text("prior\n")
@@ -598,9 +596,10 @@ def test_a_bundle_that_cannot_fit_even_without_rows_and_proposal_fails_and_leave
 
 
 def test_a_canary_secret_is_absent_from_every_staged_file(tmp_path, root):
-    transcript = stream(f"I saw {CANARY} in the env", "plain") + (
-        compact_json({"type": "user", "headers": {"authorization": "Bearer opaque-value-123"}}) + "\n"
-    ).encode()
+    transcript = (
+        stream(f"I saw {CANARY} in the env", "plain")
+        + (compact_json({"type": "user", "headers": {"authorization": "Bearer opaque-value-123"}}) + "\n").encode()
+    )
     row = write_cell(
         root,
         make_row(
@@ -795,3 +794,60 @@ def test_a_candidate_row_is_read_from_its_generation_folder_only(tmp_path, root)
     shutil.rmtree(destination)
     os.rename(root / "gen1" / "cells", root / "cells")
     _refused(tmp_path, root, row, "run folder .* is missing")
+
+
+def test_a_failure_while_writing_removes_the_partial_bundle(tmp_path, root, monkeypatch):
+    row = write_cell(root, make_row("t", INC, 0), patch=b"+x\n", transcripts=(stream("x"),))
+    rows_path = write_rows(root, [row])
+    calls = []
+    real_fsync = os.fsync
+
+    def failing_fsync(descriptor):
+        calls.append(descriptor)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(evidence.os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        stage(tmp_path, root=root, rows_path=rows_path)
+    assert len(calls) == 3
+    assert leftovers(tmp_path / "next") == []
+
+
+def test_a_destination_that_appears_while_staging_is_not_overwritten(tmp_path, root, monkeypatch):
+    destination = tmp_path / "next" / "evidence"
+    real_fsync = os.fsync
+
+    def racing_fsync(descriptor):
+        real_fsync(descriptor)
+        destination.mkdir(exist_ok=True)
+
+    monkeypatch.setattr(evidence.os, "fsync", racing_fsync)
+    with pytest.raises(EvidenceError, match="appeared while staging"):
+        stage(tmp_path, root=None, rows_path=None, destination=destination)
+    assert leftovers(tmp_path / "next") == ["evidence"]
+    assert list(destination.iterdir()) == []
+
+
+def test_a_patch_past_the_source_cap_is_read_from_its_tail_on_a_line_boundary(tmp_path, root, monkeypatch):
+    monkeypatch.setattr(evidence, "MAX_SOURCE_BYTES", 1000)
+    body = b"".join(b"+line %05d %s\n" % (n, CANARY.encode()) for n in range(200))
+    row = write_cell(root, make_row("t", INC, 0), patch=body)
+    _, destination = stage(tmp_path, root=root, rows_path=write_rows(root, [row]))
+    staged = (destination / "patch-0.diff").read_bytes()
+    assert staged.startswith(b"+line ") and staged.endswith(b"+line 00199 [REDACTED]\n")
+    assert CANARY.encode() not in staged
+    assert body.replace(CANARY.encode(), b"[REDACTED]").endswith(staged)
+
+
+def test_a_symlinked_prior_proposal_is_refused(tmp_path):
+    target = tmp_path / "host.txt"
+    target.write_text("host\n")
+    link = tmp_path / "proposal.md"
+    link.symlink_to(target)
+    with pytest.raises(EvidenceError, match="prior proposal must be a regular non-symlink file"):
+        stage(tmp_path, root=None, rows_path=None, prior_proposal=link)
+    with pytest.raises(EvidenceError, match="prior proposal is unavailable"):
+        stage(tmp_path, root=None, rows_path=None, prior_proposal=tmp_path / "missing.md")
+    assert leftovers(tmp_path / "next") == []

@@ -607,6 +607,7 @@ def run_chain(script, task, chain: str, base: Path) -> dict[str, Any]:
     return outcome
 
 
+WHOLE_SUITE = "python3 -m pytest -q -p no:cacheprovider tests/"
 SUITE_TASKS = yaml.safe_load((SUITE / "tasks.yaml").read_text())["tasks"]
 
 
@@ -635,14 +636,14 @@ def test_demo_suite_through_the_real_cli(task, tmp_path):
         expected = EXPECTED_FAILURES.get((task["id"], chain), (True, True))
         assert (outcome["verify"], outcome["oracle"]) == expected, f"{task['id']}/{chain}:\n{outcome['output']}"
         assert any(not path.startswith("docs/plans/") for path in outcome["changed"]), outcome["changed"]
-    # The skill rule "run the verify command once" ends work/direct right after the verify run.
+    # The incumbent change-work skill asks for a whole-suite run after verify; work/direct obey it.
     for chain, role in (("workflow", "work"), ("direct", "direct")):
         bash = outcomes[chain][role]["bash"]
-        assert bash == [task["verify"]], f"{task['id']}/{role} ran {bash}"
+        assert bash == [task["verify"], WHOLE_SUITE], f"{task['id']}/{role} ran {bash}"
     # The baseline explores more: more turns, tokens and cost than plan + work, which cost more than direct.
     baseline, direct = outcomes["baseline"]["baseline"], outcomes["direct"]["direct"]
     plan, work = outcomes["workflow"]["plan"], outcomes["workflow"]["work"]
-    assert baseline["turns"] > plan["turns"] + work["turns"] > direct["turns"]
+    assert baseline["turns"] >= plan["turns"] + work["turns"] > direct["turns"]
     tokens = {name: sum(arm["usage"].values()) for name, arm in (("baseline", baseline), ("direct", direct))}
     workflow_tokens = sum(plan["usage"].values()) + sum(work["usage"].values())
     assert tokens["baseline"] > workflow_tokens > tokens["direct"]
@@ -650,17 +651,19 @@ def test_demo_suite_through_the_real_cli(task, tmp_path):
     assert outcomes["workflow"]["changed"].count(f"docs/plans/{task['id']}.md") == 1
 
 
-def test_work_session_without_the_skill_phrase_takes_the_fallback_steps(tmp_path):
-    """An overlay that drops the "run the verify command once" rule makes the session re-run the suite."""
+def test_work_session_with_the_verify_once_rule_skips_the_whole_suite_run(tmp_path):
+    """A skill that says "run the verify command once" (the demo's promoted candidate) saves that turn."""
     script = load_model_script(SUITE / "model-script.yaml")
     task = next(task for task in SUITE_TASKS if task["id"] == "money-thousands")
     skills = tmp_path / "skills"
     shutil.copytree(SKILLS, skills)
     skill_file = skills / "change-work" / "SKILL.md"
     text = skill_file.read_text()
-    assert "Run the verify command once" in text
-    skill_file.write_text(text.replace("Run the verify command once", "Run the verify command"))
+    assert "run the verify command once" not in text.lower()
+    rule = "- Then run the project's whole test suite as well"
+    assert rule in text
+    skill_file.write_text(text.replace(rule, "- Run the verify command once; do not repeat it. Then stop"))
     repo = make_repo(tmp_path / "repo", source=SUITE / task["snapshot"], skills=skills)
     outcome = play(script, task, "direct", repo, tmp_path / "home")
-    assert outcome["bash"] == [task["verify"], "python3 -m pytest -q -p no:cacheprovider tests/"]
+    assert outcome["bash"] == [task["verify"]]
     assert check(repo, task["verify"]).returncode == 0
