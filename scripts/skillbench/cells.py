@@ -386,6 +386,10 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
         row.update(resolved=False, error_kind="no-work-produced",
                    error_detail="the arm reported success without any change outside plans and skills")
     patch, truncated = repo.binary_patch(git, orig_sha, CHURN_EXCLUDES)
+    if context.secrets:
+        # surrogateescape keeps binary hunks byte-exact while secrets in text are replaced.
+        patch = redact_text(patch.decode("utf-8", "surrogateescape"), context.secrets).encode(
+            "utf-8", "surrogateescape")
     (context.run_dir / "patch.diff").write_bytes(patch)
     if truncated:
         row["evidence_diagnostics"].append(f"patch.diff truncated at {repo.MAX_PATCH_BYTES} bytes")
