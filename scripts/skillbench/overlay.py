@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import repo
-from .oracle import framed_digest, read_bounded_regular
+from .oracle import OracleError, framed_digest, read_bounded_regular
 
 MAX_ENTRIES = 256
 MAX_FILES = 64
@@ -77,7 +77,10 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
             raise OverlayError(
                 f"overlay {root}: {relative} is not allowed; an overlay may only contain Markdown files under "
                 f".claude/skills/<skill>/ for the evolvable skills {evolvable}")
-        content = read_bounded_regular(root / relative, MAX_TOTAL_BYTES)
+        try:
+            content = read_bounded_regular(root / relative, MAX_TOTAL_BYTES)
+        except OracleError as exc:
+            raise OverlayError(f"overlay {root}: {relative}: {exc}") from exc
         total += len(content)
         if total > MAX_TOTAL_BYTES:
             raise OverlayError(f"overlay {root} holds more than {MAX_TOTAL_BYTES} bytes")

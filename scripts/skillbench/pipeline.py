@@ -376,3 +376,17 @@ def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: st
         api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal, log=log)
     document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
     artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)
+
+
+def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None:
+    """Validate evolution.initial_overlay when the workflow is parsed, so a bad overlay costs no session."""
+    from . import overlay
+
+    source = config["evolution"]["initial_overlay"]
+    if not source or config["evolution"]["generations"] == 0:
+        return
+    files = overlay.overlay_files(Path(source), config["skills"]["evolvable"])
+    overlay.require_change(files, Path(config["skills"]["root"]))
+    targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
+                                        mirrors=config["skills"]["mirrors"])
+    overlay.committed_target_digests(Path(repository), targets)

@@ -35,6 +35,7 @@ SKILLS_ROOT = config["skills"]["root"]
 
 GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
+sb_pipeline.check_initial_overlay(config)
 
 
 wildcard_constraints:
