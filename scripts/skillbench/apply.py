@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import artifacts, overlay, repo
-from .arms import ArmError, candidate_arms_for, incumbent_of, selected_arms
+from .arms import ArmError, incumbent_of
 from .gate import resolve_policy
 
 CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
@@ -51,21 +51,34 @@ class ApplyError(ValueError):
 # ─── Config ─────────────────────────────────────────────────────────────────
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """Read a YAML config and fill the schema defaults exactly as the Snakefile's `validate(...)` does."""
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Snakemake's config merge: nested mappings are updated key by key, everything else replaced."""
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
+            else value
+    return merged
+
+
+def load_config(*paths: Path) -> dict[str, Any]:
+    """Read YAML configs (later ones override earlier ones, as with snakemake --configfile) and fill the schema
+    defaults exactly as the Snakefile's `validate(...)` does."""
     import yaml
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
-    path = Path(path)
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ApplyError(f"config file {path} does not exist; pass --configfile") from exc
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ApplyError(f"config file {path} cannot be read as YAML: {exc}") from exc
-    if not isinstance(config, dict):
-        raise ApplyError(f"config file {path} must hold a mapping at the top level")
+    config: dict[str, Any] = {}
+    for path in map(Path, paths):
+        try:
+            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ApplyError(f"config file {path} does not exist; pass --configfile") from exc
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ApplyError(f"config file {path} cannot be read as YAML: {exc}") from exc
+        if not isinstance(document, dict):
+            raise ApplyError(f"config file {path} must hold a mapping at the top level")
+        config = _merge(config, document)
+    path = ", ".join(map(str, paths))
     try:
         validate(config, str(CONFIG_SCHEMA), set_default=True)
     except WorkflowError as exc:
@@ -247,11 +260,13 @@ def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | 
 
 
 def _candidate_pairs(config: dict[str, Any], touched: list[str]) -> list[tuple[str, str]]:
-    """(incumbent, candidate) for every benchmarked arm that loads a touched skill, as the pipeline derives them."""
+    """(incumbent, candidate) pairs the current config requires for these skills, as the pipeline derives them."""
+    from .overlay import OverlayError
+    from .pipeline import required_candidate_arms
+
     try:
-        incumbents = selected_arms(config)
-        candidates = [arm for arm in candidate_arms_for(config, set(touched)) if incumbent_of(arm) in incumbents]
-    except (ArmError, KeyError) as exc:
+        candidates = required_candidate_arms(config, set(touched), "the promoted overlay")
+    except (ArmError, KeyError, OverlayError) as exc:
         raise ApplyError(f"config arms: {exc}") from exc
     return [(incumbent_of(arm), arm) for arm in candidates]
 

@@ -67,6 +67,20 @@ def selected_arms(config: dict[str, Any]) -> list[str]:
     return chosen
 
 
+def evolution_arms(config: dict[str, Any]) -> list[str]:
+    """Incumbent arms every generation pairs a candidate with: `evolution.arms`, or each selected arm
+    that loads an evolvable skill. Fixed per experiment, so the work of a generation is known up front."""
+    selected = selected_arms(config)
+    evolvable = set(config["skills"]["evolvable"])
+    chosen = config["evolution"].get("arms") or [arm for arm in selected if evolvable & set(arm_skills(config, arm))]
+    for arm in chosen:
+        if arm not in selected:
+            raise ArmError(f"config evolution.arms: {arm!r} is not a selected arm ({selected})")
+        if not evolvable & set(arm_skills(config, arm)):
+            raise ArmError(f"config evolution.arms: {arm!r} loads no evolvable skill, so no overlay can change it")
+    return chosen
+
+
 def candidate_arms_for(config: dict[str, Any], touched_skills: set[str]) -> list[str]:
     """For every incumbent arm that loads a touched skill, its paired candidate arm (config order)."""
     return [f"{CANDIDATE_PREFIX}{name}" for name in config["arms"]

@@ -41,7 +41,7 @@ def _gate(args: argparse.Namespace) -> int:
     if args.configfile:
         from .apply import load_config
 
-        config = load_config(args.configfile)
+        config = load_config(Path("config/config.yaml"), args.configfile)
         policy = dict(config["gate"])
     else:
         policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key != "max_age_days"}
@@ -75,7 +75,7 @@ def _apply(args: argparse.Namespace) -> int:
     from . import apply
 
     try:
-        config = apply.load_config(args.configfile)
+        config = apply.load_config(Path("config/config.yaml"), *args.configfile)
         written = apply.apply_promotion(args.results_dir, repository=args.repository, config=config)
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(f"NOT APPLIED: {exc}", file=sys.stderr)
@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--allow-unsandboxed", action="store_true")
     promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
-    promote.add_argument("--configfile", type=Path, default=Path("config/config.yaml"))
+    promote.add_argument("--configfile", type=Path, action="append", default=[],
+                         help="extra config files, merged over config/config.yaml as snakemake --configfile does")
     promote.add_argument("--repository", type=Path, default=Path("."))
     return parser
 

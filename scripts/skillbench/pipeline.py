@@ -165,13 +165,7 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
     files = overlay.overlay_files(Path(source), evolvable)
     overlay.require_change(files, Path(config["skills"]["root"]))
     touched = overlay.touched_skills(files)
-    incumbents = arm_config.selected_arms(config)
-    candidates = [arm for arm in arm_config.candidate_arms_for(config, touched)
-                  if arm_config.incumbent_of(arm) in incumbents]
-    if not candidates:
-        raise overlay.OverlayError(
-            f"overlay {source} changes {sorted(touched)}, which no benchmarked arm ({incumbents}) loads; "
-            "no session would ever read it")
+    candidates = required_candidate_arms(config, touched, source)
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
                                         mirrors=config["skills"]["mirrors"])
     bases = overlay.committed_target_digests(Path(repository), targets)
@@ -191,6 +185,22 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
         "target_base_digests": bases,
     }
     artifacts.write_artifact(Path(overlay_out), document, "overlay")
+
+
+def required_candidate_arms(config: dict[str, Any], touched: set[str], source: str) -> list[str]:
+    """The paired candidate arms an overlay needs; they must be exactly the experiment's evolution arms."""
+    from . import arms as arm_config
+    from . import overlay
+
+    expected = [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)]
+    needed = [arm for arm in arm_config.candidate_arms_for(config, touched)
+              if arm_config.incumbent_of(arm) in arm_config.selected_arms(config)]
+    if needed != expected:
+        raise overlay.OverlayError(
+            f"overlay {source} changes {sorted(touched)}, which needs the paired arms {needed or 'none'}; this "
+            f"experiment benchmarks {expected} (evolution.arms). Change a skill of every one of those arms, or "
+            "set evolution.arms to the arms the overlay is about")
+    return expected
 
 
 def generation_arm_order(config: dict[str, Any], candidates: list[str]) -> list[str]:
@@ -387,6 +397,7 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
         return
     files = overlay.overlay_files(Path(source), config["skills"]["evolvable"])
     overlay.require_change(files, Path(config["skills"]["root"]))
+    required_candidate_arms(config, overlay.touched_skills(files), source)
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
                                         mirrors=config["skills"]["mirrors"])
     overlay.committed_target_digests(Path(repository), targets)

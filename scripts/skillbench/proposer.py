@@ -35,13 +35,14 @@ class ProposerError(RuntimeError):
     """The proposer failed or produced an invalid overlay; the evolution loop stops here."""
 
 
-def exercised_skills(config: dict[str, Any]) -> list[str]:
-    arms = arm_config.selected_arms(config)
-    return sorted({skill for arm in arms for skill in arm_config.arm_skills(config, arm)}
-                  & set(config["skills"]["evolvable"]))
+def evolved_arm_skills(config: dict[str, Any]) -> dict[str, list[str]]:
+    """Each evolved arm and the evolvable skills it loads."""
+    evolvable = set(config["skills"]["evolvable"])
+    return {arm: [skill for skill in arm_config.arm_skills(config, arm) if skill in evolvable]
+            for arm in arm_config.evolution_arms(config)}
 
 
-def build_prompt(*, generation: int, manifest: dict[str, Any], skills: list[str], skills_root: str,
+def build_prompt(*, generation: int, manifest: dict[str, Any], arm_skills: dict[str, list[str]], skills_root: str,
                  overlay_dir: str, proposal_path: str, evidence_dir: str) -> str:
     counts = manifest.get("counts", {})
     rows = counts.get("selected_rows", 0)
@@ -50,6 +51,8 @@ def build_prompt(*, generation: int, manifest: dict[str, Any], skills: list[str]
                  if rows else "none yet: work from the incumbent skills and the learning queue")
     gate_line = (f"{counts.get('gate_decisions', 0)} decision(s) in {evidence_dir}/gate-summary.json: what already "
                  "lost, and why")
+    skills = sorted({skill for names in arm_skills.values() for skill in names})
+    coverage = "; ".join(f"{arm}: {', '.join(names)}" for arm, names in arm_skills.items())
     prior = (f"{evidence_dir}/prior-proposal.md is the previous generation's rejected proposal: do not propose it "
              "again" if manifest.get("prior_proposal") else "no earlier proposal")
     return f"""You improve a family of coding-agent skills from benchmark evidence (generation {generation}).
@@ -72,6 +75,8 @@ bounded change that addresses it. Touch several files only when they carry the s
 Rules (the harness re-checks them; breaking one wastes the generation):
 - Write complete replacement Markdown files, not diffs, under
   {overlay_dir}/.claude/skills/<skill>/, only for these skills: {", ".join(skills)}.
+- Every benchmarked arm must read your change: change at least one skill of each of these
+  arms ({coverage}).
 - Start each file as a byte copy of the incumbent (for example with cp) and edit that copy.
 - Change nothing outside {overlay_dir} and {proposal_path}: no source code, tests, task
   files or canonical skills.
@@ -139,7 +144,7 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
                           claude_bin=claude_bin, read_only_paths=[config["skills"]["root"]])
         evidence_dir = EVIDENCE_MOUNT if sandbox.backend == "bwrap" else str(evidence.resolve())
         prompt = build_prompt(
-            generation=generation, manifest=manifest, skills=exercised_skills(config),
+            generation=generation, manifest=manifest, arm_skills=evolved_arm_skills(config),
             skills_root=config["skills"]["root"], overlay_dir=f"{sandbox.workspace}/{OUTPUT_DIR}/overlay",
             proposal_path=f"{sandbox.workspace}/{OUTPUT_DIR}/proposal.md", evidence_dir=evidence_dir)
         model = config["evolution"]["proposer_model"] or config["model"]["name"]

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from skillbench import overlay
 from skillbench.overlay import OverlayError
 

@@ -35,6 +35,8 @@ SKILLS_ROOT = config["skills"]["root"]
 
 GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
+CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolution_arms(config)] if GENERATIONS else []
+GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
 
 
@@ -132,19 +134,8 @@ def read_json(path):
         return json.load(handle)
 
 
-def candidate_arms(gen):
-    """The paired candidate arms of a generation: known once its overlay is frozen (a checkpoint)."""
-    overlay = checkpoints.freeze_overlay.get(gen=gen).output.overlay
-    return read_json(overlay)["required_candidate_arms"]
-
-
 def get_generation_records(wildcards):
-    candidates = candidate_arms(wildcards.gen)
-    return cell_records(INCUMBENT_ARMS) + cell_records(candidates, f"gen{wildcards.gen}/cells")
-
-
-def get_generation_arm_order(wildcards):
-    return sb_pipeline.generation_arm_order(config, candidate_arms(wildcards.gen))
+    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, f"gen{wildcards.gen}/cells")
 
 
 def get_overlay_source(wildcards):
@@ -218,5 +209,5 @@ def get_final_targets(wildcards):
         *cell_records(INCUMBENT_ARMS),
     ]
     for gen in generation_chain():
-        targets += cell_records(candidate_arms(gen), f"gen{gen}/cells")
+        targets += cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
     return targets

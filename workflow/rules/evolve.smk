@@ -1,10 +1,10 @@
-# Candidate overlays and the promotion gate. A generation freezes its candidate overlay
-# (a checkpoint: which candidate arms run depends on the skills the overlay touches),
-# benchmarks the candidate arms next to the shared incumbent cells, and the gate (the
-# checkpoint that decides whether another generation exists) writes promotion.json.
+# Candidate overlays and the promotion gate. A generation freezes its candidate overlay,
+# benchmarks the experiment's candidate arms next to the shared incumbent cells, and the
+# gate — the only checkpoint: it decides whether another generation exists — writes
+# promotion.json.
 
 
-checkpoint freeze_overlay:
+rule freeze_overlay:
     input:
         overlay=get_overlay_source,
         skills=get_skill_files,
@@ -20,6 +20,7 @@ checkpoint freeze_overlay:
         proposer_model=get_proposer_model,
         evolvable=config["skills"]["evolvable"],
         mirrors=config["skills"]["mirrors"],
+        arms=CANDIDATE_ARMS,
     log:
         f"logs/{EXPERIMENT}/freeze_overlay/gen{{gen}}.log",
     localrule: True

@@ -26,7 +26,7 @@ use rule collect_results as collect_generation_results with:
     output:
         results=f"{RESULTS}/gen{{gen}}/results.jsonl",
     params:
-        arms=get_generation_arm_order,
+        arms=GENERATION_ARMS,
     log:
         f"logs/{EXPERIMENT}/collect_results/gen{{gen}}.log",
 
@@ -67,7 +67,7 @@ use rule render_report as render_generation_report with:
             labels={"generation": "{gen}"},
         ),
     params:
-        arms=get_generation_arm_order,
+        arms=GENERATION_ARMS,
         model=config["model"],
         runs=config["runs"],
     log:

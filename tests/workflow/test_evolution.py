@@ -1,0 +1,158 @@
+"""Candidate overlays, the promotion gate, the evolution loop, resume and apply — real snakemake and CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from test_sweep import jobs_run
+
+SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
+SMALL = {"tasks": {"only": ["money-thousands", "sku-normalization"]}, "runs": 1, "gate": {"min_runs": 1}}
+
+
+def small(experiment: str, **evolution) -> dict:
+    return {"experiment": experiment, **SMALL, "selected_arms": ["workflow_direct"], "evolution": evolution}
+
+
+def promotion(project, experiment: str, gen: int) -> dict:
+    return json.loads(project.results(experiment, f"gen{gen}", "promotion.json").read_text())
+
+
+def decisions(summary: dict) -> list[tuple[int, str, str]]:
+    return [(g["generation"], d["candidate_arm"], d["decision"]) for g in summary["generations"]
+            for d in g["decisions"]]
+
+
+def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
+    config = {"experiment": "manual", **SMALL, "selected_arms": ["workflow", "workflow_direct", "baseline"],
+              "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"}}
+    project.snakemake(config=config)
+
+    overlay = json.loads(project.results("manual", "gen0", "overlay.json").read_text())
+    assert overlay["required_candidate_arms"] == ["candidate_workflow", "candidate_workflow_direct"]
+    assert overlay["candidate_origin"] == "manual-initial-overlay"
+    rows = project.rows("manual", "gen0")
+    assert [row["arm"] for row in rows[:5]] == [
+        "workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct", "baseline"]
+    for row in rows:
+        if row["arm"].startswith("candidate_"):
+            assert row["candidate_overlay_digest"] == overlay["digest"]
+            incumbent = next(r for r in rows if r["arm"] == row["arm"].removeprefix("candidate_")
+                             and r["task"] == row["task"])
+            assert row["skill_digest"] != incumbent["skill_digest"]
+            assert row["cost_usd"] < incumbent["cost_usd"]
+            assert row["num_turns"] == incumbent["num_turns"] - 1
+
+    decided = promotion(project, "manual", 0)
+    assert decided["run_status"] == "complete"
+    assert [d["decision"] for d in decided["decisions"]] == ["promote", "promote"]
+    assert decided["candidate_overlay_digest"] == overlay["digest"]
+    assert decided["target_base_digests"] == overlay["target_base_digests"]
+    for decision in decided["decisions"]:
+        assert decision["statistics"]["sign_test"]["wins"] == 2
+
+    report = project.results("manual", "gen0", "report.md").read_text()
+    assert "candidate_workflow_direct" in report and "Candidate vs incumbent" in report
+
+    regraded = project.root / "regraded.json"
+    result = subprocess.run([SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")),
+                             "--out", str(regraded), "--min-runs", "1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    offline = json.loads(regraded.read_text())
+    for document in (offline, decided):
+        document.pop("generated_at")
+        document.pop("evidence_expires_at")
+    assert offline == decided
+
+    stricter = subprocess.run([SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")),
+                               "--out", str(regraded)], capture_output=True, text=True)
+    assert stricter.returncode == 0
+    assert "insufficient_evidence" in stricter.stdout
+
+
+def test_bad_overlay_fails_before_any_session(project):
+    bad = project.root / "bad-overlay" / ".claude" / "skills" / "change-work"
+    bad.mkdir(parents=True)
+    (bad / "helper.py").write_text("print('not markdown')\n")
+    result = project.snakemake(config=small("bad", generations=1, initial_overlay="bad-overlay"), check=False)
+    assert result.returncode != 0
+    assert "helper.py is not allowed" in result.stdout + result.stderr
+    assert not (project.root / "results" / "bad").exists()
+
+
+def test_drifted_skill_target_fails_before_any_session(project):
+    skill = project.root / ".claude" / "skills" / "change-work" / "SKILL.md"
+    skill.write_text(skill.read_text() + "\nAn uncommitted edit.\n")
+    result = project.snakemake(config=small(
+        "drift", generations=1, initial_overlay="tasks/demo/overlays/verify-once"), check=False)
+    assert result.returncode != 0
+    assert "differ from HEAD" in result.stdout + result.stderr
+    assert not (project.root / "results" / "drift").exists()
+
+
+def run_until(project, config: dict, ready, timeout: float = 300) -> subprocess.Popen:
+    """Start snakemake and return once `ready()` holds (the caller then kills it)."""
+    command = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2",
+               "--configfile", str(project.write_config(config))]
+    process = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, "snakemake finished before the interruption point"
+        assert time.monotonic() < deadline, "the interruption point never came"
+        time.sleep(0.2)
+    return process
+
+
+def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_path):
+    config = small("evo", generations=3)
+    logs = project.root / "logs" / "evo" / "run_cell" / "gen1"
+    process = run_until(project, config, lambda: logs.exists() and any(logs.rglob("*.log")))
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+    finished = {path: path.stat().st_mtime_ns for path in project.results("evo").rglob("record.json")}
+    incumbent_before = {path for path in finished if "/gen" not in str(path)}
+    assert len(incumbent_before) == 2
+    project.snakemake("--unlock", config=config)
+    resumed = project.snakemake(config=config)
+    output = resumed.stdout + resumed.stderr
+
+    for path, mtime in finished.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was recomputed"
+    rerun_cells = jobs_run(output, "run_cell")
+    assert all("cellset=gen1/cells" in job for job in rerun_cells), rerun_cells
+    assert jobs_run(output, "propose_overlay") == []
+    assert jobs_run(output, "freeze_overlay") == []
+
+    summary = json.loads(project.results("evo", "summary.json").read_text())
+    assert summary["outcome"] == "promoted" and summary["promoted_generation"] == 1
+    assert decisions(summary) == [(0, "candidate_workflow_direct", "keep_incumbent"),
+                                  (1, "candidate_workflow_direct", "promote")]
+    assert not project.results("evo", "gen2").exists()
+    # Generation 1's proposer saw generation 0's rejection.
+    staged = project.results("evo", "gen1", "evidence", "gate-summary.json").read_text()
+    assert "keep_incumbent" in staged
+    assert "run the verify command once" in project.results("evo", "gen1", "proposal.md").read_text()
+
+    # The same decisions as an uninterrupted run of the same experiment.
+    fresh = type(project)(tmp_path / "fresh")
+    subprocess.run(["cp", "-a", str(project.root), str(fresh.root)], check=True)
+    subprocess.run(["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"),
+                    str(fresh.root / "logs")], check=True)
+    fresh.snakemake(config=config)
+    assert decisions(json.loads(fresh.results("evo", "summary.json").read_text())) == decisions(summary)
+
+    applied = subprocess.run([SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml"],
+                             cwd=project.root, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    assert ".claude/skills/change-work/SKILL.md" in applied.stdout
+    diff = project.git("diff", "--", ".claude/skills")
+    assert "+- Run the verify command once" in diff
+    assert project.git("status", "--porcelain", "--", ".claude/skills").startswith(" M")

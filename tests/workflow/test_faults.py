@@ -1,0 +1,322 @@
+"""Fault injection end to end: real snakemake, real Claude Code CLI, a misbehaving scripted model, Bubblewrap.
+
+Each test runs one task of tests/workflow/suites/faults (a copy, beside the project) in one arm and asserts
+the documented outcome from the cell record, the rule log and snakemake's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+SUITE = Path(__file__).resolve().parent / "suites" / "faults"
+DIRECT = "workflow_direct"
+
+
+@pytest.fixture
+def suite(project) -> Path:
+    """A private copy of the fault suite next to the project (tests may rewrite its model script)."""
+    target = project.root.parent / "faults"
+    shutil.copytree(SUITE, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def merged(base: dict, overrides: dict) -> dict:
+    out = dict(base)
+    for key, value in overrides.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def fault_config(experiment: str, suite: Path, task: str, *, arm: str = DIRECT, **overrides) -> dict:
+    """One task, one run, one arm, no evolution, one attempt unless the test asks for more."""
+    base = {
+        "experiment": experiment,
+        "tasks": {"suite": str(suite / "tasks.yaml"), "only": [task]},
+        "runs": 1,
+        "selected_arms": [arm],
+        "evolution": {"generations": 0},
+        "agent": {"attempts": 1, "heartbeat_s": 5},
+    }
+    return merged(base, overrides)
+
+
+def sweep_targets(experiment: str) -> list[str]:
+    """The sweep's rows and report. The default target adds the run summary, whose harness-health check
+    (rightly) fails a run in which the only incumbent arm resolved nothing, as most fault tasks do."""
+    return [f"results/{experiment}/sweep/results.jsonl", f"results/{experiment}/sweep/report.md"]
+
+
+def run_dir(project, experiment: str, task: str, arm: str = DIRECT, run: int = 0) -> Path:
+    return project.results(experiment, "cells", task, arm, f"run{run}")
+
+
+def record(project, experiment: str, task: str, arm: str = DIRECT, run: int = 0) -> dict:
+    return json.loads((run_dir(project, experiment, task, arm, run) / "record.json").read_text())
+
+
+def cell_log(project, experiment: str, task: str, arm: str = DIRECT, run: int = 0) -> str:
+    path = project.root / "logs" / experiment / "run_cell" / "cells" / task / arm / f"run{run}.log"
+    return path.read_text()
+
+
+def transcript_events(project, experiment: str, task: str, arm: str = DIRECT, run: int = 0) -> list[dict]:
+    folder = run_dir(project, experiment, task, arm, run) / "transcripts"
+    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
+
+
+def tool_results(events: list[dict]) -> list[str]:
+    texts = []
+    for event in events:
+        content = (event.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    inner = "\n".join(part.get("text", "") for part in inner if isinstance(part, dict))
+                texts.append(str(inner))
+    return texts
+
+
+def pgrep(pattern: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split() if int(pid) != os.getpid()]
+
+
+def wait_until(predicate, timeout: float, step: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+def test_500_burst_is_retried_by_the_cli_and_the_cell_survives(project, suite):
+    config = fault_config("burst", suite, "burst-500")
+    project.snakemake(*sweep_targets("burst"), config=config)
+
+    row = record(project, "burst", "burst-500")["row"]
+    assert row["ok"] is True and row["resolved"] is True and row["error_kind"] is None
+    assert row["skill_invoked"] is True
+    retries = [event for event in transcript_events(project, "burst", "burst-500")
+               if event.get("type") == "system" and event.get("subtype") == "api_retry"]
+    assert [event["error_status"] for event in retries] == [500, 500]
+    assert "API retry" in cell_log(project, "burst", "burst-500")
+
+
+def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite):
+    config = fault_config("bad", suite, "bad-request", agent={"attempts": 2})
+    result = project.snakemake(*sweep_targets("bad"), config=config)
+    assert result.returncode == 0
+
+    cell = record(project, "bad", "bad-request")
+    row = cell["row"]
+    assert cell["attempt"] == 2
+    assert row["ok"] is False and row["resolved"] is False
+    assert row["error_kind"] == "session-error"
+    detail = json.dumps(row["error_detail"])
+    assert "scripted invalid request" in detail
+    # Snakemake deletes a job's log before it retries the job, so the rule log holds the last attempt;
+    # the first attempt's failure line survives in snakemake's own output (show-failed-logs).
+    log = cell_log(project, "bad", "bad-request")
+    assert "attempt 2/2 starting" in log and "error_kind=session-error" in log
+    output = result.stdout + result.stderr
+    assert "session-error on attempt 1/2" in output
+
+    assert [(r["task"], r["error_kind"]) for r in project.rows("bad")] == [("bad-request", "session-error")]
+    report = project.results("bad", "sweep", "report.md").read_text()
+    assert "| bad-request | fault | workflow_direct | 0/0 (1 excluded) |" in report
+    assert "session-error×1" in report
+    assert "1 run(s) hit session/infra/cleanup errors" in report
+
+
+def test_session_timeout_is_a_session_error_and_kills_the_tool_process(project, suite):
+    assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
+    config = fault_config("slow", suite, "slow", agent={"session_timeout_s": 8})
+    started = time.monotonic()
+    project.snakemake(*sweep_targets("slow"), config=config)
+    assert time.monotonic() - started < 60
+
+    row = record(project, "slow", "slow")["row"]
+    assert row["error_kind"] == "session-error" and row["resolved"] is False
+    assert row["error_detail"]["process_state"] == "timeout"
+    assert "timed out after 8s" in row["error_detail"]["process_detail"]
+    assert not pgrep("sleep 97")
+
+
+def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(project, suite):
+    config = fault_config("noskill", suite, "no-skill")
+    project.snakemake(*sweep_targets("noskill"), config=config)
+
+    row = record(project, "noskill", "no-skill")["row"]
+    assert row["error_kind"] == "skill-not-invoked"
+    assert row["skill_invoked"] is False and row["resolved"] is False and row["ok"] is False
+    # Not excluded: the arm did the work without its skill, which is evidence against the arm.
+    report = project.results("noskill", "sweep", "report.md").read_text()
+    assert "| no-skill | fault | workflow_direct | 0/1 |" in report
+    assert "excluded" not in report.split("| no-skill |", 1)[1].split("\n", 1)[0]
+
+
+def test_a_plan_session_that_edits_code_stops_the_arm(project, suite):
+    config = fault_config("plancode", suite, "plan-edits-code", arm="workflow")
+    project.snakemake(*sweep_targets("plancode"), config=config)
+
+    row = record(project, "plancode", "plan-edits-code", "workflow")["row"]
+    assert row["error_kind"] == "plan-evidence-invalid"
+    assert "double.py" in row["error_detail"]
+    assert row["plan_produced"] is False and row["resolved"] is False
+    assert len(row["session_ids"]) == 1
+    transcripts = sorted(p.name for p in (run_dir(project, "plancode", "plan-edits-code", "workflow")
+                                          / "transcripts").glob("*.jsonl"))
+    assert len(transcripts) == 1 and transcripts[0].startswith("plan-")
+    assert "/work " not in cell_log(project, "plancode", "plan-edits-code", "workflow")
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def test_a_work_session_that_edits_its_skill(project, suite, backend):
+    experiment = f"skilledit-{backend}"
+    config = fault_config(experiment, suite, "work-edits-skill", sandbox={"backend": backend})
+    project.snakemake(*sweep_targets(experiment), config=config)
+
+    row = record(project, experiment, "work-edits-skill")["row"]
+    outputs = [text for text in tool_results(transcript_events(project, experiment, "work-edits-skill"))
+               if "exit=" in text]
+    assert len(outputs) == 1
+    if backend == "bwrap":
+        assert "Read-only file system" in outputs[0] and "exit=1" in outputs[0]
+        assert row["error_kind"] != "implementation-evidence-invalid"
+        assert row["ok"] is True and row["resolved"] is True
+    else:
+        assert "exit=0" in outputs[0]
+        assert row["error_kind"] == "implementation-evidence-invalid"
+        assert row["error_detail"] == "implementation changed the evaluated skill fingerprint"
+        assert row["resolved"] is False and row["sandbox_backend"] == "none"
+
+
+def test_outage_breaker_stops_new_sessions_and_a_rerun_resumes(project, suite):
+    config = fault_config("outage", suite, "bad-request", runs=4, agent={"outage_streak": 2, "attempts": 1})
+    first = project.snakemake("--cores", "1", config=config, check=False)
+    assert first.returncode != 0
+
+    recorded, tripped = [], []
+    for run in range(4):
+        if (run_dir(project, "outage", "bad-request", run=run) / "record.json").exists():
+            recorded.append(run)
+        else:
+            tripped.append(run)
+    assert len(recorded) == 2 and len(tripped) == 2
+    for run in recorded:
+        assert record(project, "outage", "bad-request", run=run)["row"]["error_kind"] == "session-error"
+    for run in tripped:
+        log = cell_log(project, "outage", "bad-request", run=run)
+        assert "[systemic-outage] 2 consecutive session/infra/cleanup failures" in log
+        assert "starting" not in log and "session initialized" not in log
+        transcripts = run_dir(project, "outage", "bad-request", run=run) / "transcripts"
+        assert not transcripts.exists() or not list(transcripts.glob("*.jsonl"))
+    assert "[systemic-outage]" in first.stdout + first.stderr
+
+    script_path = suite / "model-script.yaml"
+    script = yaml.safe_load(script_path.read_text())
+    script["tasks"]["bad-request"] = script["tasks"]["healthy"]
+    script_path.write_text(yaml.safe_dump(script, sort_keys=False))
+    project.snakemake("--cores", "1", config=config)
+
+    rows = project.rows("outage")
+    assert [row["run"] for row in rows] == [0, 1, 2, 3]
+    for run in tripped:
+        assert rows[run]["resolved"] is True and rows[run]["error_kind"] is None
+
+
+def test_the_api_key_never_reaches_results_logs_or_snakemake_metadata(project, suite):
+    secret = f"canary{uuid.uuid4().hex}"
+    config = fault_config("canary", suite, "canary")
+    result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": secret})
+
+    row = record(project, "canary", "canary")["row"]
+    assert row["resolved"] is True
+    events = transcript_events(project, "canary", "canary")
+    assert any("[REDACTED]" in text for text in tool_results(events))
+    assert "[REDACTED]" in run_dir(project, "canary", "canary").joinpath("patch.diff").read_text()
+
+    needle = secret.encode()
+    scanned, leaks = 0, []
+    for top in ("results", "logs", ".snakemake"):
+        for path in (project.root / top).rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                scanned += 1
+                if needle in path.read_bytes():
+                    leaks.append(str(path.relative_to(project.root)))
+    assert scanned > 10 and leaks == []
+    assert secret not in result.stdout + result.stderr
+
+
+def descendants(root: int) -> dict[int, str]:
+    """pid → command line of every live descendant of `root` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        parent = int(stat[stat.rfind(")") + 2:].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+        commands[int(entry)] = command.strip()
+    found, queue = {}, [root]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found[child] = commands.get(child, "")
+            queue.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2:].split()[0] not in ("Z", "X")
+
+
+def test_interrupting_snakemake_leaves_no_session_process_behind(project, suite):
+    assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
+    config = fault_config("interrupt", suite, "slow", agent={"session_timeout_s": 300})
+    command = [str(Path(os.sys.executable).parent / "snakemake"), "--cores", "2", *sweep_targets("interrupt"),
+               "--configfile", str(project.write_config(config))]
+    proc = subprocess.Popen(command, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        assert wait_until(lambda: any(cmd.startswith("sleep 97") for cmd in descendants(proc.pid).values()), 90), \
+            "the slow session never reached its `sleep 97`"
+        tree = descendants(proc.pid)
+        watched = {pid: cmd for pid, cmd in tree.items()
+                   if re.search(r"(^|/)(claude|bwrap)( |$)", cmd.split(" -")[0]) or cmd.startswith("sleep 97")}
+        assert any("bwrap" in cmd for cmd in watched.values()) and any("claude" in cmd for cmd in watched.values())
+        os.kill(proc.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        assert wait_until(lambda: not any(alive(pid) for pid in watched) and not pgrep("sleep 97"), 15), \
+            f"left behind: {[(pid, cmd) for pid, cmd in watched.items() if alive(pid)]}"
+        assert time.monotonic() - interrupted < 15
+        proc.wait(timeout=60)
+        assert proc.returncode != 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+        proc.stdout and proc.stdout.close()
+    assert "Shutting down" in output or "interrupt" in output.lower() or "Terminating" in output, output[-3000:]
