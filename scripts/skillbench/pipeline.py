@@ -86,6 +86,23 @@ def api_key(config: dict[str, Any]) -> str | None:
     return keys[0] if keys else None
 
 
+def check_model_access(config: dict[str, Any]) -> None:
+    """The real API needs its key in the environment: say so before any job starts."""
+    if config["model"]["provider"] == "anthropic" and not api_key(config):
+        raise artifacts.ArtifactError(
+            f"model.provider is anthropic but the environment variable {config['model']['api_key_env']} is empty; "
+            "export the key (never put it in config), or use model.provider: scripted for an offline run")
+    base_url = config["model"]["base_url"]
+    if base_url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password \
+                or parts.query or parts.fragment:
+            raise artifacts.ArtifactError(f"model.base_url must be a plain http(s) URL without credentials, query or "
+                                          f"fragment (got {base_url!r})")
+
+
 def run_cell(*, config: dict[str, Any], task_id: str, arm: str, run: int, binding: str, template: str,
              oracle_snapshot: str, skills_root: str, record_out: str, attempt: int, breaker_state: str,
              overlay_json: str | None = None, log=None) -> None:
@@ -98,9 +115,7 @@ def run_cell(*, config: dict[str, Any], task_id: str, arm: str, run: int, bindin
     cli = resolve_cli(config["agent"]["cli"])
     run_dir = Path(record_out).parent
     key = api_key(config)
-    if config["model"]["provider"] == "anthropic" and not key:
-        raise artifacts.ArtifactError(f"model.provider is anthropic but ${config['model']['api_key_env']} is not "
-                                      "set; export the key in the environment (never in config)")
+    check_model_access(config)
     context = cells.CellContext(
         config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot), run_dir=run_dir,
         claude_bin=cli, cli_version=cli_version(cli), api_key=key,

@@ -1,20 +1,34 @@
-"""Containment: Bubblewrap command wrapping, the scratch environment, and the preflight.
+"""Containment: Bubblewrap command wrapping, the scratch environment, Claude Code settings, the preflight.
 
 Every subprocess a cell runs in its clone (setup, sessions, verify, oracle, git) is wrapped
-here. Under `bwrap` the clone is `/workspace` (the only writable project tree), home and
-tmp are private, `/run` is a tmpfs, PID/IPC/UTS namespaces are new, and only system
-folders are visible (read-only) — never the host root, home or results. `verify` and the
-oracle add a read-only workspace and no network. The environment is built from scratch;
-the model key is added by the caller for the CLI process only, and Bash tool commands run
-through a shell-prefix wrapper that starts them with an empty environment. The `none`
-backend runs on the host (for machines without user namespaces); it contains nothing.
+here. Under `bwrap`:
+
+* the sandbox never runs as host root: when the harness is root, Bubblewrap is started through
+  `setpriv` as the unprivileged host id `UNPRIVILEGED_HOST_ID` (no capabilities, empty bounding
+  set, no_new_privs), and the sandbox's private folders and clone are handed to that id;
+* inside, the process is `agent` (uid/gid 1000) in new user, PID, IPC, UTS and cgroup
+  namespaces with every capability dropped, `--die-with-parent` and `--new-session`;
+* the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
+  over it), home and tmp are private folders, `/run` is a tmpfs, and only system folders are
+  visible, read-only — never the host root, home or results; `/etc/passwd` and `/etc/group`
+  are synthetic;
+* `verify` and the oracle add a read-only workspace and no network.
+
+The environment is built from scratch; the model key is added by the caller for the CLI process
+only. Claude Code runs every Bash tool command through the shell-prefix wrapper
+(`CLAUDE_CODE_SHELL_PREFIX`), which clears the environment and starts the command in a nested
+Bubblewrap with its own PID namespace and `/proc` and no network, so a tool command can neither
+read the CLI's environment or memory through `/proc` nor reach any socket. The `none` backend
+runs on the host (for machines without user namespaces); it contains nothing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +41,31 @@ SANDBOX_TMP = "/tmp"
 SANDBOX_TOOLS = "/opt/claude"
 SANDBOX_CLAUDE = f"{SANDBOX_TOOLS}/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
+SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_PATH = f"{SANDBOX_TOOLS}:/usr/local/bin:/usr/bin:/bin"
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+SANDBOX_HOSTNAME = "skillbench"
+# The host uid/gid a sandbox runs as when the harness itself is root. Nothing on the host should
+# own files under this id; every file it creates lives in a cell's private root.
+UNPRIVILEGED_HOST_ID = 65432
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = ("/etc/ssl", "/etc/ca-certificates", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf",
-               "/etc/passwd", "/etc/group", "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime",
-               "/etc/python3", "/etc/python3.11")
+               "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/python3", "/etc/python3.11")
+SYNTHETIC_PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"agent:x:{SANDBOX_UID}:{SANDBOX_GID}:agent:{SANDBOX_HOME}:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+SYNTHETIC_GROUP = f"root:x:0:\nagent:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"
 PREFLIGHT_TIMEOUT_S = 10
 BACKENDS = ("bwrap", "none")
+# Tools a session may use without a prompt (the arm's --tools narrows this further).
+ALLOWED_TOOLS = ("Read", "Edit", "Write", "Bash", "Skill")
+DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
+# Host-owned sandbox paths the CLI's own file tools must not open (the Read/Edit/Write tools run
+# inside the CLI process, which holds the model key).
+PROTECTED_PATHS = ("/proc", "/sys", "/dev", "/etc", SANDBOX_TOOLS)
 
 
 class SandboxError(RuntimeError):
@@ -63,26 +95,46 @@ def base_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
     }
 
 
-def shell_prefix_script(*, home: str, tmp: str, path: str) -> str:
+def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
+    """The environment a Bash tool command starts with: the base environment without the CLI's own switches."""
+    return {name: value for name, value in base_environment(home=home, tmp=tmp, path=path).items()
+            if not name.startswith(("CLAUDE_", "DISABLE_"))}
+
+
+def nested_namespace_args() -> list[str]:
+    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
+    return ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
+            "--unshare-ipc", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL",
+            "--dev-bind", "/", "/", "--proc", "/proc"]
+
+
+def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | None = None) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
-    So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds.
+    So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds. With
+    `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
+    and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
+    The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
+    sandbox shows.
     """
-    variables = " ".join(f"{name}={value}" for name, value in base_environment(home=home, tmp=tmp, path=path).items()
-                         if not name.startswith(("CLAUDE_", "DISABLE_")))
+    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
+    command = "/bin/bash -c \"$1\""
+    if nested_bwrap:
+        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
     return (
         "#!/bin/sh\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
-        f'exec /usr/bin/env -i {variables} /bin/bash -c "$1"\n'
+        f"exec /usr/bin/env -i {variables} {command}\n"
     )
 
 
 def bwrap_namespace_args(*, network: bool) -> list[str]:
-    args = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
+            "--unshare-ipc", "--unshare-uts", "--hostname", SANDBOX_HOSTNAME, "--unshare-cgroup-try"]
     if not network:
         args.append("--unshare-net")
-    return [*args, "--die-with-parent", "--new-session"]
+    return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
 
 
 def system_mount_args() -> list[str]:
@@ -101,18 +153,65 @@ def resolve_bwrap(name: str) -> str:
     if not found:
         raise SandboxError(f"Bubblewrap ({name!r}) was not found; install the Debian package `bubblewrap` "
                            "(make setup does) or set sandbox.backend: none on machines without user namespaces")
-    return found
+    return str(Path(found).resolve())
+
+
+def host_identity() -> tuple[int, int]:
+    """The host uid/gid sandboxed processes run as: never root."""
+    if os.geteuid() == 0:
+        return UNPRIVILEGED_HOST_ID, UNPRIVILEGED_HOST_ID
+    return os.geteuid(), os.getegid()
+
+
+def launcher_args() -> list[str]:
+    """As root, start Bubblewrap as the unprivileged host id with no capabilities at all; otherwise nothing."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if not setpriv:
+        raise SandboxError("setpriv (util-linux) was not found; the harness runs as root and needs it to start "
+                           "the sandbox as an unprivileged user")
+    uid, gid = host_identity()
+    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
+            "--bounding-set=-all", "--no-new-privs", "--"]
 
 
 def preflight(bwrap: str) -> None:
-    """Run `true` inside a full namespace set once; raise if containment does not work here."""
+    """Run `true` inside the full namespace set and the nested tool sandbox once; raise if containment fails here."""
+    if not sys.platform.startswith("linux"):
+        raise SandboxError("the bwrap sandbox works only on Linux; set sandbox.backend: none elsewhere")
     executable = resolve_bwrap(bwrap)
-    argv = [executable, *bwrap_namespace_args(network=False), *system_mount_args(),
-            "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"]
-    result = run_managed(argv, env={"PATH": "/usr/bin:/bin"}, timeout=PREFLIGHT_TIMEOUT_S)
+    argv = [*launcher_args(), executable, *bwrap_namespace_args(network=False), *system_mount_args(),
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", executable, SANDBOX_BWRAP,
+            "--", SANDBOX_BWRAP, *nested_namespace_args(), "--", "/bin/true"]
+    result = run_managed(argv, env={"PATH": "/usr/bin:/bin"}, timeout=PREFLIGHT_TIMEOUT_S, cwd="/")
     if not result.ok:
         detail = (result.detail or result.stderr_tail or "").strip()[-1000:]
-        raise SandboxError(f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}")
+        raise SandboxError(f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}. "
+                           f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
+                           "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)")
+
+
+def claude_settings(*, sandbox_backend: str) -> str:
+    """The Claude Code settings every session gets with --settings (compact JSON).
+
+    Hooks are off, the tools are pre-approved (the arm's --tools still narrows the list), web and
+    subagent tools are denied, bypass mode is disabled, and the CLI's own file tools may not open
+    /proc, /sys, /dev, /etc or the harness's tools folder. The CLI's own sandbox for Bash commands is
+    not enabled: inside the bwrap sandbox the shell-prefix's nested Bubblewrap does that job (see
+    docs/internals.md, "Containment").
+    """
+    if sandbox_backend not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
+    deny = [*DENIED_TOOLS]
+    if sandbox_backend == "bwrap":
+        for root in PROTECTED_PATHS:
+            deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
+    settings = {
+        "disableAllHooks": True,
+        "permissions": {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"},
+    }
+    return json.dumps(settings, separators=(",", ":"), sort_keys=True)
 
 
 def _real_directory(path: Path, label: str) -> Path:
@@ -121,6 +220,14 @@ def _real_directory(path: Path, label: str) -> Path:
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or path.resolve(strict=True) != path:
         raise SandboxError(f"{label} must be a real directory without symlinks: {path}")
     return path
+
+
+def _hand_over(root: Path, uid: int, gid: int) -> None:
+    """Give a tree the sandbox's host id (symlinks themselves, never their targets)."""
+    os.lchown(root, uid, gid)
+    for directory, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            os.lchown(os.path.join(directory, name), uid, gid)
 
 
 @dataclass
@@ -142,13 +249,26 @@ class Sandbox:
         self.home_host = self.private_root / "home"
         self.tmp_host = self.private_root / "tmp"
         self.tools_host = self.private_root / "tools"
-        for folder in (self.home_host, self.tmp_host, self.tools_host):
+        self.mounts_host = self.private_root / "mounts"
+        for folder in (self.home_host, self.tmp_host, self.tools_host, self.mounts_host):
             folder.mkdir(mode=0o700, exist_ok=True)
+        self.launcher: list[str] = []
         if self.backend == "bwrap":
             self.bwrap = resolve_bwrap(self.bwrap)
+            self.launcher = launcher_args()
+        self.host_uid, self.host_gid = host_identity() if self.backend == "bwrap" else (os.geteuid(), os.getegid())
         prefix = self.tools_host / "shell-prefix"
-        prefix.write_text(shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path))
+        prefix.write_text(shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path,
+                                              nested_bwrap=SANDBOX_BWRAP if self.backend == "bwrap" else None))
         prefix.chmod(0o500)
+        (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
+        (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
+        if self.launcher:
+            for tree in (self.private_root, self.clone):
+                _hand_over(tree, self.host_uid, self.host_gid)
+            if self.claude_bin is not None and not self._reachable(Path(self.claude_bin).resolve()):
+                raise SandboxError(f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
+                                   f"(host uid {self.host_uid}); install it under world-readable folders")
 
     @property
     def workspace(self) -> str:
@@ -187,17 +307,46 @@ class Sandbox:
         relative = Path(host_path).absolute().relative_to(self.clone)
         return f"{self.workspace}/{relative.as_posix()}" if str(relative) != "." else self.workspace
 
+    def _reachable(self, path: Path) -> bool:
+        """Whether the sandbox's host id can read `path` (every parent searchable, the file readable by others)."""
+        if not self.launcher:
+            return True
+        for parent in [*reversed(path.parents)]:
+            mode = os.stat(parent).st_mode
+            if not mode & stat.S_IXOTH:
+                return False
+        return bool(os.stat(path).st_mode & stat.S_IROTH)
+
+    def _readable_source(self, host: Path) -> Path:
+        """A host path the sandbox's host id can bind: trees in the private root are handed over, others copied."""
+        host = Path(host).absolute()
+        if not self.launcher:
+            return host
+        if host.is_relative_to(self.private_root):
+            _hand_over(host, self.host_uid, self.host_gid)
+            return host
+        copy = self.mounts_host / f"{len(os.listdir(self.mounts_host))}-{host.name}"
+        if host.is_dir():
+            shutil.copytree(host, copy, symlinks=True)
+        else:
+            shutil.copy2(host, copy, follow_symlinks=False)
+        _hand_over(copy, self.host_uid, self.host_gid)
+        return copy
+
     def command(self, argv: Sequence[str], *, read_only_workspace: bool = False, network: bool = True,
                 extra_read_only: Sequence[tuple[Path, str]] = ()) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only` binds (host path, sandbox path) pairs."""
         if self.backend == "none":
             return list(argv)
-        args = [self.bwrap, *bwrap_namespace_args(network=network), *system_mount_args(),
+        args = [*self.launcher, self.bwrap, *bwrap_namespace_args(network=network), *system_mount_args(),
+                "--ro-bind", str(self.tools_host / "passwd"), "/etc/passwd",
+                "--ro-bind", str(self.tools_host / "group"), "/etc/group",
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run",
                 "--ro-bind" if read_only_workspace else "--bind", str(self.clone), SANDBOX_WORKSPACE,
                 "--bind", str(self.home_host), SANDBOX_HOME,
                 "--bind", str(self.tmp_host), SANDBOX_TMP,
-                "--ro-bind", str(self.tools_host / "shell-prefix"), SANDBOX_SHELL_PREFIX]
+                "--ro-bind", str(self.tools_host / "shell-prefix"), SANDBOX_SHELL_PREFIX,
+                "--ro-bind", self.bwrap, SANDBOX_BWRAP]
         if self.claude_bin is not None:
             args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
         # Skill roots stay read-only even while the workspace is writable: a session must not
@@ -205,9 +354,11 @@ class Sandbox:
         for relative in self.read_only_paths:
             host = self.clone / relative
             if host.is_dir() and not host.is_symlink():
+                if self.launcher:
+                    _hand_over(host, self.host_uid, self.host_gid)
                 args += ["--ro-bind", str(host), f"{SANDBOX_WORKSPACE}/{relative}"]
         for host, target in extra_read_only:
-            args += ["--ro-bind", str(host), target]
+            args += ["--ro-bind", str(self._readable_source(host)), target]
         return [*args, "--chdir", SANDBOX_WORKSPACE, "--", *argv]
 
     def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
@@ -215,7 +366,7 @@ class Sandbox:
             extra_read_only: Sequence[tuple[Path, str]] = (), **kwargs):
         wrapped = self.command(argv, read_only_workspace=read_only_workspace, network=network,
                                extra_read_only=extra_read_only)
-        cwd = None if self.backend == "bwrap" else str(self.clone)
+        cwd = "/" if self.backend == "bwrap" else str(self.clone)
         return run_managed(wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd,
                            **kwargs)
 

@@ -136,6 +136,10 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
     assert decisions(summary) == [(0, "candidate_workflow_direct", "keep_incumbent"),
                                   (1, "candidate_workflow_direct", "promote")]
     assert not project.results("evo", "gen2").exists()
+    # Incumbent cells ran once and both generations reuse them: identical rows, same sessions.
+    incumbent_rows = [[row for row in project.rows("evo", f"gen{gen}") if not row["arm"].startswith("candidate_")]
+                      for gen in (0, 1)]
+    assert incumbent_rows[0] == incumbent_rows[1] == project.rows("evo", "sweep")
     # Generation 1's proposer saw generation 0's rejection.
     staged = project.results("evo", "gen1", "evidence", "gate-summary.json").read_text()
     assert "keep_incumbent" in staged

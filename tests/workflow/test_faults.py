@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,6 +21,7 @@ import yaml
 
 SUITE = Path(__file__).resolve().parent / "suites" / "faults"
 DIRECT = "workflow_direct"
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
 @pytest.fixture
@@ -273,7 +274,7 @@ def descendants(root: int) -> dict[int, str]:
             command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        parent = int(stat[stat.rfind(")") + 2:].split()[1])
+        parent = int(stat[stat.rfind(")") + 2 :].split()[1])
         children.setdefault(parent, []).append(int(entry))
         commands[int(entry)] = command.strip()
     found, queue = {}, [root]
@@ -289,34 +290,85 @@ def alive(pid: int) -> bool:
         state = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return state[state.rfind(")") + 2:].split()[0] not in ("Z", "X")
+    return state[state.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
-def test_interrupting_snakemake_leaves_no_session_process_behind(project, suite):
-    assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
-    config = fault_config("interrupt", suite, "slow", agent={"session_timeout_s": 300})
-    command = [str(Path(os.sys.executable).parent / "snakemake"), "--cores", "2", *sweep_targets("interrupt"),
-               "--configfile", str(project.write_config(config))]
-    proc = subprocess.Popen(command, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        assert wait_until(lambda: any(cmd.startswith("sleep 97") for cmd in descendants(proc.pid).values()), 90), \
-            "the slow session never reached its `sleep 97`"
-        tree = descendants(proc.pid)
-        watched = {pid: cmd for pid, cmd in tree.items()
-                   if re.search(r"(^|/)(claude|bwrap)( |$)", cmd.split(" -")[0]) or cmd.startswith("sleep 97")}
-        assert any("bwrap" in cmd for cmd in watched.values()) and any("claude" in cmd for cmd in watched.values())
-        os.kill(proc.pid, signal.SIGINT)
-        interrupted = time.monotonic()
-        assert wait_until(lambda: not any(alive(pid) for pid in watched) and not pgrep("sleep 97"), 15), \
-            f"left behind: {[(pid, cmd) for pid, cmd in watched.items() if alive(pid)]}"
-        assert time.monotonic() - interrupted < 15
-        proc.wait(timeout=60)
-        assert proc.returncode != 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        output = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-        proc.stdout and proc.stdout.close()
-    assert "Shutting down" in output or "interrupt" in output.lower() or "Terminating" in output, output[-3000:]
+def session_processes(tree: dict[int, str]) -> dict[int, str]:
+    """The CLI, Bubblewrap and `sleep 97` processes of a process tree."""
+    return {pid: command for pid, command in tree.items()
+            if Path(command.split(" ", 1)[0]).name in ("claude", "bwrap") or command.startswith("sleep 97")}
+
+
+class SlowSweep:
+    """snakemake on the `slow` task in its own process group, stopped once its session sits in `sleep 97`."""
+
+    def __init__(self, project, suite: Path, experiment: str) -> None:
+        config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 300})
+        self.command = [SNAKEMAKE, "--cores", "2", *sweep_targets(experiment),
+                        "--configfile", str(project.write_config(config))]
+        self.project, self.experiment = project, experiment
+        self.watched: dict[int, str] = {}
+        self.output = ""
+
+    def __enter__(self) -> SlowSweep:
+        assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
+        self.proc = subprocess.Popen(self.command, cwd=self.project.root, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        in_sleep = wait_until(lambda: any(cmd.startswith("sleep 97") for cmd in descendants(self.proc.pid).values()),
+                              90)
+        self.watched = session_processes(descendants(self.proc.pid))
+        assert in_sleep, "the slow session never reached its `sleep 97`"
+        kinds = {Path(cmd.split(" ", 1)[0]).name for cmd in self.watched.values()}
+        assert {"claude", "bwrap", "sleep"} <= kinds, self.watched
+        return self
+
+    def left_behind(self) -> dict[int, str]:
+        return {pid: cmd[:120] for pid, cmd in self.watched.items() if alive(pid)}
+
+    def __exit__(self, *exc) -> None:
+        # Whatever happened, take down only what this test started: snakemake's group and the session
+        # processes (each in its own group), so a failing test leaves nothing running.
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in self.watched:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        self.output = self.proc.stdout.read().decode(errors="replace")
+        self.proc.stdout.close()
+
+
+def test_ctrl_c_leaves_no_session_process_behind(project, suite):
+    """A terminal's Ctrl-C: SIGINT to snakemake's foreground process group (its job scripts included)."""
+    with SlowSweep(project, suite, "ctrlc") as sweep:
+        os.killpg(sweep.proc.pid, signal.SIGINT)
+        assert wait_until(lambda: not sweep.left_behind() and not pgrep("sleep 97"), 15), sweep.left_behind()
+        sweep.proc.wait(timeout=60)
+        assert sweep.proc.returncode != 0
+    assert "Terminating processes on user request" in sweep.output
+    # rerun-incomplete (profiles/default): the interrupted cell runs again on the next invocation.
+    again = project.snakemake("-n", *sweep_targets("ctrlc"), "--configfile", str(project.root / "test-config.yaml"))
+    assert "rule run_cell:" in again.stdout
+
+
+def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(project, suite):
+    """`kill -INT <snakemake pid>`: only snakemake gets the signal, not its job scripts."""
+    with SlowSweep(project, suite, "sigint") as sweep:
+        os.kill(sweep.proc.pid, signal.SIGINT)
+        assert wait_until(lambda: not sweep.left_behind() and not pgrep("sleep 97"), 15), (
+            f"15 s after SIGINT to snakemake (pid {sweep.proc.pid}, still running: {sweep.proc.poll() is None}) "
+            f"the session is still running: {sweep.left_behind()}")
+
+
+def test_an_interrupted_cell_is_recorded_as_cancelled(project, suite):
+    """process.install_signal_handlers: the first signal tears the session down and the cell records
+    a "cancelled" outcome (excluded, not systemic), not a harness failure."""
+    with SlowSweep(project, suite, "cancel") as sweep:
+        os.killpg(sweep.proc.pid, signal.SIGINT)
+        sweep.proc.wait(timeout=60)
+    path = run_dir(project, "cancel", "slow") / "record.json"
+    log = cell_log(project, "cancel", "slow")
+    assert "error_kind=cancelled" in log, log[-1500:]
+    if path.exists():
+        row = json.loads(path.read_text())["row"]
+        assert row["error_kind"] == "cancelled", (row["error_kind"], row["error_detail"])
