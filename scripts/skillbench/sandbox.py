@@ -265,8 +265,15 @@ class Sandbox:
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         if self.launcher:
             for tree in (self.private_root, self.clone):
+                if tree != self.private_root and tree.is_relative_to(self.private_root):
+                    continue
+                if not all(self._allows(parent, stat.S_IXOTH) for parent in tree.parents):
+                    raise SandboxError(f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
+                                       "cannot enter; put private roots under a world-searchable folder such as /tmp")
                 _hand_over(tree, self.host_uid, self.host_gid)
-            if self.claude_bin is not None and not self._reachable(Path(self.claude_bin).resolve()):
+            claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
+            if claude is not None and not (all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
+                                           and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)):
                 raise SandboxError(f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
                                    f"(host uid {self.host_uid}); install it under world-readable folders")
 
@@ -307,15 +314,16 @@ class Sandbox:
         relative = Path(host_path).absolute().relative_to(self.clone)
         return f"{self.workspace}/{relative.as_posix()}" if str(relative) != "." else self.workspace
 
-    def _reachable(self, path: Path) -> bool:
-        """Whether the sandbox's host id can read `path` (every parent searchable, the file readable by others)."""
-        if not self.launcher:
-            return True
-        for parent in [*reversed(path.parents)]:
-            mode = os.stat(parent).st_mode
-            if not mode & stat.S_IXOTH:
-                return False
-        return bool(os.stat(path).st_mode & stat.S_IROTH)
+    def _allows(self, path: Path, other_bits: int) -> bool:
+        """Whether the sandbox's host id has the permission `other_bits` (given as the "other" bits) on `path`."""
+        info = os.stat(path)
+        if info.st_uid == self.host_uid:
+            bits = other_bits << 6
+        elif info.st_gid == self.host_gid:
+            bits = other_bits << 3
+        else:
+            bits = other_bits
+        return info.st_mode & bits == bits
 
     def _readable_source(self, host: Path) -> Path:
         """A host path the sandbox's host id can bind: trees in the private root are handed over, others copied."""
