@@ -153,9 +153,20 @@ def build_template(*, destination: Path, snapshot: Path | None = None, repo: Pat
     return commit_tree_as_template(destination)
 
 
+SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"
+
+
 def clone_template(template: Path, destination: Path) -> None:
-    """A fresh, self-contained copy of the template (no shared objects, no alternates)."""
-    shutil.copytree(template, destination, symlinks=True)
+    """A fresh, self-contained copy of the template (no shared objects, no alternates).
+
+    Snakemake drops a timestamp file into directory outputs; it is not part of the task.
+    """
+    root = str(template)
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        return [SNAKEMAKE_TIMESTAMP] if directory == root and SNAKEMAKE_TIMESTAMP in names else []
+
+    shutil.copytree(template, destination, symlinks=True, ignore=ignore)
 
 
 def head_commit(git: GitRunner) -> str:
