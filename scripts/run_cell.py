@@ -2,7 +2,7 @@
 import sys
 
 from skillbench.breaker import OutageTripped
-from skillbench.cells import RetryableCellFailure
+from skillbench.cells import CellCancelled, RetryableCellFailure
 from skillbench.pipeline import api_key, run_cell
 from skillbench.process import install_signal_handlers
 from skillbench.runlog import rule_log
@@ -10,7 +10,7 @@ from skillbench.runlog import rule_log
 install_signal_handlers()
 config = snakemake.config  # noqa: F821
 with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
-              expected=(RetryableCellFailure, OutageTripped)):
+              expected=(RetryableCellFailure, OutageTripped, CellCancelled)):
     run_cell(
         config=config,
         task_id=snakemake.wildcards.task,  # noqa: F821

@@ -27,7 +27,7 @@ from . import breaker, oracle, repo, sessions
 from .aggregate import SYSTEMIC_ERROR_KINDS
 from .artifacts import ArtifactError
 from .oracle import ORACLE_ENV_VAR
-from .process import ProcessError
+from .process import CANCEL, ProcessError
 from .redaction import redact_text
 from .sandbox import Sandbox, SandboxError
 from .scripted_model import ScriptedModel, session_steps
@@ -45,6 +45,10 @@ class InfraError(RuntimeError):
 
 class RetryableCellFailure(RuntimeError):
     """A systemic failure on a non-final attempt: fail the job so Snakemake retries it."""
+
+
+class CellCancelled(RuntimeError):
+    """The run was interrupted: the cell writes no record, so the next run does it again."""
 
 
 @dataclass
@@ -330,6 +334,9 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
         record = run_one_session(session, prompt, task=task, arm=arm, run=run, sandbox=sandbox, context=context,
                                  disallowed=definition.get("disallowed_tools", []))
         records.append(record)
+        if record["error_kind"] == "cancelled" or CANCEL.is_set():
+            raise CellCancelled(f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} session; "
+                                "no record is written, so the next run does this cell again")
         fingerprint_now = skill_fingerprint(clone, context.skills_root, skills)
         if fingerprint_now != expected_fingerprint:
             phase = "planning" if session.get("plan_document") else "implementation"
@@ -417,8 +424,15 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-cell-"))
     try:
+        if CANCEL.is_set():
+            raise CellCancelled(f"{label} interrupted before it started")
         row = execute_cell(task, binding, arm, run, context, private_root)
+        if CANCEL.is_set():
+            raise CellCancelled(f"{label} interrupted; no record is written, so the next run does this cell again")
     except HARNESS_FAILURES as exc:
+        if CANCEL.is_set():
+            raise CellCancelled(f"{label} interrupted ({type(exc).__name__}); the next run does this cell again") \
+                from exc
         row = base_row(task, binding, arm, run, context)
         row.update(error_kind="infra-error",
                    error_detail=_tail(redact_text(f"{type(exc).__name__}: {exc}", context.secrets), MAX_DETAIL_CHARS))

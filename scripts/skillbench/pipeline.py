@@ -243,6 +243,22 @@ def promotion_binding(model: str, effort: str | None, overlay_doc: dict[str, Any
     }
 
 
+def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) -> str:
+    """`complete` when every (task, arm) has the same runs 0..R-1 and nothing was cancelled, else `aborted`.
+
+    The pipeline only gates a generation whose cells all finished; a partial results.jsonl (a regrade of
+    an interrupted run) must never promote."""
+    if any(row["error_kind"] == "cancelled" for row in rows):
+        return "aborted"
+    runs = {(task, arm): set() for task in tasks for arm in arms}
+    for row in rows:
+        if (row["task"], row["arm"]) in runs:
+            runs[(row["task"], row["arm"])].add(row["run"])
+    seen = set().union(*runs.values()) if runs else set()
+    expected = set(range(max(seen) + 1)) if seen else set()
+    return "complete" if expected and all(found == expected for found in runs.values()) else "aborted"
+
+
 def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: dict[str, Any], model: str,
                    effort: str | None, out: str, generated_at=None) -> dict[str, Any]:
     """Rows + policy → promotion.json (the same function `skillbench gate` calls offline)."""
@@ -253,10 +269,11 @@ def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: di
     rows = artifacts.read_jsonl(Path(results), "result-row")
     overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
     bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
-    run_status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
+    arms = [arm for pair in overlay_doc["pairs"] for arm in pair]
+    status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
     document = gate.promotion_document(
         rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=policy,
-        binding=promotion_binding(model, effort, overlay_doc, bindings_doc), run_status=run_status,
+        binding=promotion_binding(model, effort, overlay_doc, bindings_doc), run_status=status,
         generated_at=generated_at or datetime.now(UTC))
     artifacts.write_artifact(Path(out), document, "promotion")
     return document

@@ -58,19 +58,28 @@ class ProcessError(RuntimeError):
         super().__init__(message)
 
 
+REPEAT_SIGNAL_GRACE_S = 2.0
+
+
 def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM request cancellation; a second signal interrupts for real.
+    """Make SIGINT/SIGTERM request cancellation; a later second signal interrupts for real.
 
     Call from the main thread of a job script. The first signal lets every `run_managed` tear its process
-    group down and the cell record a "cancelled" outcome; a repeat means the operator wants out now, and
-    the raised exception still kills the current group on its way up.
+    group down and the cell end without a record; a repeat means the operator wants out now, and the
+    raised exception still kills the current group on its way up. A repeat within a moment of the first
+    is the same interrupt arriving twice (Ctrl-C reaches the job through its process group and through
+    snakemake's forwarding) and is ignored.
     """
+    first: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
         if CANCEL.is_set():
+            if time.monotonic() - first[0] < REPEAT_SIGNAL_GRACE_S:
+                return
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
             raise SystemExit(128 + signum)
+        first.append(time.monotonic())
         CANCEL.set()
 
     signal.signal(signal.SIGINT, handler)
@@ -394,3 +403,53 @@ def run_checked(
     if not outcome.ok:
         raise ProcessError(str(argv[0]), outcome)
     return outcome
+
+
+def descendants(root: int) -> list[int]:
+    """Every live descendant of `root`, from /proc (works without CONFIG_PROC_CHILDREN)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, pending = [], [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def forward_interrupts_to_descendants() -> None:
+    """In the snakemake process: pass SIGINT/SIGTERM on to every running job, then let snakemake handle it.
+
+    Snakemake's local executor waits for running jobs on an interrupt; a job script only learns of
+    it if the signal reaches it. Job scripts turn it into cancellation, which tears their sessions
+    down, so an interrupted run leaves no agent process behind.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def forwarding(signum: int, previous):
+        def handler(received: int, frame) -> None:
+            for pid in descendants(os.getpid()):
+                try:
+                    os.kill(pid, received)
+                except OSError:
+                    pass
+            if callable(previous):
+                previous(received, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(received, signal.SIG_DFL)
+                os.kill(os.getpid(), received)
+
+        return handler
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forwarding(signum, signal.getsignal(signum)))

@@ -65,7 +65,7 @@ ALLOWED_TOOLS = ("Read", "Edit", "Write", "Bash", "Skill")
 DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
 # Host-owned sandbox paths the CLI's own file tools must not open (the Read/Edit/Write tools run
 # inside the CLI process, which holds the model key).
-PROTECTED_PATHS = ("/proc", "/sys", "/dev", "/etc", SANDBOX_TOOLS)
+PROTECTED_PATHS = ("/proc", "/sys", "/dev")
 
 
 class SandboxError(RuntimeError):
@@ -186,31 +186,53 @@ def preflight(bwrap: str) -> None:
             "--", SANDBOX_BWRAP, *nested_namespace_args(), "--", "/bin/true"]
     result = run_managed(argv, env={"PATH": "/usr/bin:/bin"}, timeout=PREFLIGHT_TIMEOUT_S, cwd="/")
     if not result.ok:
-        detail = (result.detail or result.stderr_tail or "").strip()[-1000:]
+        detail = "; ".join(part for part in (result.stderr_tail.strip()[-1000:], result.detail) if part)
         raise SandboxError(f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}. "
                            f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
                            "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)")
 
 
-def claude_settings(*, sandbox_backend: str) -> str:
-    """The Claude Code settings every session gets with --settings (compact JSON).
+def cli_sandbox_available() -> bool:
+    """Whether Claude Code's own Bash sandbox can start inside ours: it needs bwrap and socat on PATH."""
+    return all(shutil.which(tool, path="/usr/local/bin:/usr/bin:/bin") for tool in ("bwrap", "socat"))
 
-    Hooks are off, the tools are pre-approved (the arm's --tools still narrows the list), web and
-    subagent tools are denied, bypass mode is disabled, and the CLI's own file tools may not open
-    /proc, /sys, /dev, /etc or the harness's tools folder. The CLI's own sandbox for Bash commands is
-    not enabled: inside the bwrap sandbox the shell-prefix's nested Bubblewrap does that job (see
-    docs/internals.md, "Containment").
+
+def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
+    """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
+
+    * hooks are off (`disableAllHooks`), bypass mode is disabled;
+    * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
+      web, subagent and notebook tools are denied;
+    * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
+      the model key) may not open /proc, /sys, /dev or the CLI's
+      configuration; the CLI resolves symlinks before it applies these rules;
+    * `cli_sandbox=True` (bwrap only) also turns on the CLI's own Bash sandbox as a second layer:
+      writes only to /workspace and /tmp, every network domain denied, no unsandboxed fallback,
+      fail if unavailable. It works inside our Bubblewrap when socat is installed, but it is off
+      by default because it changes what the measured agent sees: while every Bash command runs it
+      mounts /dev/null over absent dotfiles (.bashrc, .gitconfig, .mcp.json, .vscode, ...), which
+      appear as untracked entries in /workspace and make `git add -A` fail. The first layer (the
+      shell-prefix's nested Bubblewrap: empty environment, own PID namespace and /proc, no network)
+      does not depend on it.
     """
     if sandbox_backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
     deny = [*DENIED_TOOLS]
+    settings: dict = {"disableAllHooks": True}
     if sandbox_backend == "bwrap":
-        for root in PROTECTED_PATHS:
+        for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude"):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
-    settings = {
-        "disableAllHooks": True,
-        "permissions": {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"},
-    }
+        if cli_sandbox:
+            settings["sandbox"] = {
+                "enabled": True,
+                "failIfUnavailable": True,
+                "allowUnsandboxedCommands": False,
+                "autoAllowBashIfSandboxed": True,
+                "network": {"allowedDomains": [], "deniedDomains": ["*"], "allowLocalBinding": False,
+                            "allowAllUnixSockets": False},
+                "filesystem": {"allowWrite": [SANDBOX_WORKSPACE, SANDBOX_TMP]},
+            }
+    settings["permissions"] = {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"}
     return json.dumps(settings, separators=(",", ":"), sort_keys=True)
 
 
@@ -367,7 +389,9 @@ class Sandbox:
                 args += ["--ro-bind", str(host), f"{SANDBOX_WORKSPACE}/{relative}"]
         for host, target in extra_read_only:
             args += ["--ro-bind", str(self._readable_source(host)), target]
-        return [*args, "--chdir", SANDBOX_WORKSPACE, "--", *argv]
+        # The root itself (a tmpfs holding the mount points) is read-only too: nothing can be
+        # created beside the binds.
+        return [*args, "--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE, "--", *argv]
 
     def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
             read_only_workspace: bool = False, network: bool = True,

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -89,11 +90,6 @@ def tool_results(events: list[dict]) -> list[str]:
     return texts
 
 
-def pgrep(pattern: str) -> list[int]:
-    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
-    return [int(pid) for pid in found.stdout.split() if int(pid) != os.getpid()]
-
-
 def wait_until(predicate, timeout: float, step: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -126,8 +122,8 @@ def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite)
     assert cell["attempt"] == 2
     assert row["ok"] is False and row["resolved"] is False
     assert row["error_kind"] == "session-error"
-    detail = json.dumps(row["error_detail"])
-    assert "scripted invalid request" in detail
+    assert row["error_detail"]["process_state"] == "failed"
+    assert "API Error: 400 scripted invalid request" in row["error_detail"]["stdout_tail"]
     # Snakemake deletes a job's log before it retries the job, so the rule log holds the last attempt;
     # the first attempt's failure line survives in snakemake's own output (show-failed-logs).
     log = cell_log(project, "bad", "bad-request")
@@ -143,17 +139,17 @@ def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite)
 
 
 def test_session_timeout_is_a_session_error_and_kills_the_tool_process(project, suite):
-    assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
     config = fault_config("slow", suite, "slow", agent={"session_timeout_s": 8})
-    started = time.monotonic()
-    project.snakemake(*sweep_targets("slow"), config=config)
-    assert time.monotonic() - started < 60
+    with WatchedSweep(project, config, *sweep_targets("slow")) as sweep:
+        assert sweep.wait(60) == 0, sweep.output
+        # The cell returned, so its session is over: nothing it started may still run.
+        assert "sleep" in sweep.kinds_seen(), sweep.seen
+        assert sweep.left_behind() == {}
 
     row = record(project, "slow", "slow")["row"]
     assert row["error_kind"] == "session-error" and row["resolved"] is False
     assert row["error_detail"]["process_state"] == "timeout"
     assert "timed out after 8s" in row["error_detail"]["process_detail"]
-    assert not pgrep("sleep 97")
 
 
 def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(project, suite):
@@ -163,6 +159,7 @@ def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(project, su
     row = record(project, "noskill", "no-skill")["row"]
     assert row["error_kind"] == "skill-not-invoked"
     assert row["skill_invoked"] is False and row["resolved"] is False and row["ok"] is False
+    assert "error_kind=skill-not-invoked" in cell_log(project, "noskill", "no-skill")
     # Not excluded: the arm did the work without its skill, which is evidence against the arm.
     report = project.results("noskill", "sweep", "report.md").read_text()
     assert "| no-skill | fault | workflow_direct | 0/1 |" in report
@@ -203,6 +200,7 @@ def test_a_work_session_that_edits_its_skill(project, suite, backend):
         assert row["error_kind"] == "implementation-evidence-invalid"
         assert row["error_detail"] == "implementation changed the evaluated skill fingerprint"
         assert row["resolved"] is False and row["sandbox_backend"] == "none"
+    assert f"error_kind={row['error_kind']}" in cell_log(project, experiment, "work-edits-skill")
 
 
 def test_outage_breaker_stops_new_sessions_and_a_rerun_resumes(project, suite):
@@ -293,58 +291,89 @@ def alive(pid: int) -> bool:
     return state[state.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
-def session_processes(tree: dict[int, str]) -> dict[int, str]:
-    """The CLI, Bubblewrap and `sleep 97` processes of a process tree."""
-    return {pid: command for pid, command in tree.items()
-            if Path(command.split(" ", 1)[0]).name in ("claude", "bwrap") or command.startswith("sleep 97")}
+def is_session_process(command: str) -> bool:
+    """The CLI, Bubblewrap (outer or nested) or the scripted `sleep 97`."""
+    return Path(command.split(" ", 1)[0]).name in ("claude", "bwrap") or command.startswith("sleep 97")
 
 
-class SlowSweep:
-    """snakemake on the `slow` task in its own process group, stopped once its session sits in `sleep 97`."""
+class WatchedSweep:
+    """snakemake in its own process group, with a poller that records every CLI, Bubblewrap and `sleep 97`
+    process below it. Only these processes are checked and, on the way out, killed: other snakemake runs
+    on the machine (another test session) are never touched."""
 
-    def __init__(self, project, suite: Path, experiment: str) -> None:
-        config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 300})
-        self.command = [SNAKEMAKE, "--cores", "2", *sweep_targets(experiment),
-                        "--configfile", str(project.write_config(config))]
-        self.project, self.experiment = project, experiment
-        self.watched: dict[int, str] = {}
+    def __init__(self, project, config: dict, *targets: str) -> None:
+        self.command = [SNAKEMAKE, "--cores", "2", *targets, "--configfile", str(project.write_config(config))]
+        self.root = project.root
+        self.seen: dict[int, str] = {}
         self.output = ""
+        self._stop = threading.Event()
 
-    def __enter__(self) -> SlowSweep:
-        assert not pgrep("sleep 97"), "a stray `sleep 97` is already running"
-        self.proc = subprocess.Popen(self.command, cwd=self.project.root, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        in_sleep = wait_until(lambda: any(cmd.startswith("sleep 97") for cmd in descendants(self.proc.pid).values()),
-                              90)
-        self.watched = session_processes(descendants(self.proc.pid))
-        assert in_sleep, "the slow session never reached its `sleep 97`"
-        kinds = {Path(cmd.split(" ", 1)[0]).name for cmd in self.watched.values()}
-        assert {"claude", "bwrap", "sleep"} <= kinds, self.watched
+    def __enter__(self) -> WatchedSweep:
+        self.proc = subprocess.Popen(self.command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._poller = threading.Thread(target=self._poll, daemon=True)
+        self._reader.start()
+        self._poller.start()
         return self
 
+    def _read(self) -> None:
+        self.output = self.proc.stdout.read().decode(errors="replace")
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            for pid, command in descendants(self.proc.pid).items():
+                if is_session_process(command):
+                    self.seen.setdefault(pid, command)
+            self._stop.wait(0.05)
+
+    def kinds_seen(self) -> set[str]:
+        return {Path(command.split(" ", 1)[0]).name for command in self.seen.values()}
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        return wait_until(predicate, timeout, step=0.1)
+
+    def in_sleep(self) -> bool:
+        return any(command.startswith("sleep 97") and alive(pid) for pid, command in self.seen.items())
+
     def left_behind(self) -> dict[int, str]:
-        return {pid: cmd[:120] for pid, cmd in self.watched.items() if alive(pid)}
+        return {pid: command[:120] for pid, command in self.seen.items() if alive(pid)}
+
+    def wait(self, timeout: float) -> int:
+        returncode = self.proc.wait(timeout=timeout)
+        self._reader.join(10)
+        return returncode
 
     def __exit__(self, *exc) -> None:
-        # Whatever happened, take down only what this test started: snakemake's group and the session
-        # processes (each in its own group), so a failing test leaves nothing running.
+        self._stop.set()
+        self._poller.join(5)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
-        for pid in self.watched:
+        for pid in self.seen:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
-        self.output = self.proc.stdout.read().decode(errors="replace")
-        self.proc.stdout.close()
+        self._reader.join(10)
+
+
+def slow_sweep(project, suite: Path, experiment: str) -> WatchedSweep:
+    """The `slow` task with a long session timeout, entered once its session sits in `sleep 97`."""
+    config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 300})
+    return WatchedSweep(project, config, *sweep_targets(experiment))
+
+
+def enter_sleep(sweep: WatchedSweep) -> None:
+    assert sweep.wait_for(sweep.in_sleep, 90), f"the slow session never reached its `sleep 97`:\n{sweep.output}"
+    assert {"claude", "bwrap", "sleep"} <= sweep.kinds_seen(), sweep.seen
 
 
 def test_ctrl_c_leaves_no_session_process_behind(project, suite):
     """A terminal's Ctrl-C: SIGINT to snakemake's foreground process group (its job scripts included)."""
-    with SlowSweep(project, suite, "ctrlc") as sweep:
+    with slow_sweep(project, suite, "ctrlc") as sweep:
+        enter_sleep(sweep)
         os.killpg(sweep.proc.pid, signal.SIGINT)
-        assert wait_until(lambda: not sweep.left_behind() and not pgrep("sleep 97"), 15), sweep.left_behind()
-        sweep.proc.wait(timeout=60)
-        assert sweep.proc.returncode != 0
+        assert sweep.wait_for(lambda: not sweep.left_behind(), 15), sweep.left_behind()
+        assert sweep.wait(60) != 0
     assert "Terminating processes on user request" in sweep.output
     # rerun-incomplete (profiles/default): the interrupted cell runs again on the next invocation.
     again = project.snakemake("-n", *sweep_targets("ctrlc"), "--configfile", str(project.root / "test-config.yaml"))
@@ -352,23 +381,24 @@ def test_ctrl_c_leaves_no_session_process_behind(project, suite):
 
 
 def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(project, suite):
-    """`kill -INT <snakemake pid>`: only snakemake gets the signal, not its job scripts."""
-    with SlowSweep(project, suite, "sigint") as sweep:
+    """`kill -INT <snakemake pid>`: only snakemake itself gets the signal, not its job scripts."""
+    with slow_sweep(project, suite, "sigint") as sweep:
+        enter_sleep(sweep)
         os.kill(sweep.proc.pid, signal.SIGINT)
-        assert wait_until(lambda: not sweep.left_behind() and not pgrep("sleep 97"), 15), (
+        assert sweep.wait_for(lambda: not sweep.left_behind(), 15), (
             f"15 s after SIGINT to snakemake (pid {sweep.proc.pid}, still running: {sweep.proc.poll() is None}) "
-            f"the session is still running: {sweep.left_behind()}")
+            f"its session still runs: {sweep.left_behind()}")
 
 
-def test_an_interrupted_cell_is_recorded_as_cancelled(project, suite):
-    """process.install_signal_handlers: the first signal tears the session down and the cell records
-    a "cancelled" outcome (excluded, not systemic), not a harness failure."""
-    with SlowSweep(project, suite, "cancel") as sweep:
+def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):
+    """The first signal tears the session down; the cell writes no record (an interrupted cell is neither
+    evidence nor a harness failure), says so in its log, and the next run does it again."""
+    with slow_sweep(project, suite, "cancel") as sweep:
+        enter_sleep(sweep)
         os.killpg(sweep.proc.pid, signal.SIGINT)
-        sweep.proc.wait(timeout=60)
-    path = run_dir(project, "cancel", "slow") / "record.json"
+        sweep.wait(60)
     log = cell_log(project, "cancel", "slow")
-    assert "error_kind=cancelled" in log, log[-1500:]
-    if path.exists():
-        row = json.loads(path.read_text())["row"]
-        assert row["error_kind"] == "cancelled", (row["error_kind"], row["error_detail"])
+    assert "interrupted during the direct session" in log, log[-1500:]
+    assert not (run_dir(project, "cancel", "slow") / "record.json").exists()
+    again = project.snakemake("-n", *sweep_targets("cancel"), "--configfile", str(project.root / "test-config.yaml"))
+    assert "rule run_cell:" in again.stdout

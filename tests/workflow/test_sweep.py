@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
-TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1}
+SWEEP = {"evolution": {"generations": 0}}
+TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1,
+             **SWEEP}
 ARMS = ["workflow", "workflow_direct", "baseline"]
 
 
@@ -66,14 +68,14 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     project.results("one", "cells", "bulk-discount-threshold", "workflow", "run0", "record.json").unlink()
     rerun = project.snakemake(config=TWO_TASKS)
     output = rerun.stdout + rerun.stderr
-    assert jobs_run(output, "run_cell") == ["task=bulk-discount-threshold, arm=workflow, run=0"]
+    assert jobs_run(output, "run_cell") == ["cellset=cells, task=bulk-discount-threshold, arm=workflow, run=0"]
     assert jobs_run(output, "bind_task") == []
     assert untouched.stat().st_mtime_ns == before
     assert len(project.rows("one")) == 6
 
 
 def test_bad_config_key_fails_before_any_job(project):
-    result = project.snakemake(config={"experiment": "bad", "agent": {"session_timeout": 5}}, check=False)
+    result = project.snakemake(config={"experiment": "bad", "agent": {"session_timeout": 5}, **SWEEP}, check=False)
     assert result.returncode != 0
     assert "session_timeout" in result.stdout + result.stderr
     assert not (project.root / "results" / "bad").exists()
@@ -103,7 +105,7 @@ def assert_no_overlap(windows):
 
 
 def test_session_cap_of_one_serialises_sessions_on_two_cores(project):
-    config = {"experiment": "cap", "runs": 1, "selected_arms": ["workflow_direct", "baseline"],
+    config = {"experiment": "cap", "runs": 1, "selected_arms": ["workflow_direct", "baseline"], **SWEEP,
               "tasks": {"only": ["money-thousands", "sku-normalization"]}}
     project.snakemake("--resources", "agent_sessions=1", config=config)
     assert_no_overlap(session_windows(project, "cap"))

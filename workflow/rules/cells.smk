@@ -28,6 +28,7 @@ rule run_cell:
     resources:
         agent_sessions=1,
         attempt=lambda wildcards, attempt: attempt,
+        runtime=get_cell_runtime,
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"

@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
+from skillbench import process as sb_process  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
 from skillbench import tasks as sb_tasks  # noqa: E402
 
@@ -60,6 +61,20 @@ def prepare_run():
             file=sys.stderr,
         )
     sb_breaker.reset(Path(f"{RESULTS}/.outage-breaker.json"))
+    sb_process.forward_interrupts_to_descendants()
+
+
+def get_cell_runtime(wildcards):
+    """Minutes a cell may take on a cluster: every session, setup, verify and oracle at their limits, plus slack,
+    so the scheduler never kills a cell before the cell's own timeouts record what happened."""
+    sessions = len(get_arm_definition(wildcards)["sessions"])
+    agent = config["agent"]
+    seconds = sessions * agent["session_timeout_s"] + agent["setup_timeout_s"] + 2 * agent["verify_timeout_s"] + 600
+    return -(-seconds // 60)
+
+
+def get_proposer_runtime(wildcards):
+    return -(-(config["agent"]["session_timeout_s"] + 600) // 60)
 
 
 def get_task_definition(wildcards):

@@ -105,6 +105,7 @@ rule propose_overlay:
         f"logs/{EXPERIMENT}/propose_overlay/gen{{gen}}.log",
     resources:
         agent_sessions=1,
+        runtime=get_proposer_runtime,
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"

@@ -29,6 +29,7 @@ use rule collect_results as collect_generation_results with:
         arms=GENERATION_ARMS,
     log:
         f"logs/{EXPERIMENT}/collect_results/gen{{gen}}.log",
+    localrule: True
 
 
 rule render_report:
@@ -72,3 +73,4 @@ use rule render_report as render_generation_report with:
         runs=config["runs"],
     log:
         f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",
+    localrule: True

@@ -1,0 +1,274 @@
+"""The sandbox: Bubblewrap argv shape, the scratch environment, the shell-prefix wrapper, settings, preflight."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from skillbench import sandbox as sb
+from skillbench.sandbox import Sandbox, SandboxError
+
+HOST_SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-value", "GITHUB_TOKEN": "ghp_secretsecretsecret",
+                "ANTHROPIC_API_KEY": "sk-ant-api-host-key", "SSH_AUTH_SOCK": "/run/ssh.sock",
+                "HTTPS_PROXY": "http://proxy.invalid:3128"}
+BWRAP = shutil.which("bwrap")
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="Bubblewrap is not installed (make setup installs it)")
+
+
+@pytest.fixture
+def private_root():
+    """A private root under /tmp, as cells make it (the sandbox user must be able to enter its parents)."""
+    root = Path(tempfile.mkdtemp(prefix="skillbench-test-"))
+    (root / "workspace" / ".claude" / "skills" / "demo").mkdir(parents=True)
+    (root / "workspace" / ".claude" / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\n---\nbody\n")
+    (root / "workspace" / "app.py").write_text("print('hi')\n")
+    yield root
+    for directory, _subdirs, _files in os.walk(root):
+        os.chmod(directory, 0o700)
+    shutil.rmtree(root)
+
+
+def make_sandbox(root: Path, backend: str = "bwrap", **kwargs) -> Sandbox:
+    return Sandbox(backend, root / "workspace", root, read_only_paths=[".claude/skills"], **kwargs)
+
+
+def pairs(argv: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(argv[index:index + 3]) for index in range(len(argv) - 2)}
+
+
+@needs_bwrap
+def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
+    box = make_sandbox(private_root, claude_bin=Path("/bin/true"))  # any world-readable executable
+    argv = box.command(["claude", "-p"])
+    triples = pairs(argv)
+    assert ("--bind", "/", "/") not in triples and ("--ro-bind", "/", "/") not in triples
+    assert ("--dev-bind", "/", "/") not in triples
+    sources = {argv[index + 1] for index, arg in enumerate(argv) if arg in ("--bind", "--ro-bind", "--dev-bind")}
+    for forbidden in (str(Path.home()), os.getcwd(), str(Path.cwd() / "results"), "/root", "/etc", "/home", "/tmp"):
+        assert forbidden not in sources
+    assert ("--bind", str(box.clone), "/workspace") in triples
+    assert ("--bind", str(box.home_host), "/home/agent") in triples
+    assert ("--bind", str(box.tmp_host), "/tmp") in triples
+    assert ("--tmpfs", "/run", "--bind") in triples
+    assert ("--ro-bind", str(box.clone / ".claude/skills"), "/workspace/.claude/skills") in triples
+    skills = argv.index(str(box.clone / ".claude/skills"))
+    assert skills > argv.index(str(box.clone))  # the read-only skills bind lands on top of the workspace
+    assert argv[-5:] == ["--chdir", "/workspace", "--", "claude", "-p"]
+    assert ("--ro-bind", "/bin/true", "/opt/claude/claude") in triples or ("--ro-bind", "/usr/bin/true",
+                                                                         "/opt/claude/claude") in triples
+    assert argv[argv.index("--remount-ro") + 1] == "/"
+
+
+@needs_bwrap
+def test_namespaces_capabilities_and_identity(private_root):
+    argv = make_sandbox(private_root).command(["true"])
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+                 "--new-session"):
+        assert flag in argv
+    assert ("--cap-drop", "ALL") in {tuple(argv[i:i + 2]) for i in range(len(argv) - 1)}
+    assert argv[argv.index("--uid") + 1] == str(sb.SANDBOX_UID)
+    assert "--unshare-net" not in argv  # the CLI needs the model endpoint
+    if os.geteuid() == 0:
+        assert argv[0].endswith("setpriv") and f"--reuid={sb.UNPRIVILEGED_HOST_ID}" in argv
+        assert "--bounding-set=-all" in argv and "--no-new-privs" in argv
+    else:
+        assert argv[0] == shutil.which("bwrap") or argv[0].endswith("bwrap")
+
+
+@needs_bwrap
+def test_verifiers_get_a_read_only_workspace_and_no_network(private_root):
+    box = make_sandbox(private_root)
+    argv = box.command(["sh", "-c", "true"], read_only_workspace=True, network=False)
+    triples = pairs(argv)
+    assert ("--ro-bind", str(box.clone), "/workspace") in triples
+    assert ("--bind", str(box.clone), "/workspace") not in triples
+    assert "--unshare-net" in argv
+
+
+@needs_bwrap
+def test_contained_process_sees_a_scratch_environment_and_nothing_of_the_host(private_root, monkeypatch):
+    for name, value in HOST_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    box = make_sandbox(private_root)
+    environment = box.environment()
+    assert not set(HOST_SECRETS) & set(environment)
+    result = box.run(["/bin/sh", "-c", "env; id -u; ls /root /home 2>&1; cat /proc/1/environ | tr '\\0' '\\n'"],
+                     timeout=30)
+    assert result.ok, result.stderr_tail
+    for name, value in HOST_SECRETS.items():
+        assert name not in result.stdout_tail and value not in result.stdout_tail
+    assert f"\n{sb.SANDBOX_UID}\n" in result.stdout_tail
+    assert "cannot access '/root'" in result.stdout_tail and "\nagent\n" in result.stdout_tail
+
+
+@needs_bwrap
+def test_capabilities_are_gone_so_read_only_binds_cannot_be_undone(private_root):
+    box = make_sandbox(private_root)
+    script = ("grep CapEff /proc/self/status; umount /workspace/.claude/skills 2>&1; echo umount=$?; "
+              "echo pwn >> .claude/skills/demo/SKILL.md 2>&1; echo write=$?; echo ok > /usr/x 2>&1; echo usr=$?")
+    result = box.run(["/bin/sh", "-c", script], timeout=30)
+    assert "CapEff:\t0000000000000000" in result.stdout_tail
+    assert "umount=0" not in result.stdout_tail and "write=0" not in result.stdout_tail
+    assert "usr=0" not in result.stdout_tail
+    assert "pwn" not in (box.clone / ".claude/skills/demo/SKILL.md").read_text()
+
+
+@needs_bwrap
+def test_read_only_workspace_really_is(private_root):
+    box = make_sandbox(private_root)
+    result = box.run(["/bin/sh", "-c", "echo changed > app.py; echo exit=$?"], timeout=30,
+                     read_only_workspace=True, network=False)
+    assert "Read-only file system" in result.stderr_tail and "exit=2" in result.stdout_tail
+    assert (box.clone / "app.py").read_text() == "print('hi')\n"
+
+
+def tool_env_names() -> set[str]:
+    return set(sb.tool_environment(home="/h", tmp="/t", path="/usr/bin:/bin")) | {"PWD", "SHLVL", "_"}
+
+
+def test_shell_prefix_run_directly_gives_an_empty_environment(tmp_path):
+    prefix = tmp_path / "shell-prefix"
+    prefix.write_text(sb.shell_prefix_script(home="/h", tmp="/t", path="/usr/bin:/bin"))
+    prefix.chmod(0o500)
+    result = subprocess.run([str(prefix), "env"], capture_output=True, text=True,
+                            env={**os.environ, **HOST_SECRETS, "CLAUDE_CODE_SHELL_PREFIX": str(prefix)})
+    assert result.returncode == 0, result.stderr
+    names = {line.split("=", 1)[0] for line in result.stdout.splitlines()}
+    assert names <= tool_env_names()
+    assert "HOME=/h" in result.stdout and "PATH=/usr/bin:/bin" in result.stdout
+    for value in HOST_SECRETS.values():
+        assert value not in result.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["echo a", "echo b"]])
+def test_shell_prefix_refuses_the_wrong_number_of_arguments(tmp_path, args):
+    prefix = tmp_path / "shell-prefix"
+    prefix.write_text(sb.shell_prefix_script(home="/h", tmp="/t", path="/usr/bin:/bin", nested_bwrap="/nowhere"))
+    prefix.chmod(0o500)
+    result = subprocess.run([str(prefix), *args], capture_output=True, text=True)
+    assert result.returncode == 64
+    assert "expected exactly one command argument" in result.stderr
+
+
+@needs_bwrap
+def test_bash_tool_commands_run_in_their_own_pid_namespace_without_network(private_root):
+    """The CLI holds the key in its environment; a tool command must not reach it through /proc."""
+    box = make_sandbox(private_root)
+    script = ("env; echo ---; ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '; echo; grep -a -l sk-only /proc/*/environ; "
+              "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 2)\" 2>&1 | tail -1")
+    env = box.environment({"ANTHROPIC_API_KEY": "sk-only-for-the-cli", "CLAUDE_CODE_SHELL_PREFIX": box.shell_prefix,
+                           "TOOL_COMMAND": script})
+    # The outer shell plays the CLI: it holds the key and starts the tool command through the prefix.
+    play_cli = '"$CLAUDE_CODE_SHELL_PREFIX" "$TOOL_COMMAND"; echo parent-sees=$ANTHROPIC_API_KEY'
+    result = box.run(["/bin/sh", "-c", play_cli], timeout=30, env=env)
+    assert result.ok, result.stderr_tail
+    inner, parent = result.stdout_tail.rsplit("parent-sees=", 1)
+    assert parent.strip() == "sk-only-for-the-cli"
+    assert "sk-only" not in inner and "ANTHROPIC" not in inner
+    pids = inner.split("---", 1)[1].splitlines()[1].split()
+    assert "1" in pids and len(pids) <= 6  # only the nested sandbox's own processes
+    assert "Network is unreachable" in inner or "ConnectionRefusedError" in inner
+
+
+@needs_bwrap
+def test_private_trees_are_handed_to_the_sandbox_user_and_outside_sources_copied(private_root, tmp_path):
+    box = make_sandbox(private_root)
+    outside = Path(tempfile.mkdtemp(prefix="skillbench-test-evidence-"))
+    try:
+        (outside / "evidence.json").write_text("{}")
+        os.chmod(outside / "evidence.json", 0o600)
+        staged = private_root / ".oracle-x"
+        staged.mkdir(mode=0o700)
+        (staged / "oracle_test.py").write_text("print('oracle')\n")
+        os.chmod(staged / "oracle_test.py", 0o400)
+        argv = box.command(["true"], extra_read_only=[(outside, "/evidence"), (staged, "/workspace/.oracle-x")])
+        sources = {argv[i + 2]: argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"}
+        if os.geteuid() == 0:
+            assert Path(sources["/evidence"]).parent == box.mounts_host
+            assert os.stat(box.clone / "app.py").st_uid == sb.UNPRIVILEGED_HOST_ID
+            assert os.stat(staged / "oracle_test.py").st_uid == sb.UNPRIVILEGED_HOST_ID
+        else:
+            assert sources["/evidence"] == str(outside)
+        assert sources["/workspace/.oracle-x"] == str(staged)
+        result = box.run(["/bin/sh", "-c", "cat /evidence/evidence.json /workspace/.oracle-x/oracle_test.py"],
+                         timeout=30, extra_read_only=[(outside, "/evidence"), (staged, "/workspace/.oracle-x")])
+        assert result.ok and "oracle" in result.stdout_tail, result.stderr_tail
+    finally:
+        shutil.rmtree(outside)
+
+
+def test_symlinked_clone_is_refused(private_root):
+    link = private_root / "link"
+    link.symlink_to(private_root / "workspace")
+    with pytest.raises(SandboxError, match="real directory"):
+        Sandbox("bwrap", link, private_root)
+
+
+def test_unknown_backend_is_refused(private_root):
+    with pytest.raises(SandboxError, match="unknown sandbox backend"):
+        make_sandbox(private_root, backend="docker")
+    with pytest.raises(SandboxError, match="unknown sandbox backend"):
+        sb.claude_settings(sandbox_backend="docker")
+
+
+def test_none_backend_wraps_nothing(private_root):
+    box = make_sandbox(private_root, backend="none")
+    assert box.command(["echo", "hi"]) == ["echo", "hi"]
+    assert box.workspace == str(box.clone)
+
+
+def test_claude_settings_disable_hooks_allow_tools_and_deny_proc():
+    settings = json.loads(sb.claude_settings(sandbox_backend="bwrap"))
+    assert settings["disableAllHooks"] is True and "hooks" not in settings
+    assert settings["permissions"]["allow"] == ["Read", "Edit", "Write", "Bash", "Skill"]
+    assert settings["permissions"]["disableBypassPermissionsMode"] == "disable"
+    deny = settings["permissions"]["deny"]
+    assert {"WebFetch", "WebSearch", "Read(//proc/**)", "Edit(//proc/**)", "Read(//home/agent/.claude/**)"} <= set(deny)
+    assert "sandbox" not in settings
+    assert "defaultMode" not in settings["permissions"]
+
+
+def test_claude_settings_can_turn_on_the_cli_sandbox():
+    settings = json.loads(sb.claude_settings(sandbox_backend="bwrap", cli_sandbox=True))
+    inner = settings["sandbox"]
+    assert inner["enabled"] and inner["failIfUnavailable"] and inner["allowUnsandboxedCommands"] is False
+    assert inner["network"]["deniedDomains"] == ["*"] and inner["network"]["allowedDomains"] == []
+    assert inner["filesystem"]["allowWrite"] == ["/workspace", "/tmp"]
+    assert "sandbox" not in json.loads(sb.claude_settings(sandbox_backend="none", cli_sandbox=True))
+
+
+def test_claude_settings_without_bubblewrap_keep_host_paths_open():
+    deny = json.loads(sb.claude_settings(sandbox_backend="none"))["permissions"]["deny"]
+    assert not [rule for rule in deny if "(" in rule]
+
+
+def test_preflight_names_a_missing_bubblewrap():
+    with pytest.raises(SandboxError, match=r"Bubblewrap \('/nonexistent/bwrap'\) was not found.*bubblewrap"):
+        sb.preflight("/nonexistent/bwrap")
+
+
+def test_preflight_reports_a_sandbox_that_does_not_start():
+    folder = Path(tempfile.mkdtemp(prefix="skillbench-test-bwrap-"))
+    try:
+        folder.chmod(0o755)
+        fake = folder / "bwrap"
+        fake.write_text("#!/bin/sh\necho 'setting up uid map: Permission denied' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        with pytest.raises(SandboxError) as raised:
+            sb.preflight(str(fake))
+        message = str(raised.value)
+        assert message.startswith("Bubblewrap preflight failed (failed, exit 1): setting up uid map")
+        assert "user namespaces" in message and "sandbox.backend: none" in message
+    finally:
+        shutil.rmtree(folder)
+
+
+@needs_bwrap
+def test_preflight_passes_here():
+    sb.preflight("bwrap")
+
