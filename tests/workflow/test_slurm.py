@@ -1,0 +1,93 @@
+"""The same experiment on a real single-node SLURM (snakemake-executor-plugin-slurm) and locally.
+
+Starts SLURM with .ci/slurm, runs a reduced candidate benchmark with --profile profiles/slurm,
+kills the submitting snakemake mid-run, resumes it, and compares rows and the gate decision with
+a local run. The session cap of 1 must hold on both executors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from slurm_fixture import slurm_cluster, slurm_job_history, slurm_unavailable
+from test_sweep import assert_no_overlap
+
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+CONFIG = {
+    "experiment": "cluster",
+    "tasks": {"only": ["money-thousands"]},
+    "runs": 2,
+    "gate": {"min_runs": 2},
+    "selected_arms": ["workflow_direct"],
+    "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"},
+}
+CAP = ("--resources", "agent_sessions=1")
+
+
+def outcome(project) -> tuple[list, list]:
+    rows = [(r["task"], r["arm"], r["run"], r["resolved"], r["error_kind"], r["num_turns"], r["cost_usd"])
+            for r in project.rows("cluster", "gen0")]
+    decided = json.loads(project.results("cluster", "gen0", "promotion.json").read_text())
+    return rows, [(d["candidate_arm"], d["decision"], d["reasons"]) for d in decided["decisions"]]
+
+
+def windows(project) -> list[tuple[str, str, str]]:
+    found = []
+    for path in project.results("cluster").rglob("record.json"):
+        for session in json.loads(path.read_text())["timing"]["sessions"]:
+            found.append((session["started_at"], session["finished_at"], str(path)))
+    return sorted(found)
+
+
+def slurm_snakemake(project, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    # SIGINT on timeout: the plugin cancels its SLURM jobs and releases the lock.
+    command = ["timeout", "-s", "INT", "-k", "30", str(timeout), SNAKEMAKE, "--profile", "profiles/slurm",
+               "--configfile", str(project.write_config(CONFIG)), *args]
+    return subprocess.run(command, cwd=project.root, capture_output=True, text=True)
+
+
+def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(project, tmp_path):
+    reason = slurm_unavailable()
+    assert reason is None, f"this machine cannot run the SLURM test: {reason}"
+
+    local = type(project)(tmp_path / "local")
+    subprocess.run(["cp", "-a", str(project.root), str(local.root)], check=True)
+    local.snakemake(*CAP, config=CONFIG)
+    assert_no_overlap(windows(local))
+
+    with slurm_cluster(tmp_path / "slurm") as state:
+        command = [SNAKEMAKE, "--profile", "profiles/slurm", *CAP, "--configfile",
+                   str(project.write_config(CONFIG))]
+        crashed = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while not any(job["rule"] == "run_cell" for job in slurm_job_history(state, workdir=project.root)):
+            assert crashed.poll() is None, "snakemake ended before any cell was submitted"
+            assert time.monotonic() < deadline, "no cell was ever submitted to SLURM"
+            time.sleep(0.5)
+        os.kill(crashed.pid, signal.SIGKILL)
+        crashed.wait()
+        # After a crash: cancel the orphaned jobs of the dead run, unlock, rerun.
+        subprocess.run(["scancel", "--user", "root"], check=True)
+        unlock = slurm_snakemake(project, "--unlock")
+        assert unlock.returncode == 0, unlock.stderr[-3000:]
+        resumed = slurm_snakemake(project, *CAP)
+        assert resumed.returncode == 0, f"{resumed.stdout[-3000:]}\n{resumed.stderr[-6000:]}"
+        jobs = slurm_job_history(state, workdir=project.root)
+
+    cell_jobs = [job for job in jobs if job["rule"] == "run_cell"]
+    assert len({job["wildcards"] for job in cell_jobs if job["state"] == "COMPLETED"}) == 4, cell_jobs
+    # Bookkeeping rules run in the submitting snakemake, never in the queue.
+    assert {job["rule"] for job in jobs} <= {"run_cell"}, {job["rule"] for job in jobs}
+
+    rows, decisions = outcome(project)
+    assert len(rows) == len({row[:3] for row in rows}) == 4, "duplicate or missing rows after the resume"
+    assert (rows, decisions) == outcome(local)
+    assert decisions[0][1] == "promote"
+    assert_no_overlap(windows(project))
