@@ -1,0 +1,68 @@
+"""A complete, schema-valid result row for unit tests; keyword arguments override any column."""
+
+from __future__ import annotations
+
+from skillbench.aggregate import EXCLUDED_ERROR_KINDS
+from skillbench.artifacts import validate
+
+NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
+MODEL = "claude-test-model"
+
+
+def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fields) -> dict:
+    """A complete, schema-valid result row; ``fields`` override any column."""
+    resolved = fields.pop("resolved", True)
+    error_kind = fields.pop("error_kind", None if resolved else "oracle-failed")
+    row = {
+        "schema": "result-row/v1",
+        "task": task,
+        "class": "demo",
+        "run": run,
+        "arm": arm,
+        "ok": error_kind not in NOT_OK_KINDS,
+        "resolved": resolved,
+        "authored_tests_passed": error_kind not in {"verify-failed"} | NOT_OK_KINDS,
+        "authored_test_output": "",
+        "verify_output": "",
+        "oracle_passed": resolved,
+        "oracle_output": "hidden oracle passed" if resolved else "hidden oracle failed",
+        "error_kind": error_kind,
+        "error_detail": None,
+        "evidence_diagnostics": [],
+        "input_tokens": 1000,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 100,
+        "cost_usd": 1.0,
+        "cost_check": None,
+        "duration_s": 10.0,
+        "num_turns": 5,
+        "session_ids": [f"session-{task}-{arm}-{run}"],
+        "transcript_artifacts": [],
+        "transcript_missing": False,
+        "skill_invoked": True,
+        "tool_use_counts": {},
+        "plan_produced": True,
+        "diff_files": 1,
+        "diff_insertions": 10,
+        "diff_deletions": 2,
+        "model": MODEL,
+        "effort": "high",
+        "provider": "scripted",
+        "cli_version": "2.0.0",
+        "task_ref": "HEAD",
+        "task_base_sha": "1" * 40,
+        "sanitized_task_sha": "2" * 40,
+        "variant_head_sha": "3" * 40,
+        "task_prompt_digest": "4" * 64,
+        "skill_digest": "5" * 64,
+        "candidate_overlay_digest": "6" * 64 if arm.startswith("candidate_") else None,
+        "oracle_digest": "7" * 64,
+        "oracle_command_digest": "8" * 64,
+        "oracle_manifest_digest": "9" * 64,
+        "sandbox_backend": "bwrap",
+        "recorded_at": "2026-01-01T00:00:00Z",
+    }
+    row.update(fields)
+    return validate(row, "result-row")
+
