@@ -133,3 +133,23 @@ def read_jsonl(path: Path, kind: str) -> list[dict[str, Any]]:
             raise ArtifactError(f"{path} line {number}: not valid JSON ({exc})") from exc
         rows.append(validate(row, kind, source=f"{path} line {number}"))
     return rows
+
+
+def write_exclusive(path: Path, payload: bytes, mode: int) -> None:
+    """Create `path` (never an existing file, never through a symlink), write it whole, fsync.
+
+    The file is ours because we created it, so a partial write is removed rather than left looking
+    like evidence.
+    """
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        os.fchmod(descriptor, mode)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(descriptor, view):]
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        Path(path).unlink(missing_ok=True)
+        raise
+    os.close(descriptor)

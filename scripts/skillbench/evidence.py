@@ -431,15 +431,7 @@ def _write_bundle(destination: Path, files: dict[str, bytes]) -> None:
     try:
         staging.chmod(0o700)
         for name, payload in files.items():
-            descriptor = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                os.fchmod(descriptor, 0o600)
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(descriptor, view) :]
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            artifacts.write_exclusive(staging / name, payload, 0o600)
         if os.path.lexists(destination):
             raise EvidenceError(f"evidence destination appeared while staging: {destination}")
         os.rename(staging, destination)

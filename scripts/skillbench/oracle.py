@@ -16,6 +16,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .artifacts import write_exclusive
+
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
 ORACLE_ENV_VAR = "SKILLBENCH_ORACLE_ROOT"
@@ -105,12 +107,7 @@ def write_snapshot(destination: Path, files: list[tuple[str, bytes]]) -> None:
     for target, payload in files:
         path = destination / target
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
-        try:
-            os.write(descriptor, payload)
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        write_exclusive(path, payload, 0o400)
 
 
 def load_snapshot(snapshot: Path, binding: dict[str, Any]) -> list[tuple[str, bytes]]:
@@ -131,12 +128,7 @@ def stage(parent: Path, files: list[tuple[str, bytes]]) -> Path:
     for target, payload in files:
         path = root / target
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
-        try:
-            os.write(descriptor, payload)
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        write_exclusive(path, payload, 0o400)
     return root
 
 

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import repo
+from .artifacts import write_exclusive
 from .oracle import OracleError, framed_digest, read_bounded_regular
 
 MAX_ENTRIES = 256
@@ -163,12 +164,7 @@ def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
         for relative, content in files:
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
-            try:
-                os.write(descriptor, content)
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+            write_exclusive(path, content, 0o400)
         for directory, _subdirs, _names in os.walk(staging, topdown=False):
             os.chmod(directory, 0o500)
         os.replace(staging, destination)

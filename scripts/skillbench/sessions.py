@@ -11,7 +11,6 @@ import collections
 import hashlib
 import json
 import math
-import os
 import re
 import stat
 import sys
@@ -22,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from skillbench.artifacts import write_exclusive
 from skillbench.process import ProcessResult, run_managed
 from skillbench.redaction import redact_text, redact_value
 
@@ -310,20 +310,7 @@ def persist_transcript(
 
     name = f"{prefix}-{session_id}.jsonl"
     path = directory / name
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)
-        view = memoryview(payload)
-        while view:
-            written = os.write(descriptor, view)
-            view = view[written:]
-        os.fsync(descriptor)
-    except BaseException:
-        os.close(descriptor)
-        # We created it (O_EXCL), so a partial file is ours to remove; left behind it would look like evidence.
-        path.unlink(missing_ok=True)
-        raise
-    os.close(descriptor)
+    write_exclusive(path, payload, 0o600)
     return {
         "path": f"transcripts/{name}",
         "sha256": hashlib.sha256(payload).hexdigest(),
