@@ -25,7 +25,7 @@ from .sandbox import Sandbox
 
 OUTPUT_DIR = ".skillbench-output"
 EVIDENCE_MOUNT = "/evidence"
-PROPOSER_TOOLS = ["Read", "Write", "Edit", "Bash"]
+PROPOSER_TOOLS = ["Read", "Grep", "Glob", "Write", "Edit", "Bash"]
 MAX_PROPOSAL_BYTES = 256 * 1024
 # Repository content the proposer never sees: task suites hold the hidden oracles.
 EXCLUDED_FROM_CLONE = ("tasks", "results", "logs", ".snakemake", "tools", ".venv")
