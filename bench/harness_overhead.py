@@ -34,6 +34,10 @@ def main() -> int:
             source = REPO / name
             (shutil.copytree if source.is_dir() else shutil.copy2)(source, root / name)
         (root / "tools").symlink_to(REPO / "tools")
+        # Candidates are bound to the skills committed at HEAD, so the copy is a repository.
+        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@invalid", "-C", str(root)]
+        for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
+            subprocess.run([*git, *command], check=True, capture_output=True)
         (root / "bench.yaml").write_text(json.dumps(
             {"experiment": "bench", "runs": args.runs, "sandbox": {"backend": args.backend}}))
         started = time.monotonic()

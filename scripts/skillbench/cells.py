@@ -29,7 +29,7 @@ from .artifacts import ArtifactError
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL, ProcessError
 from .redaction import redact_text
-from .sandbox import Sandbox, SandboxError
+from .sandbox import Sandbox, SandboxError, claude_settings
 from .scripted_model import ScriptedModel, session_steps
 
 VERIFY_TAIL_CHARS = 4000
@@ -260,7 +260,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
     argv = sessions.cli_command(
         sandbox.claude, tools=config["agent"]["tools"], disallowed_tools=disallowed,
         model=config["model"]["name"], effort=config["model"]["effort"],
-        settings_json=json.dumps({"disableAllHooks": True}, separators=(",", ":")))
+        settings_json=claude_settings(sandbox_backend=sandbox.backend))
     label = f"{task['id']}/{arm}/run{run}/{session['role']}"
     with ExitStack() as stack:
         if config["model"]["provider"] == "scripted":

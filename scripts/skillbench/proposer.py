@@ -21,7 +21,7 @@ from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
 from .redaction import redact_value
-from .sandbox import Sandbox
+from .sandbox import Sandbox, claude_settings
 
 OUTPUT_DIR = ".skillbench-output"
 EVIDENCE_MOUNT = "/evidence"
@@ -150,7 +150,7 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
         model = config["evolution"]["proposer_model"] or config["model"]["name"]
         argv = sessions.cli_command(sandbox.claude, tools=PROPOSER_TOOLS, disallowed_tools=["Skill"], model=model,
                                     effort=config["model"]["effort"],
-                                    settings_json=json.dumps({"disableAllHooks": True}, separators=(",", ":")))
+                                    settings_json=claude_settings(sandbox_backend=sandbox.backend))
         extra = [(evidence.resolve(), EVIDENCE_MOUNT)] if sandbox.backend == "bwrap" else []
         transcripts = proposal_out.parent / "transcripts"
         if transcripts.exists():

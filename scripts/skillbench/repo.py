@@ -34,6 +34,7 @@ SAFE_GIT_CONFIG = (
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
     "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "init.defaultBranch=main",
 )
+CLAUDE_SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
 SHA_PATTERN = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 # runner(args, capture_stdout_bytes=None) -> ProcessResult; the cell's runs git inside its sandbox.
@@ -92,6 +93,7 @@ def resolve_commit(repo: Path, ref: str) -> str:
 
 def export_tree(repo: Path, sha: str, destination: Path) -> None:
     """Write the files of commit `sha` into `destination` without touching the source repository's state."""
+    destination = Path(destination).absolute()
     destination.mkdir(parents=True, exist_ok=False)
     with tempfile.TemporaryDirectory(prefix="skillbench-index-") as scratch:
         index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
@@ -150,6 +152,12 @@ def build_template(*, destination: Path, snapshot: Path | None = None, repo: Pat
             raise GitError(f"snapshot folder {snapshot} must not contain a .git entry")
     else:
         export_tree(repo, sha, destination)
+    # A task repository's own Claude Code settings could point the CLI at another endpoint
+    # (settings.env) or grant it tools; the harness passes its own settings, so the target's go.
+    for name in CLAUDE_SETTINGS_FILES:
+        path = destination / name
+        if path.is_file() or path.is_symlink():
+            path.unlink()
     return commit_tree_as_template(destination)
 
 

@@ -11,15 +11,18 @@ here. Under `bwrap`:
 * the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
   over it), home and tmp are private folders, `/run` is a tmpfs, and only system folders are
   visible, read-only — never the host root, home or results; `/etc/passwd` and `/etc/group`
-  are synthetic;
+  are synthetic; the root itself is remounted read-only;
 * `verify` and the oracle add a read-only workspace and no network.
 
 The environment is built from scratch; the model key is added by the caller for the CLI process
 only. Claude Code runs every Bash tool command through the shell-prefix wrapper
 (`CLAUDE_CODE_SHELL_PREFIX`), which clears the environment and starts the command in a nested
-Bubblewrap with its own PID namespace and `/proc` and no network, so a tool command can neither
-read the CLI's environment or memory through `/proc` nor reach any socket. The `none` backend
-runs on the host (for machines without user namespaces); it contains nothing.
+Bubblewrap with its own PID namespace and `/proc`, no network, and the CLI's settings and state
+(`~/.claude`, `~/.claude.json`, `/workspace/.claude`) read-only: a tool command can neither read
+the CLI's environment or memory through `/proc`, nor reach any socket, nor plant a settings file
+whose `env` would send the key elsewhere. The CLI's own file tools are held back by the deny
+rules of `claude_settings`. The `none` backend runs on the host (for machines without user
+namespaces); it contains nothing.
 """
 
 from __future__ import annotations
@@ -101,11 +104,20 @@ def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
             if not name.startswith(("CLAUDE_", "DISABLE_"))}
 
 
+# Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
+# runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
+# read-only, and the CLI's own file tools are denied them (see claude_settings).
+CLI_STATE_PATHS = (f"{SANDBOX_HOME}/.claude", f"{SANDBOX_HOME}/.claude.json", f"{SANDBOX_WORKSPACE}/.claude")
+
+
 def nested_namespace_args() -> list[str]:
     """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
-    return ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
+    args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
             "--unshare-ipc", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL",
             "--dev-bind", "/", "/", "--proc", "/proc"]
+    for path in CLI_STATE_PATHS:
+        args += ["--ro-bind-try", path, path]
+    return args
 
 
 def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | None = None) -> str:
@@ -192,11 +204,6 @@ def preflight(bwrap: str) -> None:
                            "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)")
 
 
-def cli_sandbox_available() -> bool:
-    """Whether Claude Code's own Bash sandbox can start inside ours: it needs bwrap and socat on PATH."""
-    return all(shutil.which(tool, path="/usr/local/bin:/usr/bin:/bin") for tool in ("bwrap", "socat"))
-
-
 def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
     """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
 
@@ -204,16 +211,16 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
     * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
       web, subagent and notebook tools are denied;
     * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
-      the model key) may not open /proc, /sys, /dev or the CLI's
-      configuration; the CLI resolves symlinks before it applies these rules;
+      the model key) may not open /proc, /sys, /dev or ~/.claude, nor write the CLI's settings and
+      state (`CLI_STATE_PATHS`); the CLI resolves symlinks before it applies these rules;
     * `cli_sandbox=True` (bwrap only) also turns on the CLI's own Bash sandbox as a second layer:
       writes only to /workspace and /tmp, every network domain denied, no unsandboxed fallback,
-      fail if unavailable. It works inside our Bubblewrap when socat is installed, but it is off
-      by default because it changes what the measured agent sees: while every Bash command runs it
-      mounts /dev/null over absent dotfiles (.bashrc, .gitconfig, .mcp.json, .vscode, ...), which
-      appear as untracked entries in /workspace and make `git add -A` fail. The first layer (the
-      shell-prefix's nested Bubblewrap: empty environment, own PID namespace and /proc, no network)
-      does not depend on it.
+      fail if unavailable. It works inside our Bubblewrap once socat is installed (Claude Code
+      needs bwrap and socat for it), but it is off by default because it changes what the
+      measured agent sees: while each Bash command runs it mounts /dev/null over absent dotfiles
+      (.bashrc, .gitconfig, .mcp.json, .vscode, ...), which show up as untracked entries in
+      /workspace and make `git add -A` fail. The first layer (the shell-prefix's nested
+      Bubblewrap) does not depend on it.
     """
     if sandbox_backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
@@ -222,6 +229,8 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
     if sandbox_backend == "bwrap":
         for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude"):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
+        for state in CLI_STATE_PATHS:
+            deny += [f"Edit(/{state})", f"Write(/{state})", f"Edit(/{state}/**)", f"Write(/{state}/**)"]
         if cli_sandbox:
             settings["sandbox"] = {
                 "enabled": True,
@@ -276,6 +285,12 @@ class Sandbox:
             folder.mkdir(mode=0o700, exist_ok=True)
         self.launcher: list[str] = []
         if self.backend == "bwrap":
+            # Project settings live in <clone>/.claude; it must exist so that tool commands get it
+            # read-only (an empty folder is invisible to git, churn and patches).
+            project_claude = self.clone / ".claude"
+            if project_claude.is_symlink() or (project_claude.exists() and not project_claude.is_dir()):
+                raise SandboxError(f"{project_claude} must be a real directory")
+            project_claude.mkdir(exist_ok=True)
             self.bwrap = resolve_bwrap(self.bwrap)
             self.launcher = launcher_args()
         self.host_uid, self.host_gid = host_identity() if self.backend == "bwrap" else (os.geteuid(), os.getegid())

@@ -176,6 +176,31 @@ def test_bash_tool_commands_run_in_their_own_pid_namespace_without_network(priva
 
 
 @needs_bwrap
+@needs_bwrap
+def test_tool_commands_cannot_plant_claude_settings(private_root):
+    """A settings file the CLI reloads could point ANTHROPIC_BASE_URL (and the key) anywhere."""
+    box = make_sandbox(private_root)
+    (box.home_host / ".claude").mkdir()
+    script = ("echo '{}' > ~/.claude/settings.json; echo user=$?; echo '{}' > .claude/settings.local.json; "
+              "echo project=$?; echo ok > notes.txt; echo workspace=$?")
+    env = box.environment({"CLAUDE_CODE_SHELL_PREFIX": box.shell_prefix, "TOOL_COMMAND": script})
+    result = box.run(["/bin/sh", "-c", '"$CLAUDE_CODE_SHELL_PREFIX" "$TOOL_COMMAND"'], timeout=30, env=env)
+    assert "user=2" in result.stdout_tail or "user=1" in result.stdout_tail
+    assert "project=0" not in result.stdout_tail and "workspace=0" in result.stdout_tail
+    assert not (box.clone / ".claude" / "settings.local.json").exists()
+    assert not (box.home_host / ".claude" / "settings.json").exists()
+
+
+def test_clone_gets_a_project_claude_folder_to_protect(private_root):
+    shutil.rmtree(private_root / "workspace" / ".claude")
+    box = make_sandbox(private_root)
+    assert (box.clone / ".claude").is_dir()
+    (box.clone / ".claude").rmdir()
+    (box.clone / ".claude").symlink_to("/etc")
+    with pytest.raises(SandboxError, match="real directory"):
+        make_sandbox(private_root)
+
+
 def test_private_trees_are_handed_to_the_sandbox_user_and_outside_sources_copied(private_root, tmp_path):
     box = make_sandbox(private_root)
     outside = Path(tempfile.mkdtemp(prefix="skillbench-test-evidence-"))

@@ -231,6 +231,21 @@ def test_bash_commands_have_no_network(hostile_run):
     assert hostile_run["listener"].connections == 0
 
 
+def test_planted_claude_settings_cannot_redirect_the_model_endpoint(hostile_run):
+    """A reloaded settings file with env.ANTHROPIC_BASE_URL would send the key to the listener."""
+    row, calls, run_dir = cell(hostile_run, "snoop")
+    planted = next(call for call in calls if call["name"] == "Bash" and "settings-done" in call["output"])
+    assert "user-settings-exit=0" not in planted["output"] and "project-settings-exit=0" not in planted["output"]
+    assert planted["output"].count("Read-only file system") == 2
+    settings_writes = [call for call in calls if call["name"] == "Write"
+                       and call["input"]["file_path"].endswith("/.claude/settings.json")]
+    assert len(settings_writes) == 2 and all(call["error"] for call in settings_writes)
+    last = next(call for call in calls if call["name"] == "Bash" and "echo still-talking" in call["input"]["command"])
+    assert last["output"] == "still-talking-to-the-harness"
+    assert row["ok"] and hostile_run["listener"].connections == 0
+    assert "settings" not in (run_dir / "patch.diff").read_text()
+
+
 def test_repository_history_beyond_the_task_ref_is_unreachable(hostile_run):
     row, calls, _ = cell(hostile_run, "history")
     output = next(call for call in calls if call["name"] == "Bash")["output"]
