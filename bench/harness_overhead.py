@@ -1,7 +1,7 @@
 """Median harness overhead per cell: cell wall time minus time in sessions, verify and the oracle.
 
-Runs the default experiment (or the config given) with the real snakemake command in a
-throwaway copy of the project, then reads every record's timing. Target: ≤ 0.5 s per cell.
+Runs the default experiment's benchmark sweep (no evolution) with the real snakemake command in
+a throwaway copy of the project, then reads every record's timing. Target: ≤ 0.5 s per cell.
 
     .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2]
 """
@@ -39,7 +39,8 @@ def main() -> int:
         for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
             subprocess.run([*git, *command], check=True, capture_output=True)
         (root / "bench.yaml").write_text(json.dumps(
-            {"experiment": "bench", "runs": args.runs, "sandbox": {"backend": args.backend}}))
+            {"experiment": "bench", "runs": args.runs, "sandbox": {"backend": args.backend},
+             "evolution": {"generations": 0}}))
         started = time.monotonic()
         subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores),
                         "--configfile", "bench.yaml"], cwd=root, check=True, capture_output=True)
