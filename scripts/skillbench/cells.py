@@ -328,7 +328,7 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
     plan_path: str | None = None
     plan_produced = True
     diagnostics: list[str] = []
-    for index, session in enumerate(definition["sessions"]):
+    for session in definition["sessions"]:
         prompt = arm_config.render_prompt(config, session, task_prompt=task["prompt"], plan_path=plan_path)
         before = workspace_snapshot(clone) if session.get("plan_document") else None
         record = run_one_session(session, prompt, task=task, arm=arm, run=run, sandbox=sandbox, context=context,
@@ -337,13 +337,12 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
         if record["error_kind"] == "cancelled" or CANCEL.is_set():
             raise CellCancelled(f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} session; "
                                 "no record is written, so the next run does this cell again")
-        fingerprint_now = skill_fingerprint(clone, context.skills_root, skills)
-        if fingerprint_now != expected_fingerprint:
-            phase = "planning" if session.get("plan_document") else "implementation"
-            message = f"{phase} changed the evaluated skill fingerprint"
+        if skill_fingerprint(clone, context.skills_root, skills) != expected_fingerprint:
+            planning = bool(session.get("plan_document"))
+            message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
             if record["ok"]:
-                record.update(ok=False, error_kind=f"{'plan' if phase == 'planning' else 'implementation'}"
-                              "-evidence-invalid", error_detail=message)
+                record.update(ok=False, error_detail=message,
+                              error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid")
             else:
                 diagnostics.append(message)
         if not record["ok"]:
@@ -357,8 +356,6 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
                 record.update(ok=False, error_kind="plan-evidence-invalid", error_detail=str(exc))
                 plan_produced = False
                 break
-        if index == len(definition["sessions"]) - 1:
-            break
 
     summed = sessions.sum_sessions(records)
     row.update({key: summed[key] for key in (

@@ -184,9 +184,9 @@ def thaw(folder: Path) -> None:
 
 
 def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_digest: str | None,
-                  evolvable: list[str] | None = None) -> str:
+                  evolvable: list[str]) -> str:
     """Write the overlay into a clone's skills and commit it; the digest must match the frozen one."""
-    files = overlay_files(frozen, evolvable or _skills_in(frozen))
+    files = overlay_files(frozen, evolvable)
     actual = digest(files)
     if expected_digest is not None and actual != expected_digest:
         raise OverlayError("candidate overlay changed after it was frozen (digest mismatch)")
@@ -207,11 +207,6 @@ def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_di
     if not repo.commit_all(git, "benchmark candidate skill overlay"):
         raise OverlayError("candidate overlay is byte-identical to the incumbent skills in the clone")
     return actual
-
-
-def _skills_in(frozen: Path) -> list[str]:
-    base = Path(frozen) / ".claude" / "skills"
-    return sorted(entry.name for entry in base.iterdir()) if base.is_dir() else []
 
 
 def overlay_summary(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
