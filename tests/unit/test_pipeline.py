@@ -31,3 +31,26 @@ def test_canonical_order_is_task_then_run_then_arm():
     ordered = canonical_order(rows, ["a", "b"], ["x", "y"])
     assert [(r["task"], r["run"], r["arm"]) for r in ordered] == [
         ("a", 0, "y"), ("a", 1, "x"), ("a", 1, "y"), ("b", 0, "y")]
+
+
+def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path):
+    import json
+
+    import pytest
+    from rowfactory import make_row
+    from skillbench.artifacts import write_jsonl
+    from skillbench.pipeline import HarnessHealthError, summarize_run
+
+    rows = [make_row("t1", "workflow", run, resolved=False) for run in range(2)]
+    rows += [make_row("t1", "baseline", run) for run in range(2)]
+    results = tmp_path / "results.jsonl"
+    write_jsonl(results, rows, "result-row")
+    config = {"experiment": "x", "evolution": {"generations": 0}, "selected_arms": ["workflow", "baseline"],
+              "arms": {"workflow": {"sessions": [{"role": "work", "prompt": "p"}]},
+                       "baseline": {"sessions": [{"role": "baseline", "prompt": "p"}]}}}
+    with pytest.raises(HarnessHealthError, match=r"\[harness-health\] incumbent arm\(s\) workflow"):
+        summarize_run(config=config, results=[str(results)], promotions=[], overlays=[],
+                      summary_out=str(tmp_path / "summary.json"), markdown_out=str(tmp_path / "summary.md"))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["broken_incumbent_arms"] == ["workflow"]
+    assert "[harness-health]" in (tmp_path / "summary.md").read_text()
