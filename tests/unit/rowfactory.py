@@ -66,3 +66,17 @@ def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fie
     row.update(fields)
     return validate(row, "result-row")
 
+
+
+def make_binding(candidates=("candidate_workflow",), selected_tasks=(), target_base_digests=None) -> dict:
+    """The promotion binding fields gate.promotion_document needs, with test values."""
+    return {
+        "benchmark_model": MODEL,
+        "effort": "high",
+        "proposer_model": None,
+        "candidate_origin": "manual-initial-overlay",
+        "candidate_overlay_digest": "6" * 64,
+        "required_candidate_arms": list(candidates),
+        "selected_tasks": list(selected_tasks),
+        "target_base_digests": dict(target_base_digests or {}),
+    }

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rowfactory import make_row
+from rowfactory import make_binding, make_row
 from skillbench import evidence
 from skillbench.aggregate import EXCLUDED_ERROR_KINDS
 from skillbench.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
@@ -94,16 +94,7 @@ def promotion_file(root: Path, rows: list[dict], folder: str = "gen1") -> Path:
         rows,
         pairs=[(INC, CAND)],
         policy=None,
-        binding={
-            "benchmark_model": "claude-test-model",
-            "effort": "high",
-            "proposer_model": None,
-            "candidate_origin": "manual-initial-overlay",
-            "candidate_overlay_digest": "6" * 64,
-            "required_candidate_arms": [CAND],
-            "selected_tasks": [],
-            "target_base_digests": {},
-        },
+        binding=make_binding([CAND]),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from rowfactory import make_row
+from rowfactory import make_binding, make_row
 from skillbench.aggregate import EXCLUDED_ERROR_KINDS, aggregate_by_task
 from skillbench.artifacts import ArtifactError, load_schema, validate
 from skillbench.gate import (
@@ -53,16 +53,8 @@ def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool 
 
 
 def binding(candidates=(CAND,)) -> dict:
-    return {
-        "benchmark_model": MODEL,
-        "effort": "high",
-        "proposer_model": None,
-        "candidate_origin": "manual-initial-overlay",
-        "candidate_overlay_digest": "6" * 64,
-        "required_candidate_arms": list(candidates),
-        "selected_tasks": [{"id": "t1", "oracle_digest": "7" * 64}],
-        "target_base_digests": {".claude/skills/plan/SKILL.md": "a" * 64},
-    }
+    return make_binding(candidates, selected_tasks=[{"id": "t1", "oracle_digest": "7" * 64}],
+                        target_base_digests={".claude/skills/plan/SKILL.md": "a" * 64})
 
 
 def document(rows: list[dict], *, run_status: str = "complete", policy=None, pairs=((INC, CAND),)) -> dict:

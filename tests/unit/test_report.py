@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rowfactory import make_row
+from rowfactory import make_binding, make_row
 from skillbench.aggregate import EXCLUDED_ERROR_KINDS
 from skillbench.artifacts import validate
 from skillbench.gate import promotion_document
@@ -199,16 +199,7 @@ def _promotion(rows: list[dict], run_status: str = "complete") -> dict:
         rows,
         pairs=[("workflow", "candidate_workflow")],
         policy=None,
-        binding={
-            "benchmark_model": "claude-test-model",
-            "effort": "high",
-            "proposer_model": None,
-            "candidate_origin": "manual-initial-overlay",
-            "candidate_overlay_digest": "6" * 64,
-            "required_candidate_arms": ["candidate_workflow"],
-            "selected_tasks": [{"id": "alpha"}, {"id": "beta"}],
-            "target_base_digests": {},
-        },
+        binding=make_binding(selected_tasks=[{"id": "alpha"}, {"id": "beta"}]),
         run_status=run_status,
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),
     )

@@ -51,11 +51,9 @@ class Project:
                               text=True).stdout
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Project:
-    """A fresh copy of the workflow, as a user's clone would have it (committed, so skills have a HEAD)."""
-    root = tmp_path / "project"
-    root.mkdir()
+def copy_project(root: Path, *, commit: bool = True) -> Project:
+    """A copy of the workflow at `root`, as a user's clone would have it (committed, so skills have a HEAD)."""
+    root.mkdir(parents=True)
     for name in COPIED:
         source = REPO / name
         if source.is_dir():
@@ -63,9 +61,16 @@ def project(tmp_path: Path) -> Project:
         else:
             shutil.copy2(source, root / name)
     (root / "tools").symlink_to(REPO / "tools")
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.environ["PATH"]}
-    subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)
+    if commit:
+        env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.environ["PATH"]}
+        subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)
     return Project(root)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    """A fresh committed copy of the workflow in a temporary folder."""
+    return copy_project(tmp_path / "project")

@@ -102,18 +102,10 @@ def tool_calls(run_dir: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
     """Copy the project, fill in the hostile suite, run it once; yield what the assertions need."""
-    from conftest import COPIED, REPO, Project
+    from conftest import copy_project
 
-    root = tmp_path_factory.mktemp("containment") / "project"
-    root.mkdir()
-    for name in COPIED:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
-    (root / "tools").symlink_to(REPO / "tools")
-    project = Project(root)
+    project = copy_project(tmp_path_factory.mktemp("containment") / "project", commit=False)
+    root = project.root
     listener = Listener()
     marker = f"skillbench-containment-{uuid.uuid4().hex}"
     key = f"sk-containment-{uuid.uuid4().hex}"
