@@ -160,3 +160,31 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
     diff = project.git("diff", "--", ".claude/skills")
     assert "+- Run the verify command once" in diff
     assert project.git("status", "--porcelain", "--", ".claude/skills").startswith(" M")
+
+
+def test_generation_zero_evidence_comes_from_seed_results_and_learnings(project):
+    # The direct arm resolves nothing on this task, so the full target would stop at the harness-health
+    # check; the seed only needs the sweep's rows.
+    project.snakemake("results/seed/sweep/results.jsonl", config={
+        "experiment": "seed", **SMALL, "selected_arms": ["workflow_direct"],
+        "tasks": {"only": ["bulk-discount-threshold"]}, "evolution": {"generations": 0}})
+    learnings = project.root / "learnings.jsonl"
+    learnings.write_text(
+        '{"skill": "change-work", "task": "t", "friction": "ran the suite twice", "suggestion": "once"}\n'
+        '{"skill": "unrelated-skill", "friction": "not for this family"}\n'
+        "not json\n")
+    config = {**small("seeded", generations=1, seed_results="results/seed/sweep", learnings="learnings.jsonl"),
+              "tasks": {"only": ["bulk-discount-threshold"]}}
+    project.snakemake("results/seeded/gen0/evidence", config=config)
+
+    evidence = project.results("seeded", "gen0", "evidence")
+    rows = json.loads((evidence / "selected-rows.json").read_text())
+    assert [(row["task"], row["arm"], row["error_kind"]) for row in rows] == [
+        ("bulk-discount-threshold", "workflow_direct", "oracle-failed")]
+    assert rows[0]["patch_file"] == "patch-0.diff" and (evidence / "patch-0.diff").is_file()
+    assert rows[0]["transcript_files"] and all((evidence / name).is_file() for name in rows[0]["transcript_files"])
+    staged_learnings = json.loads((evidence / "learnings.json").read_text())
+    assert [item["skill"] for item in staged_learnings] == ["change-work"]
+    assert oct(evidence.stat().st_mode & 0o777) == "0o700"
+    # The proposer has not run: only the evidence was asked for.
+    assert not project.results("seeded", "gen0", "proposal.md").exists()
