@@ -6,7 +6,6 @@ with rule_log(snakemake.log[0]):  # noqa: F821
     merge_bindings(
         suite=snakemake.config["tasks"]["suite"],  # noqa: F821
         binding_paths=list(snakemake.input.bindings),  # noqa: F821
-        include_expensive=snakemake.params.include_expensive,  # noqa: F821
-        only=list(snakemake.params.only),  # noqa: F821
+        skipped_expensive=list(snakemake.params.skipped_expensive),  # noqa: F821
         out=snakemake.output.bindings,  # noqa: F821
     )

@@ -14,6 +14,7 @@ with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key
         config=config,
         generation=int(snakemake.wildcards.gen),  # noqa: F821
         evidence_dir=snakemake.input.evidence,  # noqa: F821
+        model_script=snakemake.input.get("model_script") or None,  # noqa: F821
         proposal_out=snakemake.output.proposal,  # noqa: F821
         session_out=snakemake.output.session,  # noqa: F821
         log=sys.stdout,

@@ -13,13 +13,14 @@ with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key
               expected=(RetryableCellFailure, OutageTripped, CellCancelled)):
     run_cell(
         config=config,
-        task_id=snakemake.wildcards.task,  # noqa: F821
+        task=dict(snakemake.params.task),  # noqa: F821
         arm=snakemake.wildcards.arm,  # noqa: F821
         run=int(snakemake.wildcards.run),  # noqa: F821
         binding=snakemake.input.binding,  # noqa: F821
         template=snakemake.input.template,  # noqa: F821
         oracle_snapshot=snakemake.input.oracle,  # noqa: F821
         skills_root=config["skills"]["root"],
+        model_script=snakemake.input.get("model_script") or None,  # noqa: F821
         record_out=snakemake.output.record,  # noqa: F821
         attempt=snakemake.resources.attempt,  # noqa: F821
         breaker_state=f"results/{config['experiment']}/.outage-breaker.json",

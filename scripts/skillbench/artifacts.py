@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -153,3 +154,17 @@ def write_exclusive(path: Path, payload: bytes, mode: int) -> None:
         Path(path).unlink(missing_ok=True)
         raise
     os.close(descriptor)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a folder even where its files or an agent left read-only folders (0500, 0555) behind."""
+    path = Path(path)
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+        return
+    for directory, _subdirs, _files in os.walk(path):
+        try:
+            os.chmod(directory, 0o700)
+        except OSError:
+            pass
+    shutil.rmtree(path)

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from . import arms as arm_config
 from . import breaker, oracle, repo, sessions
 from .aggregate import SYSTEMIC_ERROR_KINDS
-from .artifacts import ArtifactError
+from .artifacts import ArtifactError, remove_tree
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL, ProcessError
 from .redaction import redact_text
@@ -436,9 +436,7 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     finally:
         cleanup_error = None
         try:
-            for directory, _subdirs, _files in os.walk(private_root):
-                os.chmod(directory, 0o700)
-            shutil.rmtree(private_root)
+            remove_tree(private_root)
         except OSError as exc:
             cleanup_error = exc
     if cleanup_error is not None:

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .artifacts import write_exclusive
+from .artifacts import remove_tree, write_exclusive
 
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
@@ -139,9 +139,4 @@ def check_staged(root: Path, files: list[tuple[str, bytes]]) -> None:
 
 
 def remove_staged(root: Path) -> None:
-    if root.is_symlink() or root.is_file():
-        root.unlink()
-        return
-    for directory, _subdirs, _files in os.walk(root):
-        os.chmod(directory, 0o700)
-    shutil.rmtree(root)
+    remove_tree(root)

@@ -9,14 +9,13 @@ content) pair with 8-byte lengths, so it names the exact bytes the evidence is a
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import repo
-from .artifacts import write_exclusive
+from .artifacts import remove_tree, write_exclusive
 from .oracle import OracleError, framed_digest, read_bounded_regular
 
 MAX_ENTRIES = 256
@@ -156,8 +155,7 @@ def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
     expected = digest(files)
     destination = Path(destination).absolute()
     if destination.exists():
-        thaw(destination)
-        shutil.rmtree(destination)
+        remove_tree(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".frozen-", dir=destination.parent))
     try:
@@ -169,18 +167,11 @@ def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
             os.chmod(directory, 0o500)
         os.replace(staging, destination)
     except BaseException:
-        thaw(staging)
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
     if digest(overlay_files(destination, evolvable)) != expected:
         raise OverlayError(f"frozen overlay {destination} does not match the digest of {overlay}")
     return expected
-
-
-def thaw(folder: Path) -> None:
-    """Make a frozen folder removable again (Snakemake deletes outputs before reruns)."""
-    for directory, _subdirs, _names in os.walk(folder):
-        os.chmod(directory, 0o700)
 
 
 def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_digest: str | None,

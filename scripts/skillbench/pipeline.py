@@ -15,33 +15,23 @@ from typing import Any
 from . import artifacts, cells
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
-from .tasks import load_suite, select_tasks
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def find_task(suite: str | Path, task_id: str) -> dict[str, Any]:
-    for task in load_suite(suite):
-        if task["id"] == task_id:
-            return task
-    raise artifacts.ArtifactError(f"{suite}: no task with id {task_id!r}")
-
-
-def bind_task(*, suite: str, task_id: str, binding_out: str, template_out: str, oracle_out: str) -> None:
-    task = find_task(suite, task_id)
+def bind_task(*, suite: str, task: dict[str, Any], binding_out: str, template_out: str, oracle_out: str) -> None:
+    """`task` is the definition the workflow validated when it was parsed."""
     binding = bind_task_files(task, suite=Path(suite), template_dir=Path(template_out), oracle_dir=Path(oracle_out))
     artifacts.write_artifact(Path(binding_out), binding, "task-binding")
 
 
-def merge_bindings(*, suite: str, binding_paths: list[str], include_expensive: bool, only: list[str],
-                   out: str) -> None:
-    selection = select_tasks(load_suite(suite), include_expensive=include_expensive, only=only)
-    bindings = {doc["id"]: doc for doc in (artifacts.read_artifact(Path(p), "task-binding") for p in binding_paths)}
+def merge_bindings(*, suite: str, binding_paths: list[str], skipped_expensive: list[str], out: str) -> None:
+    """Bindings in the order given (suite order), with the expensive tasks the selection left out."""
     document = {
         "schema": "task-bindings/v1",
         "suite": suite,
-        "tasks": [bindings[task["id"]] for task in selection.tasks],
-        "skipped_expensive": selection.skipped_expensive,
+        "tasks": [artifacts.read_artifact(Path(path), "task-binding") for path in binding_paths],
+        "skipped_expensive": skipped_expensive,
     }
     artifacts.write_artifact(Path(out), document, "task-bindings")
 
@@ -77,10 +67,6 @@ def cli_version(cli: Path) -> str | None:
     return None
 
 
-def model_script_path(config: dict[str, Any]) -> Path:
-    return Path(config["model"]["script"] or Path(config["tasks"]["suite"]).parent / "model-script.yaml")
-
-
 def api_key(config: dict[str, Any]) -> str | None:
     keys = secrets_from_environment([config["model"]["api_key_env"]])
     return keys[0] if keys else None
@@ -103,26 +89,25 @@ def check_model_access(config: dict[str, Any]) -> None:
                                           f"fragment (got {base_url!r})")
 
 
-def run_cell(*, config: dict[str, Any], task_id: str, arm: str, run: int, binding: str, template: str,
-             oracle_snapshot: str, skills_root: str, record_out: str, attempt: int, breaker_state: str,
-             overlay_json: str | None = None, log=None) -> None:
+def load_script(path: str | None) -> dict[str, Any] | None:
+    """The scripted model's script (the rule's input), or None for the real API."""
     from .scripted_model import load_model_script
 
+    return load_model_script(path) if path else None
+
+
+def run_cell(*, config: dict[str, Any], task: dict[str, Any], arm: str, run: int, binding: str, template: str,
+             oracle_snapshot: str, skills_root: str, model_script: str | None, record_out: str, attempt: int,
+             breaker_state: str, overlay_json: str | None = None, log=None) -> None:
+    """`task` is the definition the workflow validated when it was parsed (the rule's params)."""
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
-    overlay = str(frozen_overlay_of(overlay_json)) if overlay_json else None
-    task = find_task(config["tasks"]["suite"], task_id)
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     cli = resolve_cli(config["agent"]["cli"])
-    run_dir = Path(record_out).parent
-    key = api_key(config)
-    check_model_access(config)
     context = cells.CellContext(
-        config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot), run_dir=run_dir,
-        claude_bin=cli, cli_version=cli_version(cli), api_key=key,
-        model_script=load_model_script(model_script_path(config)) if config["model"]["provider"] == "scripted"
-        else None,
-        skills_source=Path(skills_root), overlay=Path(overlay) if overlay else None, overlay_digest=overlay_digest,
-        log=log)
+        config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
+        run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version(cli), api_key=api_key(config),
+        model_script=load_script(model_script), skills_source=Path(skills_root),
+        overlay=frozen_overlay_of(overlay_json) if overlay_json else None, overlay_digest=overlay_digest, log=log)
     record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
                             attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
     artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
@@ -404,17 +389,14 @@ def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str
         secrets=[key for key in [api_key(config)] if key])
 
 
-def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: str, proposal_out: str,
-                    session_out: str, repository: str = ".", log=None) -> None:
+def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: str, model_script: str | None,
+                    proposal_out: str, session_out: str, repository: str = ".", log=None) -> None:
     from .proposer import run_proposer
-    from .scripted_model import load_model_script
 
     proposal = Path(proposal_out)
     record = run_proposer(
         config=config, generation=generation, evidence=Path(evidence_dir), repository=Path(repository),
-        claude_bin=resolve_cli(config["agent"]["cli"]),
-        model_script=load_model_script(model_script_path(config)) if config["model"]["provider"] == "scripted"
-        else None,
+        claude_bin=resolve_cli(config["agent"]["cli"]), model_script=load_script(model_script),
         api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal, log=log)
     document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
     artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
+from .artifacts import remove_tree
 from .redaction import redact_value
 from .sandbox import Sandbox, claude_settings
 
@@ -114,8 +115,7 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
         raise ProposerError(f"the proposer did not write one regular proposal.md of at most {MAX_PROPOSAL_BYTES} "
                             "bytes")
     if overlay_out.exists():
-        overlays.thaw(overlay_out)
-        shutil.rmtree(overlay_out)
+        remove_tree(overlay_out)
     for relative, content in files:
         target = overlay_out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +186,7 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
             raise ProposerError(f"the proposer of generation {generation} wrote an invalid overlay: {exc}") from exc
         return record
     finally:
-        for directory, _subdirs, _files in os.walk(private_root):
-            os.chmod(directory, 0o700)
-        shutil.rmtree(private_root, ignore_errors=True)
+        try:
+            remove_tree(private_root)
+        except OSError:
+            pass

@@ -428,11 +428,3 @@ class Sandbox:
 
         return run
 
-    def cleanup(self) -> None:
-        """Remove the private root even where an agent left read-only folders behind."""
-        for directory, _subdirs, _files in os.walk(self.private_root):
-            try:
-                os.chmod(directory, 0o700)
-            except OSError:
-                pass
-        shutil.rmtree(self.private_root)

@@ -187,7 +187,8 @@ class Experiment:
 def experiment(tmp_path):
     made = Experiment(tmp_path)
     yield made
-    overlay.thaw(made.frozen)
+    if made.frozen.exists():
+        artifacts.remove_tree(made.frozen)
 
 
 def refused(experiment: Experiment, match: str, **kwargs) -> None:

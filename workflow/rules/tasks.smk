@@ -28,8 +28,7 @@ rule merge_bindings:
     output:
         bindings=f"{RESULTS}/tasks/bindings.json",
     params:
-        include_expensive=config["tasks"]["include_expensive"],
-        only=config["tasks"]["only"],
+        skipped_expensive=SELECTION.skipped_expensive,
     log:
         f"logs/{EXPERIMENT}/merge_bindings.log",
     localrule: True
