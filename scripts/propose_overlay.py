@@ -17,5 +17,8 @@ with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key
         model_script=snakemake.input.get("model_script") or None,  # noqa: F821
         proposal_out=snakemake.output.proposal,  # noqa: F821
         session_out=snakemake.output.session,  # noqa: F821
+        prompt_out=snakemake.output.prompt,  # noqa: F821
+        bindings=snakemake.input.bindings,  # noqa: F821
+        oracle_dirs=list(snakemake.input.oracles),  # noqa: F821
         log=sys.stdout,
     )
