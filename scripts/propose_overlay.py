@@ -2,11 +2,12 @@
 import sys
 
 from skillbench.pipeline import api_key, propose_overlay
-from skillbench.process import install_signal_handlers
+from skillbench.process import install_signal_handlers, watch_parent
 from skillbench.proposer import ProposerError
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
+watch_parent()
 config = snakemake.config  # noqa: F821
 with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
               expected=(ProposerError,)):

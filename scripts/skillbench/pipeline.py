@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts, cells
+from .process import ORPHANED, exclusive_writer
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
 
@@ -108,10 +109,16 @@ def run_cell(*, config: dict[str, Any], task: dict[str, Any], arm: str, run: int
         run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version(cli), api_key=api_key(config),
         model_script=load_script(model_script), skills_source=Path(skills_root),
         overlay=frozen_overlay_of(overlay_json) if overlay_json else None, overlay_digest=overlay_digest, log=log)
-    record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
-                            attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
-    artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
-    artifacts.write_artifact(Path(record_out), record, "cell-record")
+    run_dir = Path(record_out).parent
+    # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
+    with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
+        record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
+                                attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
+        artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
+        if ORPHANED.is_set():
+            raise cells.CellCancelled(f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
+                                      "so the next run does this cell again")
+        artifacts.write_artifact(Path(record_out), record, "cell-record")
 
 
 def frozen_overlay_of(overlay_json: str | Path) -> Path:
