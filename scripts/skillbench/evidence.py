@@ -474,7 +474,7 @@ def _read_prior_proposal(path: Path, secrets: Sequence[str]) -> bytes:
     return _bounded(PROPOSAL_FILE, text.encode("utf-8"))
 
 
-def _file_entry(name: str, payload: bytes, truncated: bool) -> dict[str, Any]:
+def _file_entry(name: str, payload: bytes, truncated: bool) -> EvidenceFile:
     return {"name": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "truncated": truncated}
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
@@ -139,7 +140,7 @@ def _allowed_blobs(repository: Path, sha: str, allowed: list[str]) -> list[str]:
 
 
 def sanitized_clone(repository: Path, destination: Path, *, allowed: list[str],
-                    oracles: list[tuple[str, bytes]] = ()) -> str:
+                    oracles: Sequence[tuple[str, bytes]] = ()) -> str:
     """A single-commit copy of only the `allowed` paths of the repository's HEAD; refuse one holding an oracle."""
     sha = repo.resolve_commit(repository, "HEAD")
     files = _allowed_blobs(Path(repository), sha, allowed)
@@ -189,7 +190,7 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
 
 def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, repository: Path, claude_bin: Path,
                  model_script: dict[str, Any] | None, api_key: str | None, overlay_out: Path, proposal_out: Path,
-                 prompt_out: Path, log: TextIO | None, oracles: list[tuple[str, bytes]] = ()) -> dict[str, Any]:
+                 prompt_out: Path, log: TextIO | None, oracles: Sequence[tuple[str, bytes]] = ()) -> dict[str, Any]:
     """Run the proposer session; return its redacted record. Raise ProposerError on failure.
 
     `oracles` are every bound hidden oracle file as (label, bytes): the clone is refused before the session
