@@ -1,4 +1,4 @@
-"""Shim for checkpoint freeze_overlay: validate, freeze and bind a generation's candidate overlay."""
+"""Shim for rule freeze_overlay: validate, freeze and bind a generation's candidate overlay."""
 from skillbench.overlay import OverlayError
 from skillbench.pipeline import freeze_overlay
 from skillbench.runlog import rule_log
@@ -12,4 +12,6 @@ with rule_log(snakemake.log[0], expected=(OverlayError,)):  # noqa: F821
         overlay_out=snakemake.output.overlay,  # noqa: F821
         candidate_origin=snakemake.params.origin,  # noqa: F821
         proposer_model=snakemake.params.proposer_model,  # noqa: F821
+        bindings=snakemake.input.bindings,  # noqa: F821
+        oracle_dirs=list(snakemake.input.oracles),  # noqa: F821
     )

@@ -2,11 +2,12 @@
 import sys
 
 from skillbench.pipeline import api_key, propose_overlay
-from skillbench.process import install_signal_handlers
+from skillbench.process import install_signal_handlers, watch_parent
 from skillbench.proposer import ProposerError
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
+watch_parent()
 config = snakemake.config  # noqa: F821
 with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
               expected=(ProposerError,)):
@@ -17,5 +18,8 @@ with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key
         model_script=snakemake.input.get("model_script") or None,  # noqa: F821
         proposal_out=snakemake.output.proposal,  # noqa: F821
         session_out=snakemake.output.session,  # noqa: F821
+        prompt_out=snakemake.output.prompt,  # noqa: F821
+        bindings=snakemake.input.bindings,  # noqa: F821
+        oracle_dirs=list(snakemake.input.oracles),  # noqa: F821
         log=sys.stdout,
     )

@@ -4,13 +4,14 @@ import sys
 from skillbench.breaker import OutageTripped
 from skillbench.cells import CellCancelled, RetryableCellFailure
 from skillbench.pipeline import api_key, run_cell
-from skillbench.process import install_signal_handlers
+from skillbench.process import WriterBusy, install_signal_handlers, watch_parent
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
+watch_parent()
 config = snakemake.config  # noqa: F821
 with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
-              expected=(RetryableCellFailure, OutageTripped, CellCancelled)):
+              expected=(RetryableCellFailure, OutageTripped, CellCancelled, WriterBusy)):
     run_cell(
         config=config,
         task=dict(snakemake.params.task),  # noqa: F821

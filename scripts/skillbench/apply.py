@@ -8,20 +8,33 @@ promotion document matches all of it exactly and is still current
 (`validate_promotion_for_apply`).
 
 The write is compare-and-swap across every target (canonical skill file, then each mirror,
-per overlay file): nothing is written unless every target still holds its bound base bytes;
-candidates are staged beside their targets (original mode, fsynced) together with a backup of
-the original, then swapped in one by one. Any failure rolls every completed swap back in
-reverse; if the rollback itself fails, a recovery file in the repository root says which
-target is in which state and where the backups are. Nothing is committed.
+per overlay file): nothing is written unless every target still holds its bound base bytes.
+Before anything is staged, a journal (`.skillbench-apply-journal.json` in the repository root:
+every target's path, mode, original bytes and digest, candidate digest, and the names of its
+temporary files) is written and fsynced. Candidates are then staged beside their targets
+(original mode, fsynced) together with a backup of the original, and swapped in one by one.
+Any failure rolls every completed swap back in reverse; if the rollback itself fails, a recovery
+file in the repository root says which target is in which state and where the backups are.
+The journal is removed last, after the temporary files.
+
+A crash (SIGKILL, power loss) can stop the process anywhere; the journal is then still there,
+and the next `skillbench apply` first ROLLS THE INTERRUPTED APPLY BACK (`recover_interrupted`):
+every target that holds its candidate bytes gets its original bytes back, the temporary files
+go, and the command says so, then applies afresh with every check re-run. Rolling back rather
+than forward is deliberate: the journal only proves an apply began; finishing it would publish
+candidate bytes without re-checking the evidence binding (expiry, config, HEAD) against the
+tree as it is now. A target that holds neither its original nor its candidate bytes (edited
+after the crash) stops the recovery before it changes anything. Nothing is committed.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
+import signal
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +53,10 @@ GENERATION_DIR = re.compile(r"^gen([0-9]+)$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 TEMP_PREFIX = ".skillbench-apply-"
 RECOVERY_PREFIX = ".skillbench-apply-recovery-"
+JOURNAL_NAME = ".skillbench-apply-journal.json"
+JOURNAL_SCHEMA = "apply-journal/v1"
+# Test hook: make the apply SIGKILL itself once this many swaps are done (0: after staging, before the first).
+CRASH_HOOK_ENV = "SKILLBENCH_APPLY_CRASH_AFTER_SWAP"
 
 Swap = Callable[[Path, Path], None]
 
@@ -442,8 +459,21 @@ def _state(slot: _Slot) -> str:
     return "unknown"
 
 
-def _stage_file(directory: Path, name: str, kind: str, content: bytes, mode: int) -> Path:
-    descriptor, temp_name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name}.", suffix=f".{kind}", dir=directory)
+def _temp_path(path: Path, kind: str) -> Path:
+    """The fixed name of a target's temporary file, so the journal can name it before it exists."""
+    return path.with_name(f"{TEMP_PREFIX}{path.name}.{kind}")
+
+
+def _stage_file(path: Path, kind: str, content: bytes, mode: int) -> Path:
+    """Write `content` to the target's `kind` temporary file beside it (replacing a stale one), fsynced."""
+    temp = _temp_path(path, kind)
+    try:
+        if stat.S_ISDIR(os.lstat(temp).st_mode):
+            raise ApplyError(f"{temp} is a folder; remove it and rerun")
+        temp.unlink()
+    except FileNotFoundError:
+        pass
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(content)
@@ -451,9 +481,9 @@ def _stage_file(directory: Path, name: str, kind: str, content: bytes, mode: int
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
     except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
-    return Path(temp_name)
+    return temp
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -497,19 +527,33 @@ def _prepare(root: Path, plan: list[tuple[str, bytes, str]]) -> list[_Slot]:
     return slots
 
 
+def _crash_hook(swaps_done: int) -> None:
+    wanted = os.environ.get(CRASH_HOOK_ENV)
+    if wanted is not None and wanted.strip() == str(swaps_done):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, swap: Swap = os.replace) -> list[str]:
     """Replace every (target, candidate bytes, base sha256) of ``plan`` under ``repository``, or none of them."""
     root = Path(repository)
+    if os.path.lexists(root / JOURNAL_NAME):
+        raise ApplyError(f"an interrupted apply left {root / JOURNAL_NAME}; run `skillbench apply` again, which rolls "
+                         "it back first")
     slots = _prepare(root, plan)
+    _write_journal(root, slots)
     try:
         for slot in slots:
-            slot.staged = _stage_file(slot.path.parent, slot.path.name, "candidate", slot.candidate, slot.mode)
-            slot.backup = _stage_file(slot.path.parent, slot.path.name, "backup", slot.original, slot.mode)
+            slot.staged = _stage_file(slot.path, "candidate", slot.candidate, slot.mode)
+            slot.backup = _stage_file(slot.path, "backup", slot.original, slot.mode)
+        for folder in dict.fromkeys(slot.path.parent for slot in slots):
+            _fsync_folder(folder)
     except BaseException as exc:
         problems: list[str] = []
         for slot in slots:
-            _remove(slot.staged, problems)
-            _remove(slot.backup, problems)
+            _remove(_temp_path(slot.path, "candidate"), problems)
+            _remove(_temp_path(slot.path, "backup"), problems)
+        if not problems:
+            _remove(root / JOURNAL_NAME, problems)
         if not isinstance(exc, Exception):
             raise
         raise ApplyError(f"could not stage the overlay beside its targets ({exc}); nothing was replaced"
@@ -517,11 +561,14 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
 
     failure: BaseException | None = None
     try:
-        for slot in slots:
+        _crash_hook(0)
+        for number, slot in enumerate(slots, start=1):
             current = _current(slot.path)
             if current is None or hashlib.sha256(current).hexdigest() != slot.base_digest:
                 raise ApplyError(f"{slot.target} changed while the overlay was being applied")
+            assert slot.staged is not None
             swap(slot.staged, slot.path)
+            _crash_hook(number)
             if _current(slot.path) != slot.candidate:
                 raise ApplyError(f"{slot.target} does not hold the candidate bytes after its swap")
             if not slot.staged.exists():
@@ -542,6 +589,7 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
         if problems:
             recovery = _write_recovery(root, slots, "temporary files could not be removed", "published", problems)
             raise ApplyError(f"the overlay was applied but temporary files could not be removed; recovery: {recovery}")
+        _finish_journal(root, slots)
         return [slot.target for slot in slots]
 
     rollback_failures = _rollback(slots, swap)
@@ -550,6 +598,8 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
         for slot in slots:
             _remove(slot.staged, problems)
             _remove(slot.backup, problems)
+        if not problems:
+            _finish_journal(root, slots)
         if not isinstance(failure, Exception):
             raise failure
         note = f" (leftover temporary files: {'; '.join(problems)})" if problems else ""
@@ -624,6 +674,121 @@ def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_st
         raise ApplyError(f"overlay apply failed ({failure}) and the recovery file {path} could not be written "
                          f"({exc}); recovery details: {artifacts.compact_json(document)}") from exc
     return path
+
+
+# ─── The journal and crash recovery ─────────────────────────────────────────
+
+
+def _write_journal(root: Path, slots: list[_Slot]) -> None:
+    """Durably record the whole transaction before anything is staged: temp file, fsync, rename, fsync folder."""
+    document = {
+        "schema": JOURNAL_SCHEMA,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "targets": [
+            {
+                "path": slot.target,
+                "mode": slot.mode,
+                "original_sha256": slot.base_digest,
+                "original_base64": base64.b64encode(slot.original).decode("ascii"),
+                "candidate_sha256": hashlib.sha256(slot.candidate).hexdigest(),
+                "temporary_files": [_temp_path(slot.path, kind).name for kind in ("candidate", "backup", "restore")],
+            }
+            for slot in slots
+        ],
+    }
+    payload = artifacts.canonical_json(artifacts.validate(document, "apply-journal", source=root / JOURNAL_NAME))
+    _durable_write(root / JOURNAL_NAME, payload.encode("utf-8"))
+
+
+def _durable_write(path: Path, payload: bytes) -> None:
+    temp = path.with_name(f"{path.name}.tmp")
+    temp.unlink(missing_ok=True)
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(descriptor, view):]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    os.replace(temp, path)
+    _fsync_folder(path.parent)
+
+
+def _finish_journal(root: Path, slots: list[_Slot]) -> None:
+    """The transaction is over (published or rolled back) and its temp files are gone: drop the journal last."""
+    for folder in dict.fromkeys(slot.path.parent for slot in slots):
+        _fsync_folder(folder)
+    (root / JOURNAL_NAME).unlink(missing_ok=True)
+    _fsync_folder(root)
+
+
+def recover_interrupted(repository: Path) -> str | None:
+    """Roll back an apply that a crash interrupted (its journal is still there); say what was done.
+
+    None when there is nothing to recover. Raise ApplyError, changing nothing, when the journal is
+    unreadable or a target holds neither its original nor its candidate bytes.
+    """
+    root = Path(repository).expanduser().absolute()
+    journal = root / JOURNAL_NAME
+    # A journal whose own write was interrupted never got renamed into place: nothing was staged yet.
+    Path(f"{journal}.tmp").unlink(missing_ok=True)
+    if not os.path.lexists(journal):
+        return None
+    try:
+        document = artifacts.read_artifact(journal, "apply-journal")
+    except artifacts.ArtifactError as exc:
+        raise ApplyError(f"an interrupted apply left {journal}, but it is unreadable ({exc}); restore the skill files "
+                         "with `git checkout -- <path>`, delete the .skillbench-apply-* files and the journal") from exc
+    plan = []
+    for entry in document["targets"]:
+        path = _check_target_path(root, entry["path"])
+        original = base64.b64decode(entry["original_base64"])
+        if hashlib.sha256(original).hexdigest() != entry["original_sha256"]:
+            raise ApplyError(f"{journal}: the original bytes of {entry['path']} do not match their digest; "
+                             "restore the file with `git checkout -- <path>` and delete the journal")
+        current = _current(path)
+        digest = hashlib.sha256(current).hexdigest() if current is not None else None
+        if digest == entry["original_sha256"]:
+            state = "original"
+        elif digest == entry["candidate_sha256"]:
+            state = "candidate"
+        else:
+            state = "unknown"
+        plan.append((entry, path, original, state))
+    unknown = [entry["path"] for entry, _, _, state in plan if state == "unknown"]
+    if unknown:
+        raise ApplyError(f"an interrupted apply left {journal}, but {', '.join(unknown)} hold(s) neither the original "
+                         "nor the candidate bytes (edited since?); nothing was changed. Restore them (`git checkout "
+                         "-- <path>`), then delete the journal and the .skillbench-apply-* files beside the targets")
+    restored: list[str] = []
+    for entry, path, original, state in plan:
+        if state != "candidate":
+            continue
+        temp = _stage_file(path, "restore", original, entry["mode"])
+        os.replace(temp, path)
+        if _current(path) != original:
+            raise ApplyError(f"rolling back the interrupted apply: {entry['path']} does not hold its original bytes "
+                             f"after the restore; the journal {journal} is kept")
+        restored.append(entry["path"])
+    removed = 0
+    for entry, path, _, _ in plan:
+        _fsync_folder(path.parent)
+        for name in entry["temporary_files"]:
+            temp = path.parent / name
+            if name.startswith(TEMP_PREFIX) and "/" not in name and os.path.lexists(temp):
+                temp.unlink()
+                removed += 1
+    for _, path, _, _ in plan:
+        _fsync_folder(path.parent)
+    journal.unlink()
+    _fsync_folder(root)
+    kept = len(plan) - len(restored)
+    lines = [f"found an interrupted apply (started {document['created_at']}) and ROLLED IT BACK: "
+             f"{len(restored)} target(s) restored to their original bytes, {kept} already held them; "
+             f"{removed} temporary file(s) removed."]
+    lines += [f"  restored {path}" for path in restored]
+    return "\n".join(lines)
 
 
 # ─── Output ─────────────────────────────────────────────────────────────────

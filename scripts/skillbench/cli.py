@@ -75,6 +75,9 @@ def _apply(args: argparse.Namespace) -> int:
     from . import apply
 
     try:
+        recovered = apply.recover_interrupted(args.repository)
+        if recovered:
+            print(recovered)
         config = apply.load_config(Path("config/config.yaml"), *args.configfile)
         written = apply.apply_promotion(args.results_dir, repository=args.repository, config=config)
     except (artifacts.ArtifactError, ValueError, OSError) as exc:

@@ -21,7 +21,7 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from . import artifacts
 from .aggregate import EXCLUDED_ERROR_KINDS
@@ -53,8 +53,66 @@ _TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
 _GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 
 
+class EvidenceSources(TypedDict):
+    results_root: str | None
+    rows: str | None
+    promotion: str | None
+    prior_proposal: str | None
+
+
+class EvidenceLimits(TypedDict):
+    max_rows: int
+    max_transcripts_per_row: int
+    max_learnings: int
+    verify_tail_chars: int
+    max_file_bytes: int
+    max_bundle_bytes: int
+
+
+class EvidenceCounts(TypedDict):
+    rows_read: int
+    rows_excluded: int
+    rows_selected: int
+    rows_staged: int
+    patches: int
+    transcripts: int
+    learnings: int
+    gate_decisions: int
+
+
+class EvidenceFile(TypedDict):
+    name: str
+    bytes: int
+    sha256: str
+    truncated: bool
+
+
+class EvidenceManifest(TypedDict):
+    """`manifest.json` of a bundle (schemas/evidence-manifest.schema.json): the stager writes it, the proposer's
+    prompt is built from it. A unit test keeps the field names of these types and the schema the same."""
+
+    schema: str
+    generation: int | None
+    sources: EvidenceSources
+    limits: EvidenceLimits
+    counts: EvidenceCounts
+    files: list[EvidenceFile]
+    total_bytes: int
+    trimmed_rows: int
+    prior_proposal_staged: bool
+    prior_proposal_dropped: bool
+
+
 class EvidenceError(ValueError):
     """The evidence cannot be staged as asked; the message names the file or field and the fix."""
+
+
+def read_manifest(bundle: Path) -> EvidenceManifest:
+    """The bundle's manifest, validated against its schema."""
+    try:
+        return cast(EvidenceManifest, artifacts.read_artifact(Path(bundle) / MANIFEST_FILE, "evidence-manifest"))
+    except artifacts.ArtifactError as exc:
+        raise EvidenceError(str(exc)) from exc
 
 
 # ─── Selection (pure) ───────────────────────────────────────────────────────
@@ -416,7 +474,7 @@ def _read_prior_proposal(path: Path, secrets: Sequence[str]) -> bytes:
     return _bounded(PROPOSAL_FILE, text.encode("utf-8"))
 
 
-def _file_entry(name: str, payload: bytes, truncated: bool) -> dict[str, Any]:
+def _file_entry(name: str, payload: bytes, truncated: bool) -> EvidenceFile:
     return {"name": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "truncated": truncated}
 
 
@@ -450,7 +508,7 @@ def stage_evidence(
     prior_proposal: Path | None,
     learnings: list[dict[str, Any]],
     secrets: list[str],
-) -> dict[str, Any]:
+) -> EvidenceManifest:
     """Build the evidence bundle folder ``destination`` and return its ``evidence-manifest/v1`` document.
 
     ``generation`` is the generation that produced the rows (its candidate cells live under
@@ -503,7 +561,7 @@ def stage_evidence(
         for files in row_files[:kept_rows]:
             staged.update(files)
         entries = [_file_entry(name, *staged[name]) for name in sorted(staged)]
-        manifest = {
+        manifest: EvidenceManifest = {
             "schema": MANIFEST_SCHEMA,
             "generation": generation,
             "sources": {

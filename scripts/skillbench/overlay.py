@@ -1,16 +1,23 @@
 """Candidate overlays: validation, the content digest, freezing, promotion targets, and applying to a clone.
 
 An overlay is a folder that mirrors `.claude/skills/<skill>/…md`. It is untrusted input:
-only Markdown under evolvable skills, no symlinks, bounded in entries, files, path length
-and bytes, and never byte-identical to the incumbent. Its digest frames every (path,
-content) pair with 8-byte lengths, so it names the exact bytes the evidence is about.
+only Markdown under evolvable skills, no symlinks or hard links, names of printable UTF-8
+(no control, bidi-control or other format characters), bounded in entries, files, path
+length and bytes, and never byte-identical to the incumbent. Its digest frames every
+(path, content) pair with 8-byte lengths, so it names the exact bytes the evidence is about.
+
+An overlay is what every later candidate session reads, so it must never carry a hidden
+oracle: `find_oracle_content` compares it with every bound oracle file (see there for the
+rule), and freezing refuses a match before any cell runs.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
+import unicodedata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -23,6 +30,13 @@ MAX_FILES = 64
 MAX_PATH_BYTES = 512
 MAX_TOTAL_BYTES = 4 * 1024 * 1024
 OVERLAY_SKILLS_PREFIX = (".claude", "skills")
+# A line of an oracle counts as its fingerprint when it is at least this long once whitespace
+# runs are collapsed; shorter lines (`import pytest`, `)`, `assert x`) are common to any test.
+ORACLE_LINE_MIN_CHARS = 16
+# This many distinct fingerprint lines of one oracle in one file (anywhere, any indentation or
+# case) is a copy; an oracle with fewer fingerprint lines leaks when all of them appear.
+ORACLE_LEAK_LINES = 3
+_WHITESPACE = re.compile(r"\s+")
 
 
 class OverlayError(ValueError):
@@ -42,6 +56,25 @@ def _real_root(path: Path) -> Path:
     return root
 
 
+def _name_problem(name: str) -> str | None:
+    """Why a file or folder name cannot be part of an overlay (None when it is fine).
+
+    Names end up in diffs, logs, reports and commit messages: a newline forges lines there, and
+    bidi controls (U+202E …) or zero-width characters make a reviewer read another name.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    for char in name:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            kind = {"Cc": "a control character", "Cf": "a format (bidi-control or invisible) character",
+                    "Zl": "a line separator", "Zp": "a paragraph separator"}.get(category, "an unassigned character")
+            return f"contains {kind} (U+{ord(char):04X})"
+    return None
+
+
 def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]]:
     """Validate the overlay and return its (relative POSIX path, bytes) pairs, sorted by path."""
     root = _real_root(overlay)
@@ -54,6 +87,10 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
                 raise OverlayError(f"overlay {root} has more than {MAX_ENTRIES} entries")
             path = Path(directory) / name
             relative = path.relative_to(root).as_posix()
+            problem = _name_problem(name)
+            if problem:
+                raise OverlayError(f"overlay {root}: the name {relative!r} {problem}; rename it to plain printable "
+                                   "characters")
             if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
                 raise OverlayError(f"overlay path longer than {MAX_PATH_BYTES} bytes: {relative[:80]}…")
             info = os.lstat(path)
@@ -63,6 +100,9 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
                 continue
             if not stat.S_ISREG(info.st_mode):
                 raise OverlayError(f"overlay {root} contains a special file: {relative}")
+            if info.st_nlink > 1:
+                raise OverlayError(f"overlay {root} contains a hard link: {relative} has {info.st_nlink} links; "
+                                   "write an independent copy of the file instead")
             files.append(relative)
             if len(files) > MAX_FILES:
                 raise OverlayError(f"overlay {root} has more than {MAX_FILES} files")
@@ -86,6 +126,50 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
             raise OverlayError(f"overlay {root} holds more than {MAX_TOTAL_BYTES} bytes")
         payload.append((relative, content))
     return payload
+
+
+def _normalized(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip().casefold()
+
+
+def oracle_fingerprint(content: bytes) -> list[str]:
+    """The oracle's distinctive lines, whitespace-collapsed and case-folded, without repeats."""
+    lines = (_normalized(line) for line in content.decode("utf-8", errors="replace").splitlines())
+    return list(dict.fromkeys(line for line in lines if len(line) >= ORACLE_LINE_MIN_CHARS))
+
+
+def find_oracle_content(files: list[tuple[str, bytes]], oracles: list[tuple[str, bytes]]) -> list[str]:
+    """Every (file, oracle) pair where the file carries the oracle's content, as one sentence each.
+
+    The rule: a file leaks an oracle when it contains the oracle's whole (stripped) bytes, or when
+    ORACLE_LEAK_LINES of the oracle's distinct fingerprint lines (lines of at least
+    ORACLE_LINE_MIN_CHARS characters) occur anywhere in the file's whitespace-collapsed, case-folded
+    text; an oracle with fewer fingerprint lines leaks when all of them occur. Matching the
+    normalized text as a whole, not line by line, catches re-indentation, joined or re-wrapped
+    lines, Markdown bullets and code fences around the copy. Three distinctive lines of a test is
+    more than an independently written skill reproduces by accident, and less than any useful
+    excerpt of one (a single assertion with its setup). The sentences name the oracle, never its
+    content, so the refusal can be logged anywhere.
+    """
+    found: list[str] = []
+    prints = [(label, content.strip(), oracle_fingerprint(content)) for label, content in oracles]
+    for relative, payload in files:
+        text = _normalized(payload.decode("utf-8", errors="replace"))
+        for label, whole, lines in prints:
+            exact = len(whole) >= ORACLE_LINE_MIN_CHARS and whole in payload
+            matched = sum(1 for line in lines if line in text)
+            needed = min(ORACLE_LEAK_LINES, len(lines))
+            if exact or (needed and matched >= needed):
+                how = "its whole content" if exact else f"{matched} of its {len(lines)} distinctive lines"
+                found.append(f"{relative} holds hidden oracle {label} ({how})")
+    return found
+
+
+def refuse_oracle_content(files: list[tuple[str, bytes]], oracles: list[tuple[str, bytes]], where: str) -> None:
+    leaks = find_oracle_content(files, oracles)
+    if leaks:
+        raise OverlayError(f"overlay {where}: {'; '.join(leaks)}. An overlay must never carry a hidden oracle "
+                           "(every candidate session would read it): remove that content from the overlay")
 
 
 def digest(files: list[tuple[str, bytes]]) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts, cells
+from .process import ORPHANED, exclusive_writer
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
 
@@ -108,10 +109,16 @@ def run_cell(*, config: dict[str, Any], task: dict[str, Any], arm: str, run: int
         run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version(cli), api_key=api_key(config),
         model_script=load_script(model_script), skills_source=Path(skills_root),
         overlay=frozen_overlay_of(overlay_json) if overlay_json else None, overlay_digest=overlay_digest, log=log)
-    record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
-                            attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
-    artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
-    artifacts.write_artifact(Path(record_out), record, "cell-record")
+    run_dir = Path(record_out).parent
+    # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
+    with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
+        record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
+                                attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
+        artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
+        if ORPHANED.is_set():
+            raise cells.CellCancelled(f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
+                                      "so the next run does this cell again")
+        artifacts.write_artifact(Path(record_out), record, "cell-record")
 
 
 def frozen_overlay_of(overlay_json: str | Path) -> Path:
@@ -155,14 +162,50 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
 
 
 
+def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, bytes]]:
+    """Every bound hidden oracle file as (label, bytes), re-checked against its binding's digests.
+
+    `oracle_dirs` are the tasks' snapshot folders (`…/tasks/<task>/oracle`), one per bound task."""
+    from . import oracle
+    from .overlay import OverlayError
+
+    folders = {Path(folder).parent.name: Path(folder) for folder in oracle_dirs}
+    found: list[tuple[str, bytes]] = []
+    for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]:
+        if task["id"] not in folders:
+            raise OverlayError(f"{bindings}: task {task['id']} is bound but its oracle snapshot was not given")
+        try:
+            files = oracle.load_snapshot(folders[task["id"]], task)
+        except (OSError, oracle.OracleError) as exc:
+            raise OverlayError(f"oracle snapshot of task {task['id']} is unreadable: {exc}") from exc
+        found += [(f"{target} of task {task['id']}", payload) for target, payload in files]
+    return found
+
+
+def suite_oracles(suite: str) -> list[tuple[str, bytes]]:
+    """Every oracle file the task suite declares (selected or not), as (label, bytes), read from its sources."""
+    from . import oracle
+    from .tasks import load_suite
+
+    found: list[tuple[str, bytes]] = []
+    for task in load_suite(suite):
+        files = oracle.capture_oracle(Path(suite).parent, task["oracle"])
+        found += [(f"{target} of task {task['id']}", payload) for target, payload in files]
+    return found
+
+
 def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, frozen_out: str, overlay_out: str,
-                   candidate_origin: str, proposer_model: str | None, repository: str = ".") -> None:
-    """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets."""
+                   candidate_origin: str, proposer_model: str | None, bindings: str, oracle_dirs: list[str],
+                   repository: str = ".") -> None:
+    """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets.
+
+    An overlay that carries any bound hidden oracle's content is refused before any cell runs."""
     from . import arms as arm_config
     from . import overlay
 
     evolvable = config["skills"]["evolvable"]
     files = overlay.overlay_files(Path(source), evolvable)
+    overlay.refuse_oracle_content(files, bound_oracles(bindings, oracle_dirs), source)
     overlay.require_change(files, Path(config["skills"]["root"]))
     touched = overlay.touched_skills(files)
     candidates = required_candidate_arms(config, touched, source)
@@ -390,14 +433,21 @@ def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str
 
 
 def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: str, model_script: str | None,
-                    proposal_out: str, session_out: str, repository: str = ".", log=None) -> None:
-    from .proposer import run_proposer
+                    proposal_out: str, session_out: str, prompt_out: str, bindings: str, oracle_dirs: list[str],
+                    repository: str = ".", log=None) -> None:
+    from .overlay import OverlayError
+    from .proposer import ProposerError, run_proposer
 
     proposal = Path(proposal_out)
+    try:
+        oracles = bound_oracles(bindings, oracle_dirs)
+    except OverlayError as exc:
+        raise ProposerError(str(exc)) from exc
     record = run_proposer(
         config=config, generation=generation, evidence=Path(evidence_dir), repository=Path(repository),
         claude_bin=resolve_cli(config["agent"]["cli"]), model_script=load_script(model_script),
-        api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal, log=log)
+        api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal,
+        prompt_out=Path(prompt_out), oracles=oracles, log=log)
     document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
     artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)
 
@@ -410,6 +460,7 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     if not source or config["evolution"]["generations"] == 0:
         return
     files = overlay.overlay_files(Path(source), config["skills"]["evolvable"])
+    overlay.refuse_oracle_content(files, suite_oracles(config["tasks"]["suite"]), source)
     overlay.require_change(files, Path(config["skills"]["root"]))
     required_candidate_arms(config, overlay.touched_skills(files), source)
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],

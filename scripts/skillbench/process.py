@@ -2,24 +2,29 @@
 timeout and cancellation that take the whole process tree down.
 
 `run_managed` never leaves a descendant behind: on timeout, on cancellation (SIGINT/SIGTERM to the job
-script via `install_signal_handlers`), on an interrupt inside the wait, and after a normal exit whose
-descendants are still running.
+script via `install_signal_handlers`, or the death of the snakemake that started the job via
+`watch_parent`), on an interrupt inside the wait, and after a normal exit whose descendants are still
+running. `exclusive_writer` gives a folder one writer at a time (an flock held for the job's life).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 CANCEL = threading.Event()
+# Set (with CANCEL) when the snakemake process that started this job is gone.
+ORPHANED = threading.Event()
 
 STATES = ("ok", "failed", "timeout", "killed", "cancelled")
 READ_CHUNK_BYTES = 8192
@@ -453,3 +458,130 @@ def forward_interrupts_to_descendants() -> None:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forwarding(signum, signal.getsignal(signum)))
+
+
+# ─── Dying with snakemake ───────────────────────────────────────────────────
+
+PARENT_POLL_S = 1.0
+MAX_WATCHED_ANCESTORS = 4
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()
+    return fields if len(fields) > 19 and fields[0] not in ("Z", "X") else None
+
+
+def _identity(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot): a pid reused by another process differs."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None
+
+
+def _is_snakemake(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")[:4]
+    except OSError:
+        return False
+    return any(os.path.basename(arg) == b"snakemake" or arg == b"snakemake" for arg in argv)
+
+
+def watched_ancestors(max_depth: int = MAX_WATCHED_ANCESTORS) -> list[tuple[int, str]]:
+    """(pid, start time) of the ancestors whose death orphans this job: from the parent up to the nearest
+    snakemake process. Under Snakemake 9's local executor a job script's parent IS snakemake; a job step
+    on a cluster runs under `python -m snakemake`. Without a snakemake within reach, the parent alone:
+    ancestors above snakemake (the shell that started it, say) may end while the run goes on."""
+    chain: list[tuple[int, str]] = []
+    pid = os.getppid()
+    for _ in range(max_depth):
+        if pid <= 1:
+            break
+        fields = _proc_stat(pid)
+        if fields is None:
+            break
+        chain.append((pid, fields[19]))
+        if _is_snakemake(pid):
+            return chain
+        pid = int(fields[1])
+    return chain[:1]
+
+
+def watch_parent(interval: float = PARENT_POLL_S, stream=None) -> threading.Thread | None:
+    """Cancel this job (CANCEL and ORPHANED) as soon as the snakemake that started it is gone.
+
+    A SIGKILLed snakemake cannot forward anything, and its running job scripts would go on paying for
+    sessions and writing into cells a rerun starts again. Call once from a job script's main thread;
+    `run_managed` then tears the current process group down and the cell ends without a record.
+    """
+    chain = watched_ancestors()
+    if not chain:
+        return None
+    parent = os.getppid()
+
+    def watch() -> None:
+        while not CANCEL.wait(interval):
+            gone = [pid for pid, started in chain if _identity(pid) != started]
+            if gone or os.getppid() != parent:
+                ORPHANED.set()
+                CANCEL.set()
+                try:
+                    print(f"[skillbench] the snakemake process that started this job (pid {chain[-1][0]}) is gone: "
+                          "stopping this job's sessions; it writes no record, so the next run redoes it",
+                          file=stream or sys.stderr, flush=True)
+                except (OSError, ValueError):
+                    pass
+                return
+
+    thread = threading.Thread(target=watch, name="skillbench-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+# ─── One writer per folder ──────────────────────────────────────────────────
+
+WRITER_WAIT_S = 30.0
+
+
+class WriterBusy(RuntimeError):
+    """Another live process holds the folder's writer lock."""
+
+
+@contextmanager
+def exclusive_writer(lock_path: Path, *, what: str, wait_s: float = WRITER_WAIT_S,
+                     poll_s: float = 0.2) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_path` for the block; wait up to `wait_s` for a holder to go, then fail.
+
+    The lock dies with its holder (the kernel drops it when the process does), so a crash never leaves
+    a stale lock behind. The descriptor is not inherited by child processes.
+    """
+    lock_path = Path(lock_path)
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline or CANCEL.is_set():
+                    try:
+                        holder = os.pread(descriptor, 64, 0).decode("ascii", errors="replace").strip() or "unknown"
+                    except OSError:
+                        holder = "unknown"
+                    raise WriterBusy(
+                        f"{what} is being written by another process (pid {holder}, lock {lock_path}), still after "
+                        f"{wait_s:g}s; two writers would corrupt it. Stop that process (a job of an earlier, crashed "
+                        "snakemake?) or wait for it to end, then rerun") from None
+                time.sleep(poll_s)
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(descriptor)

@@ -1,9 +1,12 @@
 """The proposer: one Claude Code session that reads the evidence bundle and writes one candidate overlay.
 
-It works in a throwaway, sanitized single-commit clone of the repository that holds the
-incumbent skills (task suites removed, so no hidden oracle is in reach), with the evidence
-mounted read-only, inside the sandbox. Only the validated overlay and `proposal.md` leave
-the clone; the session record is redacted.
+It works in a throwaway single-commit clone built from an ALLOW list of the repository's HEAD
+(`clone_allow_list`: the skill root, its mirrors and the top-level agent docs README.md,
+CLAUDE.md and AGENTS.md), never from "everything but": a task suite can live anywhere in the
+repository, and whatever is not on the list never reaches the clone. The clone is also checked
+against every bound hidden oracle before the session starts. The evidence is mounted read-only,
+inside the sandbox. Only the validated overlay and `proposal.md` leave the clone; the session
+record and the prompt kept beside them are redacted.
 """
 
 from __future__ import annotations
@@ -13,23 +16,28 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
-from .artifacts import remove_tree
-from .redaction import redact_value
+from .artifacts import atomic_write_text, remove_tree
+from .evidence import EvidenceManifest, read_manifest
+from .oracle import OracleError, read_bounded_regular
+from .redaction import redact_text, redact_value
 from .sandbox import Sandbox, claude_settings
 
 OUTPUT_DIR = ".skillbench-output"
 EVIDENCE_MOUNT = "/evidence"
 PROPOSER_TOOLS = ["Read", "Grep", "Glob", "Write", "Edit", "Bash"]
 MAX_PROPOSAL_BYTES = 256 * 1024
-# Repository content the proposer never sees: task suites hold the hidden oracles.
-EXCLUDED_FROM_CLONE = ("tasks", "results", "logs", ".snakemake", "tools", ".venv")
+# Top-level documents the proposer may read besides the skills: how the project wants agents to work.
+CLONE_DOCS = ("README.md", "CLAUDE.md", "AGENTS.md")
+MAX_CLONE_FILE_BYTES = 8 * 1024 * 1024
+REGULAR_BLOB_MODES = ("100644", "100755")
 
 
 class ProposerError(RuntimeError):
@@ -43,19 +51,34 @@ def evolved_arm_skills(config: dict[str, Any]) -> dict[str, list[str]]:
             for arm in arm_config.evolution_arms(config)}
 
 
-def build_prompt(*, generation: int, manifest: dict[str, Any], arm_skills: dict[str, list[str]], skills_root: str,
+def build_prompt(*, generation: int, manifest: EvidenceManifest, arm_skills: dict[str, list[str]], skills_root: str,
                  overlay_dir: str, proposal_path: str, evidence_dir: str) -> str:
-    counts = manifest.get("counts", {})
-    rows = counts.get("selected_rows", 0)
-    rows_line = (f"{rows} selected run(s) in {evidence_dir}/selected-rows.json (failures first, then the most "
-                 "expensive successes), with their patches and transcripts beside it"
-                 if rows else "none yet: work from the incumbent skills and the learning queue")
-    gate_line = (f"{counts.get('gate_decisions', 0)} decision(s) in {evidence_dir}/gate-summary.json: what already "
-                 "lost, and why")
+    """The proposer's task, told from the bundle's validated manifest (what is really in the bundle)."""
+    counts = manifest["counts"]
+    rows = counts["rows_staged"]
+    if rows:
+        rows_line = (f"{rows} selected run(s) of the {counts['rows_read']} in the last results, in "
+                     f"{evidence_dir}/selected-rows.json (failures first, then the most expensive successes), "
+                     f"with {counts['patches']} patch(es) and {counts['transcripts']} transcript(s) beside it")
+        if manifest["trimmed_rows"]:
+            rows_line += f"; {manifest['trimmed_rows']} more selected run(s) were left out to fit the size budget"
+    elif counts["rows_read"]:
+        rows_line = (f"none usable: all {counts['rows_read']} run(s) of the last results failed for reasons outside "
+                     "the skills (harness or session errors); work from the incumbent skills and the learning queue")
+    else:
+        rows_line = "none yet: work from the incumbent skills and the learning queue"
+    decisions = counts["gate_decisions"]
+    gate_line = (f"{decisions} line(s) in {evidence_dir}/gate-summary.json: what already lost, and why" if decisions
+                 else "none yet")
     skills = sorted({skill for names in arm_skills.values() for skill in names})
     coverage = "; ".join(f"{arm}: {', '.join(names)}" for arm, names in arm_skills.items())
-    prior = (f"{evidence_dir}/prior-proposal.md is the previous generation's rejected proposal: do not propose it "
-             "again" if manifest.get("prior_proposal") else "no earlier proposal")
+    if manifest["prior_proposal_staged"]:
+        prior = (f"{evidence_dir}/prior-proposal.md is the previous generation's proposal, which the gate did not "
+                 "promote: do not propose it again")
+    elif manifest["prior_proposal_dropped"]:
+        prior = "the previous generation's proposal was left out to fit the size budget"
+    else:
+        prior = "no earlier proposal"
     return f"""You improve a family of coding-agent skills from benchmark evidence (generation {generation}).
 You are in a throwaway clone of the repository that holds them: the incumbent skills are
 {skills_root}/<name>/SKILL.md. Read the ones the evidence implicates before proposing anything.
@@ -91,23 +114,61 @@ the single change you made, the metric you expect to move and why, and the risks
 """
 
 
-def sanitized_clone(repository: Path, destination: Path) -> str:
-    """A single-commit copy of the repository's HEAD without task suites or run outputs."""
+def clone_allow_list(config: dict[str, Any]) -> list[str]:
+    """Repository paths the proposer's clone is built from: the skill root, its mirrors, the agent docs."""
+    skills = config["skills"]
+    return list(dict.fromkeys([skills["root"], *skills["mirrors"], *CLONE_DOCS]))
+
+
+def _allowed_blobs(repository: Path, sha: str, allowed: list[str]) -> list[str]:
+    """Regular files of commit `sha` under the allowed paths (symlinks and submodules are left out)."""
+    git = repo.host_git(repository, extra_env={"GIT_LITERAL_PATHSPECS": "1"})
+    listing = git(["ls-tree", "-r", "-z", "--full-tree", sha, "--",
+                   *[PurePosixPath(path).as_posix() for path in allowed]], capture_stdout_bytes=16 * 1024 * 1024)
+    if not listing.ok or listing.stdout_capture is None or listing.stdout_capture_overflow:
+        raise ProposerError(f"cannot list the skills repository {repository} at {sha}: "
+                            f"{(listing.detail or listing.stderr_tail or '').strip()[-500:]}")
+    files: list[str] = []
+    for entry in listing.stdout_capture.decode("utf-8", errors="surrogateescape").split("\0"):
+        if not entry:
+            continue
+        meta, _, path = entry.partition("\t")
+        mode, kind, _object = meta.split(" ")
+        if kind == "blob" and mode in REGULAR_BLOB_MODES:
+            files.append(path)
+    return files
+
+
+def sanitized_clone(repository: Path, destination: Path, *, allowed: list[str],
+                    oracles: Sequence[tuple[str, bytes]] = ()) -> str:
+    """A single-commit copy of only the `allowed` paths of the repository's HEAD; refuse one holding an oracle."""
     sha = repo.resolve_commit(repository, "HEAD")
-    scratch = destination.parent / f".{destination.name}-export"
-    repo.export_tree(repository, sha, scratch)
-    for name in EXCLUDED_FROM_CLONE:
-        target = scratch / name
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.exists():
-            shutil.rmtree(target)
-    scratch.rename(destination)
+    files = _allowed_blobs(Path(repository), sha, allowed)
+    destination.mkdir(parents=True)
+    if files:
+        with tempfile.TemporaryDirectory(prefix="skillbench-proposer-index-") as scratch:
+            git = repo.host_git(Path(repository), extra_env={"GIT_INDEX_FILE": str(Path(scratch) / "index")})
+            repo.checked(git, "read-tree", sha)
+            repo.checked(git, "--work-tree", str(destination), "checkout-index", "--force", "--", *files)
+    contents: list[tuple[str, bytes]] = []
+    for relative in files:
+        try:
+            contents.append((relative, read_bounded_regular(destination / relative, MAX_CLONE_FILE_BYTES)))
+        except (OSError, OracleError) as exc:
+            raise ProposerError(f"cannot read {relative} of the proposer's clone: {exc}") from exc
+    leaks = overlays.find_oracle_content(contents, list(oracles))
+    if leaks:
+        raise ProposerError(f"the proposer's clone of {repository} would expose a hidden oracle: {'; '.join(leaks)}. "
+                            "Keep task suites and their oracles out of the skill folders and the agent docs")
     return repo.commit_tree_as_template(destination)
 
 
 def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, proposal_out: Path) -> None:
-    """Validate what the session wrote and copy only the overlay and the proposal out of the clone."""
+    """Validate what the session wrote and copy only the overlay and the proposal out of the clone.
+
+    Oracle content is refused by freeze_overlay, the one gate every overlay passes (a proposer's or a
+    hand-written one), without paying for another proposer attempt.
+    """
     output = clone / OUTPUT_DIR
     files = overlays.overlay_files(output / "overlay", evolvable)
     proposal = output / "proposal.md"
@@ -129,16 +190,24 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
 
 def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, repository: Path, claude_bin: Path,
                  model_script: dict[str, Any] | None, api_key: str | None, overlay_out: Path, proposal_out: Path,
-                 log: TextIO | None) -> dict[str, Any]:
-    """Run the proposer session; return its redacted record. Raise ProposerError on failure."""
+                 prompt_out: Path, log: TextIO | None, oracles: Sequence[tuple[str, bytes]] = ()) -> dict[str, Any]:
+    """Run the proposer session; return its redacted record. Raise ProposerError on failure.
+
+    `oracles` are every bound hidden oracle file as (label, bytes): the clone is refused before the session
+    if it holds one. The prompt the proposer received is written to `prompt_out`.
+    """
+    from .evidence import EvidenceError
     from .scripted_model import ScriptedModel, proposer_steps
 
     secrets = [api_key] if api_key else []
-    manifest = json.loads((evidence / "manifest.json").read_text())
+    try:
+        manifest = read_manifest(evidence)
+    except EvidenceError as exc:
+        raise ProposerError(f"the evidence bundle of generation {generation} is unusable: {exc}") from exc
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-proposer-"))
     try:
         clone = private_root / "workspace"
-        sanitized_clone(repository, clone)
+        sanitized_clone(repository, clone, allowed=clone_allow_list(config), oracles=oracles)
         (clone / OUTPUT_DIR).mkdir(mode=0o700)
         sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
                           claude_bin=claude_bin, read_only_paths=[config["skills"]["root"]])
@@ -147,6 +216,7 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
             generation=generation, manifest=manifest, arm_skills=evolved_arm_skills(config),
             skills_root=config["skills"]["root"], overlay_dir=f"{sandbox.workspace}/{OUTPUT_DIR}/overlay",
             proposal_path=f"{sandbox.workspace}/{OUTPUT_DIR}/proposal.md", evidence_dir=evidence_dir)
+        atomic_write_text(Path(prompt_out), redact_text(prompt, secrets), mode=0o600)
         model = config["evolution"]["proposer_model"] or config["model"]["name"]
         argv = sessions.cli_command(sandbox.claude, tools=PROPOSER_TOOLS, disallowed_tools=["Skill"], model=model,
                                     effort=config["model"]["effort"],

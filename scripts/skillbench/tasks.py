@@ -1,7 +1,7 @@
 """Task suites: loading, validation and selection of `tasks/<suite>/tasks.yaml`.
 
 A bad suite fails before any agent session is paid for, with a message that names the
-file, the task and the field. Structure is checked against `schemas/tasks.schema.json`;
+file, the task and the field. Structure is checked against `schemas/task.schema.json` (per task);
 what a schema cannot say (unique ids, files that must exist and not be symlinks, safe
 relative paths, exactly one target) is checked here.
 """
@@ -168,6 +168,10 @@ def load_suite(path: str | Path) -> list[dict[str, Any]]:
         document = yaml.safe_load(suite.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise TaskError(f"{suite}: task suite file does not exist") from exc
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TaskError(f"{suite}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}, offset "
+                        f"{exc.start}); save the task suite as UTF-8") from exc
     except yaml.YAMLError as exc:
         raise TaskError(f"{suite}: not valid YAML: {exc}") from exc
     return validate_suite(document, suite)

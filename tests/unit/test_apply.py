@@ -5,8 +5,10 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import stat
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -94,7 +96,8 @@ def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
     }, "result-row")
 
 
-def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8) -> dict:
+def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8,
+              generated_at: datetime = GENERATED_AT) -> dict:
     rows = []
     for incumbent, candidate in PAIRS:
         for run in range(3):
@@ -110,7 +113,7 @@ def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: 
         "target_base_digests": base_digests,
     }
     document = gate.promotion_document(rows, pairs=PAIRS, policy=gate.resolve_policy(config["gate"]), binding=binding,
-                                       run_status="complete", generated_at=GENERATED_AT)
+                                       run_status="complete", generated_at=generated_at)
     return artifacts.validate(document, "promotion")
 
 
@@ -434,8 +437,13 @@ def test_a_failed_rollback_writes_a_recovery_file(experiment):
     backup = Path(states[TARGETS[0]]["backup"])
     assert backup.read_bytes() == INCUMBENT["SKILL.md"]
     assert all(states[target]["backup"] is None for target in TARGETS[1:])
-    # Only the backup the recovery file names is left behind.
-    assert experiment.leftovers() == [str(backup.relative_to(experiment.repository))]
+    # Only the backup the recovery file names is left behind, and the journal for the next run.
+    assert experiment.leftovers() == sorted([str(backup.relative_to(experiment.repository)), apply.JOURNAL_NAME])
+    # Once the file system works again, the next apply's recovery finishes the rollback.
+    message = apply.recover_interrupted(experiment.repository)
+    assert "ROLLED IT BACK: 1 target(s) restored" in message and TARGETS[0] in message
+    assert all(content == INCUMBENT[Path(target).name] for target, (content, _) in experiment.snapshot().items())
+    assert experiment.leftovers() == []
 
 
 def test_write_transaction_refuses_a_drifted_base_before_writing(experiment):
@@ -447,3 +455,80 @@ def test_write_transaction_refuses_a_drifted_base_before_writing(experiment):
         apply.write_transaction(experiment.repository, plan)
     assert experiment.snapshot() == before
     assert experiment.leftovers() == []
+
+
+# ─── A crash in the middle ──────────────────────────────────────────────────
+
+SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
+
+
+def cli_apply(experiment: Experiment, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The real `skillbench apply`, run from a folder whose config/config.yaml is the experiment's config."""
+    workdir = experiment.tmp / "cwd"
+    (workdir / "config").mkdir(parents=True, exist_ok=True)
+    (workdir / "config" / "config.yaml").write_text(CONFIG_YAML.format(min_improvement=5.0), encoding="utf-8")
+    return subprocess.run([SKILLBENCH, "apply", str(experiment.results), "--repository", str(experiment.repository)],
+                          cwd=workdir, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120)
+
+
+def fresh_promotion(experiment: Experiment) -> None:
+    """The fixture's evidence is dated for in-process calls with a fixed clock; the CLI uses the real one."""
+    recent = datetime.now(UTC) - timedelta(hours=1)
+    experiment.write_promotion(promotion(experiment.config, experiment.digest, experiment.base_digests,
+                                         generated_at=recent))
+
+
+@pytest.mark.parametrize("swaps", [0, 1, 2, 3, 4])
+def test_an_apply_killed_after_any_swap_is_rolled_back_and_redone_by_the_next_run(experiment, swaps):
+    fresh_promotion(experiment)
+    modes = {target: mode for target, (_, mode) in experiment.snapshot().items()}
+
+    crashed = cli_apply(experiment, {apply.CRASH_HOOK_ENV: str(swaps)})
+
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    contents = [content for content, _ in experiment.snapshot().values()]
+    expected = [CANDIDATE[Path(t).name] for t in TARGETS[:swaps]] + [INCUMBENT[Path(t).name] for t in TARGETS[swaps:]]
+    assert contents == expected  # the inconsistent state a crash leaves
+    assert apply.JOURNAL_NAME in experiment.leftovers()
+
+    rerun = cli_apply(experiment)
+
+    assert rerun.returncode == 0, rerun.stderr
+    assert "found an interrupted apply (started " in rerun.stdout
+    assert (f"ROLLED IT BACK: {swaps} target(s) restored to their original bytes, {len(TARGETS) - swaps} already "
+            "held them" in rerun.stdout)
+    assert all(f"  restored {target}" in rerun.stdout for target in TARGETS[:swaps])
+    assert "applied the promoted overlay to 4 file(s)" in rerun.stdout
+    after = experiment.snapshot()
+    assert [content for content, _ in after.values()] == [CANDIDATE[Path(t).name] for t in TARGETS]
+    assert {target: mode for target, (_, mode) in after.items()} == modes
+    assert experiment.leftovers() == []
+    assert git(experiment.repository, "rev-parse", "HEAD").strip() == experiment.head
+
+
+def test_recovery_alone_returns_every_target_to_its_original_bytes(experiment):
+    fresh_promotion(experiment)
+    assert cli_apply(experiment, {apply.CRASH_HOOK_ENV: "2"}).returncode == -signal.SIGKILL
+
+    message = apply.recover_interrupted(experiment.repository)
+
+    assert "ROLLED IT BACK: 2 target(s) restored" in message
+    assert "6 temporary file(s) removed" in message  # 4 backups, 2 candidates not yet swapped in
+    assert [content for content, _ in experiment.snapshot().values()] == [INCUMBENT[Path(t).name] for t in TARGETS]
+    assert experiment.leftovers() == []
+    assert apply.recover_interrupted(experiment.repository) is None
+
+
+def test_recovery_changes_nothing_when_a_target_was_edited_after_the_crash(experiment):
+    fresh_promotion(experiment)
+    assert cli_apply(experiment, {apply.CRASH_HOOK_ENV: "1"}).returncode == -signal.SIGKILL
+    (experiment.repository / TARGETS[3]).write_bytes(b"edited by hand after the crash\n")
+    before = experiment.snapshot()
+    leftovers = experiment.leftovers()
+
+    rerun = cli_apply(experiment)
+
+    assert rerun.returncode == 1
+    assert f"NOT APPLIED: an interrupted apply left {experiment.repository / apply.JOURNAL_NAME}" in rerun.stderr
+    assert f"but {TARGETS[3]} hold(s) neither the original nor the candidate bytes" in rerun.stderr
+    assert experiment.snapshot() == before and experiment.leftovers() == leftovers

@@ -151,3 +151,115 @@ def test_committed_targets_and_drift(tmp_path, candidate):
         overlay.committed_target_digests(repo, targets)
     with pytest.raises(OverlayError, match="not committed at HEAD"):
         overlay.committed_target_digests(repo, ["plugin/skills/change-work/SKILL.md"])
+
+
+# ─── Hostile names and links ────────────────────────────────────────────────
+
+
+def test_a_hard_link_is_refused(candidate, tmp_path):
+    outside = write(tmp_path, "elsewhere.md", "# shared inode\n")
+    os.link(outside, candidate / ".claude/skills/change-work/linked.md")
+    with pytest.raises(OverlayError, match=r"hard link: \.claude/skills/change-work/linked\.md has 2 links"):
+        overlay.overlay_files(candidate, EVOLVABLE)
+
+
+@pytest.mark.parametrize(("name", "what"), [
+    ("evil\nname.md", "control character (U+000A)"),
+    ("tab\there.md", "control character (U+0009)"),
+    ("esc\x1b[31m.md", "control character (U+001B)"),
+    ("gnp\u202etxt.md", "format (bidi-control or invisible) character (U+202E)"),
+    ("iso\u2066late.md", "format (bidi-control or invisible) character (U+2066)"),
+    ("zero\u200bwidth.md", "format (bidi-control or invisible) character (U+200B)"),
+    ("line\u2028sep.md", "line separator (U+2028)"),
+])
+def test_names_with_control_or_bidi_characters_are_refused(candidate, name, what):
+    write(candidate, f".claude/skills/change-work/{name}", "# x\n")
+    with pytest.raises(OverlayError, match="rename it to plain printable characters") as error:
+        overlay.overlay_files(candidate, EVOLVABLE)
+    assert what in str(error.value)
+
+
+def test_a_folder_name_with_a_control_character_is_refused(candidate):
+    write(candidate, ".claude/skills/change-work/sub\rdir/SKILL.md", "# x\n")
+    with pytest.raises(OverlayError, match=r"U\+000D"):
+        overlay.overlay_files(candidate, EVOLVABLE)
+
+
+def test_a_name_that_is_not_utf8_is_refused(candidate):
+    folder = os.fsencode(candidate / ".claude/skills/change-work")
+    with open(os.path.join(folder, b"bad\xff.md"), "wb") as handle:
+        handle.write(b"# x\n")
+    with pytest.raises(OverlayError, match="is not valid UTF-8"):
+        overlay.overlay_files(candidate, EVOLVABLE)
+
+
+def test_ordinary_unicode_names_pass(candidate):
+    write(candidate, ".claude/skills/change-work/référence-日本.md", "# notes\n")
+    assert len(overlay.overlay_files(candidate, EVOLVABLE)) == 2
+
+
+# ─── Hidden oracle content ──────────────────────────────────────────────────
+
+ORACLE = b'''"""Hidden oracle for the money task."""
+
+from shop.money import format_money
+
+
+def test_thousands_get_a_separator():
+    assert format_money(123456789) == "1,234,567.89"
+    assert format_money(100000) == "1,000.00"
+
+
+def test_small_amounts_are_unchanged():
+    assert format_money(5) == "0.05"
+'''
+ORACLES = [("test_money.py of task money-thousands", ORACLE)]
+
+
+def leaks(text: str) -> list[str]:
+    return overlay.find_oracle_content([(".claude/skills/change-work/SKILL.md", text.encode())], ORACLES)
+
+
+def test_an_exact_copy_of_an_oracle_is_found():
+    found = leaks("# work\n\n" + ORACLE.decode() + "\nThe end.\n")
+    assert found == [".claude/skills/change-work/SKILL.md holds hidden oracle test_money.py of task money-thousands "
+                     "(its whole content)"]
+
+
+def test_a_reformatted_excerpt_of_an_oracle_is_found():
+    # Three assertions, re-indented as Markdown bullets, upper-cased and wrapped differently.
+    excerpt = """# work
+When formatting money, the graders check:
+- `ASSERT   FORMAT_MONEY(123456789) == "1,234,567.89"`
+- `assert format_money(100000)
+  == "1,000.00"`
+- def   test_small_amounts_are_unchanged():
+"""
+    found = leaks(excerpt)
+    assert len(found) == 1 and "3 of its" in found[0] and "money-thousands" in found[0]
+
+
+def test_common_test_lines_and_a_single_shared_line_are_not_a_leak():
+    text = """# work
+Write tests with pytest: `import pytest`, then `def test_x():` and `assert x == y`.
+Use `from shop.money import format_money` to reach the helper.
+"""
+    assert leaks(text) == []
+
+
+def test_an_oracle_with_fewer_distinctive_lines_leaks_when_all_of_them_appear():
+    small = [("t.py of task tiny", b"def test_it():\n    assert run('--frobnicate') == 42\n")]
+    files = [("SKILL.md", b"Tip: assert  run('--frobnicate') == 42 passes.")]
+    assert overlay.find_oracle_content(files, small) == ["SKILL.md holds hidden oracle t.py of task tiny "
+                                                         "(1 of its 1 distinctive lines)"]
+
+
+def test_refuse_oracle_content_names_the_overlay_file_and_the_oracle_but_not_its_content(candidate):
+    write(candidate, ".claude/skills/change-work/SKILL.md", "# work\n" + ORACLE.decode())
+    files = overlay.overlay_files(candidate, EVOLVABLE)
+    with pytest.raises(OverlayError) as error:
+        overlay.refuse_oracle_content(files, ORACLES, str(candidate))
+    message = str(error.value)
+    assert ".claude/skills/change-work/SKILL.md holds hidden oracle test_money.py of task money-thousands" in message
+    assert "1,234,567.89" not in message
+    overlay.refuse_oracle_content([("x.md", b"# an unrelated skill\n")], ORACLES, "clean")  # no refusal

@@ -54,3 +54,87 @@ def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["broken_incumbent_arms"] == ["workflow"]
     assert "[harness-health]" in (tmp_path / "summary.md").read_text()
+
+
+# ─── Oracles against overlays (freeze_overlay and the parse-time initial-overlay check) ─────────
+
+ORACLE_TEXT = (b"def test_rounding_is_bankers():\n    assert round_money(0.125) == 0.12\n"
+               b"    assert round_money(0.135) == 0.14\n")
+
+
+def _suite(tmp_path):
+    """A task suite with one oracle, bound the way bind_task binds it (snapshot + bindings.json)."""
+    import yaml
+    from skillbench import artifacts, oracle, tasks
+
+    suite = tmp_path / "suites" / "money"
+    (suite / "oracles").mkdir(parents=True)
+    (suite / "project").mkdir()
+    (suite / "oracles" / "rounding_test.py").write_bytes(ORACLE_TEXT)
+    task = {"id": "rounding", "class": "bug", "snapshot": "project", "prompt": "Fix rounding.", "verify": "true",
+            "oracle": {"command": "pytest -q", "files": [{"source": "oracles/rounding_test.py",
+                                                          "target": "rounding_test.py"}]}}
+    (suite / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [task]}))
+    results = tmp_path / "results" / "exp" / "tasks"
+    files = oracle.capture_oracle(suite, task["oracle"])
+    oracle.write_snapshot(results / "rounding" / "oracle", files)
+    binding = {"schema": "task-binding/v1", "id": "rounding", "class": "bug", "expensive": False,
+               "target": "snapshot:project", "ref": "HEAD", "resolved_sha": "1" * 40, "sanitized_sha": "2" * 40,
+               **tasks.task_digests(task), **oracle.oracle_binding(task["oracle"]["command"], files)}
+    artifacts.write_artifact(results / "bindings.json", {"schema": "task-bindings/v1", "suite": str(suite),
+                                                         "tasks": [binding], "skipped_expensive": []}, "task-bindings")
+    return suite / "tasks.yaml", results / "bindings.json", [str(results / "rounding" / "oracle")]
+
+
+def _overlay(tmp_path, text: bytes):
+    folder = tmp_path / "overlay" / ".claude" / "skills" / "change-work"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_bytes(b"# change-work\n\n" + text)
+    return tmp_path / "overlay"
+
+
+def test_freeze_overlay_refuses_an_overlay_carrying_a_bound_oracle_and_writes_nothing(tmp_path):
+    import pytest
+    from skillbench.overlay import OverlayError
+    from skillbench.pipeline import bound_oracles, freeze_overlay
+
+    _suite_path, bindings, oracle_dirs = _suite(tmp_path)
+    assert bound_oracles(str(bindings), oracle_dirs) == [("rounding_test.py of task rounding", ORACLE_TEXT)]
+    source = _overlay(tmp_path, b"Remember:\n" + ORACLE_TEXT.replace(b"    ", b"  - "))
+    config = {"skills": {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}}
+    with pytest.raises(OverlayError, match=r"SKILL\.md holds hidden oracle rounding_test\.py of task rounding "
+                                           r"\(3 of its 3 distinctive lines\)"):
+        freeze_overlay(config=config, generation=0, source=str(source), frozen_out=str(tmp_path / "frozen"),
+                       overlay_out=str(tmp_path / "overlay.json"), candidate_origin="model-proposer",
+                       proposer_model="m", bindings=str(bindings), oracle_dirs=oracle_dirs)
+    assert not (tmp_path / "frozen").exists() and not (tmp_path / "overlay.json").exists()
+
+
+def test_a_missing_or_tampered_oracle_snapshot_is_refused(tmp_path):
+    import os
+
+    import pytest
+    from skillbench.overlay import OverlayError
+    from skillbench.pipeline import bound_oracles
+
+    _suite_path, bindings, oracle_dirs = _suite(tmp_path)
+    with pytest.raises(OverlayError, match="task rounding is bound but its oracle snapshot was not given"):
+        bound_oracles(str(bindings), [])
+    snapshot = tmp_path / "results" / "exp" / "tasks" / "rounding" / "oracle" / "rounding_test.py"
+    os.chmod(snapshot, 0o600)
+    snapshot.write_bytes(b"def test_nothing():\n    pass\n")
+    with pytest.raises(OverlayError, match="oracle snapshot of task rounding is unreadable: .*no longer matches"):
+        bound_oracles(str(bindings), oracle_dirs)
+
+
+def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path):
+    import pytest
+    from skillbench.overlay import OverlayError
+    from skillbench.pipeline import check_initial_overlay
+
+    suite, _bindings, _dirs = _suite(tmp_path)
+    source = _overlay(tmp_path, ORACLE_TEXT)
+    config = {"skills": {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []},
+              "tasks": {"suite": str(suite)}, "evolution": {"initial_overlay": str(source), "generations": 1}}
+    with pytest.raises(OverlayError, match=r"holds hidden oracle rounding_test\.py of task rounding"):
+        check_initial_overlay(config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -293,3 +294,89 @@ def test_invalid_arguments_are_rejected():
         run_managed(py("pass"), env=ENV, timeout=0)
     with pytest.raises(ValueError):
         run_managed(py("pass"), env=ENV, timeout=1, capture_stdout_bytes=0)
+
+
+# ─── Dying with snakemake; one writer per folder ────────────────────────────
+
+SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_job_whose_snakemake_is_killed_stops_its_sessions_and_says_so(tmp_path):
+    """A stand-in `snakemake` (python under that name) starts, through a shell that outlives it, a job that
+    runs a long child; SIGKILL the stand-in, and the job cancels the child's whole group and exits."""
+    fake = tmp_path / "bin" / "snakemake"
+    fake.parent.mkdir()
+    fake.symlink_to(sys.executable)
+    child_pid, outcome = tmp_path / "child.pid", tmp_path / "outcome"
+    job = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {SCRIPTS!r})
+        from skillbench import process
+        chain = [pid for pid, _ in process.watched_ancestors()]
+        open({str(tmp_path / "chain")!r}, "w").write(" ".join(map(str, chain)))
+        process.watch_parent(interval=0.1, stream=sys.stdout)
+        code = "import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+        result = process.run_managed([sys.executable, "-c", code], env={{"PATH": "/usr/bin:/bin"}}, timeout=300)
+        open({str(outcome)!r}, "w").write(f"{{result.state}} orphaned={{process.ORPHANED.is_set()}}")
+    """)
+    shell = f"{sys.executable} -c {shlex.quote(job)}; true"
+    starter = f"import subprocess, time; subprocess.Popen(['/bin/sh', '-c', {shell!r}]); time.sleep(300)"
+    parent = __import__("subprocess").Popen([str(fake), "-c", starter])
+    try:
+        wait_for(child_pid, 20)
+        child = int(child_pid.read_text())
+        assert alive(child)
+        chain = [int(pid) for pid in (tmp_path / "chain").read_text().split()]
+        assert len(chain) == 2 and chain[1] == parent.pid  # the shell, then the snakemake above it
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        wait_for(outcome, 30)
+        assert outcome.read_text() == "cancelled orphaned=True"
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(child)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_without_a_snakemake_ancestor_only_the_parent_is_watched():
+    assert [pid for pid, _ in process.watched_ancestors()] == [os.getppid()]
+
+
+def test_a_second_writer_waits_then_fails_naming_the_holder_and_gets_the_lock_once_the_holder_dies(tmp_path):
+    lock = tmp_path / "cells" / ".run0.lock"
+    ready = tmp_path / "ready"
+    holder = __import__("subprocess").Popen(py(f"""
+        import sys, time
+        sys.path.insert(0, {SCRIPTS!r})
+        from skillbench.process import exclusive_writer
+        with exclusive_writer(__import__("pathlib").Path({str(lock)!r}), what="cell run0"):
+            open({str(ready)!r}, "w").close()
+            time.sleep(120)
+    """))
+    try:
+        wait_for(ready, 20)
+        started = time.monotonic()
+        with pytest.raises(process.WriterBusy) as error:
+            with process.exclusive_writer(lock, what="cell run0", wait_s=0.5):
+                pass
+        assert time.monotonic() - started >= 0.5
+        message = str(error.value)
+        assert f"cell run0 is being written by another process (pid {holder.pid}, lock {lock})" in message
+        holder.kill()  # the kernel drops a dead holder's lock: no stale lock after a crash
+        holder.wait()
+        with process.exclusive_writer(lock, what="cell run0", wait_s=5):
+            assert lock.read_text() == f"{os.getpid()}\n"
+    finally:
+        if holder.poll() is None:
+            holder.kill()

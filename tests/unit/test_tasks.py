@@ -187,3 +187,15 @@ def test_digests_change_with_the_text():
     assert first["prompt_digest"] != second["prompt_digest"]
     assert first["verify_digest"] == second["verify_digest"]
     assert first["setup_digest"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_a_suite_that_is_not_utf8_names_the_file_line_and_fix(suite_dir):
+    from skillbench.tasks import TaskError, load_suite
+
+    path = suite_dir / "tasks.yaml"
+    path.write_bytes(b"tasks:\n- id: caf\xe9\n")
+    with pytest.raises(TaskError) as error:
+        load_suite(path)
+    message = str(error.value)
+    assert str(path) in message and "not UTF-8" in message and "byte 0xe9 on line 2" in message
+    assert "save the task suite as UTF-8" in message

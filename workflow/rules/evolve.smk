@@ -8,6 +8,9 @@ rule freeze_overlay:
     input:
         overlay=get_overlay_source,
         skills=get_skill_files,
+        # Every bound hidden oracle: an overlay carrying one's content is refused before any cell.
+        bindings=f"{RESULTS}/tasks/bindings.json",
+        oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
     output:
         overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
     params:
@@ -90,9 +93,13 @@ rule propose_overlay:
         evidence=f"{RESULTS}/gen{{gen}}/evidence",
         skills=get_skill_files,
         model_script=get_model_script,
+        # The proposer's clone is checked against every bound hidden oracle before the session.
+        bindings=f"{RESULTS}/tasks/bindings.json",
+        oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
     output:
         proposal=f"{RESULTS}/gen{{gen}}/proposal.md",
         session=f"{RESULTS}/gen{{gen}}/proposer-session.json",
+        prompt=f"{RESULTS}/gen{{gen}}/proposer-prompt.md",
         transcripts=directory(f"{RESULTS}/gen{{gen}}/transcripts"),
     params:
         # The overlay folder beside proposal.md is read by freeze_overlay; it is not a declared

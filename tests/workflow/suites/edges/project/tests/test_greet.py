@@ -1,0 +1,5 @@
+from greet import greet
+
+
+def test_greet():
+    assert greet("ada") == "hello ada"
