@@ -40,10 +40,6 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 # ─── The plan ────────────────────────────────────────────────────────────────
 
 
@@ -178,7 +174,8 @@ def summarize(*, plan: dict[str, Any], finished: list[dict[str, Any]], running: 
               now: datetime) -> dict[str, Any]:
     """The progress snapshot from plain values.
 
-    ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell.
+    ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell;
+    ``finished_run`` says the run summary exists and no cell job is alive.
     Spend sums measured costs (cells and proposer sessions); unmeasured ones are counted, never 0.
     ETA = remaining cells in waves of ``session_cap`` × the median cell wall time.
     """
@@ -189,13 +186,13 @@ def summarize(*, plan: dict[str, Any], finished: list[dict[str, Any]], running: 
     median_cell = statistics.median(cell["wall_s"] for cell in finished) if finished else None
     remaining = max(planned - done, 0)
     cap = plan.get("session_cap") or 1
-    if finished_run or remaining == 0:
+    if remaining == 0:
         eta = 0.0
     elif median_cell is None:
         eta = None
     else:
         eta = round(-(-remaining // cap) * median_cell, 1)
-    if finished_run:
+    if finished_run and remaining == 0:
         state = "finished"
     elif running:
         state = "running"
@@ -242,8 +239,8 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
         except (OSError, ValueError, KeyError, TypeError):
             continue
     running, interrupted = running_cells(root, host)
-    summary = root / "summary.json"
-    finished_run = summary.is_file() and summary.stat().st_mtime >= parse_time(plan["started_at"]).timestamp()
+    # The run summary is made last, from every cell: with it present and nothing left, the run is over.
+    finished_run = (root / "summary.json").is_file() and not running
     return summarize(plan=plan, finished=finished, running=len(running), interrupted=len(interrupted),
                      proposer_costs=_proposer_costs(root, generations), generations=generations,
                      finished_run=finished_run, now=now or _now())
@@ -389,3 +386,98 @@ def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "sn
     elif summary is not None and summary["outcome"] == "not_promoted":
         lines.append("  next:      raise evolution.generations to continue the chain, or read the reports")
     return lines
+
+
+# ─── Before a run: what the config implies ───────────────────────────────────
+
+
+def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
+    """Cells and agent sessions a config implies, per arm; candidate cells and proposer sessions per generation."""
+    from . import arms as arm_config
+
+    incumbent = arm_config.selected_arms(config)
+    generations = config["evolution"]["generations"]
+    candidates = [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)] \
+        if generations else []
+    runs = config["runs"]
+
+    def sessions_of(arm: str) -> int:
+        return len(arm_config.arm_definition(config, arm)["sessions"])
+
+    cells = [{"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+             for task in task_ids for run in range(runs) for arm in incumbent]
+    candidate_cells = [{"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+                       for task in task_ids for run in range(runs) for arm in candidates]
+    proposers = max(generations - (1 if config["evolution"]["initial_overlay"] else 0), 0)
+    return {
+        "tasks": list(task_ids),
+        "incumbent_arms": incumbent,
+        "candidate_arms": candidates,
+        "runs": runs,
+        "generations": generations,
+        "incumbent_cells": cells,
+        "candidate_cells_per_generation": candidate_cells,
+        "proposer_sessions": proposers,
+        "cells": len(cells) + generations * len(candidate_cells),
+        "sessions": sum(c["sessions"] for c in cells) + generations * sum(c["sessions"] for c in candidate_cells)
+        + proposers,
+    }
+
+
+def cost_estimate(work: dict[str, Any], previous: list[dict[str, Any]],
+                  proposer_costs: list[float]) -> dict[str, Any] | None:
+    """Expected cost (and a low–high range) of ``planned_work`` from earlier rows: each planned cell costs what the
+    same (task, incumbent arm) cost before (median; min and max for the range), falling back to the arm's, then
+    every row's. A candidate cell is priced like its incumbent. None without a measured earlier row."""
+    from .arms import incumbent_of
+
+    measured = [row for row in previous if row.get("cost_usd") is not None and is_valid_row(row)]
+    if not measured:
+        return None
+
+    def costs(predicate) -> list[float]:
+        return [row["cost_usd"] for row in measured if predicate(row)]
+
+    def price(cell: dict[str, Any]) -> tuple[float, float, float]:
+        arm = incumbent_of(cell["arm"])
+        found = costs(lambda r: r["task"] == cell["task"] and incumbent_of(r["arm"]) == arm) \
+            or costs(lambda r: incumbent_of(r["arm"]) == arm) or costs(lambda r: True)
+        return min(found), statistics.median(found), max(found)
+
+    cells = work["incumbent_cells"] + work["generations"] * work["candidate_cells_per_generation"]
+    priced = [price(cell) for cell in cells]
+    proposer = (min(proposer_costs), statistics.median(proposer_costs), max(proposer_costs)) if proposer_costs \
+        else (0.0, 0.0, 0.0)
+    extra = [value * work["proposer_sessions"] for value in proposer]
+    return {
+        "low_usd": round(sum(p[0] for p in priced) + extra[0], 4),
+        "expected_usd": round(sum(p[1] for p in priced) + extra[1], 4),
+        "high_usd": round(sum(p[2] for p in priced) + extra[2], 4),
+        "rows": len(measured),
+        "proposer_priced": bool(proposer_costs),
+    }
+
+
+def is_valid_row(row: dict[str, Any]) -> bool:
+    from .aggregate import is_valid
+
+    return is_valid(row)
+
+
+def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
+    """Rows of every finished cell under ``results/<experiment>`` and the measured proposer session costs."""
+    rows = []
+    for path in _records(results_dir):
+        try:
+            rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
+        except (OSError, ValueError, KeyError):
+            continue
+    proposers = []
+    for path in sorted(results_dir.glob("gen*/proposer-session.json")):
+        try:
+            cost = json.loads(path.read_text(encoding="utf-8"))["session"].get("cost_usd")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if cost is not None:
+            proposers.append(cost)
+    return rows, proposers
