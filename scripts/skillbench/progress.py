@@ -64,9 +64,9 @@ def write_plan(results_dir: str | Path, plan: dict[str, Any]) -> None:
     root = Path(results_dir)
     artifacts.atomic_write_text(root / PLAN, artifacts.canonical_json(plan))
     running = root / RUNNING
-    if running.is_dir():
-        for entry in running.glob("*.json"):
-            entry.unlink(missing_ok=True)
+    running.mkdir(parents=True, exist_ok=True)
+    for entry in running.glob("*.json"):
+        entry.unlink(missing_ok=True)
 
 
 def incumbent_cell_count(plan: dict[str, Any]) -> int:
