@@ -39,7 +39,8 @@ def dead_pid() -> int:
 
 
 def test_summary_counts_spend_and_eta():
-    finished = [{"cost_usd": 0.5, "wall_s": 10.0}, {"cost_usd": None, "wall_s": 30.0}, {"cost_usd": 0.25, "wall_s": 20.0}]
+    finished = [{"cost_usd": 0.5, "wall_s": 10.0}, {"cost_usd": None, "wall_s": 30.0},
+                {"cost_usd": 0.25, "wall_s": 20.0}]
     state = progress.summarize(plan=plan(), finished=finished, running=2, interrupted=0, proposer_costs=[0.1, None],
                                generations=2, finished_run=False, now=NOW)
     assert validate(state, "progress") is state
