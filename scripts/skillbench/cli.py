@@ -86,18 +86,20 @@ def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def _default_results_dir(configfiles: list[Path] | None = None) -> Path:
-    """results/<experiment> of the config in the current folder (plus any extra config files)."""
+def _default_results_dir() -> Path:
+    """results/<experiment> of config/config.yaml when that run has a plan, else the run under results/ that
+    started last."""
     import yaml
 
-    experiment = None
-    for path in [Path("config/config.yaml"), *(configfiles or [])]:
-        try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        experiment = document.get("experiment", experiment) if isinstance(document, dict) else experiment
-    return Path("results") / (experiment or "demo")
+    try:
+        document = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        document = {}
+    configured = Path("results") / str(document.get("experiment", "demo"))
+    plans = sorted(Path("results").glob("*/.progress/plan.json"), key=lambda path: path.stat().st_mtime)
+    if not plans or configured in [plan.parent.parent for plan in plans]:
+        return configured
+    return plans[-1].parent.parent
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -128,7 +128,12 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except OSError as exc:
         return exc.errno == errno.EPERM
-    return True
+    # A killed job whose parent died too stays a zombie until something reaps it: it is not running.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
 def running_cells(root: Path, host: str | None = None) -> tuple[list[str], list[str]]:
