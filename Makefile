@@ -52,7 +52,7 @@ report-screenshot: setup
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --report results/demo/report.html
-	$(BIN)/python -m skillbench.screenshot results/demo/report.html docs/report.png
+	$(BIN)/python -m skillbench.screenshot results/demo/report.html docs/report.png --size 1400,1150
 
 clean:
 	rm -rf results logs .snakemake

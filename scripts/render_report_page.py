@@ -7,4 +7,5 @@ with rule_log(snakemake.log[0]):  # noqa: F821
         markdown=snakemake.input.markdown,  # noqa: F821
         figures=list(snakemake.input.figures),  # noqa: F821
         out=snakemake.output.page,  # noqa: F821
+        title=snakemake.params.title,  # noqa: F821
     )

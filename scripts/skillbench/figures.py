@@ -376,7 +376,7 @@ def plot_generations(data: dict[str, Any]) -> str:
         handles.append(Line2D([], [], color="#1a7f37", linestyle="--", label=f"threshold {data['threshold_pct']:g}%"))
     axis.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     axis.grid(axis="y", color="#d0d7de", linewidth=0.6)
-    axis.set_title(f"Generations of `{data['experiment']}`: {data['outcome'].replace('_', ' ')}")
+    axis.set_title(f"Generations of {data['experiment']}: {data['outcome'].replace('_', ' ')}")
     figure.tight_layout()
     return _svg(figure)
 
@@ -475,9 +475,23 @@ def _record_sessions(record_path: Path, record: dict[str, Any]) -> list[dict[str
     return found
 
 
-def make_spend(*, records: list[str], proposer_sessions: list[str], title: str, out: str) -> None:
+def run_records(results: list[str]) -> list[Path]:
+    """The cell records behind the rows of each ``results.jsonl`` (sweep/ or gen<N>/), each once, in row order:
+    incumbent cells live in ``cells/``, a generation's candidate cells in ``gen<N>/cells/``."""
+    from .arms import is_candidate
+
+    records: dict[Path, None] = {}
+    for path in map(Path, results):
+        root = path.parent.parent
+        for row in artifacts.read_jsonl(path, "result-row"):
+            cellset = path.parent.name + "/cells" if is_candidate(row["arm"]) else "cells"
+            records[root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / "record.json"] = None
+    return list(records)
+
+
+def make_spend(*, results: list[str], proposer_sessions: list[str], title: str, out: str) -> None:
     sessions = []
-    for path in map(Path, records):
+    for path in run_records(results):
         sessions += _record_sessions(path, artifacts.read_artifact(path, "cell-record"))
     for path in map(Path, proposer_sessions):
         session = artifacts.read_artifact(path, "proposer-session")["session"]
@@ -486,9 +500,9 @@ def make_spend(*, records: list[str], proposer_sessions: list[str], title: str, 
     artifacts.atomic_write_text(Path(out), plot_spend(spend_data(sessions), title=title))
 
 
-def make_timeline(*, records: list[str], title: str, out: str) -> None:
+def make_timeline(*, results: list[str], title: str, out: str) -> None:
     cells = []
-    for path in map(Path, records):
+    for path in run_records(results):
         record = artifacts.read_artifact(path, "cell-record")
         row, timing = record["row"], record["timing"]
         generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""

@@ -88,11 +88,13 @@ def _figure_html(title: str, caption: str, svg: bytes) -> str:
 
 
 def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, title: str | None = None) -> str:
-    """One self-contained page: the Markdown's first heading, then the figures (title, caption, SVG bytes),
-    then the rest of the Markdown."""
+    """One self-contained page: a heading (``title``, else the Markdown's first heading), then the figures
+    (title, caption, SVG bytes), then the rest of the Markdown."""
     body = markdown_to_html(markdown_text)
     heading = re.match(r"\s*<h1>(.*?)</h1>\n?", body, re.DOTALL)
     head_html, rest = (heading.group(0), body[heading.end():]) if heading else ("", body)
+    if title:
+        head_html = f"<h1>{html.escape(title)}</h1>\n"
     page_title = title or (re.sub(r"<[^>]+>", "", heading.group(1)) if heading else "skillbench report")
     figure_html = "\n".join(_figure_html(*figure) for figure in figures)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -100,7 +102,7 @@ def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, ti
             f"{head_html}{figure_html}\n{rest}\n</body></html>\n")
 
 
-def make_page(*, markdown: str, figures: list[str], out: str) -> None:
+def make_page(*, markdown: str, figures: list[str], out: str, title: str | None = None) -> None:
     text = Path(markdown).read_text(encoding="utf-8")
     inline = [(*figure_text(path), Path(path).read_bytes()) for path in figures]
-    artifacts.atomic_write_text(Path(out), render_page(text, inline))
+    artifacts.atomic_write_text(Path(out), render_page(text, inline, title=title))

@@ -26,6 +26,9 @@ window.addEventListener("load", function () {
     if (!path) { document.title = "page not found: " + suffix; return; }
     app.showCategory(%s);
     app.setView({content: "html", contentPath: results[path].data_uri, resultPath: path});
+    // The page frame is one screen high: keep the window from scrolling under it.
+    document.documentElement.style.overflow = "hidden";
+    document.body.style.overflow = "hidden";
   }, 300);
 });
 </script>
@@ -61,6 +64,18 @@ def take(report: Path, out: Path, *, page: str = "summary.html", category: str =
         result = subprocess.run(command, capture_output=True, text=True, timeout=180)
         if result.returncode != 0 or not out.is_file():
             raise SystemExit(f"chromium failed ({result.returncode}): {result.stderr[-2000:]}")
+    crop_to_viewport(out)
+
+
+def crop_to_viewport(png: Path) -> None:
+    """Headless Chromium's picture is taller than the page's viewport: cut it where the report's menu (a dark
+    column one viewport high, on the left edge) ends."""
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)
+    dark = [row for row in range(image.shape[0]) if image[row, 10, :3].sum() < 2.0]
+    if dark and dark[-1] + 1 < image.shape[0]:
+        matplotlib.image.imsave(png, image[: dark[-1] + 1])
 
 
 def main(argv: list[str] | None = None) -> int:

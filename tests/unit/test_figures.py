@@ -181,3 +181,8 @@ def test_page_holds_the_rendered_report_and_its_figures_inline():
     assert 'src="data:image/svg+xml;base64,PHN2Zy8+"' in page  # embedded, no external file
     assert "Caption &amp; more." in page
     assert page == render_page(markdown, [("Cost against resolution", "Caption & more.", b"<svg/>")])
+
+
+def test_page_heading_can_name_the_page():
+    page = render_page("# skillbench benchmark\n\ntext\n", [], title="Generation 1 of demo")
+    assert "<h1>Generation 1 of demo</h1>" in page and "skillbench benchmark" not in page

@@ -90,7 +90,7 @@ rule plot_generation_chain:
 
 rule plot_session_spend:
     input:
-        records=get_run_records,
+        results=get_run_results,
         proposer_sessions=get_proposer_sessions,
     output:
         figure=report(
@@ -112,7 +112,7 @@ rule plot_session_spend:
 
 rule plot_cell_timeline:
     input:
-        records=get_run_records,
+        results=get_run_results,
     output:
         figure=report(
             f"{RESULTS}/figures/timeline.svg",
@@ -142,6 +142,8 @@ rule render_report_page:
             category="Benchmark",
             labels={"figure": "the sweep report"},
         ),
+    params:
+        title=f"Benchmark sweep of {EXPERIMENT}",
     log:
         f"logs/{EXPERIMENT}/render_report_page/sweep.log",
     localrule: True
@@ -163,6 +165,8 @@ use rule render_report_page as render_generation_page with:
             subcategory="generation {gen}",
             labels={"figure": "the generation report"},
         ),
+    params:
+        title=f"Generation {{gen}} of {EXPERIMENT}",
     log:
         f"logs/{EXPERIMENT}/render_report_page/gen{{gen}}.log",
     localrule: True
@@ -180,6 +184,8 @@ use rule render_report_page as render_summary_page with:
             category="Run",
             labels=summary_page_labels,
         ),
+    params:
+        title=None,
     log:
         f"logs/{EXPERIMENT}/render_report_page/summary.log",
     localrule: True

@@ -6,12 +6,10 @@ from datetime import UTC, datetime
 from skillbench import progress as sb_progress  # noqa: E402
 
 
-def get_run_records(wildcards):
-    """Every cell record of the run: the incumbent cells and the candidate cells of each generation it did."""
-    records = cell_records(INCUMBENT_ARMS)
-    for gen in generation_chain():
-        records += cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
-    return records
+def get_run_results(wildcards):
+    """The rows of the whole run: the sweep's and each generation's (the figures read the cell records behind
+    them; naming thousands of records as inputs would only lengthen Snakemake's job listing)."""
+    return [f"{RESULTS}/sweep/results.jsonl"] + [f"{RESULTS}/gen{gen}/results.jsonl" for gen in generation_chain()]
 
 
 def get_proposer_sessions(wildcards):
