@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -176,3 +177,40 @@ def test_closing_lines_name_the_outcome_reports_and_next_step(tmp_path):
     failed = progress.closing_lines(root, ok=False)
     assert "stopped with errors" in failed[0] and any(f"skillbench status {root}" in line for line in failed)
     assert sum(len(line) for line in lines) < 1000
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_status_command_prints_the_run_line_and_the_interrupted_cells(tmp_path, capsys):
+    from skillbench.cli import main
+
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0, cost=0.5, wall=10.0)
+    entry = {"cell": "cells/alpha/baseline/run0", "pid": dead_pid(), "host": socket.gethostname()}
+    (root / progress.RUNNING / "a.json").write_text(json.dumps(entry))
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[progress] exp: 1/16 cells, 0 running, 1 interrupted, $0.50 spent, ETA 1m20s"
+    assert out[1].startswith("  state: interrupted;")
+    assert out[2] == "  interrupted cells (their job died): cells/alpha/baseline/run0"
+    assert main(["status", str(tmp_path / "nothing")]) == 1
+    assert "no run plan" in capsys.readouterr().err
+
+
+def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, capsys, monkeypatch):
+    from skillbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    earlier = tmp_path / "earlier"
+    for task in ("money-thousands", "bulk-discount-threshold", "sku-normalization"):
+        for arm in ("workflow", "workflow_direct", "baseline"):
+            write_record(earlier, "cells", task, arm, 0, cost=0.25)
+    assert main(["estimate", "--results", str(earlier)]) == 0
+    out = capsys.readouterr().out
+    assert "at most 63 cells, 92 agent sessions" in out  # 27 incumbent + 2 × 18 candidate cells
+    # 63 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
+    assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
+    assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
+    assert "no earlier measured rows" in capsys.readouterr().out
