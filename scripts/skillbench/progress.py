@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts
+from .aggregate import is_valid
 
 PLAN = ".progress/plan.json"
 RUNNING = ".progress/running"
@@ -436,7 +437,7 @@ def cost_estimate(work: dict[str, Any], previous: list[dict[str, Any]],
     every row's. A candidate cell is priced like its incumbent. None without a measured earlier row."""
     from .arms import incumbent_of
 
-    measured = [row for row in previous if row.get("cost_usd") is not None and is_valid_row(row)]
+    measured = [row for row in previous if row.get("cost_usd") is not None and is_valid(row)]
     if not measured:
         return None
 
@@ -461,12 +462,6 @@ def cost_estimate(work: dict[str, Any], previous: list[dict[str, Any]],
         "rows": len(measured),
         "proposer_priced": bool(proposer_costs),
     }
-
-
-def is_valid_row(row: dict[str, Any]) -> bool:
-    from .aggregate import is_valid
-
-    return is_valid(row)
 
 
 def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
