@@ -9,7 +9,7 @@ CORES     ?= 2
 # pytest that lives under /usr (host virtualenvs are never mounted).
 APT_PACKAGES := bubblewrap python3-pytest git
 
-.PHONY: setup system python tools demo test lint clean
+.PHONY: setup system python tools demo test lint clean report-screenshot
 
 setup: system python tools
 
@@ -44,6 +44,15 @@ test: setup
 	$(BIN)/ruff check scripts tests bench
 	$(BIN)/snakemake --lint
 	$(BIN)/pytest -q
+
+# The HTML report of the demo run (`snakemake --report`), and a PNG of its run page taken with headless
+# Chromium (Debian's `chromium`, installed here when missing) for the README: docs/report.png.
+report-screenshot: setup
+	@command -v chromium >/dev/null || { echo "installing Debian package: chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --report results/demo/report.html
+	$(BIN)/python -m skillbench.screenshot results/demo/report.html docs/report.png --size 1400,1150
 
 clean:
 	rm -rf results logs .snakemake

@@ -7,18 +7,36 @@ min_version("9.19")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tasks.smk"
 include: "workflow/rules/cells.smk"
 include: "workflow/rules/sweep.smk"
 include: "workflow/rules/evolve.smk"
+include: "workflow/rules/report_inputs.smk"
+include: "workflow/rules/report.smk"
 
 
 onstart:
     prepare_run()
+    write_progress_plan()
+
+
+onsuccess:
+    announce_run_end(ok=True)
+
+
+onerror:
+    announce_run_end(ok=False)
 
 
 rule all:
     default_target: True
     input:
         get_final_targets,
+        get_report_targets,
+    # A message replaces Snakemake's listing of every input file (thousands of characters) for this job.
+    message:
+        "all outputs of the run are up to date"

@@ -5,12 +5,17 @@ from skillbench.breaker import OutageTripped
 from skillbench.cells import CellCancelled, RetryableCellFailure
 from skillbench.pipeline import api_key, run_cell
 from skillbench.process import WriterBusy, install_signal_handlers, watch_parent
+from skillbench.progress import tracking_cell
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
 watch_parent()
 config = snakemake.config  # noqa: F821
-with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
+wildcards = snakemake.wildcards  # noqa: F821
+# When the cell ends, progress.json is refreshed and the run line (cells, spend, ETA) printed to snakemake's output.
+with tracking_cell(f"results/{config['experiment']}",
+                   f"{wildcards.cellset}/{wildcards.task}/{wildcards.arm}/run{wildcards.run}"), \
+        rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key],  # noqa: F821
               expected=(RetryableCellFailure, OutageTripped, CellCancelled, WriterBusy)):
     run_cell(
         config=config,

@@ -46,7 +46,11 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         values = [row.get(field) or 0 for row in valid]
         summary[field] = statistics.median(values) if values else 0
     costs = [row.get("cost_usd") for row in valid]
-    summary["cost_usd"] = statistics.median(costs) if costs and all(cost is not None for cost in costs) else None
+    measured = bool(costs) and all(cost is not None for cost in costs)
+    summary["cost_usd"] = statistics.median(costs) if measured else None
+    resolved = sum(1 for row in rows if row.get("resolved"))
+    # What one resolved run costs once failures are paid for too: the fair price when arms differ in quality.
+    summary["cost_per_resolved_usd"] = sum(costs) / resolved if measured and resolved else None
 
     error_kinds: dict[str, int] = {}
     for row in rows:
@@ -55,7 +59,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
             error_kinds[kind] = error_kinds.get(kind, 0) + 1
     summary.update(
         {
-            "resolved": sum(1 for row in rows if row.get("resolved")),
+            "resolved": resolved,
             "runs": len(rows),
             "valid_runs": len(valid),
             "excluded_runs": len(rows) - len(valid),
@@ -77,6 +81,22 @@ def aggregate_by_task(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[st
     for row in rows:
         grouped.setdefault(row["task"], {}).setdefault(row["arm"], []).append(row)
     return {task: {arm: aggregate(group) for arm, group in arms.items()} for task, arms in grouped.items()}
+
+
+def aggregate_resolved(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``aggregate`` over the resolved runs of one (task, arm) group only; None when no run resolved.
+
+    Savings are compared on these, so a cheap arm that fails the task never shows as a saving."""
+    resolved = [row for row in rows if row.get("resolved") and is_valid(row)]
+    return aggregate(resolved) if resolved else None
+
+
+def resolved_by_task(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """``{task: {arm: aggregate_resolved}}`` in first-appearance order."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for row in rows:
+        grouped.setdefault(row["task"], {}).setdefault(row["arm"], []).append(row)
+    return {task: {arm: aggregate_resolved(group) for arm, group in arms.items()} for task, arms in grouped.items()}
 
 
 def savings(baseline: dict[str, Any], arm: dict[str, Any]) -> dict[str, float | None]:

@@ -4,6 +4,8 @@
     skillbench kinds                              list the artifact kinds
     skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
     skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
+    skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
+    skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
 """
 
 from __future__ import annotations
@@ -87,6 +89,85 @@ def _apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def _default_results_dir() -> Path:
+    """results/<experiment> of config/config.yaml when that run has a plan, else the run under results/ that
+    started last."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        document = {}
+    configured = Path("results") / str(document.get("experiment", "demo"))
+    plans = sorted(Path("results").glob("*/.progress/plan.json"), key=lambda path: path.stat().st_mtime)
+    if not plans or configured in [plan.parent.parent for plan in plans]:
+        return configured
+    return plans[-1].parent.parent
+
+
+def _status(args: argparse.Namespace) -> int:
+    from . import progress
+
+    root = args.results_dir or _default_results_dir()
+    try:
+        state = progress.snapshot(root)
+    except artifacts.ArtifactError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(progress.format_line(state))
+    median = "n/a" if state["median_cell_s"] is None else f"{state['median_cell_s']:.1f} s"
+    print(f"  state: {state['state']}; run started {state['started_at']}; median cell {median}; "
+          f"session cap {state['session_cap'] or 'unknown'}")
+    _running, interrupted = progress.running_cells(Path(root))
+    if interrupted:
+        print(f"  interrupted cells (their job died): {', '.join(interrupted)}")
+        print("  resume: `snakemake --unlock` if snakemake itself was killed, then run the same snakemake command "
+              "again: finished cells are kept")
+    return 0
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from . import progress, tasks
+    from .apply import load_config
+
+    try:
+        config = load_config(Path("config/config.yaml"), *args.configfile)
+        suite = tasks.select_tasks(tasks.load_suite(config["tasks"]["suite"]),
+                                   include_expensive=config["tasks"]["include_expensive"],
+                                   only=config["tasks"]["only"])
+        work = progress.planned_work(config, [task["id"] for task in suite.tasks])
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    generations = work["generations"]
+    print(f"experiment {config['experiment']}: {len(work['tasks'])} task(s) × {work['runs']} run(s)")
+    print(f"  incumbent arms {', '.join(work['incumbent_arms'])}: {len(work['incumbent_cells'])} cells")
+    if generations:
+        print(f"  up to {generations} generation(s) of {', '.join(work['candidate_arms'])}: "
+              f"{len(work['candidate_cells_per_generation'])} cells each, {work['proposer_sessions']} proposer "
+              "session(s); the chain stops at the first promotion")
+    print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
+    source = args.results or Path("results") / config["experiment"]
+    rows, proposers = progress.earlier_costs(source)
+    estimate = progress.cost_estimate(work, rows, proposers)
+    if estimate is None:
+        prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
+        print(f"  cost: no earlier measured rows under {source}, so no estimate. Run a small sweep first "
+              "(e.g. --config runs=1 'evolution={generations: 0}') and estimate again, or pass --results "
+              "results/<an earlier experiment>.")
+        if prices:
+            print(f"  price table {config['agent']['prices']['table']} for {config['model']['name']} (USD per "
+                  f"million tokens): " + ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items())))
+        return 0
+    note = "" if estimate["proposer_priced"] or not work["proposer_sessions"] else " (proposer sessions not priced)"
+    print(f"  expected cost ${estimate['expected_usd']:.2f} (range ${estimate['low_usd']:.2f} – "
+          f"${estimate['high_usd']:.2f}) if every generation runs, priced from {estimate['rows']} earlier "
+          f"row(s) under {source}{note}")
+    if config["model"]["provider"] == "scripted":
+        print("  (model.provider is scripted: these are the scripted model's reported costs; nothing is billed)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("--configfile", type=Path, action="append", default=[],
                          help="extra config files, merged over config/config.yaml as snakemake --configfile does")
     promote.add_argument("--repository", type=Path, default=Path("."))
+    status = commands.add_parser("status", help="progress of a run from the files on disk (during or after it)")
+    status.add_argument("results_dir", type=Path, nargs="?",
+                        help="results/<experiment> (default: the experiment of config/config.yaml)")
+    estimate = commands.add_parser("estimate", help="cells, sessions and expected cost a config implies")
+    estimate.add_argument("--configfile", type=Path, action="append", default=[],
+                          help="extra config files, merged over config/config.yaml as snakemake --configfile does")
+    estimate.add_argument("--results", type=Path,
+                          help="price from the rows under this results folder (default: results/<experiment>)")
     return parser
 
 
@@ -125,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         return _gate(args)
     if args.command == "apply":
         return _apply(args)
+    if args.command == "status":
+        return _status(args)
+    if args.command == "estimate":
+        return _estimate(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

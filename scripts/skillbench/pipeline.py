@@ -155,6 +155,7 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
         "skipped_tasks": bound["skipped_expensive"],
         "runs": config["runs"],
         "run_status": "complete",
+        "tools": config["agent"]["tools"],
     }
     text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
                   provenance=provenance, promotion=promotion_doc)

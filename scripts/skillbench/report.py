@@ -8,22 +8,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from .aggregate import USAGE_FIELDS, aggregate_by_task, savings
+from .aggregate import USAGE_FIELDS, aggregate_by_task, resolved_by_task, savings
 
 BASELINE_ARM = "baseline"
 DASH = "—"
 MINUS = "−"
 
-INTRO = (
-    "Medians across runs; savings rows = (baseline − arm) / baseline per arm.\n"
-    "A negative saving means that arm spent more than baseline. churn =\n"
-    "files/+insertions/−deletions vs the clone's starting commit (plans and skills excluded)."
+# Session time (summed over an arm's sessions) below this many seconds is dominated by start-up and machine
+# load: its savings swing from run to run and are not shown.
+NOISY_WALL_S = 60.0
+NOISY = "†"
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
+HOW_TO_READ = (
+    "## How to read this\n"
+    "\n"
+    "- One line per task and arm: medians over the arm's valid runs. **resolved** counts the runs that passed the\n"
+    "  task's verify and its hidden oracle; runs excluded for session/infra errors are named there and left out.\n"
+    "- **cost $** is the median cost of one run; **$/resolved** is what one *resolved* run costs — every valid run's\n"
+    "  cost divided by the resolved runs — the fair price when arms differ in quality (n/a when none resolved).\n"
+    "- **savings %** rows compare an arm with the baseline arm, (baseline − arm) / baseline, positive = cheaper,\n"
+    "  over the runs that resolved in both arms only, with both resolution counts beside them (arm vs baseline);\n"
+    "  n/a when either arm resolved nothing. Their $/resolved column compares what a resolved run costs.\n"
+    f"- **wall s** is the summed session time; {NOISY} marks medians under {NOISY_WALL_S:.0f} s, where start-up and\n"
+    "  machine load dominate: no wall-time saving is shown for them.\n"
+    "- **churn** = files/+insertions/−deletions against the clone's starting commit (plans and skills excluded)."
 )
 TOKEN_WARNING = (
-    "**WARNING:** token columns count only each arm's main-loop session — tokens spent by subagents\n"
-    "are not in them, so they favour arms that delegate. cost $ is the only column that includes\n"
-    "subagent spend; to compare tokens fairly, recount usage from the captured transcripts, counting\n"
-    "each message.id once."
+    "**WARNING:** subagents were possible in this run (a Task/Agent tool was allowed or used): token columns count\n"
+    "only each arm's main-loop session — tokens spent by subagents are not in them, so they favour arms that\n"
+    "delegate. cost $ is the only column that includes subagent spend; to compare tokens fairly, recount usage\n"
+    "from the captured transcripts, counting each message.id once."
 )
 COLUMNS = (
     "task",
@@ -35,6 +49,7 @@ COLUMNS = (
     "cache_read",
     "output",
     "cost $",
+    "$/resolved",
     "wall s",
     "turns",
     "churn",
@@ -60,6 +75,16 @@ def _cost(value: float | None) -> str:
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
+
+
+def _wall(seconds: float) -> str:
+    return _whole(seconds) + (NOISY if seconds < NOISY_WALL_S else "")
+
+
+def subagents_possible(rows: list[dict[str, Any]], tools: list[str] | None) -> bool:
+    """A subagent tool was allowed to the sessions (when the tool list is known) or some run used one."""
+    used = any(SUBAGENT_TOOLS & set(row.get("tool_use_counts") or {}) for row in rows)
+    return used or bool(tools is not None and SUBAGENT_TOOLS & set(tools))
 
 
 def _ordered(preferred: list[str], present: list[str]) -> list[str]:
@@ -94,7 +119,8 @@ def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
             _resolved_cell(summary),
             *(_whole(summary[field]) for field in USAGE_FIELDS),
             _cost(summary["cost_usd"]),
-            _whole(summary["duration_s"]),
+            _cost(summary["cost_per_resolved_usd"]),
+            _wall(summary["duration_s"]),
             _whole(summary["num_turns"]),
             churn,
             _errors_cell(summary["error_kinds"]),
@@ -102,19 +128,38 @@ def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
     )
 
 
-def _savings_line(task: str, task_class: str, arm: str, saved: dict[str, float | None]) -> str:
+def _percent_saved(base: float | None, value: float | None) -> float | None:
+    if base is None or value is None or base == 0:
+        return None
+    return round(100 * (base - value) / base, 1)
+
+
+def _savings_line(task: str, task_class: str, arm: str, summaries: dict[str, dict[str, Any]],
+                  resolved_only: dict[str, dict[str, Any] | None]) -> str:
+    """Savings of ``arm`` against the baseline over resolved runs only, next to both arms' resolution."""
+    arm_all, base_all = summaries[arm], summaries[BASELINE_ARM]
+    resolution = f"{arm_all['resolved']}/{arm_all['valid_runs']} vs {base_all['resolved']}/{base_all['valid_runs']}"
+    arm_resolved, base_resolved = resolved_only.get(arm), resolved_only.get(BASELINE_ARM)
+    if arm_resolved is None or base_resolved is None:
+        saved: dict[str, float | None] = dict.fromkeys((*USAGE_FIELDS, "cost_usd", "duration_s"))
+        basis = "n/a: an arm resolved nothing"
+    else:
+        saved = savings(base_resolved, arm_resolved)
+        basis = "over resolved runs"
+    noisy = base_all["duration_s"] < NOISY_WALL_S or arm_all["duration_s"] < NOISY_WALL_S
     return _table_line(
         [
             task,
             task_class,
             f"**{arm} savings %**",
-            DASH,
+            resolution,
             *(_pct(saved[field]) for field in USAGE_FIELDS),
             _pct(saved["cost_usd"]),
-            _pct(saved["duration_s"]),
+            _pct(_percent_saved(base_all["cost_per_resolved_usd"], arm_all["cost_per_resolved_usd"])),
+            NOISY if noisy else _pct(saved["duration_s"]),
             DASH,
             DASH,
-            DASH,
+            basis,
         ]
     )
 
@@ -272,10 +317,15 @@ def render_report(
     not named there follow in order of first appearance, so no row is silently dropped.
     ``provenance`` keys (each optional; missing ones fall back to the distinct values in the
     rows): model, proposer_model, provider, effort, cli_version, sandbox_backends,
-    selected_tasks, skipped_tasks, runs, run_status.
+    selected_tasks, skipped_tasks, runs, run_status; ``tools`` (the sessions' allowed tools) decides,
+    with the rows' tool use, whether the subagent warning applies.
     """
     by_task = aggregate_by_task(rows)
-    lines = [f"# {title}", "", INTRO, "", TOKEN_WARNING, "", _table_line(COLUMNS), _table_line(["---"] * len(COLUMNS))]
+    resolved_only = resolved_by_task(rows)
+    lines = [f"# {title}", "", HOW_TO_READ, ""]
+    if subagents_possible(rows, provenance.get("tools")):
+        lines += [TOKEN_WARNING, ""]
+    lines += [_table_line(COLUMNS), _table_line(["---"] * len(COLUMNS))]
     for task in _ordered(task_order, list(by_task)):
         arms = by_task[task]
         ordered_arms = _ordered(arm_order, list(arms))
@@ -284,8 +334,7 @@ def render_report(
         if BASELINE_ARM in arms:
             for arm in ordered_arms:
                 if arm != BASELINE_ARM:
-                    saved = savings(arms[BASELINE_ARM], arms[arm])
-                    lines.append(_savings_line(task, arms[arm]["class"], arm, saved))
+                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task]))
 
     summaries = [summary for arms in by_task.values() for summary in arms.values()]
     excluded = sum(summary["excluded_runs"] for summary in summaries)

@@ -12,8 +12,8 @@ from skillbench.report import render_report
 
 NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 HEADER = (
-    "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | wall s | turns | churn "
-    "| errors |"
+    "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | $/resolved | wall s "
+    "| turns | churn | errors |"
 )
 PROVENANCE = {
     "model": "claude-test-model",
@@ -90,21 +90,25 @@ def test_golden_table_lines():
     lines = render().splitlines()
     assert lines[0] == "# skillbench demo"
     table_start = lines.index(HEADER)
-    assert lines[table_start + 1] == "| --- " * 13 + "|"
+    assert lines[table_start + 1] == "| --- " * 14 + "|"
     assert lines[table_start + 2 : table_start + 5] == [
-        "| demo-task | demo | workflow | 1/1 | 1000 | 200 | 5000 | 300 | n/a | 42 | 7 | 2/+30/−5 | — |",
-        "| demo-task | demo | baseline | 1/1 (1 excluded) | 2000 | 400 | 10000 | 600 | 0.5000 | 84 | 10 | 3/+40/−10 "
-        "| session-error×1 |",
-        "| demo-task | demo | **workflow savings %** | — | 50.0 | 50.0 | 50.0 | 50.0 | n/a | 49.5 | — | — | — |",
+        "| demo-task | demo | workflow | 1/1 | 1000 | 200 | 5000 | 300 | n/a | n/a | 42† | 7 | 2/+30/−5 | — |",
+        "| demo-task | demo | baseline | 1/1 (1 excluded) | 2000 | 400 | 10000 | 600 | 0.5000 | 0.5000 | 84 | 10 "
+        "| 3/+40/−10 | session-error×1 |",
+        "| demo-task | demo | **workflow savings %** | 1/1 vs 1/1 | 50.0 | 50.0 | 50.0 | 50.0 | n/a | n/a | † | — | — "
+        "| over resolved runs |",
     ]
     assert lines[table_start + 5] == ""
 
 
-def test_intro_and_main_loop_warning():
-    text = render()
-    assert "Medians across runs; savings rows = (baseline − arm) / baseline per arm." in text
+def test_how_to_read_this_comes_before_the_table():
+    lines = render().splitlines()
+    start = lines.index("## How to read this")
+    assert start < lines.index(HEADER)
+    text = "\n".join(lines[start : lines.index(HEADER)])
+    for term in ("**resolved**", "**cost $**", "**$/resolved**", "**savings %**", "**wall s**", "**churn**"):
+        assert term in text
     assert "files/+insertions/−deletions" in text
-    assert "**WARNING:** token columns count only each arm's main-loop session" in text
 
 
 def test_footers():
@@ -121,7 +125,7 @@ def test_clean_run_has_only_the_session_ids_footer():
     assert "excluded from medians" not in text
     assert "no locatable" not in text
     assert "Session ids for every run are in results.jsonl" in text
-    assert "savings %" not in text  # no baseline arm, no savings row
+    assert not [line for line in text.splitlines() if "savings %**" in line and line.startswith("|")]
 
 
 def test_provenance_section():
@@ -177,7 +181,7 @@ def test_errors_are_sorted_by_kind():
     ]
     row_line = next(line for line in render(rows).splitlines() if line.startswith("| demo-task | demo | workflow"))
     assert row_line.endswith(
-        "| 0/3 | 1000 | 0 | 0 | 100 | 1.0000 | 10 | 5 | 1/+10/−2 | oracle-failed×1, verify-failed×2 |"
+        "| 0/3 | 1000 | 0 | 0 | 100 | 1.0000 | n/a | 10† | 5 | 1/+10/−2 | oracle-failed×1, verify-failed×2 |"
     )
 
 
@@ -247,3 +251,52 @@ def test_candidate_section_for_an_aborted_run():
 def test_pipes_in_cells_are_escaped():
     rows = [make_row("demo-task", "workflow", 0, **{"class": "a|b"})]
     assert "| demo-task | a\\|b | workflow | 1/1 |" in render(rows)
+
+
+def _table_line_of(text: str, arm_cell: str) -> list[str]:
+    line = next(line for line in text.splitlines() if line.startswith(f"| demo-task | demo | {arm_cell} |"))
+    return [cell.strip() for cell in line.strip("|").split(" | ")]
+
+
+def test_subagent_warning_only_where_subagents_were_possible():
+    no_subagents = {**PROVENANCE, "tools": ["Read", "Edit", "Bash", "Skill"]}
+    assert "WARNING" not in render(provenance=no_subagents)
+    assert "**WARNING:** subagents were possible" in render(provenance={**PROVENANCE, "tools": ["Read", "Task"]})
+    used = [make_row("demo-task", "workflow", 0, tool_use_counts={"Agent": 1}), make_row("demo-task", "baseline", 0)]
+    assert "**WARNING:** subagents were possible" in render(used, provenance=no_subagents)
+
+
+def test_savings_against_a_baseline_that_resolved_nothing_are_not_shown():
+    rows = [make_row("demo-task", "baseline", run, resolved=False, cost_usd=1.0) for run in range(2)]
+    rows += [make_row("demo-task", "workflow", run, cost_usd=1.68) for run in range(2)]
+    cells = _table_line_of(render(rows), "**workflow savings %**")
+    assert cells[3] == "2/2 vs 0/2"
+    assert cells[4:10] == ["n/a"] * 6  # no −68 % saving over runs that did not do the task
+    assert cells[-1] == "n/a: an arm resolved nothing"
+    assert _table_line_of(render(rows), "workflow")[9] == "1.6800"  # cost per resolved run
+    assert _table_line_of(render(rows), "baseline")[9] == "n/a"
+
+
+def test_savings_compare_resolved_runs_and_cost_per_resolved_run_pays_for_failures():
+    rows = [make_row("demo-task", "baseline", run, cost_usd=1.0, duration_s=300.0) for run in range(2)]
+    rows += [make_row("demo-task", "workflow", 0, cost_usd=1.0, duration_s=240.0),
+             make_row("demo-task", "workflow", 1, resolved=False, cost_usd=0.1, duration_s=30.0)]
+    text = render(rows)
+    assert _table_line_of(text, "workflow")[8:11] == ["0.5500", "1.1000", "135"]
+    cells = _table_line_of(text, "**workflow savings %**")
+    assert cells[3] == "1/2 vs 2/2"
+    # Over resolved runs the cost is the same; a resolved run of workflow costs 10 % more once its failure is paid.
+    assert cells[8:11] == ["0.0", "-10.0", "20.0"]
+    assert cells[-1] == "over resolved runs"
+
+
+def test_wall_time_of_short_cells_is_marked_noisy_and_has_no_saving():
+    rows = [make_row("demo-task", "baseline", 0, duration_s=12.0), make_row("demo-task", "workflow", 0, duration_s=4.0)]
+    text = render(rows)
+    assert _table_line_of(text, "baseline")[10] == "12†"
+    assert _table_line_of(text, "**workflow savings %**")[10] == "†"
+    long_rows = [make_row("demo-task", "baseline", 0, duration_s=600.0),
+                 make_row("demo-task", "workflow", 0, duration_s=450.0)]
+    long_text = render(long_rows)
+    assert _table_line_of(long_text, "baseline")[10] == "600"
+    assert _table_line_of(long_text, "**workflow savings %**")[10] == "25.0"

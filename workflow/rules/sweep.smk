@@ -37,11 +37,7 @@ rule render_report:
         results=f"{RESULTS}/sweep/results.jsonl",
         bindings=f"{RESULTS}/tasks/bindings.json",
     output:
-        report=report(
-            f"{RESULTS}/sweep/report.md",
-            caption="../report/sweep.rst",
-            category="Benchmark",
-        ),
+        report=f"{RESULTS}/sweep/report.md",
     params:
         arms=INCUMBENT_ARMS,
         model=config["model"],
@@ -61,12 +57,7 @@ use rule render_report as render_generation_report with:
         bindings=f"{RESULTS}/tasks/bindings.json",
         promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
     output:
-        report=report(
-            f"{RESULTS}/gen{{gen}}/report.md",
-            caption="../report/generation.rst",
-            category="Generations",
-            labels={"generation": "{gen}"},
-        ),
+        report=f"{RESULTS}/gen{{gen}}/report.md",
     params:
         arms=GENERATION_ARMS,
         model=config["model"],

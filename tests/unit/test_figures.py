@@ -1,0 +1,188 @@
+"""What each figure shows, for hand-made rows and documents (the data behind the plots, not pixels)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from rowfactory import make_binding, make_row
+from skillbench import figures
+from skillbench.artifacts import validate
+from skillbench.gate import promotion_document
+from skillbench.pages import render_page
+
+
+def test_cost_resolution_shows_every_run_the_median_and_the_cost_per_resolved_run():
+    rows = [
+        make_row("beta", "workflow", 0, cost_usd=0.4),
+        make_row("alpha", "baseline", 0, cost_usd=1.0),
+        make_row("alpha", "workflow", 0, cost_usd=0.5),
+        make_row("alpha", "workflow", 1, resolved=False, cost_usd=0.1),
+        make_row("alpha", "workflow", 2, cost_usd=0.6),
+        make_row("alpha", "workflow", 3, resolved=False, error_kind="infra-error", cost_usd=None),
+        make_row("alpha", "baseline", 1, resolved=False, cost_usd=0.2),
+    ]
+    facets = figures.cost_resolution_data(rows, task_order=["alpha", "beta"], arm_order=["workflow", "baseline"])
+    assert [facet["task"] for facet in facets] == ["alpha", "beta"]
+    workflow, baseline = facets[0]["arms"]
+    assert workflow["arm"] == "workflow" and baseline["arm"] == "baseline"
+    assert [(r["run"], r["cost_usd"], r["resolved"], r["excluded"]) for r in workflow["runs"]] == [
+        (0, 0.5, True, False), (1, 0.1, False, False), (2, 0.6, True, False), (3, None, False, True)]
+    assert workflow["median_cost_usd"] == 0.5  # over the three valid runs; the excluded run does not count
+    assert (workflow["resolved"], workflow["valid_runs"]) == (2, 3)
+    assert workflow["cost_per_resolved_usd"] == pytest.approx(1.2 / 2)
+    assert baseline["median_cost_usd"] == pytest.approx(0.6)
+    assert baseline["cost_per_resolved_usd"] == pytest.approx(1.2)
+    assert [arm["arm"] for arm in facets[1]["arms"]] == ["workflow"]
+
+
+def test_cost_resolution_without_a_resolved_run_or_a_measured_cost_has_no_price():
+    rows = [make_row("alpha", "workflow", 0, resolved=False, cost_usd=0.3),
+            make_row("alpha", "baseline", 0, cost_usd=None)]
+    workflow, baseline = figures.cost_resolution_data(rows, ["alpha"], ["workflow", "baseline"])[0]["arms"]
+    assert workflow["cost_per_resolved_usd"] is None and workflow["median_cost_usd"] == 0.3
+    assert baseline["cost_per_resolved_usd"] is None and baseline["median_cost_usd"] is None
+
+
+def _promotion(candidate_costs: dict[str, list[float]]) -> dict:
+    rows = []
+    for task, costs in candidate_costs.items():
+        for run, cost in enumerate(costs):
+            rows.append(make_row(task, "workflow", run, cost_usd=1.0))
+            rows.append(make_row(task, "candidate_workflow", run, cost_usd=cost))
+    document = promotion_document(
+        rows, pairs=[("workflow", "candidate_workflow")], policy=None,
+        binding=make_binding(selected_tasks=[{"id": task} for task in candidate_costs]),
+        run_status="complete", generated_at=datetime(2026, 3, 1, tzinfo=UTC))
+    return validate(document, "promotion")
+
+
+def test_forest_plot_data_per_task_with_intervals_threshold_and_the_pooled_estimate():
+    promotion = _promotion({"alpha": [0.8, 0.9, 0.7], "beta": [1.1, 1.2, 1.0]})
+    data = figures.forest_data(promotion, "candidate_workflow")
+    assert (data["candidate_arm"], data["incumbent_arm"], data["metric"]) == ("candidate_workflow", "workflow",
+                                                                              "cost_usd")
+    by_task = {task["task"]: task for task in data["tasks"]}
+    assert by_task["alpha"]["improvement_pct"] == 20.0
+    assert by_task["beta"]["improvement_pct"] == -10.0
+    low, high = by_task["alpha"]["interval"]
+    assert 10.0 <= low <= 20.0 <= high <= 30.0  # spans the paired runs' own improvements (10 %, 20 %, 30 %)
+    low, high = by_task["beta"]["interval"]
+    assert -20.0 <= low <= -10.0 <= high <= 0.0
+    assert by_task["alpha"]["label"].startswith("alpha  (3/3 → 3/3 resolved)")
+    assert data["threshold_pct"] == promotion["policy"]["min_improvement_pct"]
+    assert data["regression_limit_pct"] == -promotion["policy"]["max_task_regression_pct"]
+    decision = promotion["decisions"][0]
+    assert data["pooled"]["improvement_pct"] == decision["median_improvement_pct"]
+    boot = decision["statistics"]["bootstrap"]
+    assert data["pooled"]["interval"] == (boot["ci_low_pct"], boot["ci_high_pct"])
+    assert data["decision"] == decision["decision"]
+
+
+def test_forest_plot_prefers_an_interval_the_gate_stored_and_tolerates_extra_fields():
+    promotion = _promotion({"alpha": [0.8, 0.9, 0.7]})
+    task = promotion["decisions"][0]["tasks"][0]
+    task.update({"ci_low_pct": 3.5, "ci_high_pct": 33.0, "p_value": 0.25})
+    assert figures.forest_data(promotion, "candidate_workflow")["tasks"][0]["interval"] == (3.5, 33.0)
+    task["paired"] = None
+    del task["ci_low_pct"], task["ci_high_pct"]
+    assert figures.forest_data(promotion, "candidate_workflow")["tasks"][0]["interval"] is None
+    with pytest.raises(ValueError, match="no decision for candidate_other"):
+        figures.forest_data(promotion, "candidate_other")
+
+
+def test_paired_interval_needs_two_measured_pairs_and_is_reproducible():
+    assert figures.paired_interval([1.0, None], [0.5, 0.4], confidence=0.9) is None
+    first = figures.paired_interval([1.0, 1.0, 1.0, 1.0], [0.5, 0.9, 0.7, 0.8], confidence=0.9, seed=3)
+    assert first == figures.paired_interval([1.0, 1.0, 1.0, 1.0], [0.5, 0.9, 0.7, 0.8], confidence=0.9, seed=3)
+    assert 10.0 <= first[0] <= first[1] <= 50.0
+    assert figures.paired_interval([2.0, 2.0], [1.0, 1.0], confidence=0.9) == (50.0, 50.0)
+
+
+def test_generation_chain_shows_each_candidate_its_decision_and_improvement():
+    keep = _promotion({"alpha": [1.0, 1.0, 1.0]})
+    promote = _promotion({"alpha": [0.8, 0.8, 0.8], "beta": [0.85, 0.85, 0.85]})
+    summary = {
+        "experiment": "exp", "outcome": "promoted",
+        "generations": [
+            {"generation": gen, "candidate_overlay_digest": digest * 64, "candidate_origin": "model-proposer",
+             "promoted": gen == 1,
+             "decisions": [{"candidate_arm": "candidate_workflow", "incumbent_arm": "workflow",
+                            "decision": doc["decisions"][0]["decision"],
+                            "median_improvement_pct": doc["decisions"][0]["median_improvement_pct"]}]}
+            for gen, digest, doc in ((0, "a", keep), (1, "b", promote))
+        ],
+    }
+    data = figures.generation_chain_data(summary, [keep, promote])
+    assert [(g["generation"], g["digest"], g["promoted"]) for g in data["generations"]] == [
+        (0, "aaaaaaaa", False), (1, "bbbbbbbb", True)]
+    assert [(p["generation"], p["decision"], p["improvement_pct"]) for p in data["points"]] == [
+        (0, "keep_incumbent", 0.0), (1, "promote", 17.5)]
+    boot = promote["decisions"][0]["statistics"]["bootstrap"]
+    assert data["points"][1]["interval"] == (boot["ci_low_pct"], boot["ci_high_pct"])
+    assert data["threshold_pct"] == promote["policy"]["min_improvement_pct"]
+    assert data["outcome"] == "promoted"
+
+
+def test_spend_by_role_counts_unmeasured_costs_apart():
+    sessions = [
+        {"role": "plan", "cost_usd": 0.1, "num_turns": 4},
+        {"role": "work", "cost_usd": 0.3, "num_turns": 9},
+        {"role": "plan", "cost_usd": None, "num_turns": None},
+        {"role": figures.session_role("candidate_workflow", "plan"), "cost_usd": 0.05, "num_turns": 3},
+        {"role": "plan", "cost_usd": 0.2, "num_turns": 6},
+    ]
+    roles = {role["role"]: role for role in figures.spend_data(sessions)}
+    assert list(roles) == ["plan", "work", "plan (candidate)"]
+    assert roles["plan"]["sessions"] == 3 and roles["plan"]["unmeasured"] == 1
+    assert roles["plan"]["cost_usd"] == pytest.approx(0.3)
+    assert roles["plan"]["turns"] == [4, 6]
+    assert roles["plan (candidate)"]["cost_usd"] == 0.05
+
+
+def test_session_usage_reads_the_single_result_event():
+    events = [{"type": "system", "subtype": "init"},
+              {"type": "result", "total_cost_usd": 0.25, "num_turns": 7}]
+    assert figures.session_usage(events) == {"cost_usd": 0.25, "num_turns": 7}
+    assert figures.session_usage(events[:1]) == {"cost_usd": None, "num_turns": None}
+
+
+def test_timeline_puts_overlapping_cells_on_different_slots():
+    def cell(label, start, end):
+        return {"label": label, "arm": "workflow", "started_at": f"2026-01-01T00:00:{start:02d}Z",
+                "finished_at": f"2026-01-01T00:00:{end:02d}Z",
+                "sessions": [{"role": "work", "started_at": f"2026-01-01T00:00:{start + 1:02d}.5Z",
+                              "finished_at": f"2026-01-01T00:00:{end - 1:02d}Z"}]}
+
+    data = figures.timeline_data([cell("c", 12, 20), cell("a", 0, 10), cell("b", 2, 12), cell("d", 13, 14)])
+    assert data["origin"] == "2026-01-01T00:00:00Z"
+    placed = {c["label"]: c for c in data["cells"]}
+    assert [placed[label]["slot"] for label in "abcd"] == [0, 1, 0, 1]  # c reuses a's slot, d reuses b's
+    assert data["slots"] == 2
+    assert (placed["b"]["start_s"], placed["b"]["end_s"]) == (2.0, 12.0)
+    assert placed["b"]["sessions"] == [{"role": "work", "start_s": 3.5, "end_s": 11.0}]
+    assert figures.timeline_data([]) == {"origin": None, "slots": 0, "cells": []}
+
+
+def test_figures_render_to_deterministic_svg():
+    facets = figures.cost_resolution_data([make_row("alpha", "workflow", 0)], ["alpha"], ["workflow"])
+    first = figures.plot_cost_resolution(facets, title="t")
+    assert first.startswith("<?xml") and "<svg" in first
+    assert first == figures.plot_cost_resolution(facets, title="t")
+    forest = figures.plot_forest(figures.forest_data(_promotion({"alpha": [0.8, 0.9, 0.7]}), "candidate_workflow"))
+    assert "alpha" in forest
+
+
+def test_page_holds_the_rendered_report_and_its_figures_inline():
+    markdown = "# Title\n\nSome text.\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n"
+    page = render_page(markdown, [("Cost against resolution", "Caption & more.", b"<svg/>")])
+    assert page.index("<h1>Title</h1>") < page.index("<figure>") < page.index("<table>")
+    assert "<td>1</td>" in page and "<th>a</th>" in page
+    assert 'src="data:image/svg+xml;base64,PHN2Zy8+"' in page  # embedded, no external file
+    assert "Caption &amp; more." in page
+    assert page == render_page(markdown, [("Cost against resolution", "Caption & more.", b"<svg/>")])
+
+
+def test_page_heading_can_name_the_page():
+    page = render_page("# skillbench benchmark\n\ntext\n", [], title="Generation 1 of demo")
+    assert "<h1>Generation 1 of demo</h1>" in page and "skillbench benchmark" not in page

@@ -1,0 +1,216 @@
+"""Progress of a run from the files on disk: cells done/planned, running and interrupted cells, spend, ETA."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from rowfactory import make_row
+from skillbench import progress
+from skillbench.artifacts import read_artifact, validate
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def plan(**overrides) -> dict:
+    values = {"experiment": "exp", "task_ids": ["alpha", "beta"], "arms": ["workflow", "baseline"],
+              "candidate_arms": ["candidate_workflow"], "runs": 2, "generations": 2, "session_cap": 2,
+              "started_at": "2026-01-01T11:00:00Z"}
+    values.update(overrides)
+    return progress.run_plan(**values)
+
+
+def write_record(root: Path, cellset: str, task: str, arm: str, run: int, *, cost=0.5, wall=30.0) -> None:
+    folder = root / cellset / task / arm / f"run{run}"
+    folder.mkdir(parents=True)
+    record = {"schema": "cell-record/v1", "row": make_row(task, arm, run, cost_usd=cost), "attempt": 1,
+              "timing": {"wall_s": wall, "started_at": "2026-01-01T11:00:00Z", "finished_at": "2026-01-01T11:00:30Z"}}
+    (folder / "record.json").write_text(json.dumps(record))
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_summary_counts_spend_and_eta():
+    finished = [{"cost_usd": 0.5, "wall_s": 10.0}, {"cost_usd": None, "wall_s": 30.0},
+                {"cost_usd": 0.25, "wall_s": 20.0}]
+    state = progress.summarize(plan=plan(), finished=finished, running=2, interrupted=0, proposer_costs=[0.1, None],
+                               generations=2, finished_run=False, now=NOW)
+    assert validate(state, "progress") is state
+    assert state["cells_planned"] == 2 * 2 * 2 + 2 * (2 * 2 * 1)  # incumbent cells + two generations of candidates
+    assert (state["cells_done"], state["cells_running"], state["state"]) == (3, 2, "running")
+    assert state["spend_usd"] == pytest.approx(0.85) and state["unmeasured_costs"] == 2
+    assert state["median_cell_s"] == 20.0
+    assert state["eta_s"] == 7 * 20.0  # 13 cells left, in waves of 2 sessions, 20 s each
+    assert progress.format_line(state) == \
+        "[progress] exp: 3/16 cells, 2 running, $0.85 spent (+2 unmeasured), ETA 2m20s"
+
+
+def test_summary_before_the_first_cell_and_when_everything_is_done():
+    waiting = progress.summarize(plan=plan(), finished=[], running=0, interrupted=0, proposer_costs=[],
+                                 generations=2, finished_run=False, now=NOW)
+    assert (waiting["eta_s"], waiting["state"]) == (None, "waiting")
+    assert progress.format_line(waiting).endswith("ETA after the first cell")
+    done = progress.summarize(plan=plan(generations=0), finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8, running=0,
+                              interrupted=0, proposer_costs=[], generations=0, finished_run=True, now=NOW)
+    assert (done["eta_s"], done["state"], done["cells_planned"]) == (0.0, "finished", 8)
+    assert progress.format_line(done).endswith(", finished")
+
+
+def test_snapshot_from_disk_counts_only_planned_cells_and_sees_interrupted_jobs(tmp_path):
+    root = tmp_path / "results" / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0, cost=0.5, wall=10.0)
+    write_record(root, "cells", "alpha", "baseline", 1, cost=None, wall=20.0)
+    write_record(root, "gen0/cells", "beta", "candidate_workflow", 0, cost=0.25, wall=30.0)
+    write_record(root, "cells", "alpha", "workflow", 5, cost=9.0)  # run 5 is not in this run's plan
+    write_record(root, "gen7/cells", "alpha", "candidate_workflow", 0, cost=9.0)  # nor is generation 7
+    running = root / progress.RUNNING
+    (running / "a.json").write_text(json.dumps({"cell": "cells/beta/workflow/run0", "pid": 1, "host": "node-b"}))
+    (running / "b.json").write_text(json.dumps({"cell": "cells/beta/baseline/run0", "pid": dead_pid(),
+                                                 "host": "node-a"}))
+    state = progress.snapshot(root, now=NOW, host="node-a")
+    assert (state["cells_done"], state["cells_planned"]) == (3, 16)
+    assert (state["cells_running"], state["cells_interrupted"]) == (1, 1)  # another host's entry is trusted
+    assert state["spend_usd"] == 0.75 and state["unmeasured_costs"] == 1
+    assert state["state"] == "running"
+
+
+def test_a_promotion_ends_the_chain_and_the_plan(tmp_path):
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    (root / "gen0").mkdir()
+    (root / "gen0" / "promotion.json").write_text(json.dumps({"decisions": [{"decision": "promote"}]}))
+    assert progress.snapshot(root, now=NOW)["cells_planned"] == 8 + 4
+
+
+def test_update_writes_a_valid_progress_json_and_status_needs_a_plan(tmp_path):
+    root = tmp_path / "exp"
+    assert progress.update(root) is None
+    with pytest.raises(ValueError, match="no run plan"):
+        progress.snapshot(root)
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0)
+    state = progress.update(root)
+    assert read_artifact(root / "progress.json", "progress") == state
+
+
+def test_tracking_a_cell_registers_it_while_it_runs_and_prints_the_run_line(tmp_path, capsys):
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    with pytest.raises(RuntimeError):
+        with progress.tracking_cell(root, "cells/alpha/workflow/run0"):
+            assert progress.running_cells(root) == (["cells/alpha/workflow/run0"], [])
+            assert progress.snapshot(root)["cells_running"] == 1
+            raise RuntimeError("the cell failed")
+    assert progress.running_cells(root) == ([], [])
+    assert capsys.readouterr().out == "[progress] exp: 0/16 cells, 0 running, $0.00 spent, ETA after the first cell\n"
+    assert read_artifact(root / "progress.json", "progress")["cells_running"] == 0
+
+
+def test_a_new_run_forgets_the_running_entries_of_the_last(tmp_path):
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    (root / progress.RUNNING / "x.json").write_text(json.dumps({"cell": "c", "pid": dead_pid(), "host": "h"}))
+    progress.write_plan(root, plan())
+    assert progress.running_cells(root, host="h") == ([], [])
+
+
+CONFIG = {
+    "experiment": "exp", "runs": 2,
+    "arms": {"workflow": {"sessions": [{"role": "plan"}, {"role": "work"}]}, "baseline": {"sessions": [{"role": "b"}]}},
+    "selected_arms": [],
+    "skills": {"evolvable": ["change-work"]},
+    "evolution": {"generations": 2, "initial_overlay": None, "arms": ["workflow"]},
+}
+
+
+def test_planned_work_counts_cells_and_sessions(monkeypatch):
+    from skillbench import arms
+
+    monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
+    work = progress.planned_work(CONFIG, ["alpha", "beta", "gamma"])
+    assert work["candidate_arms"] == ["candidate_workflow"]
+    assert len(work["incumbent_cells"]) == 3 * 2 * 2 and len(work["candidate_cells_per_generation"]) == 3 * 2
+    assert work["cells"] == 12 + 2 * 6
+    assert work["sessions"] == (3 * 2 * (2 + 1)) + 2 * (3 * 2 * 2) + 2  # incumbent + candidates + proposers
+    no_proposer = progress.planned_work({**CONFIG, "evolution": {**CONFIG["evolution"], "generations": 1,
+                                                                 "initial_overlay": "overlay/"}}, ["alpha"])
+    assert no_proposer["proposer_sessions"] == 0
+
+
+def test_cost_estimate_prices_each_cell_from_earlier_rows(monkeypatch):
+    from skillbench import arms
+
+    monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
+    work = progress.planned_work({**CONFIG, "runs": 1, "evolution": {**CONFIG["evolution"], "generations": 1}},
+                                 ["alpha", "beta"])
+    earlier = [make_row("alpha", "workflow", 0, cost_usd=1.0), make_row("alpha", "workflow", 1, cost_usd=3.0),
+               make_row("beta", "workflow", 0, cost_usd=2.0), make_row("alpha", "baseline", 0, cost_usd=0.5),
+               make_row("beta", "baseline", 0, cost_usd=None),
+               make_row("beta", "baseline", 1, resolved=False, error_kind="infra-error", cost_usd=50.0)]
+    estimate = progress.cost_estimate(work, earlier, proposer_costs=[0.1])
+    # alpha/workflow 1–3 (median 2) twice (incumbent and candidate), beta/workflow 2 twice,
+    # alpha/baseline 0.5, beta/baseline priced like baseline anywhere (0.5), one proposer 0.1.
+    assert estimate == {"low_usd": 7.1, "expected_usd": 9.1, "high_usd": 11.1, "rows": 4, "proposer_priced": True}
+    assert progress.cost_estimate(work, [make_row(cost_usd=None)], []) is None
+
+
+def test_closing_lines_name_the_outcome_reports_and_next_step(tmp_path):
+    root = tmp_path / "results" / "exp"
+    progress.write_plan(root, plan(generations=1))
+    (root / "summary.json").write_text(json.dumps({"outcome": "promoted", "promoted_generation": 0,
+                                                   "generations_requested": 1, "generations": [{"generation": 0}]}))
+    lines = progress.closing_lines(root, ok=True)
+    assert lines[0].startswith("skillbench: generation 0's candidate was PROMOTED (0/12 cells")
+    assert any(line.strip().startswith("reports:") and str(root / "gen0" / "report.md") in line for line in lines)
+    assert any(f"--report {root / 'report.html'}" in line for line in lines)
+    assert lines[-1].strip().startswith(f"next:      skillbench apply {root}")
+    failed = progress.closing_lines(root, ok=False)
+    assert "stopped with errors" in failed[0] and any(f"skillbench status {root}" in line for line in failed)
+    assert sum(len(line) for line in lines) < 1000
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_status_command_prints_the_run_line_and_the_interrupted_cells(tmp_path, capsys):
+    from skillbench.cli import main
+
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0, cost=0.5, wall=10.0)
+    entry = {"cell": "cells/alpha/baseline/run0", "pid": dead_pid(), "host": socket.gethostname()}
+    (root / progress.RUNNING / "a.json").write_text(json.dumps(entry))
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[progress] exp: 1/16 cells, 0 running, 1 interrupted, $0.50 spent, ETA 1m20s"
+    assert out[1].startswith("  state: interrupted;")
+    assert out[2] == "  interrupted cells (their job died): cells/alpha/baseline/run0"
+    assert main(["status", str(tmp_path / "nothing")]) == 1
+    assert "no run plan" in capsys.readouterr().err
+
+
+def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, capsys, monkeypatch):
+    from skillbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    earlier = tmp_path / "earlier"
+    for task in ("money-thousands", "bulk-discount-threshold", "sku-normalization"):
+        for arm in ("workflow", "workflow_direct", "baseline"):
+            write_record(earlier, "cells", task, arm, 0, cost=0.25)
+    assert main(["estimate", "--results", str(earlier)]) == 0
+    out = capsys.readouterr().out
+    assert "at most 63 cells, 92 agent sessions" in out  # 27 incumbent + 2 × 18 candidate cells
+    # 63 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
+    assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
+    assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
+    assert "no earlier measured rows" in capsys.readouterr().out

@@ -1,0 +1,74 @@
+# Input functions of the figure and page rules (report.smk), the run plan that progress.json is computed
+# against (written when a run starts), and the few lines printed when a run ends.
+import sys
+from datetime import UTC, datetime
+
+from skillbench import progress as sb_progress  # noqa: E402
+
+
+def get_run_results(wildcards):
+    """The rows of the whole run: the sweep's and each generation's (the figures read the cell records behind
+    them; naming thousands of records as inputs would only lengthen Snakemake's job listing)."""
+    return [f"{RESULTS}/sweep/results.jsonl"] + [f"{RESULTS}/gen{gen}/results.jsonl" for gen in generation_chain()]
+
+
+def get_proposer_sessions(wildcards):
+    return [
+        f"{RESULTS}/gen{gen}/proposer-session.json"
+        for gen in generation_chain()
+        if not (gen == 0 and INITIAL_OVERLAY)
+    ]
+
+
+def get_chain_promotions(wildcards):
+    return [f"{RESULTS}/gen{gen}/promotion.json" for gen in generation_chain()]
+
+
+def get_run_figures(wildcards):
+    figures = [f"{RESULTS}/figures/generations.svg"] if GENERATIONS else []
+    return figures + [f"{RESULTS}/figures/spend.svg", f"{RESULTS}/figures/timeline.svg"]
+
+
+def get_generation_figures(wildcards):
+    return [f"{RESULTS}/gen{wildcards.gen}/figures/cost-resolution.svg"] + [
+        f"{RESULTS}/gen{wildcards.gen}/figures/forest-{arm}.svg" for arm in CANDIDATE_ARMS
+    ]
+
+
+def get_report_targets(wildcards):
+    """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run."""
+    pages = [f"{RESULTS}/sweep/report.html", f"{RESULTS}/summary.html"]
+    return pages + [f"{RESULTS}/gen{gen}/report.html" for gen in generation_chain()]
+
+
+def summary_page_labels(wildcards, input):
+    """Labels of the run page, read when `snakemake --report` runs: the outcome is known by then."""
+    summary = read_json(input.summary)
+    outcome = {
+        "sweep": "benchmark sweep (no candidate)",
+        "promoted": f"generation {summary['promoted_generation']}'s candidate was promoted",
+        "not_promoted": f"no candidate cleared the gate in {summary['generations_requested']} generation(s)",
+    }[summary["outcome"]]
+    return {"page": f"run summary: {outcome}"}
+
+
+def write_progress_plan():
+    """The run plan progress.json is computed against: which cells this run may do, and the session cap."""
+    caps = [workflow.global_resources.get(name) for name in ("agent_sessions", "_cores")]
+    caps = [int(getattr(cap, "value", cap)) for cap in caps if getattr(cap, "value", cap)]
+    plan = sb_progress.run_plan(
+        experiment=EXPERIMENT,
+        task_ids=TASK_IDS,
+        arms=INCUMBENT_ARMS,
+        candidate_arms=CANDIDATE_ARMS,
+        runs=config["runs"],
+        generations=GENERATIONS,
+        session_cap=min(caps) if caps else None,
+        started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    sb_progress.write_plan(RESULTS, plan)
+
+
+def announce_run_end(ok):
+    """A few lines instead of Snakemake's list of every file: outcome, where to look, what to do next."""
+    print("\n".join(sb_progress.closing_lines(RESULTS, ok=ok, snakemake_bin=sys.argv[0])), file=sys.stderr)
