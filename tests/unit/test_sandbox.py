@@ -66,18 +66,21 @@ def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
 
 @needs_bwrap
 def test_namespaces_capabilities_and_identity(private_root):
-    argv = make_sandbox(private_root).command(["true"])
+    box = make_sandbox(private_root)
+    argv = box.command(["true"])
     for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                  "--new-session"):
         assert flag in argv
     assert ("--cap-drop", "ALL") in {tuple(argv[i:i + 2]) for i in range(len(argv) - 1)}
     assert argv[argv.index("--uid") + 1] == str(sb.SANDBOX_UID)
     assert "--unshare-net" not in argv  # the CLI needs the model endpoint
+    launcher = argv[:argv.index(shutil.which("bwrap") and str(Path(shutil.which("bwrap")).resolve()))]
     if os.geteuid() == 0:
-        assert argv[0].endswith("setpriv") and f"--reuid={sb.UNPRIVILEGED_HOST_ID}" in argv
+        assert any(arg.endswith("setpriv") for arg in launcher) and f"--reuid={box.host_uid}" in launcher
+        assert sb.HOST_ID_BASE <= box.host_uid < sb.HOST_ID_BASE + sb.HOST_ID_SLOTS
         assert "--bounding-set=-all" in argv and "--no-new-privs" in argv
     else:
-        assert argv[0] == shutil.which("bwrap") or argv[0].endswith("bwrap")
+        assert not any(arg.endswith("setpriv") for arg in launcher)
 
 
 @needs_bwrap
@@ -215,8 +218,8 @@ def test_private_trees_are_handed_to_the_sandbox_user_and_outside_sources_copied
         sources = {argv[i + 2]: argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"}
         if os.geteuid() == 0:
             assert Path(sources["/evidence"]).parent == box.mounts_host
-            assert os.stat(box.clone / "app.py").st_uid == sb.UNPRIVILEGED_HOST_ID
-            assert os.stat(staged / "oracle_test.py").st_uid == sb.UNPRIVILEGED_HOST_ID
+            assert os.stat(box.clone / "app.py").st_uid == box.host_uid
+            assert os.stat(staged / "oracle_test.py").st_uid == box.host_uid
         else:
             assert sources["/evidence"] == str(outside)
         assert sources["/workspace/.oracle-x"] == str(staged)
