@@ -101,7 +101,8 @@ def host_git(repo: Path, *, extra_env: dict[str, str] | None = None) -> GitRunne
 def checked(git: GitRunner, *args: str) -> str:
     result = git(args)
     if not result.ok:
-        detail = (result.detail or result.stderr_tail or "")[-1000:]
+        parts = (result.detail, result.stderr_tail[-1000:])
+        detail = "; ".join(part.strip() for part in parts if part and part.strip())
         raise GitError(f"git {' '.join(args[:3])} failed ({result.state}, exit {result.returncode}): {detail.strip()}")
     return result.stdout_tail
 
