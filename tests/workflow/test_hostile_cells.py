@@ -203,7 +203,8 @@ def test_a_fork_bomb_and_a_memory_hog_stay_in_their_own_cell(exhausted):
     # Precondition: the two sessions ran at the same time (otherwise this test shows nothing).
     assert hostile["started_at"] < calm["finished_at"] and calm["started_at"] < hostile["finished_at"]
     bomb = bash_output(calls["forkbomb"], "bomb-done")
-    assert "Resource temporarily unavailable" in bomb
+    failures = int(bomb.split("fork-failures=")[1].split()[0])
+    assert failures > 0  # the bomb ran into the cell's process limit
     hog = bash_output(calls["forkbomb"], "hog-done")
     assert "MemoryError" in hog and "allocated" not in hog.replace("print('allocated')", "")
     assert rows["calm"]["resolved"] is True and rows["calm"]["error_kind"] is None
