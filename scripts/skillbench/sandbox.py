@@ -34,9 +34,10 @@ only, and nothing the CLI starts on its own inherits it from a file the agent wr
   off, so whatever a session planted in the clone's `.git` (hooks, fsmonitor, filters, pager,
   external diff) runs, if at all, without the key, without the network and without sight of the
   CLI's process;
-* the CLI's start-up shell snapshot runs a login bash with the CLI's environment, sourcing the
-  home's dotfiles: every session gets a fresh home, so no session sources a file an earlier
-  session (or its own tool commands) wrote.
+* the CLI's shell snapshot (made at a session's first Bash call) runs a login bash with the
+  CLI's environment, sourcing the home's dotfiles: the shell start-up files
+  (`SHELL_STARTUP_FILES`) are empty and read-only in every sandbox, and every session gets a
+  fresh home, so no session sources a file an earlier session or its own commands wrote.
 
 So a command the agent writes can neither read the CLI's environment or memory, nor reach any
 socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
@@ -211,6 +212,10 @@ def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
             if not name.startswith(("CLAUDE_", "DISABLE_"))}
 
 
+# Shell start-up files in the home. The CLI makes its shell snapshot with a login bash that
+# sources them while holding the key: they are bound read-only and empty in every sandbox.
+SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshenv", ".zprofile",
+                       ".zshrc", ".zlogin", ".zlogout")
 # Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
 # runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
@@ -599,6 +604,8 @@ class Sandbox:
                 "--ro-bind", self.bwrap, SANDBOX_BWRAP]
         if self.claude_bin is not None:
             args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
+        for name in SHELL_STARTUP_FILES:
+            args += ["--ro-bind", str(self.empty_file), f"{SANDBOX_HOME}/{name}"]
         # Skill roots stay read-only even while the workspace is writable: a session must not
         # rewrite the skills it is being measured on.
         for relative in self.read_only_paths:

@@ -99,7 +99,12 @@ def test_programs_planted_for_the_clis_git_never_see_the_key(attacked):
     runs = [line for line in loot.splitlines() if line.startswith("ran=")]
     # The planted clean filter did run — without the key, the network or the CLI's /proc.
     assert "ran=clean" in runs, loot
-    assert not {"ran=bashrc", "ran=profile"} & set(runs)  # each session starts with a fresh home
+    # Dotfiles: each session starts with a fresh home, whose shell start-up files are read-only.
+    assert not [run for run in runs if "bashrc" in run or "profile" in run], runs
+    dotfiles = [call for call in calls if call["name"] == "Write" and call["input"]["file_path"].startswith("/home/")]
+    assert len(dotfiles) == 3 and all(call["error"] for call in dotfiles), dotfiles
+    from_bash = bash_output(calls, "dotfiles-done")
+    assert "-exit=0" not in from_bash and from_bash.count("Read-only file system") == 4, from_bash
     for line in loot.splitlines():
         if line.startswith(("env-anthropic=", "proc-anthropic=")):
             assert line.endswith("=0"), line
