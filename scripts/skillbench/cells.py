@@ -524,10 +524,10 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
         sandbox.close()
 
 
-def _harness_git_step(git, orig_sha: str, step, *args):
+def _harness_git_step(git, orig_sha: str, step):
     """Run one post-session git step; a failure while the harness's own repository is intact is the workspace's."""
     try:
-        return step(git, *args)
+        return step(git)
     except repo.GitError as exc:
         if git(["cat-file", "-e", f"{orig_sha}^{{tree}}"]).ok:
             raise AgentWorkspaceError("workspace-tampered",
@@ -569,10 +569,10 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
     # From here on the harness's git uses its own copy of the repository, made before any session.
     harness_dir = private_root / "harness-git"
     repo.make_harness_git_dir(clone, harness_dir)
-    hgit = sandbox.harness_git(harness_dir)
-    orig_sha = repo.head_commit(hgit)
+    hgit, measure = sandbox.harness_git(harness_dir), sandbox.harness_script(harness_dir)
+    before_work = repo.measure_work(measure, "HEAD", CHURN_EXCLUDES)
+    orig_sha = before_work.base
     row["variant_head_sha"] = orig_sha
-    before_work = repo.work_digest(hgit, orig_sha, CHURN_EXCLUDES)
     git_before = repo.git_metadata(clone)
     grader_base = private_root / "grader-base"
     try:
@@ -679,13 +679,12 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
         if row["error_kind"] is None and not row["resolved"]:
             row["error_kind"] = "verify-failed" if not passed else "oracle-failed"
 
-        files, insertions, deletions = _harness_git_step(hgit, orig_sha, repo.churn, orig_sha, CHURN_EXCLUDES)
-        row.update(diff_files=files, diff_insertions=insertions, diff_deletions=deletions)
-        if row["resolved"] and _harness_git_step(hgit, orig_sha, repo.work_digest, orig_sha,
-                                                 CHURN_EXCLUDES) == before_work:
+        work = _harness_git_step(hgit, orig_sha, lambda _git: repo.measure_work(measure, orig_sha, CHURN_EXCLUDES))
+        row.update(diff_files=work.files, diff_insertions=work.insertions, diff_deletions=work.deletions)
+        if row["resolved"] and work.digest == before_work.digest:
             row.update(resolved=False, error_kind="no-work-produced",
                        error_detail="the arm reported success without any change outside plans and skills")
-        patch, truncated = _harness_git_step(hgit, orig_sha, repo.binary_patch, orig_sha, CHURN_EXCLUDES)
+        patch, truncated = work.patch, work.truncated
     except AgentWorkspaceError as exc:
         row.update(ok=False, resolved=False, error_kind=exc.kind,
                    error_detail=_tail(redact_text(str(exc), context.secrets), MAX_DETAIL_CHARS))

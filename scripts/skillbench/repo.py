@@ -25,6 +25,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .process import ProcessResult, run_managed
@@ -46,9 +47,10 @@ SAFE_GIT_CONFIG = (
 )
 # The harness's own git after a session: on top of SAFE_GIT_CONFIG, no attributes or excludes
 # file outside the repository, and no pager.
-HARNESS_GIT_CONFIG = (
-    *SAFE_GIT_CONFIG, "-c", "core.attributesFile=/dev/null", "-c", "core.excludesFile=/dev/null",
-    "-c", "core.pager=cat", "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false",
+HARNESS_GIT_SETTINGS = (
+    *(tuple(SAFE_GIT_CONFIG[index + 1].split("=", 1)) for index in range(0, len(SAFE_GIT_CONFIG), 2)),
+    ("core.attributesFile", "/dev/null"), ("core.excludesFile", "/dev/null"), ("core.pager", "cat"),
+    ("core.untrackedCache", "false"), ("core.splitIndex", "false"),
 )
 HARNESS_CONFIG_TEXT = (
     "# skillbench: the harness's own copy of a cell's repository; nothing in it names a program.\n"
@@ -225,34 +227,63 @@ def pathspec(excluded: Sequence[str]) -> list[str]:
     return ["--", ".", *(f":(exclude){path}" for path in excluded)]
 
 
-def churn(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[int, int, int]:
-    """(files, insertions, deletions) of the work tree against `base`, new files included."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    summary = checked(git, "diff", "--no-ext-diff", "--no-textconv", "--shortstat", base, *pathspec(excluded))
+# One sandboxed run measures the work tree against a base: the base's commit id, the churn, and
+# the binary diff (digest and patch come from it). Config comes from GIT_CONFIG_COUNT variables.
+MEASURE_SCRIPT = (
+    'set -e; git=$1; base=$2; shift 2; '
+    '"$git" rev-parse --verify --quiet "$base^{commit}"; '
+    '"$git" add --intent-to-add --all --force; '
+    '"$git" diff --no-ext-diff --no-textconv --shortstat "$base" "$@"; '
+    "printf '\\000'; "
+    '"$git" diff --no-ext-diff --no-textconv --binary "$base" "$@"'
+)
+
+
+@dataclass(frozen=True)
+class WorkMeasure:
+    """The work tree against a base commit: churn, digest of the whole binary diff, and the bounded patch."""
+
+    base: str
+    files: int
+    insertions: int
+    deletions: int
+    digest: str
+    patch: bytes
+    truncated: bool
+
+
+# runner(script, args, capture_stdout_bytes) -> ProcessResult; Sandbox.harness_script makes one.
+ScriptRunner = Callable[..., ProcessResult]
+
+
+def measure_work(run_script: ScriptRunner, base: str, excluded: Sequence[str]) -> WorkMeasure:
+    """Churn, work digest and patch of the work tree against `base` (a commit or HEAD), new files included."""
+    result = run_script(MEASURE_SCRIPT, [base, *pathspec(excluded)], capture_stdout_bytes=MAX_DIFF_BYTES)
+    if not result.ok or result.stdout_capture is None:
+        parts = (result.detail, result.stderr_tail[-1000:])
+        detail = "; ".join(part.strip() for part in parts if part and part.strip())
+        raise GitError(f"git diff against {base[:12]} failed ({result.state}, exit {result.returncode}): {detail}")
+    if result.stdout_capture_overflow:
+        raise GitError(f"the diff against {base[:12]} exceeds {MAX_DIFF_BYTES} bytes")
+    head, separator, diff = result.stdout_capture.partition(b"\0")
+    lines = head.decode("utf-8", "replace").splitlines()
+    if not separator or not lines or not SHA_PATTERN.match(lines[0].strip()):
+        raise GitError(f"git diff against {base[:12]} gave unexpected output")
     numbers = {}
-    for count, word in re.findall(r"(\d+) (file|insertion|deletion)", summary):
+    for count, word in re.findall(r"(\d+) (file|insertion|deletion)", "\n".join(lines[1:])):
         numbers[word] = int(count)
-    return numbers.get("file", 0), numbers.get("insertion", 0), numbers.get("deletion", 0)
+    return WorkMeasure(base=lines[0].strip(), files=numbers.get("file", 0), insertions=numbers.get("insertion", 0),
+                       deletions=numbers.get("deletion", 0), digest=hashlib.sha256(diff).hexdigest(),
+                       patch=diff[:MAX_PATCH_BYTES], truncated=len(diff) > MAX_PATCH_BYTES)
 
 
-def work_digest(git: GitRunner, base: str, excluded: Sequence[str]) -> str:
-    """Digest of the binary diff against `base`: equal digests mean no change outside `excluded`."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
-                 capture_stdout_bytes=MAX_DIFF_BYTES)
-    if not result.ok or result.stdout_capture is None or result.stdout_capture_overflow:
-        raise GitError(f"git diff for the work digest failed ({result.state}): {result.stderr_tail[-500:]}")
-    return hashlib.sha256(result.stdout_capture).hexdigest()
-
-
-def binary_patch(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[bytes, bool]:
-    """The binary diff against `base`, cut at MAX_PATCH_BYTES; the flag says whether it was cut."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
-                 capture_stdout_bytes=MAX_PATCH_BYTES)
-    if result.state not in ("ok",) or result.stdout_capture is None:
-        raise GitError(f"git diff for the patch failed ({result.state}): {result.stderr_tail[-500:]}")
-    return result.stdout_capture, result.stdout_capture_overflow
+def config_environment(settings: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """`git -c` settings as GIT_CONFIG_COUNT/KEY/VALUE variables (git >= 2.31), for every git a script runs."""
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for index, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
 
 
 def make_harness_git_dir(clone: Path, destination: Path) -> None:

@@ -652,18 +652,27 @@ class Sandbox:
         read-only, the network is off, and the home is a path that does not exist, so neither
         the agent's ~/.gitconfig nor ~/.config/git/attributes is read either.
         """
-        from .repo import HARNESS_GIT_CONFIG, SANITIZED_IDENTITY
+        run_script = self.harness_script(git_dir, timeout)
+
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+            return run_script('exec "$@"', list(args), capture_stdout_bytes=capture_stdout_bytes)
+
+        return run
+
+    def harness_script(self, git_dir: Path, timeout: float = 120):
+        """A repo.ScriptRunner: `/bin/sh -c SCRIPT sh GIT ARGS...` with the harness git environment (harness_git)."""
+        from .repo import HARNESS_GIT_SETTINGS, SANITIZED_IDENTITY, config_environment
 
         git_dir = Path(git_dir)
         location = SANDBOX_HARNESS_GIT if self.backend == "bwrap" else str(git_dir)
+        writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
 
-        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+        def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None):
             env = self.environment({"HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent",
                                     "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-                                    "GIT_DIR": location, "GIT_WORK_TREE": self.workspace,
-                                    "GIT_ATTR_NOSYSTEM": "1", **SANITIZED_IDENTITY})
-            writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
-            return self.run([self.git_executable, *HARNESS_GIT_CONFIG, *args], timeout=timeout, env=env,
+                                    "GIT_DIR": location, "GIT_WORK_TREE": self.workspace, "GIT_ATTR_NOSYSTEM": "1",
+                                    **config_environment(HARNESS_GIT_SETTINGS), **SANITIZED_IDENTITY})
+            return self.run(["/bin/sh", "-c", script, "sh", self.git_executable, *args], timeout=timeout, env=env,
                             read_only_workspace=True, network=False, extra_writable=writable,
                             capture_stdout_bytes=capture_stdout_bytes)
 
