@@ -11,7 +11,7 @@ harness failed:
   too, with `PYTHONNOUSERSITE=1`, a read-only workspace and no network;
 * files that configure the grader rather than being the agent's code (`GRADER_CONFIG_NAMES`,
   `GRADER_CONFIG_GLOBS`: conftest.py, pytest/tox/setup.cfg/pyproject files, sitecustomize,
-  .pth, entry points) do not take effect in the oracle run: a changed one is bound over with
+  .pth, entry points, compiled bytecode) do not take effect in the oracle run: a changed one is bound over with
   its content from before the first session, an added one with an empty file, and the row's
   `evidence_diagnostics` names them; one that is no longer a regular file fails the oracle;
 * the harness's git after the sessions uses its own copy of the repository
@@ -64,7 +64,10 @@ HASH_CHUNK_BYTES = 1024 * 1024
 # Files that configure the grader (pytest, the Python start-up) rather than being the agent's code.
 GRADER_CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
                                  "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"})
-GRADER_CONFIG_GLOBS = ("*.pth", "*.dist-info/entry_points.txt", "*.egg-info/entry_points.txt")
+# Compiled bytecode is not reviewable code: a planted __pycache__ entry whose header matches an
+# unchanged source would otherwise be imported instead of it (verify and the oracle also keep
+# their bytecode cache elsewhere, PYTHONPYCACHEPREFIX).
+GRADER_CONFIG_GLOBS = ("*.pth", "*.dist-info/entry_points.txt", "*.egg-info/entry_points.txt", "*.pyc")
 MAX_GRADER_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_HOME_ENTRIES = 20_000
 MAX_DEPTH = 200
@@ -396,9 +399,10 @@ def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[st
 
 
 def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A fresh, empty home and tmp, and no user site-packages: nothing a session left behind runs."""
+    """A fresh, empty home and tmp, no user site-packages, no bytecode from the tree: nothing a session left runs."""
     sandbox.fresh_scratch(name)
-    return sandbox.environment({"PYTHONNOUSERSITE": "1", **(extra or {})})
+    return sandbox.environment({"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"{sandbox.tmp}/pycache",
+                                **(extra or {})})
 
 
 def run_hidden_oracle(sandbox: Sandbox, task: dict[str, Any], files: list[tuple[str, bytes]], *,

@@ -18,8 +18,8 @@ import pytest
 from hostile import Listener, key_leaks, tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "hostile-cells"
-SINGLE = ["harnessgit", "pth", "sitecustomize", "conftest", "pyproject", "gitdeleted", "gitcorrupt", "unreadable",
-          "deep"]
+SINGLE = ["harnessgit", "pth", "sitecustomize", "conftest", "pyproject", "pyc", "gitdeleted", "gitcorrupt",
+          "unreadable", "deep"]
 PHASED = ["keyhook", "bigfile"]
 # An honest task in every run: the harness-health check fails a run whose incumbent resolves nothing.
 HONEST = "calm"
@@ -135,6 +135,7 @@ def test_the_harnesss_git_runs_nothing_the_agent_planted(attacked):
     ("sitecustomize", ["sitecustomize.py (added)", "site-packages/sitecustomize.py", "site-packages/usercustomize.py"]),
     ("conftest", ["conftest.py (added)", "pytest.ini (added)"]),
     ("pyproject", ["pyproject.toml (modified)"]),
+    ("pyc", ["__pycache__/calc.cpython-311.pyc (added)"]),
 ])
 def test_files_planted_for_the_grader_do_not_make_it_pass(attacked, task, named):
     row, calls, run_dir, _record = cell(attacked, task)
@@ -142,6 +143,8 @@ def test_files_planted_for_the_grader_do_not_make_it_pass(attacked, task, named)
         # Inside the session the planted start-up file works: Python exits 0 before running anything.
         probe = bash_output(calls, "python-exit=")
         assert "python-exit=0" in probe and "not-reached" not in probe.replace("print(\"not-reached\")", "")
+    if task == "pyc":
+        assert "add-2-2=4" in bash_output(calls, "add-2-2=")  # the planted bytecode works in the session
     assert row["resolved"] is False and row["oracle_passed"] is False
     assert row["error_kind"] == "oracle-failed"
     for name in named:
