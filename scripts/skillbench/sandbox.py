@@ -331,6 +331,8 @@ def preflight(bwrap: str) -> None:
     if not sys.platform.startswith("linux"):
         raise SandboxError("the bwrap sandbox works only on Linux; set sandbox.backend: none elsewhere")
     executable = resolve_bwrap(bwrap)
+    resolve_prlimit()
+    resolve_git()
     argv = [*launcher_args(), executable, *bwrap_namespace_args(network=False), *system_mount_args(),
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", executable, SANDBOX_BWRAP,
             "--", SANDBOX_BWRAP, *nested_namespace_args(), "--", "/bin/true"]

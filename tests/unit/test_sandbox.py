@@ -408,15 +408,28 @@ def test_harness_git_reads_nothing_the_clone_configures(private_root):
     (clone / ".git" / "info").mkdir(exist_ok=True)
     (clone / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil\n")
     (clone / ".gitattributes").write_text("* filter=evil diff=evil\n")
-    for key, value in (("filter.evil.clean", "sed s/hi/PWNED/"), ("diff.evil.textconv", "echo PWNED"),
-                       ("diff.external", "echo PWNED"), ("core.fsmonitor", "echo PWNED"),
-                       ("core.pager", "echo PWNED")):
+    def planted(name: str, then: str = "") -> str:
+        # Leaves a marker where the harness's git could write (its own repository, the sandbox tmp).
+        return f"sh -c 'touch /run/skillbench-git/ran-{name} /tmp/ran-{name}; {then}' --"
+
+    for key, value in (("filter.evil.clean", planted("clean", "sed s/hi/PWNED/")),
+                       ("diff.evil.textconv", planted("textconv", "echo PWNED")),
+                       ("diff.external", planted("external", "echo PWNED")), ("core.fsmonitor", planted("fsmonitor")),
+                       ("core.pager", planted("pager", "echo PWNED")), ("core.hooksPath", "/workspace/.git/hooks")):
         host_git(clone, "config", key, value)
+    (clone / ".git" / "hooks").mkdir(exist_ok=True)
+    for hook in ("post-index-change", "pre-commit", "reference-transaction"):
+        (clone / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\n{planted('hook')}\n")
+        (clone / ".git" / "hooks" / hook).chmod(0o755)
     (clone / "app.py").write_text("print('hi there')\n")
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", f"{box.host_uid}:{box.host_gid}", str(clone), str(harness)], check=True)
     work = repo.measure_work(box.harness_script(harness), "HEAD", [".claude/skills"])
     assert b"+print('hi there')" in work.patch and b"PWNED" not in work.patch
     assert (work.files, work.insertions, work.deletions) == (2, 2, 1)
+    assert not list(harness.glob("ran-*")) and not list(box.tmp_host.glob("ran-*"))
+    # Control: git on the clone's own repository does run what was planted there.
+    box.git()(["diff", "--stat"])
+    assert (box.tmp_host / "ran-clean").exists()
     shutil.rmtree(clone / ".git")  # the agent deleting its repository changes nothing for the harness
     assert repo.measure_work(box.harness_script(harness), work.base, [".claude/skills"]).digest == work.digest
