@@ -42,6 +42,8 @@ def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list
 
 
 def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool = True, **policy) -> dict:
+    """The reference examples are the upstream rule's; the noise-aware rule has its own section below."""
+    policy.setdefault("rule", "upstream")
     return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INC,
@@ -61,7 +63,7 @@ def document(rows: list[dict], *, run_status: str = "complete", policy=None, pai
     doc = promotion_document(
         rows,
         pairs=list(pairs),
-        policy=policy,
+        policy={"rule": "upstream", **(policy or {})},
         binding=binding([candidate for _, candidate in pairs]),
         run_status=run_status,
         generated_at=GENERATED_AT,
@@ -468,7 +470,7 @@ def test_promotion_document_normalises_the_timezone():
     doc = promotion_document(
         rows,
         pairs=[(INC, CAND)],
-        policy={"max_age_days": 30},
+        policy={"max_age_days": 30, "rule": "upstream"},
         binding=binding(),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
