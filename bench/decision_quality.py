@@ -7,7 +7,7 @@ lognormal with an occasional 3× run), runs every simulated generation through t
 decision function (``skillbench.gate.evaluate_candidate``, the one the pipeline and
 ``skillbench gate`` call), and prints the promotion rate with its Monte-Carlo standard error.
 
-    .venv/bin/python bench/decision_quality.py                 # 2,000 trials per cell; rewrites docs/gate.md
+    .venv/bin/python bench/decision_quality.py                 # 4,000 trials per cell; rewrites docs/gate.md
     .venv/bin/python bench/decision_quality.py --trials 500 --no-docs
 
 The draws are seeded, so a rerun prints the same table.
@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from skillbench.aggregate import aggregate_by_task
 from skillbench.gate import evaluate_candidate
 
@@ -176,7 +175,7 @@ def write_docs(path: Path, body: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=2000, help="simulated generations per scenario and noise model")
+    parser.add_argument("--trials", type=int, default=4000, help="simulated generations per scenario and noise model")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked table is rewritten")
@@ -208,9 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_docs:
         write_docs(args.docs, body)
         print(f"wrote the table into {args.docs}", file=sys.stderr)
-    missed = [
-        s.name for s in SCENARIOS if not meets(s, results[(s.name, "lognormal")]["noise_aware"], args.trials)
-    ]
+    missed = [s.name for s in SCENARIOS if not meets(s, results[(s.name, "lognormal")]["noise_aware"], args.trials)]
     return 1 if missed else 0
 
 

@@ -1,11 +1,14 @@
 """The promotion gate: result rows + policy → a reproducible decision per candidate arm.
 
-Owns the promotion policy (defaults and validation), the per-candidate decision
-(``evaluate_candidate``: run minimums, pairing, gated/ungated tasks, quality floor, task
-regression caps, resolution margin, median improvement, optional bootstrap confidence), the
-paired per-run statistics, and the ``promotion/v1`` document that binds a decision to its
-evidence. Pure: no clock, no files, no randomness beyond a fixed-seed generator, so the same
-rows and policy always give the same document.
+Owns the promotion policy (defaults and validation), the two decision rules behind
+``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
+quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
+gated/ungated tasks, quality floor, task regression caps, resolution margin, median
+improvement, optional bootstrap confidence) — the tests both rules report
+(``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
+and the ``promotion/v1`` document that binds a decision to its evidence. Pure: no clock, no
+files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
+same document.
 """
 
 from __future__ import annotations
@@ -214,6 +217,7 @@ def _upstream_decision(
     reasons: list[str] = []
     task_rows: list[dict[str, Any]] = []
     insufficient = quality_regression = quality_floor_failed = efficiency_regression = False
+    rows_by_task = _rows_by_task(rows or [])
 
     if not model:
         insufficient = True
@@ -286,7 +290,11 @@ def _upstream_decision(
                     None
                     if rows is None
                     else paired_runs(
-                        rows, task=task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, metric=metric
+                        rows_by_task.get(task, []),
+                        task=task,
+                        incumbent_arm=incumbent_arm,
+                        candidate_arm=candidate_arm,
+                        metric=metric,
                     )
                 ),
             }
@@ -543,10 +551,13 @@ def cost_sentence(cost: dict[str, Any], metric: str, design: str) -> str:
         f"{_p_text(cost['p_value'])}, alpha {cost['alpha']:g})"
     )
     conclusion = cost["conclusion"]
+    if conclusion != "not_computable" and not cost["noise_measured"]:
+        found += " with one run per task and arm: no run-to-run noise was measured, so the difference counts as exact"
     if conclusion == "cheaper":
         return f"{found}, at least the {cost['floor_pct']:.1f}% floor"
     if conclusion == "below_floor":
-        return f"{found}: credibly cheaper, but the estimate is below the {cost['floor_pct']:.1f}% floor"
+        credibly = "credibly cheaper" if cost["noise_measured"] else "cheaper"
+        return f"{found}: {credibly}, but the estimate is below the {cost['floor_pct']:.1f}% floor"
     if conclusion == "not_cheaper":
         return f"{found}: the interval rules out a saving of {cost['floor_pct']:.1f}% or more"
     if conclusion == "inconclusive":
@@ -588,6 +599,13 @@ def quality_sentence(quality: dict[str, Any]) -> str:
 
 
 # ─── The noise-aware rule ───────────────────────────────────────────────────
+
+
+def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["task"], []).append(row)
+    return grouped
 
 
 def _noise_aware_decision(
@@ -634,13 +652,17 @@ def _noise_aware_decision(
             )
 
     per_task: dict[str, dict[str, Any]] = {}
+    rows_by_task = _rows_by_task(rows or [])
     for task in sorted(by_task):
         arms = by_task[task]
         if incumbent_arm not in arms or candidate_arm not in arms:
             insufficient = True
             reasons.append(f"{task}: both {incumbent_arm} and {candidate_arm} are required")
             continue
-        row = _task_row(task, arms[incumbent_arm], arms[candidate_arm], policy, rows, incumbent_arm, candidate_arm)
+        task_rows_raw = None if rows is None else rows_by_task.get(task, [])
+        row = _task_row(
+            task, arms[incumbent_arm], arms[candidate_arm], policy, task_rows_raw, incumbent_arm, candidate_arm
+        )
         per_task[task] = row
         task_rows.append(row["public"])
 
@@ -741,7 +763,7 @@ def _noise_aware_decision(
         reasons.insert(0, quality_sentence(quality))
     elif cost["conclusion"] == "not_computable":
         decision = "insufficient_evidence"
-        reasons.insert(0, f"the {metric} test could not be computed (each arm needs at least 2 valid runs per task)")
+        reasons.insert(0, f"the {metric} test could not be computed (no measured run in some gated task)")
     else:
         decision = "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
         reasons[:0] = [cost_sentence(cost, metric, design), quality_sentence(quality)]

@@ -839,3 +839,14 @@ def test_both_rules_report_the_tests_in_a_valid_document():
 def test_noise_aware_decisions_are_deterministic():
     rows = noisy_task("t1", saving=0.1) + noisy_task("t2", saving=0.1, shift=1)
     assert decide_noisy(rows) == decide_noisy(rows)
+
+
+def test_one_run_per_cell_takes_the_difference_at_face_value():
+    rows = arm_rows("t1", INC, (True,), cost_usd=1.0) + arm_rows("t1", CAND, (True,), cost_usd=0.88)
+    rows += arm_rows("t2", INC, (True,), cost_usd=2.0) + arm_rows("t2", CAND, (True,), cost_usd=1.7)
+    assert decide_noisy(rows)["decision"] == "insufficient_evidence"  # min_runs 3 by default
+    result = decide_noisy(rows, min_runs=1)
+    assert result["decision"] == "promote"
+    cost = result["tests"]["cost"]
+    assert cost["noise_measured"] is False and cost["df"] is None
+    assert "no run-to-run noise was measured, so the difference counts as exact" in result["reasons"][0]
