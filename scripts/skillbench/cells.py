@@ -494,7 +494,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
             steps = session_steps(context.model_script, task["id"], session["role"])
             server = stack.enter_context(ScriptedModel(
                 steps, defaults=context.model_script.get("defaults", {}),
-                variables={"workspace": sandbox.workspace}))
+                variables={"workspace": sandbox.workspace}, variation_key=label))
             base_url, api_key = server.base_url, context.api_key or SCRIPTED_KEY
         else:
             base_url, api_key = config["model"]["base_url"], context.api_key
