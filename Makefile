@@ -9,9 +9,11 @@ CORES     ?= 2
 # pytest that lives under /usr (host virtualenvs are never mounted).
 APT_PACKAGES := bubblewrap python3-pytest git
 
-.PHONY: setup system python tools demo test lint clean report-screenshot
+MCP_SDK   := tools/mcp-python
 
-setup: system python tools
+.PHONY: setup system python tools mcp-sdk demo test lint clean report-screenshot
+
+setup: system python tools mcp-sdk
 
 system:
 	@missing=""; \
@@ -35,6 +37,15 @@ tools: tools/node_modules/.installed
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The MCP Python SDK for the demo's MCP server (config/mcp-demo.yaml). Servers run in a nested sandbox
+# where host virtualenvs are not mounted: the SDK is installed into a project folder that the server's
+# sandbox mounts read-only and runs with the system python3 (same minor version as the venv).
+mcp-sdk: $(MCP_SDK)/.installed
+
+$(MCP_SDK)/.installed: $(VENV)/.installed
+	umask 022 && $(BIN)/pip install -q --target $(MCP_SDK) 'mcp==2.3.0'
 	touch $@
 
 demo: setup
