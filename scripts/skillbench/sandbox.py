@@ -39,6 +39,13 @@ only, and nothing the CLI starts on its own inherits it from a file the agent wr
   (`SHELL_STARTUP_FILES`) are empty and read-only in every sandbox, and every session gets a
   fresh home, so no session sources a file an earlier session or its own commands wrote.
 
+* an arm's MCP servers are started by the CLI through `mcp_server_argv`: `env -i`, then a nested
+  Bubblewrap of their own (own user and PID namespace and `/proc`, no capabilities, `--clearenv`
+  plus the server's allow list, no network unless the arm allows it, no home, the system trees,
+  the server's read-only mounts and the workspace read-only unless the arm says otherwise). The
+  mounts are bound read-only into the session's sandbox at the same paths first; trees every
+  uid can read are bound as they are (`world_readable_tree`), others are copied.
+
 So a command the agent writes can neither read the CLI's environment or memory, nor reach any
 socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
 tools are held back by the deny rules of `claude_settings`.

@@ -707,9 +707,10 @@ class SessionProgress:
         while not self._done.wait(tick):
             with self._lock:
                 if time.monotonic() - self._last_spoke >= self.heartbeat_s:
+                    mcp = f" ({self.mcp_calls} MCP)" if self.mcp_calls else ""
                     self._say(
                         f"still running · {self.events} events · {self.turns} turns · "
-                        f"{self.tool_calls} tool calls ({self.mcp_calls} MCP) · last: {self._last_activity}"
+                        f"{self.tool_calls} tool calls{mcp} · last: {self._last_activity}"
                     )
             self._flush()
 
