@@ -537,6 +537,8 @@ def session_launch(sandbox: Sandbox, config: dict[str, Any], arm: str,
     # passes a server no more than the allow-listed environment (the server's argv clears it anyway).
     extra_env = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "30000",
                  "CLAUDE_CODE_MCP_ALLOWLIST_ENV": "1"} if servers else {}
+    for host, _target in binds:
+        sandbox.share_read_only(host)
     return argv, binds, extra_env, list(servers)
 
 

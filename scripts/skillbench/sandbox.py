@@ -44,7 +44,7 @@ only, and nothing the CLI starts on its own inherits it from a file the agent wr
   plus the server's allow list, no network unless the arm allows it, no home, the system trees,
   the server's read-only mounts and the workspace read-only unless the arm says otherwise). The
   mounts are bound read-only into the session's sandbox at the same paths first; trees every
-  uid can read are bound as they are (`world_readable_tree`), others are copied.
+  uid can read are bound as they are (`share_read_only`), others are copied.
 
 So a command the agent writes can neither read the CLI's environment or memory, nor reach any
 socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
@@ -526,6 +526,7 @@ class Sandbox:
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         (self.tools_host / "empty").write_bytes(b"")
         self._scratch_count = 0
+        self._shared: set[Path] = set()
         if self.launcher:
             for tree in (self.private_root, self.clone):
                 if tree != self.private_root and tree.is_relative_to(self.private_root):
@@ -627,8 +628,7 @@ class Sandbox:
         if host.is_relative_to(self.private_root):
             _hand_over(host, self.host_uid, self.host_gid)
             return host
-        if world_readable_tree(host):
-            # Read-only trees every uid can read (an MCP server's SDK, a plugin) are bound as they are.
+        if host in self._shared:
             return host
         copy = self.mounts_host / f"{len(os.listdir(self.mounts_host))}-{host.name}"
         if host.is_dir():
@@ -637,6 +637,13 @@ class Sandbox:
             shutil.copy2(host, copy, follow_symlinks=False)
         _hand_over(copy, self.host_uid, self.host_gid)
         return copy
+
+    def share_read_only(self, host: Path) -> None:
+        """Let `host` be bound read-only as it is rather than copied, when every uid can read it (an MCP
+        server's SDK or a plugin: trusted, read-only, possibly large)."""
+        host = Path(host).absolute()
+        if host not in self._shared and world_readable_tree(host):
+            self._shared.add(host)
 
     def mcp_server_argv(self, *, command: str, args: Sequence[str], env: dict[str, str], mounts: Sequence[str],
                         network: bool, workspace: str) -> list[str]:

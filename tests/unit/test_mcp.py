@@ -250,3 +250,25 @@ def test_heartbeat_counts_mcp_calls_and_previews_them():
     assert "tool mcp__index__find input={\"name\":\"format_money\"}" in text
     assert "tool mcp__index__find result=ok" in text
     assert "1 tool calls (1 MCP)" in text
+
+
+def test_only_world_readable_trees_are_bound_without_a_copy(tmp_path):
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="skillbench-test-", dir="/tmp"))
+    try:
+        tree = base / "sdk"
+        (tree / "pkg").mkdir(parents=True)
+        (tree / "pkg" / "mod.py").write_text("x = 1\n")
+        for path in (base, tree, tree / "pkg"):
+            path.chmod(0o755)
+        (tree / "pkg" / "mod.py").chmod(0o644)
+        assert sandbox.world_readable_tree(tree)
+        (tree / "pkg" / "mod.py").chmod(0o600)
+        assert not sandbox.world_readable_tree(tree)
+        (tree / "pkg" / "mod.py").chmod(0o644)
+        base.chmod(0o700)
+        assert not sandbox.world_readable_tree(tree), "a parent the sandbox uid cannot enter"
+    finally:
+        shutil.rmtree(base)
