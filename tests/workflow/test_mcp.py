@@ -37,7 +37,7 @@ def _config() -> dict:
                 {"role": "plan", "prompt": "probe", "tools": ["Read", "Grep", "Glob", "Write"]},
                 {"role": "work", "prompt": "probe"}]},
             "crash_arm": {"mcp_servers": ["crash"], "sessions": [{"role": "crash", "prompt": "probe"}]},
-            "nomcp": {"no_mcp": True, "disallowed_tools": ["Skill"],
+            "nomcp": {"no_mcp": True, "disallowed_tools": ["Skill"], "disable_slash_commands": True,
                       "sessions": [{"role": "baseline", "prompt": "probe"}]},
             "plugin_arm": {"plugins": ["tasks/demo/plugins/lookup-kit"], "disable_slash_commands": False,
                            "sessions": [{"role": "plugin", "prompt": "probe", "skill": "lookup-kit:lean-change"}]},
@@ -131,9 +131,11 @@ def test_mcp_servers_surfaces_nomcp_and_plugin_arm(project: Project) -> None:
     log = project.root / "logs" / EXPERIMENT / "run_cell" / "cells" / "money-thousands" / "crash_arm" / "run0.log"
     assert "probe server crashing on purpose: missing index" in log.read_text()
 
-    # "No MCP": nothing mcp__ advertised, and the guidance no longer mentions the server.
+    # "No MCP" (with --disable-slash-commands): nothing mcp__ advertised, no skills, and the guidance no
+    # longer mentions the server.
     nomcp = _init(_events(project, "nomcp", "baseline"))
     assert nomcp["mcp_servers"] == [] and not [tool for tool in nomcp["tools"] if tool.startswith("mcp__")]
+    assert nomcp["skills"] == [] and "Skill" not in nomcp["tools"]  # --disable-slash-commands
     assert rows["nomcp"]["mcp_tool_uses"] == {}
     nomcp_log = project.root / "logs" / EXPERIMENT / "run_cell" / "cells" / "money-thousands" / "nomcp" / "run0.log"
     assert "no-MCP arm: rewrote CLAUDE.md" in nomcp_log.read_text()
