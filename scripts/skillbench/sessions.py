@@ -798,6 +798,8 @@ class SessionProgress:
             tool_id = block.get("tool_use_id")
             name = self._pending_tools.pop(tool_id, "tool") if isinstance(tool_id, str) else "tool"
             status = "error" if block.get("is_error") is True else "ok"
+            if status == "ok" and name.startswith(mcp.MCP_PREFIX) and mcp.is_error_envelope(block.get("content")):
+                status = "error (envelope)"
             self._last_activity = f"{name} result {status}"
             if name in _PREVIEWED_TOOLS or name.startswith(mcp.MCP_PREFIX):
                 self._say(f"tool {name} result={status} output={_preview(block.get('content'), self.secrets)}")

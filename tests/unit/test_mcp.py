@@ -245,11 +245,14 @@ def test_heartbeat_counts_mcp_calls_and_previews_them():
     with sessions.SessionProgress("cell", output, [], heartbeat_s=0.05) as progress:
         progress.observe(json.dumps(event).encode() + b"\n")
         progress.observe(json.dumps(_result("t1", [{"type": "text", "text": "found it"}])).encode() + b"\n")
+        progress.observe(json.dumps(_use("t2", "mcp__index__find")).encode() + b"\n")
+        progress.observe(json.dumps(_result("t2", '{"error": "stale index"}')).encode() + b"\n")
         time.sleep(0.3)
     text = output.getvalue()
     assert "tool mcp__index__find input={\"name\":\"format_money\"}" in text
     assert "tool mcp__index__find result=ok" in text
-    assert "1 tool calls (1 MCP)" in text
+    assert "tool mcp__index__find result=error (envelope)" in text
+    assert "2 tool calls (2 MCP)" in text
 
 
 def test_only_world_readable_trees_are_bound_without_a_copy(tmp_path):
