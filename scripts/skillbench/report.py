@@ -199,6 +199,21 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
         f"- Skipped expensive tasks ({len(skipped)}): {', '.join(skipped) if skipped else 'none'}",
         f"- Runs per (task, arm): {runs}",
     ]
+    plugins: dict[tuple[str, Any, Any], list[str]] = {}
+    for row in rows:
+        for plugin in row.get("plugins") or []:
+            arms = plugins.setdefault((plugin["name"], plugin.get("version"), plugin["digest"]), [])
+            if row["arm"] not in arms:
+                arms.append(row["arm"])
+    for (name, version, digest), arms in plugins.items():
+        lines.append(f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` "
+                     f"(arms: {', '.join(arms)})")
+    mcp_uses: dict[str, int] = {}
+    for row in rows:
+        for server, count in (row.get("mcp_tool_uses") or {}).items():
+            mcp_uses[server] = mcp_uses.get(server, 0) + count
+    if mcp_uses:
+        lines.append("- MCP tool calls: " + ", ".join(f"`{server}` {count}" for server, count in mcp_uses.items()))
     run_status = provenance.get("run_status", "complete")
     if run_status != "complete":
         lines.append(f"- Run status: `{run_status}` — partial evidence; promotion is disabled")

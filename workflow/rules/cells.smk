@@ -25,6 +25,7 @@ rule run_cell:
         sandbox=config["sandbox"]["backend"],
         # Resource limits can change a cell's outcome (a memory-hungry test suite), so they key the cache.
         limits=config["sandbox"]["limits"],
+        extensions=get_arm_extensions,
     log:
         f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
     resources:

@@ -227,3 +227,19 @@ def get_final_targets(wildcards):
     for gen in generation_chain():
         targets += cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
     return targets
+
+
+# An arm's MCP servers and plugins change what its sessions can do, so they key its cells' cache.
+from skillbench import mcp as sb_mcp  # noqa: E402
+from skillbench import plugins as sb_plugins  # noqa: E402
+
+
+def get_arm_extensions(wildcards):
+    """The arm's MCP servers (definitions and mounted-tree digests) and plugins (name, version, digest):
+    a change to any of them runs the arm's cells again."""
+    arm = sb_arms.incumbent_of(wildcards.arm)
+    definition = config["arms"][arm]
+    return {
+        "mcp_servers": sb_mcp.cache_key(config, definition),
+        "plugins": sb_plugins.provenance(sb_plugins.arm_plugins(config, arm)),
+    }
