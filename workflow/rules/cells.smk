@@ -17,6 +17,9 @@ rule run_cell:
         prompts=get_session_prompts,
         model=config["model"],
         tools=config["agent"]["tools"],
+        # A CLI upgrade or a new price table changes what a cell measures: both key the cache.
+        cli_version=CLI_VERSION,
+        prices=config["agent"]["prices"],
         timeouts=[
             config["agent"]["session_timeout_s"],
             config["agent"]["setup_timeout_s"],

@@ -18,6 +18,7 @@ from skillbench import tasks as sb_tasks  # noqa: E402
 validate(config, schema="../../schemas/config.schema.json", set_default=True)
 sb_arms.check_arms(config)
 sb_pipeline.check_model_access(config)
+CLI_VERSION = sb_pipeline.check_cli(config)
 
 EXPERIMENT = config["experiment"]
 RESULTS = f"results/{EXPERIMENT}"
