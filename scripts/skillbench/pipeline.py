@@ -191,7 +191,7 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
         "tools": config["agent"]["tools"],
     }
     text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
-                  provenance=provenance, promotion=promotion_doc)
+                  provenance=provenance, promotion=promotion_doc, baseline_arm=config["report"]["baseline_arm"])
     artifacts.atomic_write_text(Path(out), text)
 
 
