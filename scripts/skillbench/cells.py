@@ -50,7 +50,7 @@ from . import breaker, oracle, repo, sessions
 from .aggregate import SYSTEMIC_ERROR_KINDS
 from .artifacts import ArtifactError, remove_tree
 from .oracle import ORACLE_ENV_VAR
-from .process import CANCEL, ProcessError
+from .process import CANCEL
 from .redaction import redact_text
 from .sandbox import Sandbox, SandboxError, SandboxLimits, claude_settings
 from .scripted_model import ScriptedModel, session_steps
@@ -589,7 +589,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
 
 def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int,
                  context: CellContext, private_root: Path) -> dict[str, Any]:
-    """The cell's work; raises InfraError/ProcessError/SandboxError/OSError/ValueError for harness failures."""
+    """The cell's work; raises InfraError/SandboxError/OSError/ValueError for harness failures."""
     config = context.config
     clone = private_root / "workspace"
     repo.clone_template(context.template, clone)
@@ -801,7 +801,7 @@ def remove_private_root(path: Path) -> None:
         raise OSError(f"could not remove {path}")
 
 
-HARNESS_FAILURES = (InfraError, ProcessError, SandboxError, OSError, ValueError, ArtifactError,
+HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError,
                     repo.GitError, oracle.OracleError)
 
 

@@ -31,7 +31,6 @@ READ_CHUNK_BYTES = 8192
 CANCEL_POLL_S = 0.1
 GROUP_POLL_S = 0.02
 READER_JOIN_S = 1.0
-ERROR_STDERR_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -48,19 +47,6 @@ class ProcessResult:
     @property
     def ok(self) -> bool:
         return self.state == "ok"
-
-
-class ProcessError(RuntimeError):
-    def __init__(self, argv0: str, result: ProcessResult) -> None:
-        self.argv0 = argv0
-        self.result = result
-        message = f"{argv0}: {result.state} (returncode {result.returncode})"
-        if result.detail:
-            message += f": {result.detail}"
-        stderr = result.stderr_tail[-ERROR_STDERR_CHARS:]
-        if stderr.strip():
-            message += f"\nstderr:\n{stderr}"
-        super().__init__(message)
 
 
 REPEAT_SIGNAL_GRACE_S = 2.0
@@ -377,37 +363,6 @@ def _supervise(
         # An undelivered prompt means the child worked on something else: never report success.
         state = "failed" if state == "ok" else state
     return result(state, proc.returncode, "; ".join(details) or None, stdout_sink, stderr_sink)
-
-
-def run_checked(
-    argv: list[str],
-    *,
-    env: dict[str, str],
-    timeout: float,
-    cwd: str | Path | None = None,
-    stdin_data: bytes | None = None,
-    capture_stdout_bytes: int | None = None,
-    stdout_observer: Callable[[bytes], None] | None = None,
-    terminate_grace: float = 5.0,
-    tail_bytes: int = 65536,
-    cancel: threading.Event | None = None,
-) -> ProcessResult:
-    """`run_managed`, raising `ProcessError` unless the process ended "ok"."""
-    outcome = run_managed(
-        argv,
-        env=env,
-        timeout=timeout,
-        cwd=cwd,
-        stdin_data=stdin_data,
-        capture_stdout_bytes=capture_stdout_bytes,
-        stdout_observer=stdout_observer,
-        terminate_grace=terminate_grace,
-        tail_bytes=tail_bytes,
-        cancel=cancel,
-    )
-    if not outcome.ok:
-        raise ProcessError(str(argv[0]), outcome)
-    return outcome
 
 
 def descendants(root: int) -> list[int]:
