@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -19,7 +20,15 @@ from typing import Any
 
 import jsonschema
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+def _schema_dir() -> Path:
+    """`schemas/` of the source tree (a checkout or an editable install), else the copy a wheel installs
+    under `<prefix>/share/skillbench/schemas` (pyproject's data-files)."""
+    source = Path(__file__).resolve().parents[2] / "schemas"
+    installed = Path(sys.prefix) / "share" / "skillbench" / "schemas"
+    return source if source.is_dir() or not installed.is_dir() else installed
+
+
+SCHEMA_DIR = _schema_dir()
 
 
 class ArtifactError(ValueError):
