@@ -20,6 +20,7 @@ from typing import Any
 
 import jsonschema
 
+
 def _schema_dir() -> Path:
     """`schemas/` of the source tree (a checkout or an editable install), else the copy a wheel installs
     under `<prefix>/share/skillbench/schemas` (pyproject's data-files)."""

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import typing
 from pathlib import Path
 
 import pytest
 from rowfactory import make_row
 from skillbench import evidence
-from skillbench.artifacts import SCHEMA_DIR
 from skillbench.proposer import ProposerError, build_prompt, clone_allow_list, sanitized_clone
 from test_evidence import CAND, INC, promotion_file, stream, write_cell, write_rows
 
@@ -22,26 +20,6 @@ def prompt_for(manifest: evidence.EvidenceManifest) -> str:
     return build_prompt(generation=2, manifest=manifest, arm_skills=ARM_SKILLS, skills_root=".claude/skills",
                         overlay_dir="/workspace/.skillbench-output/overlay",
                         proposal_path="/workspace/.skillbench-output/proposal.md", evidence_dir="/evidence")
-
-
-def _fields(kind: type) -> dict[str, object]:
-    return typing.get_type_hints(kind)
-
-
-def _assert_same_fields(typed: type, schema: dict, where: str) -> None:
-    hints = _fields(typed)
-    assert set(hints) == set(schema["properties"]), where
-    assert set(schema["required"]) == set(hints), where
-    for name, hint in hints.items():
-        if typing.is_typeddict(hint):
-            prop = schema["properties"][name]
-            _assert_same_fields(hint, prop, f"{where}.{name}")
-
-
-def test_the_manifest_type_and_its_schema_name_the_same_fields():
-    schema = json.loads((SCHEMA_DIR / "evidence-manifest.schema.json").read_text())
-    _assert_same_fields(evidence.EvidenceManifest, schema, "evidence-manifest")
-    _assert_same_fields(evidence.EvidenceFile, schema["$defs"]["file"], "evidence-manifest files[]")
 
 
 def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tmp_path):
