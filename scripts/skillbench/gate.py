@@ -1218,9 +1218,12 @@ def sequential_decision(
         final = index == len(alphas) - 1
         verdict, why, powers = _look_decision(decision, final=final, design=design, runs=runs, policy=policy)
         cost = decision["tests"]["cost"]
-        statistic = None
+        statistic = boundary_t = None
         if cost["estimate_pct"] is not None and cost["se_log"]:
             statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
+        if cost["df"] and look["cost"] > 0:
+            # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
+            boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
         looks.append(
             {
                 "look": index + 1,
@@ -1229,6 +1232,7 @@ def sequential_decision(
                 "statistic": statistic,
                 "p_value": cost["p_value"],
                 "boundary_z": look["boundary_z"],
+                "boundary_t": boundary_t,
                 "nominal_alpha": look["cost"],
                 "spent_alpha": look["spent_alpha"],
                 "quality_alpha": look["quality"],
