@@ -9,6 +9,11 @@ decision function (``skillbench.gate.evaluate_candidate``, the one the pipeline 
 
     .venv/bin/python bench/decision_quality.py                 # 4,000 trials per cell; rewrites docs/gate.md
     .venv/bin/python bench/decision_quality.py --trials 500 --no-docs
+    .venv/bin/python bench/decision_quality.py --part sequential   # fixed (runs: 5) vs sequential table only
+
+The sequential table adds S6 (a candidate 10 % more expensive) and compares, per scenario, the
+promotion rate and the paid sessions per decision of the fixed design and the sequential default
+(``gate.sequential_decision``, the function the pipeline's looks call).
 
 The draws are seeded, so a rerun prints the same table.
 """

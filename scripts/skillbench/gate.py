@@ -1024,7 +1024,7 @@ def summarize_gate(promotion: dict[str, Any]) -> list[str]:
 
 # ─── Sequential designs: interim looks with alpha spending ──────────────────
 
-SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.35}
+SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
 LOOK_DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence", "continue")
 SEQUENTIAL_METHOD = (
     "group-sequential: the cost test's efficacy boundaries come from Lan-DeMets alpha spending over the "
