@@ -568,3 +568,22 @@ def gate_look(*, config: dict[str, Any], records: list[str], pairs: list[tuple[s
         print(f"gen{generation} look {look}: {entry['candidate_arm']} {entry['status']} after {entry['runs']} runs "
               f"({entry['decision']}): {entry['reason']}")
     return document
+
+
+def check_budget(config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str],
+                 first_runs: int) -> None:
+    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
+    first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
+    first batch would be passed before any look could stop it."""
+    from . import arms as arm_config
+
+    cap = config["budget"]["max_sessions"]
+    if cap is None:
+        return
+    sessions = sum(len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
+                   for arm in [*incumbent_arms, *candidate_arms])
+    if sessions > cap:
+        raise ValueError(
+            f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
+            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
+            "raise the cap, or lower runs (runs.min) or the tasks/arms selected")

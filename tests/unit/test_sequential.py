@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from datetime import UTC, datetime
 
 import numpy as np
@@ -170,3 +171,32 @@ def test_promotion_document_records_the_looks_and_validates():
     assert decision["sequential"]["cut_short"] is True
     assert decision["reasons"][0] == "cut short: budget.max_sessions reached"
     assert decision["decision"] == "insufficient_evidence"
+
+
+# ─── Budget and planning ────────────────────────────────────────────────────
+
+
+def _config(**overrides):
+    from skillbench.apply import load_config
+
+    config = load_config(Path(__file__).resolve().parents[2] / "config" / "config.yaml")
+    config.update(overrides)
+    return config
+
+
+def test_a_session_cap_below_the_first_batch_is_a_config_error():
+    from skillbench.pipeline import check_budget
+
+    config = _config(budget={"max_sessions": 10, "max_usd": None})
+    with pytest.raises(ValueError, match=r"budget.max_sessions: 10 is below the first batch's 24 agent sessions"):
+        check_budget(config, ["t1", "t2"], ["workflow", "workflow_direct"],
+                     ["candidate_workflow", "candidate_workflow_direct"], 2)
+    check_budget({**config, "budget": {"max_sessions": 24, "max_usd": None}}, ["t1", "t2"],
+                 ["workflow", "workflow_direct"], ["candidate_workflow", "candidate_workflow_direct"], 2)
+
+
+def test_planned_work_of_a_sequential_design_counts_up_to_max():
+    from skillbench.progress import planned_work
+
+    work = planned_work(_config(runs={"min": 2, "max": 6, "step": 2}), ["t1"])
+    assert work["runs"] == 6

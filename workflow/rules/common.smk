@@ -51,6 +51,7 @@ INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolution_arms(config)] if GENERATIONS else []
 GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
+sb_pipeline.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
 
 
 wildcard_constraints:
