@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
