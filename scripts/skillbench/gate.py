@@ -6,7 +6,9 @@ quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
 improvement, optional bootstrap confidence) — the tests both rules report
 (``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
-and the ``promotion/v1`` document that binds a decision to its evidence. Pure: no clock, no
+the ``promotion/v1`` document that binds a decision to its evidence, and the sequential
+design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote,
+keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """

@@ -3,7 +3,8 @@
 Owns the cost test (Welch t on per-task mean log metric differences, tasks as blocks), the
 per-task cost regression check, the resolution tests (a task-stratified risk difference with a
 non-inferiority margin, and Fisher's exact test per task), the minimum detectable effects, and
-the upstream rule's sign test and bootstrap. Distributions and exact tests come from
+the upstream rule's sign test and bootstrap, and the group-sequential machinery (Lan-DeMets
+alpha spending, exact efficacy boundaries over the looks, conditional power). Distributions and exact tests come from
 ``scipy.stats``; nothing here reads files or clocks, and the only randomness is the bootstrap's
 fixed seed, so the same numbers always give the same answer.
 
