@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,3 +201,49 @@ def test_planned_work_of_a_sequential_design_counts_up_to_max():
 
     work = planned_work(_config(runs={"min": 2, "max": 6, "step": 2}), ["t1"])
     assert work["runs"] == 6
+
+
+def _write_records(root: Path, rows: list[dict]) -> list[str]:
+    paths = []
+    for row in rows:
+        cellset = "gen0/cells" if row["arm"].startswith("candidate_") else "cells"
+        folder = root / cellset / row["task"] / row["arm"] / f"run{row['run']}"
+        folder.mkdir(parents=True)
+        timing = {"started_at": "2026-01-01T11:00:00Z", "finished_at": "2026-01-01T11:00:01Z", "wall_s": 1.0,
+                  "sessions_s": 0.5, "setup_s": 0.1, "verify_s": 0.1, "oracle_s": 0.1, "overhead_s": 0.2,
+                  "sessions": []}
+        record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
+        (folder / "record.json").write_text(json.dumps(record))
+        paths.append(str(folder / "record.json"))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("budget", "status"),
+    [
+        ({"max_sessions": None, "max_usd": None}, "continue"),
+        # 12 finished cells (about $22); the next batch is 12 more cells at the mean recorded cost per cell.
+        ({"max_sessions": None, "max_usd": 30.0}, "cut_short"),
+        ({"max_sessions": None, "max_usd": 50.0}, "continue"),
+        ({"max_sessions": 48, "max_usd": None}, "continue"),
+        ({"max_sessions": 47, "max_usd": None}, "cut_short"),
+    ],
+)
+def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, status):
+    from skillbench.pipeline import gate_look
+
+    rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
+    paths = _write_records(tmp_path, rows)
+    out = tmp_path / "gen0" / "looks" / "look1.json"
+    document = gate_look(config=_config(), records=paths, pairs=[(INC, CAND)], policy={},
+                         design={"min": 2, "max": 6, "step": 2}, budget=budget, model=MODEL, generation=0, look=1,
+                         results_root=str(tmp_path), out=str(out))
+    (pair,) = document["pairs"]
+    assert pair["status"] == status
+    # Both arms have two sessions per cell: 12 cells are 24 sessions, and the next batch adds 24.
+    assert document["spend"]["sessions"] == 24
+    if status == "continue":
+        assert pair["next_runs"] == 4
+    else:
+        assert pair["next_runs"] is None and pair["reason"].startswith("cut short at look 1 after 2 runs")
+    validate(json.loads(out.read_text()), "look")
