@@ -9,6 +9,11 @@ decision function (``skillbench.gate.evaluate_candidate``, the one the pipeline 
 
     .venv/bin/python bench/decision_quality.py                 # 4,000 trials per cell; rewrites docs/gate.md
     .venv/bin/python bench/decision_quality.py --trials 500 --no-docs
+    .venv/bin/python bench/decision_quality.py --part sequential   # fixed (runs: 5) vs sequential table only
+
+The sequential table adds S6 (a candidate 10 % more expensive) and compares, per scenario, the
+promotion rate and the paid sessions per decision of the fixed design and the sequential default
+(``gate.sequential_decision``, the function the pipeline's looks call).
 
 The draws are seeded, so a rerun prints the same table.
 """
@@ -25,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from skillbench.aggregate import aggregate_by_task
-from skillbench.gate import evaluate_candidate
+from skillbench.gate import evaluate_candidate, run_design, sequential_decision
 
 INCUMBENT, CANDIDATE = "workflow", "candidate_workflow"
 SIGMA = 0.3
@@ -40,6 +45,9 @@ NOISES = {
 }
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "gate.md"
 START, END = "<!-- decision-quality:start -->", "<!-- decision-quality:end -->"
+SEQ_START, SEQ_END = "<!-- sequential:start -->", "<!-- sequential:end -->"
+FIXED_RUNS = 5
+SEQUENTIAL_RUNS = {"min": 2, "max": 10, "step": 1}
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,13 @@ SCENARIOS = (
     Scenario("S4", "quality", 10, 5, 0.30, 0.9, 0.75, "≤ 10 %", goal_max=0.10),
     Scenario("S5", "flaky null", 6, 3, 0.0, 0.9, 0.9, "≤ 5 %", goal_max=0.05),
 )
+# The sequential comparison adds a candidate that is 10 % more expensive; its goals are the sequential default's.
+S6 = Scenario("S6", "costlier", 10, 5, -0.10, 1.0, 1.0, "—")
+SEQUENTIAL_SCENARIOS = (*SCENARIOS, S6)
+SEQUENTIAL_GOALS = {"S1": ("≤ 5 %", 0.05, None), "S2": ("≥ 80 %", None, 0.80), "S4": ("≤ 10 %", 0.10, None),
+                    "S5": ("≤ 5 %", 0.05, None)}
+SESSION_SCENARIOS = ("S1", "S2", "S4", "S6")
+SESSION_GOAL = 0.60
 
 
 def noise(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -129,6 +144,97 @@ def run_cell(job: tuple[int, str, int, int]) -> dict[str, int]:
     return promoted
 
 
+def run_sequential_cell(job: tuple[int, int, int]) -> dict[str, int]:
+    """Promotions and sessions of the fixed design (runs: 5) and the sequential default on the same draws.
+
+    Each trial draws ``max`` runs per cell; the fixed design sees the first five, the sequential
+    design replays its looks over the runs in order (``sequential_decision``, the function the
+    pipeline's looks and ``skillbench gate`` use) and pays for the runs its last look used.
+    """
+    index, trials, seed = job
+    scenario = SEQUENTIAL_SCENARIOS[index]
+    design = run_design(SEQUENTIAL_RUNS)
+    rng = np.random.default_rng(seed)
+    counts = {"fixed_promoted": 0, "fixed_sessions": 0, "sequential_promoted": 0, "sequential_sessions": 0}
+    drawn = Scenario(**{**scenario.__dict__, "runs": design["max"]})
+    for _ in range(trials):
+        rows = simulate_rows(rng, drawn, "lognormal")
+        fixed_rows = [row for row in rows if row["run"] < FIXED_RUNS]
+        fixed = evaluate_candidate(
+            aggregate_by_task(fixed_rows),
+            incumbent_arm=INCUMBENT,
+            candidate_arm=CANDIDATE,
+            model="simulated-model",
+            policy={},
+            rows=fixed_rows,
+        )
+        counts["fixed_promoted"] += fixed["decision"] == "promote"
+        counts["fixed_sessions"] += 2 * scenario.tasks * FIXED_RUNS
+        sequential = sequential_decision(
+            rows, incumbent_arm=INCUMBENT, candidate_arm=CANDIDATE, model="simulated-model", policy={}, design=design
+        )
+        counts["sequential_promoted"] += sequential["decision"] == "promote"
+        counts["sequential_sessions"] += 2 * scenario.tasks * sequential["looks"][-1]["runs"]
+    return counts
+
+
+def sequential_table(results: dict[str, dict[str, int]], trials: int) -> tuple[str, list[str]]:
+    """Markdown: per scenario, promotion rate and sessions per decision of both designs; and the goals missed."""
+    header = ["scenario", "tasks", "truth", "fixed · promoted", "fixed · sessions", "sequential · promoted",
+              "sequential · sessions", "goal (sequential)"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    missed = []
+    for scenario in SEQUENTIAL_SCENARIOS:
+        counts = results[scenario.name]
+        resolves = (
+            "all resolve"
+            if scenario.incumbent_resolves == scenario.candidate_resolves == 1
+            else f"resolve {scenario.incumbent_resolves:.0%} / {scenario.candidate_resolves:.0%}"
+        )
+        if scenario.saving > 0:
+            truth = f"{scenario.saving:.0%} cheaper"
+        elif scenario.saving < 0:
+            truth = f"{-scenario.saving:.0%} more expensive"
+        else:
+            truth = "identical cost"
+        goal_text = "—"
+        if scenario.name in SEQUENTIAL_GOALS:
+            goal_text, high, low = SEQUENTIAL_GOALS[scenario.name]
+            rate = counts["sequential_promoted"] / trials
+            met = (high is None or rate <= high) and (low is None or rate >= low)
+            goal_text += " met" if met else " MISSED"
+            if not met:
+                missed.append(scenario.name)
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    f"{scenario.name} {scenario.title}",
+                    str(scenario.tasks),
+                    f"{truth}, {resolves}",
+                    rate_text(counts["fixed_promoted"], trials),
+                    f"{counts['fixed_sessions'] / trials:.1f}",
+                    rate_text(counts["sequential_promoted"], trials),
+                    f"{counts['sequential_sessions'] / trials:.1f}",
+                    goal_text,
+                ]
+            )
+            + " |"
+        )
+    fixed_mean = sum(results[name]["fixed_sessions"] for name in SESSION_SCENARIOS) / trials / len(SESSION_SCENARIOS)
+    seq_mean = sum(results[name]["sequential_sessions"] for name in SESSION_SCENARIOS) / trials / len(SESSION_SCENARIOS)
+    ratio = seq_mean / fixed_mean
+    met = ratio <= SESSION_GOAL
+    if not met:
+        missed.append("sessions")
+    lines.append(
+        f"\nMean sessions per decision over {', '.join(SESSION_SCENARIOS)}: fixed {fixed_mean:.1f}, sequential "
+        f"{seq_mean:.1f} = {100 * ratio:.0f} % of the fixed design's (goal ≤ {100 * SESSION_GOAL:.0f} %: "
+        f"{'met' if met else 'MISSED'})."
+    )
+    return "\n".join(lines), missed
+
+
 def rate_text(count: int, trials: int) -> str:
     rate = count / trials
     return f"{100 * rate:.1f} ± {100 * math.sqrt(rate * (1 - rate) / trials):.1f}"
@@ -164,24 +270,17 @@ def table(results: dict[tuple[str, str], dict[str, int]], trials: int) -> str:
     return "\n".join(lines)
 
 
-def write_docs(path: Path, body: str) -> None:
+def write_docs(path: Path, body: str, start: str = START, end: str = END) -> None:
     text = path.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{path}: markers {START} … {END} not found; add them where the table belongs")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{START}\n{body}\n{END}{tail}", encoding="utf-8")
+    if start not in text or end not in text:
+        raise SystemExit(f"{path}: markers {start} … {end} not found; add them where the table belongs")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{body}\n{end}{tail}", encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=4000, help="simulated generations per scenario and noise model")
-    parser.add_argument("--seed", type=int, default=20261201)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked table is rewritten")
-    parser.add_argument("--no-docs", action="store_true", help="print only")
-    args = parser.parse_args(argv)
-
+def rules_part(args: argparse.Namespace) -> list[str]:
+    """The rules table (both rules, three noise models); returns the scenarios whose goal the default missed."""
     jobs = [
         (index, kind, args.trials, args.seed + 1000 * index + position)
         for index in range(len(SCENARIOS))
@@ -207,7 +306,59 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_docs:
         write_docs(args.docs, body)
         print(f"wrote the table into {args.docs}", file=sys.stderr)
-    missed = [s.name for s in SCENARIOS if not meets(s, results[(s.name, "lognormal")]["noise_aware"], args.trials)]
+    return [s.name for s in SCENARIOS if not meets(s, results[(s.name, "lognormal")]["noise_aware"], args.trials)]
+
+
+def sequential_part(args: argparse.Namespace) -> list[str]:
+    """Fixed (runs: 5) vs the sequential default on the same draws; returns the goals missed."""
+    trials = args.sequential_trials
+    jobs = [(index, trials, args.seed + 7919 * (index + 1)) for index in range(len(SEQUENTIAL_SCENARIOS))]
+    started = time.monotonic()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        counts = list(pool.map(run_sequential_cell, jobs))
+    results = {SEQUENTIAL_SCENARIOS[job[0]].name: count for job, count in zip(jobs, counts, strict=True)}
+    elapsed = time.monotonic() - started
+    body_table, missed = sequential_table(results, trials)
+    design = run_design(SEQUENTIAL_RUNS)
+    body = "\n".join(
+        [
+            f"Fixed design `runs: {FIXED_RUNS}` vs the sequential default `runs: {{min: {SEQUENTIAL_RUNS['min']}, "
+            f"max: {SEQUENTIAL_RUNS['max']}, step: {SEQUENTIAL_RUNS['step']}}}` ({design['spending']} spending, "
+            f"futility below conditional power {design['futility_power']:g}); noise_aware rule, lognormal σ = "
+            f"{SIGMA:g}; {trials} simulated decisions per scenario, seed {args.seed}; both designs see the same "
+            "draws (the fixed design the first five runs of each cell). Promotion rate in percent ± its Monte-Carlo "
+            "standard error; sessions = paid sessions per decision, both arms of the pair.",
+            "",
+            body_table,
+        ]
+    )
+    print(body)
+    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    if not args.no_docs:
+        write_docs(args.docs, body, SEQ_START, SEQ_END)
+        print(f"wrote the sequential table into {args.docs}", file=sys.stderr)
+    return missed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=4000, help="simulated generations per scenario and noise model")
+    parser.add_argument("--sequential-trials", type=int, default=2000,
+                        help="simulated decisions per scenario for the fixed-vs-sequential table")
+    parser.add_argument("--part", choices=("all", "rules", "sequential"), default="all",
+                        help="which table to compute (default: both)")
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
+    parser.add_argument("--no-docs", action="store_true", help="print only")
+    args = parser.parse_args(argv)
+    missed = []
+    if args.part in ("all", "rules"):
+        missed += rules_part(args)
+    if args.part in ("all", "sequential"):
+        missed += sequential_part(args)
+    if missed:
+        print(f"goals missed: {', '.join(missed)}", file=sys.stderr)
     return 1 if missed else 0
 
 

@@ -11,4 +11,6 @@ with rule_log(snakemake.log[0]):  # noqa: F821
         model=snakemake.params.model,  # noqa: F821
         effort=snakemake.params.effort,  # noqa: F821
         out=snakemake.output.promotion,  # noqa: F821
+        design=snakemake.params.design,  # noqa: F821
+        look=snakemake.input.get("look"),  # noqa: F821
     )

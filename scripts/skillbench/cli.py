@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -45,8 +46,21 @@ def _gate(args: argparse.Namespace) -> int:
 
         config = load_config(Path("config/config.yaml"), args.configfile)
         policy = dict(config["gate"])
+        design = config["runs"]
     else:
         policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key != "max_age_days"}
+        design = None
+    if args.runs is not None:
+        try:
+            design = json.loads(args.runs)
+        except json.JSONDecodeError:
+            print(f"--runs must be an integer or a JSON mapping like '{{\"min\": 2, \"max\": 10, \"step\": 1}}' "
+                  f"(got {args.runs!r})", file=sys.stderr)
+            return 1
+    # A sequential generation keeps its looks beside the rows; the last one names the pairs a budget cut short.
+    looks = sorted((results.parent / "looks").glob("look*.json"), key=lambda path: int(path.stem[4:]) if
+                   path.stem[4:].isdigit() else 0)
+    last_look = str(looks[-1]) if looks and isinstance(design, dict) else None
     for key in ("rule", "metric", "min_runs", "min_improvement_pct", "max_task_regression_pct",
                 "max_failed_task_regression_pct", "min_gated_task_ratio", "alpha", "quality_margin_pct"):
         if getattr(args, key) is not None:
@@ -64,7 +78,8 @@ def _gate(args: argparse.Namespace) -> int:
     try:
         document = pipeline.gate_promotion(results=str(results), overlay_json=str(overlay_json),
                                            bindings=str(bindings), policy=policy, model=models[0],
-                                           effort=rows[0]["effort"], out=str(args.out))
+                                           effort=rows[0]["effort"], out=str(args.out), design=design,
+                                           look=last_look)
     except (artifacts.ArtifactError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -196,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)")
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")
+    regrade.add_argument("--runs", help="the run design to replay: an integer (fixed) or a JSON mapping "
+                         "{\"min\": 2, \"max\": 10, \"step\": 1} (sequential; default: the config's runs)")
     promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
     promote.add_argument("--configfile", type=Path, action="append", default=[],

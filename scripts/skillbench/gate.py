@@ -6,7 +6,9 @@ quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
 improvement, optional bootstrap confidence) — the tests both rules report
 (``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
-and the ``promotion/v1`` document that binds a decision to its evidence. Pure: no clock, no
+the ``promotion/v1`` document that binds a decision to its evidence, and the sequential
+design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote,
+keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """
@@ -464,14 +466,21 @@ def candidate_tests(
     paired_tasks: list[str],
     policy: dict[str, Any],
     alpha: float | None = None,
+    look_alphas: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The cost and quality tests over the gated tasks, and the per-task checks over every paired task.
 
     ``alpha`` defaults to the policy's; an interim look of a sequential design passes the
-    alpha it may spend at that look. Pure: rows in, numbers out.
+    alphas it may spend at that look in ``look_alphas`` (``cost``, ``resolution``, ``quality``:
+    the nominal levels of the cost test, the resolution route and the non-inferiority test),
+    while the per-task checks keep ``alpha``. Pure: rows in, numbers out.
     """
     alpha = policy["alpha"] if alpha is None else alpha
     cost_alpha, resolution_alpha = alpha * (1 - RESOLUTION_ROUTE_SHARE), alpha * RESOLUTION_ROUTE_SHARE
+    quality_alpha = alpha
+    if look_alphas is not None:
+        cost_alpha, resolution_alpha = look_alphas["cost"], look_alphas["resolution"]
+        quality_alpha = look_alphas["quality"]
     metric = policy["metric"]
     arms = (incumbent_arm, candidate_arm)
     runs = _valid_runs(rows, arms)
@@ -488,7 +497,7 @@ def candidate_tests(
     gated_cells = [measured(task) for task in gated_tasks]
     cost = gate_stats.cost_test(
         [] if any(cell is None for cell in gated_cells) else gated_cells,
-        alpha=round(cost_alpha, 6),
+        alpha=round(cost_alpha, 8),
         floor_pct=policy["min_improvement_pct"],
     )
     tables = []
@@ -498,7 +507,10 @@ def candidate_tests(
             (sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand))
         )
     quality = gate_stats.quality_test(
-        tables, alpha=alpha, margin_pct=policy["quality_margin_pct"], better_alpha=round(resolution_alpha, 6)
+        tables,
+        alpha=round(quality_alpha, 8),
+        margin_pct=policy["quality_margin_pct"],
+        better_alpha=round(resolution_alpha, 8),
     )
 
     paired_cells = {task: measured(task) for task in paired_tasks}
@@ -616,6 +628,7 @@ def _noise_aware_decision(
     model: str | None,
     policy: dict[str, Any],
     rows: list[dict[str, Any]] | None,
+    look_alphas: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The default rule: the upstream guards, then a cost test and a quality test at ``alpha``.
 
@@ -675,6 +688,7 @@ def _noise_aware_decision(
         gated_tasks=gated_tasks,
         paired_tasks=paired_tasks,
         policy=policy,
+        look_alphas=look_alphas,
     )
     for public in task_rows:
         public["checks"] = tests["checks"][public["task"]]
@@ -776,6 +790,7 @@ def _noise_aware_decision(
         int(by_task[task][incumbent_arm]["resolved"]) for task in paired_tasks
     )
     return {
+        "_guard_regression": regression,
         "incumbent_arm": incumbent_arm,
         "candidate_arm": candidate_arm,
         "rule": "noise_aware",
@@ -867,6 +882,7 @@ def evaluate_candidate(
     model: str | None,
     policy: dict[str, Any] | None = None,
     rows: list[dict[str, Any]] | None = None,
+    look_alphas: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
 
@@ -884,7 +900,11 @@ def evaluate_candidate(
         "rows": rows,
     }
     if policy["rule"] == "noise_aware":
-        return _noise_aware_decision(by_task, **arguments)
+        result = _noise_aware_decision(by_task, **arguments, look_alphas=look_alphas)
+        result.pop("_guard_regression")
+        return result
+    if look_alphas is not None:
+        raise ValueError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
     result = _upstream_decision(by_task, **arguments)
     paired_tasks = sorted(task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms)
     tests = candidate_tests(
@@ -917,8 +937,15 @@ def promotion_document(
     binding: dict[str, Any],
     run_status: str,
     generated_at: datetime,
+    design: dict[str, Any] | None = None,
+    cut_short: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
+
+    With a sequential ``design`` (``run_design``) every decision replays its pair's looks over
+    the rows (``sequential_decision``) and carries ``looks`` and ``sequential``; a pair named in
+    ``cut_short`` (candidate arm → why, e.g. the budget) whose next look could not run is
+    insufficient_evidence with that reason.
 
     ``binding`` supplies exactly the fields in ``BINDING_FIELDS``; its
     ``required_candidate_arms`` must list the candidates of ``pairs`` in order. An aborted run
@@ -945,15 +972,29 @@ def promotion_document(
 
     by_task = aggregate_by_task(rows)
     decisions = []
+    sequential = design is not None and design["kind"] == "sequential"
     for incumbent_arm, candidate_arm in pairs:
-        decision = evaluate_candidate(
-            by_task,
-            incumbent_arm=incumbent_arm,
-            candidate_arm=candidate_arm,
-            model=binding["benchmark_model"],
-            policy=policy,
-            rows=rows,
-        )
+        if sequential:
+            decision = sequential_decision(
+                rows,
+                incumbent_arm=incumbent_arm,
+                candidate_arm=candidate_arm,
+                model=binding["benchmark_model"],
+                policy=policy,
+                design=design,
+            )
+            if decision["sequential"]["status"] == "continue" and candidate_arm in (cut_short or {}):
+                decision["sequential"]["cut_short"] = True
+                decision["reasons"].insert(0, f"cut short: {cut_short[candidate_arm]}")
+        else:
+            decision = evaluate_candidate(
+                by_task,
+                incumbent_arm=incumbent_arm,
+                candidate_arm=candidate_arm,
+                model=binding["benchmark_model"],
+                policy=policy,
+                rows=rows,
+            )
         if run_status != "complete":
             decision["decision"] = "insufficient_evidence"
             decision["reasons"] = [ABORTED_REASON, *decision["reasons"]]
@@ -981,3 +1022,281 @@ def summarize_gate(promotion: dict[str, Any]) -> list[str]:
         f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
         for decision in promotion.get("decisions", [])
     ]
+
+
+# ─── Sequential designs: interim looks with alpha spending ──────────────────
+
+SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
+LOOK_DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence", "continue")
+SEQUENTIAL_METHOD = (
+    "group-sequential: the cost test's efficacy boundaries come from Lan-DeMets alpha spending over the "
+    "looks' information fractions (runs so far / max runs), exact for nested batches; the resolution route "
+    "and the non-inferiority test spend their alpha in the same proportions, each look at its own "
+    "increment (Bonferroni over looks); futility stops are non-binding"
+)
+
+
+def run_design(runs: Any) -> dict[str, Any]:
+    """The ``runs`` setting as a design: a plain integer is the fixed design (one look), a mapping
+    ``{min, max, step}`` (optionally ``spending``, ``futility_power``) the sequential one.
+
+    Returns ``kind`` (fixed/sequential), ``looks`` (runs per (task, arm) at each look, the last
+    being ``max``), ``max`` and, for a sequential design, ``spending`` and ``futility_power``.
+    Raises ValueError naming the bad field.
+    """
+    if isinstance(runs, int) and not isinstance(runs, bool):
+        if runs < 1:
+            raise ValueError(f"runs must be >= 1 (got {runs})")
+        return {"kind": "fixed", "looks": [runs], "max": runs}
+    if not isinstance(runs, dict):
+        raise ValueError(f"runs must be an integer or a mapping {{min, max, step}} (got {runs!r})")
+    unknown = sorted(set(runs) - {"min", "max", "step", "spending", "futility_power"})
+    if unknown:
+        raise ValueError(
+            f"runs: unknown key(s) {', '.join(unknown)} (allowed: min, max, step, spending, futility_power)"
+        )
+    for key in ("min", "max", "step"):
+        value = runs.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"runs.{key} must be an integer >= 1 (got {value!r})")
+    low, high, step = runs["min"], runs["max"], runs["step"]
+    if low < 2:
+        raise ValueError(f"runs.min must be at least 2: a look needs two runs per cell to measure noise (got {low})")
+    if high < low:
+        raise ValueError(f"runs.max ({high}) must be at least runs.min ({low})")
+    spending = runs.get("spending", SEQUENTIAL_DEFAULTS["spending"])
+    if spending not in gate_stats.SPENDING_FUNCTIONS:
+        raise ValueError(
+            f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})"
+        )
+    futility = runs.get("futility_power", SEQUENTIAL_DEFAULTS["futility_power"])
+    if not _is_number(futility) or not 0 <= futility < 1:
+        raise ValueError(f"runs.futility_power must be a number in [0, 1) (got {futility!r})")
+    looks = list(range(low, high + 1, step))
+    if looks[-1] != high:
+        looks.append(high)
+    return {"kind": "sequential", "looks": looks, "max": high, "spending": spending, "futility_power": float(futility)}
+
+
+def look_alphas(design: dict[str, Any], alpha: float) -> list[dict[str, Any]]:
+    """Per look: the nominal alphas of the cost test, the resolution route and the non-inferiority test."""
+    fractions = [runs / design["max"] for runs in design["looks"]]
+    cost_share = alpha * (1 - RESOLUTION_ROUTE_SHARE)
+    bounds = gate_stats.sequential_boundaries(fractions, alpha=cost_share, spending=design["spending"])
+    resolution = gate_stats.spent_increments(
+        fractions, alpha=alpha * RESOLUTION_ROUTE_SHARE, spending=design["spending"]
+    )
+    quality = gate_stats.spent_increments(fractions, alpha=alpha, spending=design["spending"])
+    return [
+        {
+            "runs": runs,
+            "fraction": bound["fraction"],
+            "boundary_z": bound["z"],
+            "spent_alpha": bound["spent_alpha"],
+            "cost": bound["nominal_alpha"],
+            "resolution": res,
+            "quality": qual,
+        }
+        for runs, bound, res, qual in zip(design["looks"], bounds, resolution, quality, strict=True)
+    ]
+
+
+def _rows_up_to(rows: list[dict[str, Any]], arms: tuple[str, str], runs: int) -> list[dict[str, Any]]:
+    return [row for row in rows if row["arm"] in arms and row["run"] < runs]
+
+
+def _complete_for(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[str, str], runs: int) -> bool:
+    """Every (task, arm) of the pair has a row for each run index below ``runs``."""
+    present = {(row["task"], row["arm"], row["run"]) for row in rows}
+    return all((task, arm, run) in present for task in tasks for arm in arms for run in range(runs))
+
+
+def _futility(
+    decision: dict[str, Any], design: dict[str, Any], runs: int, policy: dict[str, Any]
+) -> tuple[str | None, dict]:
+    """Why continuing cannot plausibly promote (or None), and the conditional powers behind it."""
+    cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
+    powers: dict[str, float | None] = {"cost": None, "quality": None}
+    alpha = policy["alpha"]
+    if quality["p_worse"] is not None and quality["p_worse"] <= alpha:
+        return f"resolution credibly worse (one-sided p {_p_text(quality['p_worse'])} <= alpha {alpha:g})", powers
+    final_z = float(gate_stats.stats.norm.isf(alpha * (1 - RESOLUTION_ROUTE_SHARE)))
+    scale = math.sqrt(runs / design["max"])
+    if cost["estimate_pct"] is not None and cost["se_log"]:
+        estimate = -math.log(1 - cost["estimate_pct"] / 100)
+        # The last look needs the estimate past both its boundary (at the final standard error) and the floor.
+        threshold = max(final_z * cost["se_log"] * scale, -math.log(1 - policy["min_improvement_pct"] / 100))
+        powers["cost"] = round(
+            gate_stats.conditional_power(
+                estimate, cost["se_log"], runs=runs, max_runs=design["max"], threshold=threshold
+            ),
+            4,
+        )
+    if quality["difference_pct"] is not None and quality["ci_high_pct"] is not None:
+        difference = quality["difference_pct"] / 100
+        z_quality = float(gate_stats.stats.norm.isf(quality["alpha"])) if quality["alpha"] > 0 else math.inf
+        se = (quality["ci_high_pct"] - quality["difference_pct"]) / 100 / z_quality if math.isfinite(z_quality) else 0.0
+        if se > 0:
+            threshold = -policy["quality_margin_pct"] / 100 + float(gate_stats.stats.norm.isf(alpha)) * se * scale
+            powers["quality"] = round(
+                gate_stats.conditional_power(difference, se, runs=runs, max_runs=design["max"], threshold=threshold), 4
+            )
+    floor = design["futility_power"]
+    if powers["cost"] is not None and powers["cost"] < floor and quality["conclusion"] != "better":
+        return (
+            f"futility: if the current trend holds, {design['max']} runs per cell reach the cost boundary and the "
+            f"{policy['min_improvement_pct']:.1f}% floor with probability {powers['cost']:.2f} (< {floor:g})"
+        ), powers
+    if powers["quality"] is not None and powers["quality"] < floor:
+        return (
+            f"futility: if the current trend holds, {design['max']} runs per cell show the resolution within "
+            f"{policy['quality_margin_pct']:.0f} points with probability {powers['quality']:.2f} (< {floor:g})"
+        ), powers
+    return None, powers
+
+
+def _look_decision(
+    decision: dict[str, Any], *, final: bool, design: dict[str, Any], runs: int, policy: dict[str, Any]
+) -> tuple[str, str | None, dict]:
+    """promote / keep_incumbent / insufficient_evidence / continue for one look's decision."""
+    if final or decision["decision"] in ("promote", "insufficient_evidence"):
+        return decision["decision"], None, {"cost": None, "quality": None}
+    cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
+    # A task regression or a skipped skill keeps the incumbent at once; so does a cost test that
+    # already rules out the floor.
+    if decision["_guard_regression"] or cost["conclusion"] == "not_computable":
+        return decision["decision"], None, {"cost": None, "quality": None}
+    if cost["conclusion"] == "not_cheaper" and quality["conclusion"] != "better":
+        return "keep_incumbent", None, {"cost": None, "quality": None}
+    why, powers = _futility(decision, design, runs, policy)
+    if why:
+        return "keep_incumbent", why, powers
+    return "continue", None, powers
+
+
+def sequential_decision(
+    rows: list[dict[str, Any]],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    model: str | None,
+    policy: dict[str, Any] | None,
+    design: dict[str, Any],
+) -> dict[str, Any]:
+    """Replay the looks of a sequential design over one pair's rows (runs so far, in run order).
+
+    Look k uses the runs with index below ``design["looks"][k]``. The first look that decides
+    (promote, keep_incumbent, insufficient_evidence) ends the pair; a look whose rows are not
+    all there yet ends the replay with ``continue`` and ``next_runs`` (the runs per cell the
+    next look needs). The result is the last look's decision (the schema's decision fields)
+    plus ``looks`` (one record per look taken) and ``sequential`` (design, status, next_runs).
+    Pure and deterministic, so the pipeline's looks and an offline regrade agree.
+    """
+    policy = resolve_policy(policy)
+    if policy["rule"] != "noise_aware":
+        raise ValueError("a sequential runs design needs gate.rule: noise_aware")
+    arms = (incumbent_arm, candidate_arm)
+    tasks = sorted({row["task"] for row in rows if row["arm"] in arms})
+    alphas = look_alphas(design, policy["alpha"])
+    looks: list[dict[str, Any]] = []
+    decision: dict[str, Any] | None = None
+    status, next_runs = "decided", None
+    for index, look in enumerate(alphas):
+        runs = look["runs"]
+        if not _complete_for(rows, tasks, arms, runs) or not tasks:
+            status, next_runs = "continue", runs
+            break
+        subset = _rows_up_to(rows, arms, runs)
+        decision = _noise_aware_decision(
+            aggregate_by_task(subset),
+            incumbent_arm=incumbent_arm,
+            candidate_arm=candidate_arm,
+            model=model,
+            # The looks' run counts are the design; the boundaries, not min_runs, control the error.
+            policy={**policy, "min_runs": min(policy["min_runs"], runs)},
+            rows=subset,
+            look_alphas={key: look[key] for key in ("cost", "resolution", "quality")},
+        )
+        final = index == len(alphas) - 1
+        verdict, why, powers = _look_decision(decision, final=final, design=design, runs=runs, policy=policy)
+        cost = decision["tests"]["cost"]
+        statistic = boundary_t = None
+        if cost["estimate_pct"] is not None and cost["se_log"]:
+            statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
+        if cost["df"] and look["cost"] > 0:
+            # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
+            boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
+        looks.append(
+            {
+                "look": index + 1,
+                "runs": runs,
+                "fraction": look["fraction"],
+                "statistic": statistic,
+                "p_value": cost["p_value"],
+                "boundary_z": look["boundary_z"],
+                "boundary_t": boundary_t,
+                "nominal_alpha": look["cost"],
+                "spent_alpha": look["spent_alpha"],
+                "quality_alpha": look["quality"],
+                "estimate_pct": cost["estimate_pct"],
+                "conditional_power": powers,
+                "decision": verdict,
+                "reason": why or (decision["reasons"][0] if decision["reasons"] else ""),
+            }
+        )
+        if verdict != "continue":
+            decision["decision"] = verdict
+            if why:
+                decision["reasons"].insert(0, why)
+            break
+        if final:
+            break
+    if decision is None:
+        decision = _pending_decision(incumbent_arm, candidate_arm, policy, next_runs or design["looks"][0])
+    else:
+        decision.pop("_guard_regression", None)
+        if status == "continue":
+            decision["decision"] = "insufficient_evidence"
+            decision["reasons"].insert(
+                0, f"look {len(looks)} says continue: {next_runs} runs per (task, arm) are needed for the next look"
+            )
+        elif looks and looks[-1]["decision"] != decision["decision"]:
+            looks[-1]["decision"] = decision["decision"]
+        if status == "decided":
+            decision["reasons"].insert(
+                0,
+                f"sequential design: decided at look {len(looks)} of {len(alphas)} after {looks[-1]['runs']} runs per "
+                "(task, arm)",
+            )
+    decision["looks"] = looks
+    decision["sequential"] = {
+        "method": SEQUENTIAL_METHOD,
+        "looks_planned": design["looks"],
+        "spending": design["spending"],
+        "futility_power": design["futility_power"],
+        "status": status,
+        "next_runs": next_runs,
+        "cut_short": False,
+    }
+    return decision
+
+
+def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int) -> dict[str, Any]:
+    empty = candidate_tests([], incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, gated_tasks=[],
+                            paired_tasks=[], policy=policy)
+    return {
+        "incumbent_arm": incumbent_arm,
+        "candidate_arm": candidate_arm,
+        "rule": policy["rule"],
+        "decision": "insufficient_evidence",
+        "metric": policy["metric"],
+        "metric_warning": metric_warning(policy["metric"]),
+        "median_improvement_pct": None,
+        "resolution_margin": 0,
+        "reasons": [f"no look taken yet: the first look needs {runs} runs per (task, arm)"],
+        "gated_tasks": [],
+        "ungated_tasks": [],
+        "tasks": [],
+        "statistics": {"sign_test": sign_test([]), "bootstrap": bootstrap_median_ci([])},
+        "tests": {key: empty[key] for key in ("design", "cost", "quality")},
+    }

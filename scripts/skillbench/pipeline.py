@@ -173,6 +173,13 @@ def collect_results(*, records: list[str], bindings: str, arm_order: list[str], 
     artifacts.write_jsonl(Path(out), canonical_order(rows, task_order, arm_order), "result-row")
 
 
+def runs_text(runs: Any) -> Any:
+    """The design as the report states it: the integer of a fixed design, a sentence for a sequential one."""
+    if isinstance(runs, int):
+        return runs
+    return f"{runs['min']} to {runs['max']}, step {runs['step']} (sequential; each pair's looks are in its decision)"
+
+
 def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_order: list[str], out: str,
                   promotion: str | None = None, title: str = "skillbench benchmark") -> None:
     from .report import render_report as render
@@ -186,7 +193,7 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
         "effort": config["model"]["effort"] or "CLI default",
         "selected_tasks": [task["id"] for task in bound["tasks"]],
         "skipped_tasks": bound["skipped_expensive"],
-        "runs": config["runs"],
+        "runs": runs_text(config["runs"]),
         "run_status": "complete",
         "tools": config["agent"]["tools"],
     }
@@ -322,8 +329,12 @@ def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) ->
 
 
 def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: dict[str, Any], model: str,
-                   effort: str | None, out: str, generated_at=None) -> dict[str, Any]:
-    """Rows + policy → promotion.json (the same function `skillbench gate` calls offline)."""
+                   effort: str | None, out: str, generated_at=None, design: Any = None,
+                   look: str | None = None) -> dict[str, Any]:
+    """Rows + policy → promotion.json (the same function `skillbench gate` calls offline).
+
+    With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
+    the rows; ``look`` (the generation's last look document) names the pairs a budget cut short."""
     from datetime import UTC, datetime
 
     from . import gate
@@ -332,11 +343,23 @@ def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: di
     overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
     bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
     arms = [arm for pair in overlay_doc["pairs"] for arm in pair]
-    status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
+    run_design = gate.run_design(design if design is not None else 1)
+    sequential = run_design["kind"] == "sequential"
+    if sequential:
+        # Pairs stop at different looks, so arms differ in runs; each pair's replay checks its own rows.
+        status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
+    else:
+        status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
+    cut_short = None
+    if look is not None:
+        look_doc = artifacts.read_artifact(Path(look), "look")
+        cut_short = {pair["candidate_arm"]: pair["reason"] for pair in look_doc["pairs"]
+                     if pair["status"] == "cut_short"}
     document = gate.promotion_document(
         rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=policy,
         binding=promotion_binding(model, effort, overlay_doc, bindings_doc), run_status=status,
-        generated_at=generated_at or datetime.now(UTC))
+        generated_at=generated_at or datetime.now(UTC), design=run_design if sequential else None,
+        cut_short=cut_short)
     artifacts.write_artifact(Path(out), document, "promotion")
     return document
 
@@ -425,6 +448,11 @@ def render_summary(summary: dict[str, Any]) -> str:
         else:
             lines.append(f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
                          "generation(s).** Raise `evolution.generations` to continue the chain.")
+    cut_short = [f"generation {g['generation']} {d['candidate_arm']}" for g in summary["generations"]
+                 for d in g["decisions"] if d["reasons"] and d["reasons"][0].startswith("cut short:")]
+    if cut_short:
+        lines += ["", f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
+                      f"{', '.join(cut_short)} (their reports show the looks taken)."]
     if summary["broken_incumbent_arms"]:
         lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
     return "\n".join(lines).rstrip() + "\n"
@@ -500,3 +528,95 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
                                         mirrors=config["skills"]["mirrors"])
     overlay.committed_target_digests(Path(repository), targets)
+
+
+def recorded_spend(config: dict[str, Any], results_root: str) -> dict[str, Any]:
+    """Sessions and cost_usd of every finished cell under the experiment's results folder (records on disk)."""
+    from . import arms as arm_config
+
+    sessions, usd = 0, 0.0
+    for path in sorted(Path(results_root).glob("**/run*/record.json")):
+        row = artifacts.read_artifact(path, "cell-record")["row"]
+        sessions += len(arm_config.arm_definition(config, row["arm"])["sessions"])
+        usd += row.get("cost_usd") or 0.0
+    return {"sessions": sessions, "usd": round(usd, 6)}
+
+
+def gate_look(*, config: dict[str, Any], records: list[str], pairs: list[tuple[str, str]], policy: dict[str, Any],
+              design: Any, budget: dict[str, Any], model: str, generation: int, look: int, results_root: str,
+              out: str) -> dict[str, Any]:
+    """One interim look: replay every pair's looks over its rows so far; a pair that continues gets its next
+    batch unless that batch's sessions (or projected cost) would pass a budget cap, then it is cut short.
+
+    The next batch's price: each missing cell costs its arm's sessions, and the mean recorded cost per
+    finished cell so far. Pairs are admitted in config order, so the first pairs keep their batches."""
+    from . import arms as arm_config
+    from . import gate
+
+    run_design = gate.run_design(design)
+    rows = [artifacts.read_artifact(Path(path), "cell-record")["row"] for path in records]
+    spend = recorded_spend(config, results_root)
+    finished = sum(1 for _ in Path(results_root).glob("**/run*/record.json"))
+    cost_per_cell = spend["usd"] / finished if finished else 0.0
+    present = {(row["task"], row["arm"], row["run"]) for row in rows}
+    tasks = sorted({row["task"] for row in rows})
+    planned_sessions, planned_usd, planned_cells = spend["sessions"], spend["usd"], set()
+    entries = []
+    for incumbent, candidate in pairs:
+        decision = gate.sequential_decision(rows, incumbent_arm=incumbent, candidate_arm=candidate, model=model,
+                                            policy=policy, design=run_design)
+        looks = decision["looks"]
+        runs = looks[-1]["runs"] if looks else run_design["looks"][0]
+        status, next_runs = decision["sequential"]["status"], decision["sequential"]["next_runs"]
+        reason = looks[-1]["reason"] if looks else decision["reasons"][0]
+        verdict = looks[-1]["decision"] if looks else "continue"
+        if status == "continue":
+            batch = {(task, arm, run) for task in tasks for arm in (incumbent, candidate)
+                     for run in range(runs, next_runs)} - present - planned_cells
+            sessions = sum(len(arm_config.arm_definition(config, arm)["sessions"]) for _, arm, _ in batch)
+            over = []
+            if budget.get("max_sessions") is not None and planned_sessions + sessions > budget["max_sessions"]:
+                over.append(f"budget.max_sessions {budget['max_sessions']} (spent {spend['sessions']} sessions; the "
+                            f"next batch needs {sessions} more)")
+            if budget.get("max_usd") is not None and planned_usd + len(batch) * cost_per_cell > budget["max_usd"]:
+                over.append(f"budget.max_usd {budget['max_usd']:g} (spent ${spend['usd']:.4f}; the next batch is "
+                            f"projected at ${len(batch) * cost_per_cell:.4f})")
+            if over:
+                status, next_runs = "cut_short", None
+                reason = (f"cut short at look {len(looks)} after {runs} runs per (task, arm): the next batch would "
+                          f"pass {' and '.join(over)}")
+            else:
+                planned_sessions += sessions
+                planned_usd += len(batch) * cost_per_cell
+                planned_cells |= batch
+        entries.append({"incumbent_arm": incumbent, "candidate_arm": candidate, "status": status,
+                        "decision": verdict, "runs": runs, "next_runs": next_runs, "reason": reason})
+    document = {
+        "schema": "look/v1", "generation": generation, "look": look, "looks_planned": run_design["looks"],
+        "pairs": entries, "spend": spend,
+        "budget": {"max_sessions": budget.get("max_sessions"), "max_usd": budget.get("max_usd")},
+    }
+    artifacts.write_artifact(Path(out), document, "look")
+    for entry in entries:
+        print(f"gen{generation} look {look}: {entry['candidate_arm']} {entry['status']} after {entry['runs']} runs "
+              f"({entry['decision']}): {entry['reason']}")
+    return document
+
+
+def check_budget(config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str],
+                 first_runs: int) -> None:
+    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
+    first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
+    first batch would be passed before any look could stop it."""
+    from . import arms as arm_config
+
+    cap = config["budget"]["max_sessions"]
+    if cap is None:
+        return
+    sessions = sum(len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
+                   for arm in [*incumbent_arms, *candidate_arms])
+    if sessions > cap:
+        raise ValueError(
+            f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
+            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
+            "raise the cap, or lower runs (runs.min) or the tasks/arms selected")

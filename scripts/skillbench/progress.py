@@ -405,7 +405,8 @@ def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
     generations = config["evolution"]["generations"]
     candidates = [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)] \
         if generations else []
-    runs = config["runs"]
+    # A sequential design (runs: {min, max, step}) may run up to max.
+    runs = config["runs"] if isinstance(config["runs"], int) else config["runs"]["max"]
 
     def sessions_of(arm: str) -> int:
         return len(arm_config.arm_definition(config, arm)["sessions"])

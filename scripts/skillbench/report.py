@@ -319,7 +319,48 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
             f"and the {cost['confidence']:.0%} interval still holds both no saving and the "
             f"{cost['floor_pct']:.1f}% floor. More runs per task (or more tasks) narrow it.",
         ]
-    return lines + _runs_lines(decision)
+    return lines + _looks_lines(decision) + _runs_lines(decision)
+
+
+def _looks_lines(decision: dict[str, Any]) -> list[str]:
+    """A sequential design's interim looks: runs so far, the cost statistic against its boundary, the verdict."""
+    looks, sequential = decision.get("looks"), decision.get("sequential")
+    if not sequential:
+        return []
+    planned = ", ".join(str(runs) for runs in sequential["looks_planned"])
+    lines = [
+        "",
+        f"Looks (sequential design, {sequential['spending'].replace('_', '–')} alpha spending, looks at {planned} "
+        f"runs per (task, arm); futility below conditional power {sequential['futility_power']:g}):",
+        "",
+        _table_line(["look", "runs", "saving", "statistic t", "boundary t (z)", "p-value", "nominal alpha",
+                     "conditional power (cost / quality)", "decision", "why"]),
+        _table_line(["---"] * 10),
+    ]
+    for look in looks or []:
+        powers = look["conditional_power"]
+        lines.append(
+            _table_line(
+                [
+                    str(look["look"]),
+                    str(look["runs"]),
+                    _pct(look["estimate_pct"]) + ("%" if look["estimate_pct"] is not None else ""),
+                    "n/a" if look["statistic"] is None else f"{look['statistic']:.2f}",
+                    ("n/a" if look["boundary_t"] is None else f"{look['boundary_t']:.2f}")
+                    + ("" if look["boundary_z"] is None else f" ({look['boundary_z']:.2f})"),
+                    _p_value(look["p_value"]),
+                    f"{look['nominal_alpha']:.4g}",
+                    " / ".join("n/a" if powers[key] is None else f"{powers[key]:.2f}" for key in ("cost", "quality")),
+                    look["decision"].replace("_", " "),
+                    look["reason"].replace("|", "/"),
+                ]
+            )
+        )
+    if sequential["cut_short"]:
+        lines += ["", f"Cut short: {decision['reasons'][0]}"]
+    elif sequential["status"] == "continue":
+        lines += ["", f"Not decided yet: the next look needs {sequential['next_runs']} runs per (task, arm)."]
+    return lines
 
 
 def _decision_lines(decision: dict[str, Any]) -> list[str]:

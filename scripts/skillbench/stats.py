@@ -3,7 +3,8 @@
 Owns the cost test (Welch t on per-task mean log metric differences, tasks as blocks), the
 per-task cost regression check, the resolution tests (a task-stratified risk difference with a
 non-inferiority margin, and Fisher's exact test per task), the minimum detectable effects, and
-the upstream rule's sign test and bootstrap. Distributions and exact tests come from
+the upstream rule's sign test and bootstrap, and the group-sequential machinery (Lan-DeMets
+alpha spending, exact efficacy boundaries over the looks, conditional power). Distributions and exact tests come from
 ``scipy.stats``; nothing here reads files or clocks, and the only randomness is the bootstrap's
 fixed seed, so the same numbers always give the same answer.
 
@@ -18,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 POWER = 0.8
 BOOTSTRAP_RESAMPLES = 10000
@@ -341,3 +342,115 @@ def bootstrap_median_ci(
     result["ci_high_pct"] = round(high, 1)
     result["excludes_zero"] = result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0
     return result
+
+
+# ─── Group-sequential designs (interim looks) ───────────────────────────────
+
+SPENDING_FUNCTIONS = ("obrien_fleming", "pocock")
+_GRID_STEP = 0.02  # spacing of the score grid the crossing probabilities are integrated on
+_GRID_LOW = -10.0
+
+
+def spent_alpha(fraction: float, alpha: float, spending: str) -> float:
+    """Lan-DeMets alpha spending: the one-sided type I error spent by information fraction ``fraction``.
+
+    ``obrien_fleming``: 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)) — almost nothing early, nearly all of
+    alpha at the last look. ``pocock``: alpha ln(1 + (e - 1) t) — about evenly over the looks.
+    """
+    if fraction <= 0:
+        return 0.0
+    fraction = min(1.0, fraction)
+    if spending == "obrien_fleming":
+        return float(2 * stats.norm.sf(stats.norm.isf(alpha / 2) / math.sqrt(fraction)))
+    if spending == "pocock":
+        return float(alpha * math.log(1 + (math.e - 1) * fraction))
+    raise ValueError(f"unknown alpha spending function {spending!r}: choose one of {', '.join(SPENDING_FUNCTIONS)}")
+
+
+@lru_cache(maxsize=256)
+def _boundaries(fractions: tuple[float, ...], alpha: float, spending: str) -> tuple[float, ...]:
+    # The standardized statistic at look k is S_k / sqrt(t_k), where the score S is a Brownian
+    # motion in information time (independent increments N(0, t_k - t_{k-1}) under H0). The
+    # sub-density of S_k on the paths that crossed no earlier boundary is carried on a grid;
+    # each boundary solves "crossing probability at this look = alpha spent at this look".
+    grid = np.arange(_GRID_LOW, 12.0 + _GRID_STEP / 2, _GRID_STEP)
+    density: np.ndarray | None = None
+    previous_t = 0.0
+    previous_spent = 0.0
+    bounds = []
+    for t in fractions:
+        increment = spent_alpha(t, alpha, spending) - previous_spent
+        width = math.sqrt(t - previous_t)
+        if density is None:
+            z = float(stats.norm.isf(increment)) if increment > 0 else math.inf
+            bound = z * width
+        else:
+            weights = density * _GRID_STEP
+
+            def excess(
+                b: float, weights: np.ndarray = weights, width: float = width, target: float = increment
+            ) -> float:
+                return float(np.dot(weights, stats.norm.sf((b - grid) / width))) - target
+
+            bound = math.inf if increment <= 0 else optimize.brentq(excess, -5.0, 15.0, xtol=1e-9)
+        bounds.append(bound / math.sqrt(t))
+        # Carry the paths that stayed below the boundary to the next look.
+        new = stats.norm.pdf(grid / width) / width if density is None else _convolve(density, grid, width)
+        density = np.where(grid < bound, new, 0.0)
+        previous_t, previous_spent = t, spent_alpha(t, alpha, spending)
+    return tuple(bounds)
+
+
+def _convolve(density: np.ndarray, grid: np.ndarray, width: float) -> np.ndarray:
+    kernel = stats.norm.pdf((grid[:, None] - grid[None, :]) / width) / width
+    return kernel @ (density * _GRID_STEP)
+
+
+def sequential_boundaries(fractions: list[float], *, alpha: float, spending: str) -> list[dict[str, float]]:
+    """Per look, the efficacy boundary of a one-sided group-sequential test at overall level ``alpha``.
+
+    ``fractions`` are the looks' information fractions (runs so far / maximum runs), increasing
+    and ending at 1. Returns per look the boundary ``z`` on the standardized scale, its nominal
+    one-sided p-value (what a look's test must reach), and the alpha spent so far. The
+    boundaries are exact for a normal statistic with independent increments (nested batches of
+    runs); an efficacy crossing at any look is then at most ``alpha`` likely under H0. Futility
+    stops never raise this rate (they only remove chances to cross), so they are non-binding.
+    """
+    if not fractions or any(b <= a for a, b in zip(fractions, fractions[1:], strict=False)) or fractions[-1] != 1:
+        raise ValueError(f"information fractions must increase to 1 (got {fractions})")
+    bounds = _boundaries(tuple(round(f, 9) for f in fractions), round(alpha, 9), spending)
+    return [
+        {
+            "fraction": round(t, 6),
+            "z": round(z, 4) if math.isfinite(z) else None,
+            "nominal_alpha": round(float(stats.norm.sf(z)), 8) if math.isfinite(z) else 0.0,
+            "spent_alpha": round(spent_alpha(t, alpha, spending), 8),
+        }
+        for t, z in zip(fractions, bounds, strict=True)
+    ]
+
+
+def spent_increments(fractions: list[float], *, alpha: float, spending: str) -> list[float]:
+    """Alpha spent at each look alone (the spending function's increments); they sum to ``alpha``.
+
+    Used where the looks' statistics are not a Brownian motion (the resolution tests): testing
+    look k at its own increment bounds the error over all looks by their sum (Bonferroni).
+    """
+    spent = [spent_alpha(t, alpha, spending) for t in fractions]
+    return [round(b - a, 8) for a, b in zip([0.0, *spent], spent, strict=False)]
+
+
+def conditional_power(estimate: float, se: float, *, runs: int, max_runs: int, threshold: float) -> float:
+    """Chance that the final estimate (at ``max_runs`` per cell) reaches ``threshold`` if the current trend holds.
+
+    The estimate after the remaining runs is the runs-weighted mean of the current estimate and
+    the new runs' (mean ``estimate``, standard error ``se * sqrt(runs / (max_runs - runs))``),
+    so given the data so far it is normal with mean ``estimate`` and standard deviation
+    ``se * sqrt(runs * (max_runs - runs)) / max_runs``.
+    """
+    if runs >= max_runs:
+        return 1.0 if estimate >= threshold else 0.0
+    spread = se * math.sqrt(runs * (max_runs - runs)) / max_runs
+    if spread <= 0:
+        return 1.0 if estimate >= threshold else 0.0
+    return float(stats.norm.sf((threshold - estimate) / spread))

@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
+from skillbench import gate as sb_gate  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
 from skillbench import process as sb_process  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
@@ -32,7 +33,17 @@ SELECTION = sb_tasks.select_tasks(
 TASKS = {task["id"]: task for task in SELECTION.tasks}
 TASK_IDS = list(TASKS)
 INCUMBENT_ARMS = sb_arms.selected_arms(config)
-RUNS = list(range(config["runs"]))
+# A plain integer is the fixed design; {min, max, step} the sequential one, whose first batch (and
+# the sweep, and arms in no candidate pair) runs `min` and whose later batches only exist when a look
+# says continue (checkpoint gate_look).
+RUN_DESIGN = sb_gate.run_design(config["runs"])
+SEQUENTIAL = RUN_DESIGN["kind"] == "sequential"
+RUNS = list(range(RUN_DESIGN["looks"][0]))
+RUNS_TEXT = (
+    f"{RUN_DESIGN['looks'][0]} to {RUN_DESIGN['max']} (sequential: looks at {RUN_DESIGN['looks']})"
+    if SEQUENTIAL
+    else str(RUN_DESIGN["max"])
+)
 SKILLS_ROOT = config["skills"]["root"]
 
 
@@ -41,6 +52,7 @@ INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolution_arms(config)] if GENERATIONS else []
 GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
+sb_pipeline.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
 
 
 wildcard_constraints:
@@ -48,6 +60,7 @@ wildcard_constraints:
     arm="[a-z][a-z0-9_]*",
     run=r"\d+",
     gen=r"\d+",
+    look=r"\d+",
     cellset=r"cells|gen\d+/cells",
 
 
@@ -114,14 +127,72 @@ def get_session_prompts(wildcards):
     return {key: config["prompts"][key] for key in sorted(keys) if key in config["prompts"]}
 
 
-def cell_records(arms, cellset="cells"):
+def cell_records(arms, cellset="cells", runs=None):
     """Record paths in canonical order: task-file order, run-major, arm-minor."""
     return [
         f"{RESULTS}/{cellset}/{task}/{arm}/run{run}/record.json"
         for task in TASK_IDS
-        for run in RUNS
+        for run in (RUNS if runs is None else range(runs))
         for arm in arms
     ]
+
+
+def candidate_pairs():
+    """(incumbent, candidate) for every candidate arm a generation benchmarks."""
+    return [(sb_arms.incumbent_of(candidate), candidate) for candidate in CANDIDATE_ARMS]
+
+
+def pair_records(gen, pair_runs):
+    """Records a sequential generation needs: each pair's cells up to its runs; other incumbent arms at `min`.
+    An incumbent arm shared by pairs runs as far as the furthest of them (its cells serve all)."""
+    incumbent_runs = {arm: len(RUNS) for arm in INCUMBENT_ARMS}
+    for (incumbent, _), runs in pair_runs.items():
+        incumbent_runs[incumbent] = max(incumbent_runs[incumbent], runs)
+    records = []
+    for arm, runs in incumbent_runs.items():
+        records += cell_records([arm], runs=runs)
+    for (_, candidate), runs in pair_runs.items():
+        records += cell_records([candidate], f"gen{gen}/cells", runs=runs)
+    return records
+
+
+def look_pair_runs(gen, look):
+    """Runs per (task, arm) each pair has at look `look` of generation `gen`: `min` at the first look;
+    then what the previous look said (the next look's runs for a pair that continues, else its last)."""
+    if look == 1:
+        return {pair: RUN_DESIGN["looks"][0] for pair in candidate_pairs()}
+    previous = read_json(checkpoints.gate_look.get(gen=gen, look=look - 1).output.look)
+    return {
+        (pair["incumbent_arm"], pair["candidate_arm"]): pair["next_runs"] if pair["status"] == "continue" else pair["runs"]
+        for pair in previous["pairs"]
+    }
+
+
+def get_look_records(wildcards):
+    return pair_records(wildcards.gen, look_pair_runs(wildcards.gen, int(wildcards.look)))
+
+
+def look_chain(gen):
+    """Walk generation `gen`'s looks (one checkpoint, a look wildcard) until no pair continues; the
+    runs each pair ended with. Walked from the consumers, like generation_chain(), so a resumed run
+    re-reads every finished look and re-enters the DAG at the first missing one."""
+    for look in range(1, len(RUN_DESIGN["looks"]) + 1):
+        document = read_json(checkpoints.gate_look.get(gen=gen, look=look).output.look)
+        if not any(pair["status"] == "continue" for pair in document["pairs"]):
+            return look, {(pair["incumbent_arm"], pair["candidate_arm"]): pair["runs"] for pair in document["pairs"]}
+    raise ValueError(f"gen{gen}: look {look} still says continue after the last planned look")
+
+
+def get_gate_inputs(wildcards):
+    """The gate reads the generation's rows; a sequential generation also its last look (cut-short pairs)."""
+    inputs = {
+        "results": f"{RESULTS}/gen{wildcards.gen}/results.jsonl",
+        "overlay": f"{RESULTS}/gen{wildcards.gen}/overlay.json",
+        "bindings": f"{RESULTS}/tasks/bindings.json",
+    }
+    if SEQUENTIAL:
+        inputs["look"] = f"{RESULTS}/gen{wildcards.gen}/looks/look{look_chain(wildcards.gen)[0]}.json"
+    return inputs
 
 
 def get_cell_inputs(wildcards):
@@ -151,8 +222,14 @@ def read_json(path):
         return json.load(handle)
 
 
+def generation_records(gen):
+    if SEQUENTIAL:
+        return pair_records(gen, look_chain(gen)[1])
+    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
+
+
 def get_generation_records(wildcards):
-    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, f"gen{wildcards.gen}/cells")
+    return generation_records(wildcards.gen)
 
 
 def get_overlay_source(wildcards):
@@ -226,7 +303,7 @@ def get_final_targets(wildcards):
         *cell_records(INCUMBENT_ARMS),
     ]
     for gen in generation_chain():
-        targets += cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
+        targets += generation_records(gen)
     return targets
 
 

@@ -33,15 +33,40 @@ rule freeze_overlay:
         "../../scripts/freeze_overlay.py"
 
 
-checkpoint gate_promotion:
+# An interim look of a sequential design (runs: {min, max, step}): per candidate pair promote, keep
+# the incumbent or continue. One checkpoint with a look wildcard, walked by look_chain(), so later
+# batches enter the DAG only when a look says continue and a resumed run re-enters at the first
+# missing look.
+checkpoint gate_look:
     input:
-        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
+        records=get_look_records,
         overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
         bindings=f"{RESULTS}/tasks/bindings.json",
+    output:
+        look=f"{RESULTS}/gen{{gen}}/looks/look{{look}}.json",
+    params:
+        policy=config["gate"],
+        design=config["runs"],
+        budget=config["budget"],
+        pairs=[list(pair) for pair in candidate_pairs()],
+        model=config["model"]["name"],
+    log:
+        f"logs/{EXPERIMENT}/gate_look/gen{{gen}}/look{{look}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/gate_look.py"
+
+
+checkpoint gate_promotion:
+    input:
+        unpack(get_gate_inputs),
     output:
         promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
     params:
         policy=config["gate"],
+        design=config["runs"],
         model=config["model"]["name"],
         effort=config["model"]["effort"],
     log:

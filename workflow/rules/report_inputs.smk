@@ -61,7 +61,7 @@ def write_progress_plan():
         task_ids=TASK_IDS,
         arms=INCUMBENT_ARMS,
         candidate_arms=CANDIDATE_ARMS,
-        runs=config["runs"],
+        runs=RUN_DESIGN["max"],
         generations=GENERATIONS,
         session_cap=min(caps) if caps else None,
         started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
