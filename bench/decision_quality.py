@@ -74,8 +74,12 @@ SCENARIOS = (
 # The sequential comparison adds a candidate that is 10 % more expensive; its goals are the sequential default's.
 S6 = Scenario("S6", "costlier", 10, 5, -0.10, 1.0, 1.0, "—")
 SEQUENTIAL_SCENARIOS = (*SCENARIOS, S6)
-SEQUENTIAL_GOALS = {"S1": ("≤ 5 %", 0.05, None), "S2": ("≥ 80 %", None, 0.80), "S4": ("≤ 10 %", 0.10, None),
-                    "S5": ("≤ 5 %", 0.05, None)}
+SEQUENTIAL_GOALS = {
+    "S1": ("≤ 5 %", 0.05, None),
+    "S2": ("≥ 80 %", None, 0.80),
+    "S4": ("≤ 10 %", 0.10, None),
+    "S5": ("≤ 5 %", 0.05, None),
+}
 SESSION_SCENARIOS = ("S1", "S2", "S4", "S6")
 SESSION_GOAL = 0.60
 
@@ -180,8 +184,16 @@ def run_sequential_cell(job: tuple[int, int, int]) -> dict[str, int]:
 
 def sequential_table(results: dict[str, dict[str, int]], trials: int) -> tuple[str, list[str]]:
     """Markdown: per scenario, promotion rate and sessions per decision of both designs; and the goals missed."""
-    header = ["scenario", "tasks", "truth", "fixed · promoted", "fixed · sessions", "sequential · promoted",
-              "sequential · sessions", "goal (sequential)"]
+    header = [
+        "scenario",
+        "tasks",
+        "truth",
+        "fixed · promoted",
+        "fixed · sessions",
+        "sequential · promoted",
+        "sequential · sessions",
+        "goal (sequential)",
+    ]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     missed = []
     for scenario in SEQUENTIAL_SCENARIOS:
@@ -343,10 +355,15 @@ def sequential_part(args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=4000, help="simulated generations per scenario and noise model")
-    parser.add_argument("--sequential-trials", type=int, default=2000,
-                        help="simulated decisions per scenario for the fixed-vs-sequential table")
-    parser.add_argument("--part", choices=("all", "rules", "sequential"), default="all",
-                        help="which table to compute (default: both)")
+    parser.add_argument(
+        "--sequential-trials",
+        type=int,
+        default=2000,
+        help="simulated decisions per scenario for the fixed-vs-sequential table",
+    )
+    parser.add_argument(
+        "--part", choices=("all", "rules", "sequential"), default="all", help="which table to compute (default: both)"
+    )
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")

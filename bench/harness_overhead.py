@@ -38,15 +38,28 @@ def main() -> int:
         git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@invalid", "-C", str(root)]
         for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
             subprocess.run([*git, *command], check=True, capture_output=True)
-        (root / "bench.yaml").write_text(json.dumps(
-            {"experiment": "bench", "runs": args.runs, "sandbox": {"backend": args.backend},
-             "evolution": {"generations": 0}}))
+        (root / "bench.yaml").write_text(
+            json.dumps(
+                {
+                    "experiment": "bench",
+                    "runs": args.runs,
+                    "sandbox": {"backend": args.backend},
+                    "evolution": {"generations": 0},
+                }
+            )
+        )
         started = time.monotonic()
-        subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores),
-                        "--configfile", "bench.yaml"], cwd=root, check=True, capture_output=True)
+        subprocess.run(
+            [str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores), "--configfile", "bench.yaml"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+        )
         wall = time.monotonic() - started
-        timings = [json.loads(path.read_text())["timing"]
-                   for path in sorted((root / "results" / "bench" / "cells").rglob("record.json"))]
+        timings = [
+            json.loads(path.read_text())["timing"]
+            for path in sorted((root / "results" / "bench" / "cells").rglob("record.json"))
+        ]
     overhead = [timing["overhead_s"] for timing in timings]
     report = {
         "cells": len(timings),

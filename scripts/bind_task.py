@@ -1,4 +1,5 @@
 """Shim for rule bind_task: bind one task (resolved commit, sanitized template, oracle snapshot)."""
+
 from skillbench.pipeline import bind_task
 from skillbench.runlog import rule_log
 from skillbench.tasks import TaskError

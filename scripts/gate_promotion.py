@@ -1,16 +1,17 @@
 """Shim for checkpoint gate_promotion: rows + policy → promotion.json."""
+
 from skillbench.pipeline import gate_promotion
 from skillbench.runlog import rule_log
 
-with rule_log(snakemake.log[0]):  # noqa: F821
+with rule_log(snakemake.log[0]):
     gate_promotion(
-        results=snakemake.input.results,  # noqa: F821
-        overlay_json=snakemake.input.overlay,  # noqa: F821
-        bindings=snakemake.input.bindings,  # noqa: F821
-        policy=dict(snakemake.params.policy),  # noqa: F821
-        model=snakemake.params.model,  # noqa: F821
-        effort=snakemake.params.effort,  # noqa: F821
-        out=snakemake.output.promotion,  # noqa: F821
-        design=snakemake.params.design,  # noqa: F821
-        look=snakemake.input.get("look"),  # noqa: F821
+        results=snakemake.input.results,
+        overlay_json=snakemake.input.overlay,
+        bindings=snakemake.input.bindings,
+        policy=dict(snakemake.params.policy),
+        model=snakemake.params.model,
+        effort=snakemake.params.effort,
+        out=snakemake.output.promotion,
+        design=snakemake.params.design,
+        look=snakemake.input.get("look"),
     )

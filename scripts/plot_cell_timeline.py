@@ -1,10 +1,11 @@
 """Shim for rule plot_cell_timeline: each results.jsonl's cell records → the timeline of cells on worker slots."""
+
 from skillbench.figures import make_timeline
 from skillbench.runlog import rule_log
 
-with rule_log(snakemake.log[0]):  # noqa: F821
+with rule_log(snakemake.log[0]):
     make_timeline(
-        results=list(snakemake.input.results),  # noqa: F821
-        title=snakemake.params.title,  # noqa: F821
-        out=snakemake.output.figure,  # noqa: F821
+        results=list(snakemake.input.results),
+        title=snakemake.params.title,
+        out=snakemake.output.figure,
     )

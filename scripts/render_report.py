@@ -1,13 +1,14 @@
 """Shim for rule render_report: results.jsonl → report.md."""
+
 from skillbench.pipeline import render_report
 from skillbench.runlog import rule_log
 
-with rule_log(snakemake.log[0]):  # noqa: F821
+with rule_log(snakemake.log[0]):
     render_report(
-        results=snakemake.input.results,  # noqa: F821
-        bindings=snakemake.input.bindings,  # noqa: F821
-        config=snakemake.config,  # noqa: F821
-        arm_order=list(snakemake.params.arms),  # noqa: F821
-        promotion=snakemake.input.get("promotion"),  # noqa: F821
-        out=snakemake.output.report,  # noqa: F821
+        results=snakemake.input.results,
+        bindings=snakemake.input.bindings,
+        config=snakemake.config,
+        arm_order=list(snakemake.params.arms),
+        promotion=snakemake.input.get("promotion"),
+        out=snakemake.output.report,
     )

@@ -72,8 +72,9 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Snakemake's config merge: nested mappings are updated key by key, everything else replaced."""
     merged = dict(base)
     for key, value in override.items():
-        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) \
-            else value
+        merged[key] = (
+            _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        )
     return merged
 
 
@@ -125,8 +126,11 @@ def promoted_generation(results_dir: Path) -> tuple[int, Path]:
         except artifacts.ArtifactError as exc:
             raise ApplyError(f"cannot read {path}: {exc}") from exc
         decisions = document.get("decisions") if isinstance(document, dict) else None
-        if (isinstance(decisions, list) and decisions
-                and all(isinstance(item, dict) and item.get("decision") == "promote" for item in decisions)):
+        if (
+            isinstance(decisions, list)
+            and decisions
+            and all(isinstance(item, dict) and item.get("decision") == "promote" for item in decisions)
+        ):
             return number, folder
     raise ApplyError(f"no promoted generation in {results_dir}")
 
@@ -163,9 +167,16 @@ def _check_selected_tasks(selected_tasks: list[dict[str, Any]]) -> None:
             raise ApplyError(f"promotion binding task {name} is missing hidden-oracle files")
         for item in files:
             size = item.get("size") if isinstance(item, dict) else None
-            if (not isinstance(item, dict) or not isinstance(item.get("target"), str) or not item["target"]
-                    or not isinstance(item.get("sha256"), str) or not SHA256.match(item["sha256"])
-                    or not isinstance(size, int) or isinstance(size, bool) or size < 0):
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("target"), str)
+                or not item["target"]
+                or not isinstance(item.get("sha256"), str)
+                or not SHA256.match(item["sha256"])
+                or not isinstance(size, int)
+                or isinstance(size, bool)
+                or size < 0
+            ):
                 raise ApplyError(f"promotion binding task {name} has malformed hidden-oracle file evidence")
 
 
@@ -226,10 +237,13 @@ def validate_promotion_for_apply(
     if expires_at <= generated_at or expires_at - generated_at > MAX_EVIDENCE_SPAN:
         raise ApplyError(
             f"promotion evidence window {promotion['generated_at']} .. {promotion['evidence_expires_at']} is invalid "
-            f"(it must end after it starts and last at most {MAX_EVIDENCE_SPAN.days} days)")
+            f"(it must end after it starts and last at most {MAX_EVIDENCE_SPAN.days} days)"
+        )
     if current > expires_at:
-        raise ApplyError(f"promotion evidence has expired (at {promotion['evidence_expires_at']}); "
-                         "rerun the benchmark to gather fresh evidence")
+        raise ApplyError(
+            f"promotion evidence has expired (at {promotion['evidence_expires_at']}); "
+            "rerun the benchmark to gather fresh evidence"
+        )
 
     decided: list[str] = []
     for decision in promotion["decisions"]:
@@ -244,14 +258,18 @@ def validate_promotion_for_apply(
     for decision in promotion["decisions"]:
         candidate = decision["candidate_arm"]
         if decision["incumbent_arm"] != paired_incumbent[candidate]:
-            raise ApplyError(f"promotion decision for {candidate} pairs it with {decision['incumbent_arm']}, "
-                             f"not {paired_incumbent[candidate]}")
+            raise ApplyError(
+                f"promotion decision for {candidate} pairs it with {decision['incumbent_arm']}, "
+                f"not {paired_incumbent[candidate]}"
+            )
         if decision["decision"] != "promote":
             reasons = "; ".join(decision["reasons"][:3])
             raise ApplyError(f"candidate arm {candidate} is not promotable: {decision['decision']} ({reasons})")
         if decision["metric"] != policy.get("metric"):
-            raise ApplyError(f"promotion decision metric mismatch for {candidate}: {decision['metric']} "
-                             f"(policy: {policy.get('metric')})")
+            raise ApplyError(
+                f"promotion decision metric mismatch for {candidate}: {decision['metric']} "
+                f"(policy: {policy.get('metric')})"
+            )
 
 
 # ─── Loading and cross-checking the generation's artifacts ──────────────────
@@ -271,8 +289,10 @@ def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | 
         return None
     expected = config.get("evolution", {}).get("proposer_model") or config["model"]["name"]
     if record["proposer_model"] != expected:
-        raise ApplyError(f"overlay.json: the candidate was proposed by {record['proposer_model']!r}, but the config's "
-                         f"proposer model (evolution.proposer_model, else model.name) is {expected!r}")
+        raise ApplyError(
+            f"overlay.json: the candidate was proposed by {record['proposer_model']!r}, but the config's "
+            f"proposer model (evolution.proposer_model, else model.name) is {expected!r}"
+        )
     return expected
 
 
@@ -304,8 +324,10 @@ def _repository_root(repository: Path) -> Path:
 def _check_target_path(root: Path, target: str) -> Path:
     pure = PurePosixPath(target)
     if pure.is_absolute() or not pure.parts or ".." in pure.parts:
-        raise ApplyError(f"promotion target {target} is not a path inside the repository; "
-                         "check skills.root and skills.mirrors in the config")
+        raise ApplyError(
+            f"promotion target {target} is not a path inside the repository; "
+            "check skills.root and skills.mirrors in the config"
+        )
     here = root
     for part in pure.parts[:-1]:
         here = here / part
@@ -325,8 +347,9 @@ def _check_target_path(root: Path, target: str) -> Path:
     return path
 
 
-def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None,
-                    swap: Swap = os.replace) -> list[str]:
+def apply_promotion(
+    results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None, swap: Swap = os.replace
+) -> list[str]:
     """Write the promoted generation's frozen overlay into ``repository``'s working tree; return the written
     repository-relative paths (per overlay file: the canonical skill file, then each mirror).
 
@@ -354,8 +377,10 @@ def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, An
         raise ApplyError(f"frozen overlay {frozen} is not a valid overlay for the current config: {exc}") from exc
     actual = overlay.digest(files)
     if actual != record["digest"] or actual != promotion["candidate_overlay_digest"]:
-        raise ApplyError(f"frozen overlay was tampered with: {frozen} now has digest {actual}; overlay.json records "
-                         f"{record['digest']} and promotion.json {promotion['candidate_overlay_digest']}")
+        raise ApplyError(
+            f"frozen overlay was tampered with: {frozen} now has digest {actual}; overlay.json records "
+            f"{record['digest']} and promotion.json {promotion['candidate_overlay_digest']}"
+        )
     if record["files"] != overlay.overlay_summary(files):
         raise ApplyError(f"frozen overlay was tampered with: {frozen} does not match the files in overlay.json")
     touched = sorted(overlay.touched_skills(files))
@@ -364,16 +389,20 @@ def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, An
     pairs = _candidate_pairs(config, touched)
     derived = [list(pair) for pair in pairs]
     if derived != record["pairs"] or record["required_candidate_arms"] != [candidate for _, candidate in pairs]:
-        raise ApplyError(f"overlay.json pairs {record['pairs']} differ from the candidate arms the current config "
-                         f"derives for skills {touched}: {derived} (were arms or selected_arms changed?)")
+        raise ApplyError(
+            f"overlay.json pairs {record['pairs']} differ from the candidate arms the current config "
+            f"derives for skills {touched}: {derived} (were arms or selected_arms changed?)"
+        )
 
     try:
         targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=list(skills["mirrors"]))
     except overlay.OverlayError as exc:
         raise ApplyError(str(exc)) from exc
     if record["targets"] != targets:
-        raise ApplyError(f"promotion targets {targets} under the current skills.root/skills.mirrors differ from "
-                         f"those the candidate was benchmarked for ({record['targets']})")
+        raise ApplyError(
+            f"promotion targets {targets} under the current skills.root/skills.mirrors differ from "
+            f"those the candidate was benchmarked for ({record['targets']})"
+        )
     root = _repository_root(repository)
     for target in targets:
         _check_target_path(root, target)
@@ -382,8 +411,10 @@ def apply_promotion(results_dir: Path, *, repository: Path, config: dict[str, An
     except overlay.OverlayError as exc:
         raise ApplyError(str(exc)) from exc
     if record["target_base_digests"] != base_digests:
-        raise ApplyError("promotion targets changed at HEAD since the candidate was frozen "
-                         "(overlay.json target_base_digests differ); rerun the benchmark")
+        raise ApplyError(
+            "promotion targets changed at HEAD since the candidate was frozen "
+            "(overlay.json target_base_digests differ); rerun the benchmark"
+        )
 
     try:
         policy = resolve_policy(config.get("gate"))
@@ -522,8 +553,10 @@ def _prepare(root: Path, plan: list[tuple[str, bytes, str]]) -> list[_Slot]:
             drifted.append(target)
         slots.append(_Slot(target, path, candidate, base_digest, original, stat.S_IMODE(os.lstat(path).st_mode)))
     if drifted:
-        raise ApplyError(f"promotion targets drifted from the bytes the evidence is bound to: {', '.join(drifted)}; "
-                         "nothing was written (restore or commit them and rerun the benchmark)")
+        raise ApplyError(
+            f"promotion targets drifted from the bytes the evidence is bound to: {', '.join(drifted)}; "
+            "nothing was written (restore or commit them and rerun the benchmark)"
+        )
     return slots
 
 
@@ -537,8 +570,9 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
     """Replace every (target, candidate bytes, base sha256) of ``plan`` under ``repository``, or none of them."""
     root = Path(repository)
     if os.path.lexists(root / JOURNAL_NAME):
-        raise ApplyError(f"an interrupted apply left {root / JOURNAL_NAME}; run `skillbench apply` again, which rolls "
-                         "it back first")
+        raise ApplyError(
+            f"an interrupted apply left {root / JOURNAL_NAME}; run `skillbench apply` again, which rolls it back first"
+        )
     slots = _prepare(root, plan)
     _write_journal(root, slots)
     try:
@@ -556,8 +590,10 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
             _remove(root / JOURNAL_NAME, problems)
         if not isinstance(exc, Exception):
             raise
-        raise ApplyError(f"could not stage the overlay beside its targets ({exc}); nothing was replaced"
-                         + (f"; {'; '.join(problems)}" if problems else "")) from exc
+        raise ApplyError(
+            f"could not stage the overlay beside its targets ({exc}); nothing was replaced"
+            + (f"; {'; '.join(problems)}" if problems else "")
+        ) from exc
 
     failure: BaseException | None = None
     try:
@@ -611,8 +647,9 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
         if _state(slot) == "original":
             _remove(slot.backup, problems)
             slot.backup = None
-    recovery = _write_recovery(root, slots, f"{type(failure).__name__}: {failure}", "rollback-incomplete",
-                               rollback_failures + problems)
+    recovery = _write_recovery(
+        root, slots, f"{type(failure).__name__}: {failure}", "rollback-incomplete", rollback_failures + problems
+    )
     raise ApplyError(f"overlay apply failed and the rollback was incomplete; recovery: {recovery}") from failure
 
 
@@ -642,8 +679,7 @@ def _rollback(slots: list[_Slot], swap: Swap) -> list[str]:
     return failures
 
 
-def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_state: str,
-                    problems: list[str]) -> Path:
+def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_state: str, problems: list[str]) -> Path:
     moment = datetime.now(UTC)
     document = {
         "kind": "skillbench-apply-recovery",
@@ -664,15 +700,17 @@ def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_st
             for slot in slots
         ],
         "next_steps": "restore each target whose state is not 'original' (or not 'candidate', if you want the "
-                      "overlay) from its backup with `mv <backup> <path>`, or with `git checkout -- <path>`; "
-                      "then delete the leftover .skillbench-apply-* files and this file",
+        "overlay) from its backup with `mv <backup> <path>`, or with `git checkout -- <path>`; "
+        "then delete the leftover .skillbench-apply-* files and this file",
     }
     path = root / f"{RECOVERY_PREFIX}{moment.strftime('%Y%m%dT%H%M%S%fZ')}.json"
     try:
         artifacts.atomic_write_text(path, artifacts.canonical_json(document), mode=0o600)
     except OSError as exc:
-        raise ApplyError(f"overlay apply failed ({failure}) and the recovery file {path} could not be written "
-                         f"({exc}); recovery details: {artifacts.compact_json(document)}") from exc
+        raise ApplyError(
+            f"overlay apply failed ({failure}) and the recovery file {path} could not be written "
+            f"({exc}); recovery details: {artifacts.compact_json(document)}"
+        ) from exc
     return path
 
 
@@ -707,7 +745,7 @@ def _durable_write(path: Path, payload: bytes) -> None:
     try:
         view = memoryview(payload)
         while view:
-            view = view[os.write(descriptor, view):]
+            view = view[os.write(descriptor, view) :]
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
@@ -738,15 +776,19 @@ def recover_interrupted(repository: Path) -> str | None:
     try:
         document = artifacts.read_artifact(journal, "apply-journal")
     except artifacts.ArtifactError as exc:
-        raise ApplyError(f"an interrupted apply left {journal}, but it is unreadable ({exc}); restore the skill files "
-                         "with `git checkout -- <path>`, delete the .skillbench-apply-* files and the journal") from exc
+        raise ApplyError(
+            f"an interrupted apply left {journal}, but it is unreadable ({exc}); restore the skill files "
+            "with `git checkout -- <path>`, delete the .skillbench-apply-* files and the journal"
+        ) from exc
     plan = []
     for entry in document["targets"]:
         path = _check_target_path(root, entry["path"])
         original = base64.b64decode(entry["original_base64"])
         if hashlib.sha256(original).hexdigest() != entry["original_sha256"]:
-            raise ApplyError(f"{journal}: the original bytes of {entry['path']} do not match their digest; "
-                             "restore the file with `git checkout -- <path>` and delete the journal")
+            raise ApplyError(
+                f"{journal}: the original bytes of {entry['path']} do not match their digest; "
+                "restore the file with `git checkout -- <path>` and delete the journal"
+            )
         current = _current(path)
         digest = hashlib.sha256(current).hexdigest() if current is not None else None
         if digest == entry["original_sha256"]:
@@ -758,9 +800,11 @@ def recover_interrupted(repository: Path) -> str | None:
         plan.append((entry, path, original, state))
     unknown = [entry["path"] for entry, _, _, state in plan if state == "unknown"]
     if unknown:
-        raise ApplyError(f"an interrupted apply left {journal}, but {', '.join(unknown)} hold(s) neither the original "
-                         "nor the candidate bytes (edited since?); nothing was changed. Restore them (`git checkout "
-                         "-- <path>`), then delete the journal and the .skillbench-apply-* files beside the targets")
+        raise ApplyError(
+            f"an interrupted apply left {journal}, but {', '.join(unknown)} hold(s) neither the original "
+            "nor the candidate bytes (edited since?); nothing was changed. Restore them (`git checkout "
+            "-- <path>`), then delete the journal and the .skillbench-apply-* files beside the targets"
+        )
     restored: list[str] = []
     for entry, path, original, state in plan:
         if state != "candidate":
@@ -768,8 +812,10 @@ def recover_interrupted(repository: Path) -> str | None:
         temp = _stage_file(path, "restore", original, entry["mode"])
         os.replace(temp, path)
         if _current(path) != original:
-            raise ApplyError(f"rolling back the interrupted apply: {entry['path']} does not hold its original bytes "
-                             f"after the restore; the journal {journal} is kept")
+            raise ApplyError(
+                f"rolling back the interrupted apply: {entry['path']} does not hold its original bytes "
+                f"after the restore; the journal {journal} is kept"
+            )
         restored.append(entry["path"])
     removed = 0
     for entry, path, _, _ in plan:
@@ -784,9 +830,11 @@ def recover_interrupted(repository: Path) -> str | None:
     journal.unlink()
     _fsync_folder(root)
     kept = len(plan) - len(restored)
-    lines = [f"found an interrupted apply (started {document['created_at']}) and ROLLED IT BACK: "
-             f"{len(restored)} target(s) restored to their original bytes, {kept} already held them; "
-             f"{removed} temporary file(s) removed."]
+    lines = [
+        f"found an interrupted apply (started {document['created_at']}) and ROLLED IT BACK: "
+        f"{len(restored)} target(s) restored to their original bytes, {kept} already held them; "
+        f"{removed} temporary file(s) removed."
+    ]
     lines += [f"  restored {path}" for path in restored]
     return "\n".join(lines)
 
@@ -797,6 +845,8 @@ def recover_interrupted(repository: Path) -> str | None:
 def format_applied(paths: list[str]) -> str:
     lines = [f"applied the promoted overlay to {len(paths)} file(s) in the working tree (nothing was committed):"]
     lines += [f"  {path}" for path in paths]
-    lines.append("Next: review `git diff`, run the project's tests, and commit the change citing the "
-                 "generation's promotion.json.")
+    lines.append(
+        "Next: review `git diff`, run the project's tests, and commit the change citing the "
+        "generation's promotion.json."
+    )
     return "\n".join(lines)

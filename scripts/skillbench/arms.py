@@ -59,21 +59,27 @@ def check_arms(config: dict[str, Any], project_root: Path | None = None) -> None
         for index, session in enumerate(sessions):
             where = f"config arms.{name}.sessions[{index}]"
             if session["prompt"] not in prompts:
-                raise ArmError(f"{where}.prompt: no prompt named {session['prompt']!r} under `prompts` "
-                               f"(known: {sorted(prompts)})")
+                raise ArmError(
+                    f"{where}.prompt: no prompt named {session['prompt']!r} under `prompts` (known: {sorted(prompts)})"
+                )
             if session.get("plan_document") and index == len(sessions) - 1:
                 raise ArmError(f"{where}.plan_document: the plan session must be followed by a session that uses it")
         if "Skill" in definition.get("disallowed_tools", []) and arm_skills(config, name):
-            raise ArmError(f"config arms.{name}: disallows the Skill tool but expects skills "
-                           f"{arm_skills(config, name)}")
+            raise ArmError(
+                f"config arms.{name}: disallows the Skill tool but expects skills {arm_skills(config, name)}"
+            )
         if definition.get("disable_slash_commands") and arm_skills(config, name):
-            raise ArmError(f"config arms.{name}.disable_slash_commands: the arm expects skills "
-                           f"{arm_skills(config, name)}, which the flag turns off")
+            raise ArmError(
+                f"config arms.{name}.disable_slash_commands: the arm expects skills "
+                f"{arm_skills(config, name)}, which the flag turns off"
+            )
         for index, session in enumerate(sessions):
             surface = session.get("tools") or config["agent"]["tools"]
             if session.get("skill") and ("Skill" not in surface or "Skill" in session.get("disallowed_tools", [])):
-                raise ArmError(f"config arms.{name}.sessions[{index}].tools: the session must invoke "
-                               f"{session['skill']!r} but its surface has no Skill tool")
+                raise ArmError(
+                    f"config arms.{name}.sessions[{index}].tools: the session must invoke "
+                    f"{session['skill']!r} but its surface has no Skill tool"
+                )
     try:
         mcp.check_mcp_config(config, project_root)
         plugins.check_plugins(config, project_root)
@@ -106,12 +112,14 @@ def evolution_arms(config: dict[str, Any]) -> list[str]:
 
 def candidate_arms_for(config: dict[str, Any], touched_skills: set[str]) -> list[str]:
     """For every incumbent arm that loads a touched skill, its paired candidate arm (config order)."""
-    return [f"{CANDIDATE_PREFIX}{name}" for name in config["arms"]
-            if touched_skills.intersection(arm_skills(config, name))]
+    return [
+        f"{CANDIDATE_PREFIX}{name}" for name in config["arms"] if touched_skills.intersection(arm_skills(config, name))
+    ]
 
 
-def render_prompt(config: dict[str, Any], session: dict[str, Any], *, task_prompt: str,
-                  plan_path: str | None = None) -> str:
+def render_prompt(
+    config: dict[str, Any], session: dict[str, Any], *, task_prompt: str, plan_path: str | None = None
+) -> str:
     template = config["prompts"][session["prompt"]]
     values = {
         "task": task_prompt.strip(),
@@ -122,5 +130,7 @@ def render_prompt(config: dict[str, Any], session: dict[str, Any], *, task_promp
     try:
         return template.format(**values).strip() + "\n"
     except (KeyError, IndexError, ValueError) as exc:
-        raise ArmError(f"config prompts.{session['prompt']}: bad placeholder ({exc}); "
-                       "use {task} {skill} {plan} {verify}, and {{ }} for literal braces") from exc
+        raise ArmError(
+            f"config prompts.{session['prompt']}: bad placeholder ({exc}); "
+            "use {task} {skill} {plan} {verify}, and {{ }} for literal braces"
+        ) from exc

@@ -157,7 +157,7 @@ def write_exclusive(path: Path, payload: bytes, mode: int) -> None:
         os.fchmod(descriptor, mode)
         view = memoryview(payload)
         while view:
-            view = view[os.write(descriptor, view):]
+            view = view[os.write(descriptor, view) :]
         os.fsync(descriptor)
     except BaseException:
         os.close(descriptor)

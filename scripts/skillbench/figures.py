@@ -51,15 +51,24 @@ def cost_resolution_data(rows: list[dict[str, Any]], task_order: list[str], arm_
             costs = [row["cost_usd"] for row in valid]
             measured = all(cost is not None for cost in costs) and bool(costs)
             resolved = sum(1 for row in valid if row["resolved"])
-            arms.append({
-                "arm": arm,
-                "runs": [{"run": row["run"], "cost_usd": row["cost_usd"], "resolved": bool(row["resolved"]),
-                          "excluded": not is_valid(row)} for row in group],
-                "median_cost_usd": statistics.median(costs) if measured else None,
-                "resolved": resolved,
-                "valid_runs": len(valid),
-                "cost_per_resolved_usd": sum(costs) / resolved if measured and resolved else None,
-            })
+            arms.append(
+                {
+                    "arm": arm,
+                    "runs": [
+                        {
+                            "run": row["run"],
+                            "cost_usd": row["cost_usd"],
+                            "resolved": bool(row["resolved"]),
+                            "excluded": not is_valid(row),
+                        }
+                        for row in group
+                    ],
+                    "median_cost_usd": statistics.median(costs) if measured else None,
+                    "resolved": resolved,
+                    "valid_runs": len(valid),
+                    "cost_per_resolved_usd": sum(costs) / resolved if measured and resolved else None,
+                }
+            )
         facets.append({"task": task, "arms": arms})
     return facets
 
@@ -71,8 +80,14 @@ def _improvement(incumbent: list[float], candidate: list[float]) -> float | None
     return 100 * (base - statistics.median(candidate)) / base
 
 
-def paired_interval(incumbent: list[float | None], candidate: list[float | None], *, confidence: float,
-                    resamples: int = 2000, seed: int = 0) -> tuple[float, float] | None:
+def paired_interval(
+    incumbent: list[float | None],
+    candidate: list[float | None],
+    *,
+    confidence: float,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a task's improvement % (median incumbent vs median candidate), resampling
     the paired runs; None with fewer than two fully measured pairs."""
     pairs = [(a, b) for a, b in zip(incumbent, candidate, strict=True) if a is not None and b is not None]
@@ -102,8 +117,10 @@ def forest_data(promotion: dict[str, Any], candidate_arm: str) -> dict[str, Any]
     as is; otherwise it is bootstrapped from the paired run values in the task row."""
     decision = next((d for d in promotion["decisions"] if d["candidate_arm"] == candidate_arm), None)
     if decision is None:
-        raise ValueError(f"promotion.json has no decision for {candidate_arm} "
-                         f"(decisions: {[d['candidate_arm'] for d in promotion['decisions']]})")
+        raise ValueError(
+            f"promotion.json has no decision for {candidate_arm} "
+            f"(decisions: {[d['candidate_arm'] for d in promotion['decisions']]})"
+        )
     bootstrap = decision["statistics"]["bootstrap"]
     confidence = bootstrap["confidence"]
     tasks = []
@@ -112,15 +129,21 @@ def forest_data(promotion: dict[str, Any], candidate_arm: str) -> dict[str, Any]
         if row.get("ci_low_pct") is not None and row.get("ci_high_pct") is not None:
             interval = (row["ci_low_pct"], row["ci_high_pct"])
         elif row["paired"]:
-            interval = paired_interval(row["paired"]["incumbent_values"], row["paired"]["candidate_values"],
-                                       confidence=confidence, seed=bootstrap["seed"])
-        tasks.append({
-            "task": row["task"],
-            "improvement_pct": row["improvement_pct"],
-            "interval": interval,
-            "gated": row["gated"],
-            "label": f"{row['task']}  ({row['incumbent_resolved']} → {row['candidate_resolved']} resolved)",
-        })
+            interval = paired_interval(
+                row["paired"]["incumbent_values"],
+                row["paired"]["candidate_values"],
+                confidence=confidence,
+                seed=bootstrap["seed"],
+            )
+        tasks.append(
+            {
+                "task": row["task"],
+                "improvement_pct": row["improvement_pct"],
+                "interval": interval,
+                "gated": row["gated"],
+                "label": f"{row['task']}  ({row['incumbent_resolved']} → {row['candidate_resolved']} resolved)",
+            }
+        )
     pooled_interval = None
     if bootstrap["ci_low_pct"] is not None and bootstrap["ci_high_pct"] is not None:
         pooled_interval = (bootstrap["ci_low_pct"], bootstrap["ci_high_pct"])
@@ -147,19 +170,35 @@ def generation_chain_data(summary: dict[str, Any], promotions: list[dict[str, An
         promotion = by_generation[generation["generation"]]
         threshold = promotion["policy"]["min_improvement_pct"]
         intervals = {d["candidate_arm"]: d["statistics"]["bootstrap"] for d in promotion["decisions"]}
-        generations.append({"generation": generation["generation"],
-                            "digest": generation["candidate_overlay_digest"][:8],
-                            "promoted": generation["promoted"], "origin": generation["candidate_origin"]})
+        generations.append(
+            {
+                "generation": generation["generation"],
+                "digest": generation["candidate_overlay_digest"][:8],
+                "promoted": generation["promoted"],
+                "origin": generation["candidate_origin"],
+            }
+        )
         for decision in generation["decisions"]:
             boot = intervals.get(decision["candidate_arm"], {})
             interval = None
             if boot.get("ci_low_pct") is not None and boot.get("ci_high_pct") is not None:
                 interval = (boot["ci_low_pct"], boot["ci_high_pct"])
-            points.append({"generation": generation["generation"], "candidate_arm": decision["candidate_arm"],
-                           "decision": decision["decision"], "improvement_pct": decision["median_improvement_pct"],
-                           "interval": interval})
-    return {"experiment": summary["experiment"], "outcome": summary["outcome"], "generations": generations,
-            "points": points, "threshold_pct": threshold}
+            points.append(
+                {
+                    "generation": generation["generation"],
+                    "candidate_arm": decision["candidate_arm"],
+                    "decision": decision["decision"],
+                    "improvement_pct": decision["median_improvement_pct"],
+                    "interval": interval,
+                }
+            )
+    return {
+        "experiment": summary["experiment"],
+        "outcome": summary["outcome"],
+        "generations": generations,
+        "points": points,
+        "threshold_pct": threshold,
+    }
 
 
 def session_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -171,8 +210,10 @@ def session_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
     except ValueError:
         return {"cost_usd": None, "num_turns": None}
     turns = result.get("num_turns")
-    return {"cost_usd": measured_cost(result.get("total_cost_usd")),
-            "num_turns": turns if isinstance(turns, int) and not isinstance(turns, bool) else None}
+    return {
+        "cost_usd": measured_cost(result.get("total_cost_usd")),
+        "num_turns": turns if isinstance(turns, int) and not isinstance(turns, bool) else None,
+    }
 
 
 def spend_data(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,8 +221,10 @@ def spend_data(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     turns, and how many costs were not measured. ``sessions`` holds ``{role, cost_usd, num_turns}``."""
     roles: dict[str, dict[str, Any]] = {}
     for session in sessions:
-        entry = roles.setdefault(session["role"], {"role": session["role"], "sessions": 0, "cost_usd": 0.0,
-                                                   "costs": [], "turns": [], "unmeasured": 0})
+        entry = roles.setdefault(
+            session["role"],
+            {"role": session["role"], "sessions": 0, "cost_usd": 0.0, "costs": [], "turns": [], "unmeasured": 0},
+        )
         entry["sessions"] += 1
         if session["cost_usd"] is None:
             entry["unmeasured"] += 1
@@ -219,11 +262,23 @@ def timeline_data(cells: list[dict[str, Any]]) -> dict[str, Any]:
             slot_ends.append(end)
         else:
             slot_ends[slot] = end
-        placed.append({"label": cell["label"], "arm": cell["arm"], "slot": slot, "start_s": round(start, 3),
-                       "end_s": round(end, 3),
-                       "sessions": [{"role": s["role"], "start_s": round(_seconds(s["started_at"], origin), 3),
-                                     "end_s": round(_seconds(s["finished_at"], origin), 3)}
-                                    for s in cell.get("sessions", [])]})
+        placed.append(
+            {
+                "label": cell["label"],
+                "arm": cell["arm"],
+                "slot": slot,
+                "start_s": round(start, 3),
+                "end_s": round(end, 3),
+                "sessions": [
+                    {
+                        "role": s["role"],
+                        "start_s": round(_seconds(s["started_at"], origin), 3),
+                        "end_s": round(_seconds(s["finished_at"], origin), 3),
+                    }
+                    for s in cell.get("sessions", [])
+                ],
+            }
+        )
     return {"origin": origin.strftime("%Y-%m-%dT%H:%M:%SZ"), "slots": len(slot_ends), "cells": placed}
 
 
@@ -237,8 +292,16 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     # Reruns must write identical bytes: fixed ids in the SVG, no creation date.
-    plt.rcParams.update({"svg.hashsalt": "skillbench", "svg.fonttype": "none", "font.size": 9,
-                         "axes.spines.top": False, "axes.spines.right": False, "axes.titlesize": 10})
+    plt.rcParams.update(
+        {
+            "svg.hashsalt": "skillbench",
+            "svg.fonttype": "none",
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.titlesize": 10,
+        }
+    )
     return plt
 
 
@@ -265,8 +328,14 @@ def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str) -> str:
     from matplotlib.lines import Line2D
 
     sizes = [max(len(facet["arms"]), 1) for facet in facets] or [1]
-    figure, axes = plt.subplots(len(sizes), 1, figsize=(8, 0.9 + 0.42 * sum(sizes) + 0.35 * len(sizes)),
-                                squeeze=False, sharex=True, gridspec_kw={"height_ratios": sizes})
+    figure, axes = plt.subplots(
+        len(sizes),
+        1,
+        figsize=(8, 0.9 + 0.42 * sum(sizes) + 0.35 * len(sizes)),
+        squeeze=False,
+        sharex=True,
+        gridspec_kw={"height_ratios": sizes},
+    )
     colours = _arm_colours([arm["arm"] for facet in facets for arm in facet["arms"]])
     for axis, facet in zip(axes[:, 0], facets, strict=False):
         ys = list(range(len(facet["arms"])))[::-1]
@@ -279,8 +348,15 @@ def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str) -> str:
                 if run["excluded"]:
                     axis.scatter(run["cost_usd"], y + offset, marker="x", color="#6e7781", s=26, zorder=3)
                 else:
-                    axis.scatter(run["cost_usd"], y + offset, s=30, zorder=3, edgecolors=colour, linewidths=1.3,
-                                 facecolors=colour if run["resolved"] else "white")
+                    axis.scatter(
+                        run["cost_usd"],
+                        y + offset,
+                        s=30,
+                        zorder=3,
+                        edgecolors=colour,
+                        linewidths=1.3,
+                        facecolors=colour if run["resolved"] else "white",
+                    )
             if arm["median_cost_usd"] is not None:
                 axis.vlines(arm["median_cost_usd"], y - 0.38, y + 0.38, colors=colour, linewidth=2.2, zorder=2)
             per_resolved = arm["cost_per_resolved_usd"]
@@ -292,14 +368,22 @@ def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str) -> str:
         axis.grid(axis="x", color="#d0d7de", linewidth=0.6)
         axis.set_axisbelow(True)
     axes[-1, 0].set_xlabel("cost per run (USD) — left is cheaper")
-    handles = [Line2D([], [], marker="o", linestyle="", color="#57606a", label="resolved run"),
-               Line2D([], [], marker="o", linestyle="", markerfacecolor="white", color="#57606a",
-                      label="unresolved run"),
-               Line2D([], [], marker="x", linestyle="", color="#6e7781", label="excluded run"),
-               Line2D([], [], marker="|", markersize=12, markeredgewidth=2.2, linestyle="", color="#57606a",
-                      label="median of valid runs")]
-    axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=4, frameon=False,
-                      fontsize=8)
+    handles = [
+        Line2D([], [], marker="o", linestyle="", color="#57606a", label="resolved run"),
+        Line2D([], [], marker="o", linestyle="", markerfacecolor="white", color="#57606a", label="unresolved run"),
+        Line2D([], [], marker="x", linestyle="", color="#6e7781", label="excluded run"),
+        Line2D(
+            [],
+            [],
+            marker="|",
+            markersize=12,
+            markeredgewidth=2.2,
+            linestyle="",
+            color="#57606a",
+            label="median of valid runs",
+        ),
+    ]
+    axes[0, 0].legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.12), ncol=4, frameon=False, fontsize=8)
     figure.suptitle(title, fontsize=11, x=0.02, ha="left")
     figure.tight_layout()
     return _svg(figure)
@@ -317,23 +401,42 @@ def plot_forest(data: dict[str, Any]) -> str:
         if task["interval"] is not None:
             axis.hlines(y, task["interval"][0], task["interval"][1], colors=tone, linewidth=1.6)
         if task["improvement_pct"] is not None:
-            axis.scatter(task["improvement_pct"], y, marker="s", s=40, zorder=3, edgecolors=tone,
-                         color=tone if task["gated"] else "white")
+            axis.scatter(
+                task["improvement_pct"],
+                y,
+                marker="s",
+                s=40,
+                zorder=3,
+                edgecolors=tone,
+                color=tone if task["gated"] else "white",
+            )
     pooled = data["pooled"]
     if pooled["interval"] is not None:
         axis.hlines(0, pooled["interval"][0], pooled["interval"][1], colors=colour, linewidth=2.4)
     if pooled["improvement_pct"] is not None:
         axis.scatter(pooled["improvement_pct"], 0, marker="D", s=70, zorder=3, color=colour)
     axis.axvline(0, color="#57606a", linewidth=0.8)
-    axis.axvline(data["threshold_pct"], color="#1a7f37", linestyle="--", linewidth=1,
-                 label=f"promotion threshold {data['threshold_pct']:g}%")
-    axis.axvline(data["regression_limit_pct"], color="#cf222e", linestyle=":", linewidth=1,
-                 label=f"per-task regression limit {data['regression_limit_pct']:g}%")
+    axis.axvline(
+        data["threshold_pct"],
+        color="#1a7f37",
+        linestyle="--",
+        linewidth=1,
+        label=f"promotion threshold {data['threshold_pct']:g}%",
+    )
+    axis.axvline(
+        data["regression_limit_pct"],
+        color="#cf222e",
+        linestyle=":",
+        linewidth=1,
+        label=f"per-task regression limit {data['regression_limit_pct']:g}%",
+    )
     labels = [task["label"] + ("" if task["gated"] else "  [not gated]") for task in tasks]
     axis.set_yticks([*rows, 0], [*labels, f"median over gated tasks: {data['decision']}"])
     axis.set_ylim(-0.8, len(tasks) + 0.8)
-    axis.set_xlabel(f"{data['metric']} improvement of {data['candidate_arm']} over {data['incumbent_arm']} (%)"
-                    f" — right is better; bars: {data['confidence']:.0%} intervals")
+    axis.set_xlabel(
+        f"{data['metric']} improvement of {data['candidate_arm']} over {data['incumbent_arm']} (%)"
+        f" — right is better; bars: {data['confidence']:.0%} intervals"
+    )
     axis.grid(axis="x", color="#d0d7de", linewidth=0.6)
     axis.set_axisbelow(True)
     axis.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False, fontsize=8)
@@ -352,26 +455,55 @@ def plot_generations(data: dict[str, Any]) -> str:
         if point["interval"] is not None:
             axis.vlines(x, point["interval"][0], point["interval"][1], colors=colour, linewidth=1.6)
         if point["improvement_pct"] is not None:
-            axis.scatter(x, point["improvement_pct"], s=48, zorder=3, color=colour,
-                         marker="o" if point["decision"] == "promote" else "s")
-            axis.annotate(point["candidate_arm"].removeprefix("candidate_"), (x, point["improvement_pct"]),
-                          textcoords="offset points", xytext=(5, 3), fontsize=7, color="#57606a")
+            axis.scatter(
+                x,
+                point["improvement_pct"],
+                s=48,
+                zorder=3,
+                color=colour,
+                marker="o" if point["decision"] == "promote" else "s",
+            )
+            axis.annotate(
+                point["candidate_arm"].removeprefix("candidate_"),
+                (x, point["improvement_pct"]),
+                textcoords="offset points",
+                xytext=(5, 3),
+                fontsize=7,
+                color="#57606a",
+            )
     if data["threshold_pct"] is not None:
-        axis.axhline(data["threshold_pct"], color="#1a7f37", linestyle="--", linewidth=1,
-                     label=f"promotion threshold {data['threshold_pct']:g}%")
+        axis.axhline(
+            data["threshold_pct"],
+            color="#1a7f37",
+            linestyle="--",
+            linewidth=1,
+            label=f"promotion threshold {data['threshold_pct']:g}%",
+        )
     axis.axhline(0, color="#57606a", linewidth=0.8)
     ticks = [g["generation"] for g in data["generations"]]
-    axis.set_xticks(ticks, [f"gen {g['generation']}\n{g['digest']}" + ("\npromoted" if g["promoted"] else "")
-                            for g in data["generations"]])
+    axis.set_xticks(
+        ticks,
+        [
+            f"gen {g['generation']}\n{g['digest']}" + ("\npromoted" if g["promoted"] else "")
+            for g in data["generations"]
+        ],
+    )
     axis.set_xlim(min(ticks, default=0) - 0.6, max(ticks, default=0) + 0.6)
     axis.set_ylabel("median improvement (%)")
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], marker="o", linestyle="", color=DECISION_COLOURS["promote"], label="promote"),
-               Line2D([], [], marker="s", linestyle="", color=DECISION_COLOURS["keep_incumbent"],
-                      label="keep incumbent"),
-               Line2D([], [], marker="s", linestyle="", color=DECISION_COLOURS["insufficient_evidence"],
-                      label="insufficient evidence")]
+    handles = [
+        Line2D([], [], marker="o", linestyle="", color=DECISION_COLOURS["promote"], label="promote"),
+        Line2D([], [], marker="s", linestyle="", color=DECISION_COLOURS["keep_incumbent"], label="keep incumbent"),
+        Line2D(
+            [],
+            [],
+            marker="s",
+            linestyle="",
+            color=DECISION_COLOURS["insufficient_evidence"],
+            label="insufficient evidence",
+        ),
+    ]
     if data["threshold_pct"] is not None:
         handles.append(Line2D([], [], color="#1a7f37", linestyle="--", label=f"threshold {data['threshold_pct']:g}%"))
     axis.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
@@ -398,8 +530,14 @@ def plot_spend(roles: list[dict[str, Any]], *, title: str) -> str:
     cost_axis.set_title("where the money went")
     for y, role in zip(ys, roles, strict=True):
         if role["turns"]:
-            turns_axis.boxplot([role["turns"]], positions=[y], vert=False, widths=0.5, showfliers=False,
-                               medianprops={"color": "#cf222e"})
+            turns_axis.boxplot(
+                [role["turns"]],
+                positions=[y],
+                vert=False,
+                widths=0.5,
+                showfliers=False,
+                medianprops={"color": "#cf222e"},
+            )
             turns_axis.scatter(role["turns"], [y] * len(role["turns"]), s=10, color="#24292f", alpha=0.6, zorder=3)
     turns_axis.set_yticks(ys, names)
     turns_axis.set_xlabel("turns per session")
@@ -416,19 +554,36 @@ def plot_timeline(data: dict[str, Any], *, title: str) -> str:
     colours = _arm_colours(sorted({cell["arm"] for cell in data["cells"]}), paired=False)
     for cell in data["cells"]:
         colour = colours[cell["arm"]]
-        axis.broken_barh([(cell["start_s"], max(cell["end_s"] - cell["start_s"], 0.01))], (cell["slot"] - 0.35, 0.7),
-                         facecolors=colour, alpha=0.25, edgecolor=colour, linewidth=0.6)
+        axis.broken_barh(
+            [(cell["start_s"], max(cell["end_s"] - cell["start_s"], 0.01))],
+            (cell["slot"] - 0.35, 0.7),
+            facecolors=colour,
+            alpha=0.25,
+            edgecolor=colour,
+            linewidth=0.6,
+        )
         for session in cell["sessions"]:
-            axis.broken_barh([(session["start_s"], max(session["end_s"] - session["start_s"], 0.01))],
-                             (cell["slot"] - 0.2, 0.4), facecolors=colour)
+            axis.broken_barh(
+                [(session["start_s"], max(session["end_s"] - session["start_s"], 0.01))],
+                (cell["slot"] - 0.2, 0.4),
+                facecolors=colour,
+            )
     axis.set_yticks(range(slots), [f"slot {slot + 1}" for slot in range(slots)])
     axis.invert_yaxis()
-    axis.set_xlabel(f"seconds since {data['origin']} (light: cell, dark: its agent sessions)"
-                    if data["origin"] else "no cell has finished")
+    axis.set_xlabel(
+        f"seconds since {data['origin']} (light: cell, dark: its agent sessions)"
+        if data["origin"]
+        else "no cell has finished"
+    )
     from matplotlib.patches import Patch
 
-    axis.legend(handles=[Patch(color=colour, label=arm) for arm, colour in colours.items()], loc="upper left",
-                bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    axis.legend(
+        handles=[Patch(color=colour, label=arm) for arm, colour in colours.items()],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+        fontsize=8,
+    )
     axis.set_title(title)
     figure.tight_layout()
     return _svg(figure)
@@ -495,8 +650,9 @@ def make_spend(*, results: list[str], proposer_sessions: list[str], title: str, 
         sessions += _record_sessions(path, artifacts.read_artifact(path, "cell-record"))
     for path in map(Path, proposer_sessions):
         session = artifacts.read_artifact(path, "proposer-session")["session"]
-        sessions.append({"role": "proposer", "cost_usd": session.get("cost_usd"),
-                         "num_turns": session.get("num_turns")})
+        sessions.append(
+            {"role": "proposer", "cost_usd": session.get("cost_usd"), "num_turns": session.get("num_turns")}
+        )
     artifacts.atomic_write_text(Path(out), plot_spend(spend_data(sessions), title=title))
 
 
@@ -507,6 +663,13 @@ def make_timeline(*, results: list[str], title: str, out: str) -> None:
         row, timing = record["row"], record["timing"]
         generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""
         label = "/".join(part for part in (generation, row["task"], row["arm"], f"run{row['run']}") if part)
-        cells.append({"label": label, "arm": row["arm"], "started_at": timing["started_at"],
-                      "finished_at": timing["finished_at"], "sessions": timing["sessions"]})
+        cells.append(
+            {
+                "label": label,
+                "arm": row["arm"],
+                "started_at": timing["started_at"],
+                "finished_at": timing["finished_at"],
+                "sessions": timing["sessions"],
+            }
+        )
     artifacts.atomic_write_text(Path(out), plot_timeline(timeline_data(cells), title=title))

@@ -1066,9 +1066,7 @@ def run_design(runs: Any) -> dict[str, Any]:
         raise ValueError(f"runs.max ({high}) must be at least runs.min ({low})")
     spending = runs.get("spending", SEQUENTIAL_DEFAULTS["spending"])
     if spending not in gate_stats.SPENDING_FUNCTIONS:
-        raise ValueError(
-            f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})"
-        )
+        raise ValueError(f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})")
     futility = runs.get("futility_power", SEQUENTIAL_DEFAULTS["futility_power"])
     if not _is_number(futility) or not 0 <= futility < 1:
         raise ValueError(f"runs.futility_power must be a number in [0, 1) (got {futility!r})")
@@ -1282,8 +1280,9 @@ def sequential_decision(
 
 
 def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int) -> dict[str, Any]:
-    empty = candidate_tests([], incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, gated_tasks=[],
-                            paired_tasks=[], policy=policy)
+    empty = candidate_tests(
+        [], incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, gated_tasks=[], paired_tasks=[], policy=policy
+    )
     return {
         "incumbent_arm": incumbent_arm,
         "candidate_arm": candidate_arm,

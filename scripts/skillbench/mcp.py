@@ -59,7 +59,7 @@ def split_tool(name: str, servers: dict[str, Any]) -> tuple[str, str] | None:
     for server in servers:
         prefix = tool_prefix(server)
         if name.startswith(prefix) and len(name) > len(prefix):
-            return server, name[len(prefix):]
+            return server, name[len(prefix) :]
     raise McpConfigError(f"{name!r} names no server declared under `mcp_servers` ({sorted(servers)})")
 
 
@@ -98,19 +98,25 @@ def resolve_command(command: str, where: str, mounts: dict[str, str], forbidden:
             raise McpConfigError(f"{where}.command: {command!r} is not on {SYSTEM_COMMAND_PATH}; give an absolute path")
         command = found
     if not command.startswith("/"):
-        raise McpConfigError(f"{where}.command: {command!r} is relative; give an absolute path (or a bare program "
-                             f"name on {SYSTEM_COMMAND_PATH}), or put the program in a mount and name its mount path")
+        raise McpConfigError(
+            f"{where}.command: {command!r} is relative; give an absolute path (or a bare program "
+            f"name on {SYSTEM_COMMAND_PATH}), or put the program in a mount and name its mount path"
+        )
     for target in mounts:
         if _inside(command, [target]):
             return command
     if _inside(command, forbidden) or _inside(os.path.realpath(command), forbidden):
-        raise McpConfigError(f"{where}.command: {command!r} lies inside a task workspace or the results; "
-                             "an MCP server must be a trusted program the agent cannot change")
+        raise McpConfigError(
+            f"{where}.command: {command!r} lies inside a task workspace or the results; "
+            "an MCP server must be a trusted program the agent cannot change"
+        )
     real = os.path.realpath(command)
     if not any(real.startswith(tree) or command.startswith(tree) for tree in TRUSTED_COMMAND_TREES):
-        raise McpConfigError(f"{where}.command: {command!r} is neither under the system trees "
-                             f"{[tree.rstrip('/') for tree in TRUSTED_COMMAND_TREES]} nor under a mount; "
-                             "mount its folder and name its mount path")
+        raise McpConfigError(
+            f"{where}.command: {command!r} is neither under the system trees "
+            f"{[tree.rstrip('/') for tree in TRUSTED_COMMAND_TREES]} nor under a mount; "
+            "mount its folder and name its mount path"
+        )
     if not os.access(real, os.X_OK):
         raise McpConfigError(f"{where}.command: {command!r} is not an executable file")
     return command
@@ -121,12 +127,15 @@ def resolve_mounts(mounts: dict[str, str], where: str, project_root: Path, forbi
     resolved: dict[str, str] = {}
     for target, source in mounts.items():
         if not any(target.startswith(root) for root in MOUNT_ROOTS) or ".." in target.split("/"):
-            raise McpConfigError(f"{where}.mounts: target {target!r} must be an absolute path under "
-                                 f"{' or '.join(MOUNT_ROOTS)}")
+            raise McpConfigError(
+                f"{where}.mounts: target {target!r} must be an absolute path under {' or '.join(MOUNT_ROOTS)}"
+            )
         host = (project_root / source).resolve() if not os.path.isabs(source) else Path(os.path.realpath(source))
         if not host.exists():
-            raise McpConfigError(f"{where}.mounts.{target}: {source!r} does not exist (relative paths are taken "
-                                 f"from the project root {project_root}; run `make setup` for tools/mcp-python)")
+            raise McpConfigError(
+                f"{where}.mounts.{target}: {source!r} does not exist (relative paths are taken "
+                f"from the project root {project_root}; run `make setup` for tools/mcp-python)"
+            )
         if _inside(str(host), forbidden):
             raise McpConfigError(f"{where}.mounts.{target}: {source!r} lies inside a task workspace or the results")
         resolved[target] = str(host)
@@ -154,16 +163,18 @@ def check_mcp_config(config: dict[str, Any], project_root: Path | None = None) -
                 raise McpConfigError(f"{where}.roles.{role}: {unknown} are not among the server's tools {tools}")
         for variable in server.get("env") or {}:
             if variable.startswith(("ANTHROPIC_", "CLAUDE_")) or variable == config["model"].get("api_key_env"):
-                raise McpConfigError(f"{where}.env.{variable}: an MCP server never gets model credentials or the "
-                                     "CLI's own settings")
+                raise McpConfigError(
+                    f"{where}.env.{variable}: an MCP server never gets model credentials or the CLI's own settings"
+                )
         resolved[name] = {"command": command, "mounts": mounts}
     for arm, definition in config["arms"].items():
         where = f"config arms.{arm}"
         names = definition.get("mcp_servers") or []
         unknown = [server for server in names if server not in servers]
         if unknown:
-            raise McpConfigError(f"{where}.mcp_servers: {unknown} are not declared under `mcp_servers` "
-                                 f"({sorted(servers)})")
+            raise McpConfigError(
+                f"{where}.mcp_servers: {unknown} are not declared under `mcp_servers` ({sorted(servers)})"
+            )
         if definition.get("no_mcp") and names:
             raise McpConfigError(f"{where}: no_mcp is true but the arm loads MCP servers {names}")
         for server in definition.get("mcp_access") or {}:
@@ -172,18 +183,23 @@ def check_mcp_config(config: dict[str, Any], project_root: Path | None = None) -
         arm_servers = {server: servers[server] for server in names}
         lists = [(f"{where}.disallowed_tools", definition.get("disallowed_tools") or [])]
         for index, session in enumerate(definition["sessions"]):
-            lists += [(f"{where}.sessions[{index}].tools", session.get("tools") or []),
-                      (f"{where}.sessions[{index}].disallowed_tools", session.get("disallowed_tools") or [])]
+            lists += [
+                (f"{where}.sessions[{index}].tools", session.get("tools") or []),
+                (f"{where}.sessions[{index}].disallowed_tools", session.get("disallowed_tools") or []),
+            ]
         for key, names_in_list in lists:
             for tool in names_in_list:
                 try:
                     parts = split_tool(tool, arm_servers)
                 except McpConfigError as exc:
-                    raise McpConfigError(f"{key}: {tool!r} names no MCP server this arm loads "
-                                         f"({sorted(arm_servers)})") from exc
+                    raise McpConfigError(
+                        f"{key}: {tool!r} names no MCP server this arm loads ({sorted(arm_servers)})"
+                    ) from exc
                 if parts and parts[1] != "*" and parts[1] not in arm_servers[parts[0]]["tools"]:
-                    raise McpConfigError(f"{key}: {tool!r}: server {parts[0]!r} declares no tool {parts[1]!r} "
-                                         f"({arm_servers[parts[0]]['tools']})")
+                    raise McpConfigError(
+                        f"{key}: {tool!r}: server {parts[0]!r} declares no tool {parts[1]!r} "
+                        f"({arm_servers[parts[0]]['tools']})"
+                    )
     return resolved
 
 
@@ -204,8 +220,11 @@ def tree_digest(host: str) -> str:
     """SHA-256 over the relative paths and contents of every regular file under `host` (or of the file)."""
     digest = hashlib.sha256()
     root = Path(host)
-    paths = [root] if root.is_file() else sorted(path for path in root.rglob("*") if path.is_file()
-                                                 and "__pycache__" not in path.parts)
+    paths = (
+        [root]
+        if root.is_file()
+        else sorted(path for path in root.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+    )
     for path in paths:
         relative = path.relative_to(root).as_posix().encode() if path != root else b""
         payload = path.read_bytes()
@@ -222,17 +241,22 @@ def cache_key(config: dict[str, Any], definition: dict[str, Any]) -> dict[str, A
     if not servers:
         return {}
     resolved = check_mcp_config(config)
-    return {name: {**server, "mount_digests": {target: tree_digest(host)
-                                               for target, host in resolved[name]["mounts"].items()}}
-            for name, server in servers.items()}
+    return {
+        name: {
+            **server,
+            "mount_digests": {target: tree_digest(host) for target, host in resolved[name]["mounts"].items()},
+        }
+        for name, server in servers.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Tool surface
 
 
-def session_surface(config: dict[str, Any], definition: dict[str, Any],
-                    session: dict[str, Any]) -> tuple[list[str], list[str]]:
+def session_surface(
+    config: dict[str, Any], definition: dict[str, Any], session: dict[str, Any]
+) -> tuple[list[str], list[str]]:
     """(tools, disallowed tools) of one session: `tools` go to --tools and --allowedTools.
 
     Built-ins come from the session's `tools` (else `agent.tools`). MCP tools come from the session's
@@ -281,8 +305,13 @@ def mcp_config_json(servers: dict[str, dict[str, Any]], server_argv) -> str:
 
 def server_environment(server: dict[str, Any]) -> dict[str, str]:
     """The whole environment of a server process: a minimal base plus the server's `env` allow list."""
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-            **{name: str(value) for name, value in (server.get("env") or {}).items()}}
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        **{name: str(value) for name, value in (server.get("env") or {}).items()},
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -322,8 +351,9 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(block.get("text", "") for block in content
-                         if isinstance(block, dict) and isinstance(block.get("text"), str))
+        return "\n".join(
+            block.get("text", "") for block in content if isinstance(block, dict) and isinstance(block.get("text"), str)
+        )
     return ""
 
 

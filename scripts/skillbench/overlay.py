@@ -69,8 +69,12 @@ def _name_problem(name: str) -> str | None:
     for char in name:
         category = unicodedata.category(char)
         if category in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-            kind = {"Cc": "a control character", "Cf": "a format (bidi-control or invisible) character",
-                    "Zl": "a line separator", "Zp": "a paragraph separator"}.get(category, "an unassigned character")
+            kind = {
+                "Cc": "a control character",
+                "Cf": "a format (bidi-control or invisible) character",
+                "Zl": "a line separator",
+                "Zp": "a paragraph separator",
+            }.get(category, "an unassigned character")
             return f"contains {kind} (U+{ord(char):04X})"
     return None
 
@@ -89,8 +93,9 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
             relative = path.relative_to(root).as_posix()
             problem = _name_problem(name)
             if problem:
-                raise OverlayError(f"overlay {root}: the name {relative!r} {problem}; rename it to plain printable "
-                                   "characters")
+                raise OverlayError(
+                    f"overlay {root}: the name {relative!r} {problem}; rename it to plain printable characters"
+                )
             if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
                 raise OverlayError(f"overlay path longer than {MAX_PATH_BYTES} bytes: {relative[:80]}…")
             info = os.lstat(path)
@@ -101,8 +106,10 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
             if not stat.S_ISREG(info.st_mode):
                 raise OverlayError(f"overlay {root} contains a special file: {relative}")
             if info.st_nlink > 1:
-                raise OverlayError(f"overlay {root} contains a hard link: {relative} has {info.st_nlink} links; "
-                                   "write an independent copy of the file instead")
+                raise OverlayError(
+                    f"overlay {root} contains a hard link: {relative} has {info.st_nlink} links; "
+                    "write an independent copy of the file instead"
+                )
             files.append(relative)
             if len(files) > MAX_FILES:
                 raise OverlayError(f"overlay {root} has more than {MAX_FILES} files")
@@ -112,11 +119,16 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
     total = 0
     for relative in sorted(files):
         parts = PurePosixPath(relative).parts
-        if (len(parts) < 4 or parts[:2] != OVERLAY_SKILLS_PREFIX or parts[2] not in evolvable
-                or not relative.lower().endswith(".md")):
+        if (
+            len(parts) < 4
+            or parts[:2] != OVERLAY_SKILLS_PREFIX
+            or parts[2] not in evolvable
+            or not relative.lower().endswith(".md")
+        ):
             raise OverlayError(
                 f"overlay {root}: {relative} is not allowed; an overlay may only contain Markdown files under "
-                f".claude/skills/<skill>/ for the evolvable skills {evolvable}")
+                f".claude/skills/<skill>/ for the evolvable skills {evolvable}"
+            )
         try:
             content = read_bounded_regular(root / relative, MAX_TOTAL_BYTES)
         except OracleError as exc:
@@ -168,8 +180,10 @@ def find_oracle_content(files: list[tuple[str, bytes]], oracles: list[tuple[str,
 def refuse_oracle_content(files: list[tuple[str, bytes]], oracles: list[tuple[str, bytes]], where: str) -> None:
     leaks = find_oracle_content(files, oracles)
     if leaks:
-        raise OverlayError(f"overlay {where}: {'; '.join(leaks)}. An overlay must never carry a hidden oracle "
-                           "(every candidate session would read it): remove that content from the overlay")
+        raise OverlayError(
+            f"overlay {where}: {'; '.join(leaks)}. An overlay must never carry a hidden oracle "
+            "(every candidate session would read it): remove that content from the overlay"
+        )
 
 
 def digest(files: list[tuple[str, bytes]]) -> str:
@@ -220,16 +234,20 @@ def committed_target_digests(repository: Path, targets: list[str]) -> dict[str, 
     for target in targets:
         result = git(["show", f"HEAD:{target}"], capture_stdout_bytes=MAX_TOTAL_BYTES + 1)
         if not result.ok or result.stdout_capture is None:
-            raise OverlayError(f"promotion target {target} is not committed at HEAD of {repository}; "
-                               "commit the incumbent skill file (and its mirrors) first")
+            raise OverlayError(
+                f"promotion target {target} is not committed at HEAD of {repository}; "
+                "commit the incumbent skill file (and its mirrors) first"
+            )
         committed = result.stdout_capture
         digests[target] = hashlib.sha256(committed).hexdigest()
         live = Path(repository) / target
         if live.is_symlink() or not live.is_file() or live.read_bytes() != committed:
             drifted.append(target)
     if drifted:
-        raise OverlayError(f"promotion targets differ from HEAD in the working tree: {', '.join(drifted)}; "
-                           "commit or restore them before benchmarking a candidate")
+        raise OverlayError(
+            f"promotion targets differ from HEAD in the working tree: {', '.join(drifted)}; "
+            "commit or restore them before benchmarking a candidate"
+        )
     return digests
 
 
@@ -258,8 +276,9 @@ def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
     return expected
 
 
-def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_digest: str | None,
-                  evolvable: list[str]) -> str:
+def apply_overlay(
+    frozen: Path, clone: Path, git: repo.GitRunner, *, expected_digest: str | None, evolvable: list[str]
+) -> str:
     """Write the overlay into a clone's skills and commit it; the digest must match the frozen one."""
     files = overlay_files(frozen, evolvable)
     actual = digest(files)
@@ -287,5 +306,7 @@ def apply_overlay(frozen: Path, clone: Path, git: repo.GitRunner, *, expected_di
 def overlay_summary(files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
     import hashlib
 
-    return [{"path": relative, "sha256": hashlib.sha256(content).hexdigest(), "bytes": len(content)}
-            for relative, content in files]
+    return [
+        {"path": relative, "sha256": hashlib.sha256(content).hexdigest(), "bytes": len(content)}
+        for relative, content in files
+    ]

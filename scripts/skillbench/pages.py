@@ -83,8 +83,10 @@ def markdown_to_html(text: str) -> str:
 
 def _figure_html(title: str, caption: str, svg: bytes) -> str:
     uri = "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
-    return (f'<figure><img alt="{html.escape(title)}" src="{uri}">'
-            f"<figcaption><strong>{html.escape(title)}.</strong> {html.escape(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img alt="{html.escape(title)}" src="{uri}">'
+        f"<figcaption><strong>{html.escape(title)}.</strong> {html.escape(caption)}</figcaption></figure>"
+    )
 
 
 def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, title: str | None = None) -> str:
@@ -92,14 +94,16 @@ def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, ti
     (title, caption, SVG bytes), then the rest of the Markdown."""
     body = markdown_to_html(markdown_text)
     heading = re.match(r"\s*<h1>(.*?)</h1>\n?", body, re.DOTALL)
-    head_html, rest = (heading.group(0), body[heading.end():]) if heading else ("", body)
+    head_html, rest = (heading.group(0), body[heading.end() :]) if heading else ("", body)
     if title:
         head_html = f"<h1>{html.escape(title)}</h1>\n"
     page_title = title or (re.sub(r"<[^>]+>", "", heading.group(1)) if heading else "skillbench report")
     figure_html = "\n".join(_figure_html(*figure) for figure in figures)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(page_title)}</title><style>{STYLE}</style></head><body>\n"
-            f"{head_html}{figure_html}\n{rest}\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(page_title)}</title><style>{STYLE}</style></head><body>\n"
+        f"{head_html}{figure_html}\n{rest}\n</body></html>\n"
+    )
 
 
 def make_page(*, markdown: str, figures: list[str], out: str, title: str | None = None) -> None:

@@ -54,8 +54,10 @@ def read_plugin(source: str, where: str, project_root: Path) -> dict[str, Any]:
         raise PluginError(f"{where}: plugin folder {source!r} does not exist (relative to {project_root})")
     manifest = root / MANIFEST
     if manifest.is_symlink() or not manifest.is_file():
-        raise PluginError(f"{where}: plugin folder {source!r} has no {MANIFEST}; add one with a `name` so the "
-                          "arm is pinned to a known plugin")
+        raise PluginError(
+            f"{where}: plugin folder {source!r} has no {MANIFEST}; add one with a `name` so the "
+            "arm is pinned to a known plugin"
+        )
     try:
         document = json.loads(manifest.read_text(encoding="utf-8"))
     except ValueError as exc:
@@ -64,8 +66,13 @@ def read_plugin(source: str, where: str, project_root: Path) -> dict[str, Any]:
     if not isinstance(name, str) or not name or " " in name or ":" in name:
         raise PluginError(f"{where}: {source}/{MANIFEST} needs a `name` without spaces or colons")
     version = document.get("version")
-    return {"name": name, "version": version if isinstance(version, str) else None,
-            "digest": plugin_digest(root), "path": str(root), "source": source}
+    return {
+        "name": name,
+        "version": version if isinstance(version, str) else None,
+        "digest": plugin_digest(root),
+        "path": str(root),
+        "source": source,
+    }
 
 
 def check_plugins(config: dict[str, Any], project_root: Path | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -88,19 +95,24 @@ def check_plugins(config: dict[str, Any], project_root: Path | None = None) -> d
             plugin, _, name = skill.partition(":")
             match = next((entry for entry in loaded if entry["name"] == plugin), None)
             if match is None:
-                raise PluginError(f"config arms.{arm}.sessions[{index}].skill: {skill!r} names plugin {plugin!r}, "
-                                  f"which the arm does not load ({names})")
+                raise PluginError(
+                    f"config arms.{arm}.sessions[{index}].skill: {skill!r} names plugin {plugin!r}, "
+                    f"which the arm does not load ({names})"
+                )
             if not (Path(match["path"]) / "skills" / name / "SKILL.md").is_file():
-                raise PluginError(f"config arms.{arm}.sessions[{index}].skill: plugin {plugin!r} has no "
-                                  f"skills/{name}/SKILL.md")
+                raise PluginError(
+                    f"config arms.{arm}.sessions[{index}].skill: plugin {plugin!r} has no skills/{name}/SKILL.md"
+                )
     return result
 
 
 def arm_plugins(config: dict[str, Any], arm: str, project_root: Path | None = None) -> list[dict[str, Any]]:
     """The plugins one incumbent arm loads, read now (name, version, digest, host path)."""
     project_root = Path(project_root or Path.cwd()).resolve()
-    return [read_plugin(source, f"config arms.{arm}.plugins[{index}]", project_root)
-            for index, source in enumerate(config["arms"][arm].get("plugins") or [])]
+    return [
+        read_plugin(source, f"config arms.{arm}.plugins[{index}]", project_root)
+        for index, source in enumerate(config["arms"][arm].get("plugins") or [])
+    ]
 
 
 def provenance(plugins: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -47,34 +47,53 @@ class ProposerError(RuntimeError):
 def evolved_arm_skills(config: dict[str, Any]) -> dict[str, list[str]]:
     """Each evolved arm and the evolvable skills it loads."""
     evolvable = set(config["skills"]["evolvable"])
-    return {arm: [skill for skill in arm_config.arm_skills(config, arm) if skill in evolvable]
-            for arm in arm_config.evolution_arms(config)}
+    return {
+        arm: [skill for skill in arm_config.arm_skills(config, arm) if skill in evolvable]
+        for arm in arm_config.evolution_arms(config)
+    }
 
 
-def build_prompt(*, generation: int, manifest: EvidenceManifest, arm_skills: dict[str, list[str]], skills_root: str,
-                 overlay_dir: str, proposal_path: str, evidence_dir: str) -> str:
+def build_prompt(
+    *,
+    generation: int,
+    manifest: EvidenceManifest,
+    arm_skills: dict[str, list[str]],
+    skills_root: str,
+    overlay_dir: str,
+    proposal_path: str,
+    evidence_dir: str,
+) -> str:
     """The proposer's task, told from the bundle's validated manifest (what is really in the bundle)."""
     counts = manifest["counts"]
     rows = counts["rows_staged"]
     if rows:
-        rows_line = (f"{rows} selected run(s) of the {counts['rows_read']} in the last results, in "
-                     f"{evidence_dir}/selected-rows.json (failures first, then the most expensive successes), "
-                     f"with {counts['patches']} patch(es) and {counts['transcripts']} transcript(s) beside it")
+        rows_line = (
+            f"{rows} selected run(s) of the {counts['rows_read']} in the last results, in "
+            f"{evidence_dir}/selected-rows.json (failures first, then the most expensive successes), "
+            f"with {counts['patches']} patch(es) and {counts['transcripts']} transcript(s) beside it"
+        )
         if manifest["trimmed_rows"]:
             rows_line += f"; {manifest['trimmed_rows']} more selected run(s) were left out to fit the size budget"
     elif counts["rows_read"]:
-        rows_line = (f"none usable: all {counts['rows_read']} run(s) of the last results failed for reasons outside "
-                     "the skills (harness or session errors); work from the incumbent skills and the learning queue")
+        rows_line = (
+            f"none usable: all {counts['rows_read']} run(s) of the last results failed for reasons outside "
+            "the skills (harness or session errors); work from the incumbent skills and the learning queue"
+        )
     else:
         rows_line = "none yet: work from the incumbent skills and the learning queue"
     decisions = counts["gate_decisions"]
-    gate_line = (f"{decisions} line(s) in {evidence_dir}/gate-summary.json: what already lost, and why" if decisions
-                 else "none yet")
+    gate_line = (
+        f"{decisions} line(s) in {evidence_dir}/gate-summary.json: what already lost, and why"
+        if decisions
+        else "none yet"
+    )
     skills = sorted({skill for names in arm_skills.values() for skill in names})
     coverage = "; ".join(f"{arm}: {', '.join(names)}" for arm, names in arm_skills.items())
     if manifest["prior_proposal_staged"]:
-        prior = (f"{evidence_dir}/prior-proposal.md is the previous generation's proposal, which the gate did not "
-                 "promote: do not propose it again")
+        prior = (
+            f"{evidence_dir}/prior-proposal.md is the previous generation's proposal, which the gate did not "
+            "promote: do not propose it again"
+        )
     elif manifest["prior_proposal_dropped"]:
         prior = "the previous generation's proposal was left out to fit the size budget"
     else:
@@ -123,11 +142,15 @@ def clone_allow_list(config: dict[str, Any]) -> list[str]:
 def _allowed_blobs(repository: Path, sha: str, allowed: list[str]) -> list[str]:
     """Regular files of commit `sha` under the allowed paths (symlinks and submodules are left out)."""
     git = repo.host_git(repository, extra_env={"GIT_LITERAL_PATHSPECS": "1"})
-    listing = git(["ls-tree", "-r", "-z", "--full-tree", sha, "--",
-                   *[PurePosixPath(path).as_posix() for path in allowed]], capture_stdout_bytes=16 * 1024 * 1024)
+    listing = git(
+        ["ls-tree", "-r", "-z", "--full-tree", sha, "--", *[PurePosixPath(path).as_posix() for path in allowed]],
+        capture_stdout_bytes=16 * 1024 * 1024,
+    )
     if not listing.ok or listing.stdout_capture is None or listing.stdout_capture_overflow:
-        raise ProposerError(f"cannot list the skills repository {repository} at {sha}: "
-                            f"{(listing.detail or listing.stderr_tail or '').strip()[-500:]}")
+        raise ProposerError(
+            f"cannot list the skills repository {repository} at {sha}: "
+            f"{(listing.detail or listing.stderr_tail or '').strip()[-500:]}"
+        )
     files: list[str] = []
     for entry in listing.stdout_capture.decode("utf-8", errors="surrogateescape").split("\0"):
         if not entry:
@@ -139,8 +162,9 @@ def _allowed_blobs(repository: Path, sha: str, allowed: list[str]) -> list[str]:
     return files
 
 
-def sanitized_clone(repository: Path, destination: Path, *, allowed: list[str],
-                    oracles: Sequence[tuple[str, bytes]] = ()) -> str:
+def sanitized_clone(
+    repository: Path, destination: Path, *, allowed: list[str], oracles: Sequence[tuple[str, bytes]] = ()
+) -> str:
     """A single-commit copy of only the `allowed` paths of the repository's HEAD; refuse one holding an oracle."""
     sha = repo.resolve_commit(repository, "HEAD")
     files = _allowed_blobs(Path(repository), sha, allowed)
@@ -158,8 +182,10 @@ def sanitized_clone(repository: Path, destination: Path, *, allowed: list[str],
             raise ProposerError(f"cannot read {relative} of the proposer's clone: {exc}") from exc
     leaks = overlays.find_oracle_content(contents, list(oracles))
     if leaks:
-        raise ProposerError(f"the proposer's clone of {repository} would expose a hidden oracle: {'; '.join(leaks)}. "
-                            "Keep task suites and their oracles out of the skill folders and the agent docs")
+        raise ProposerError(
+            f"the proposer's clone of {repository} would expose a hidden oracle: {'; '.join(leaks)}. "
+            "Keep task suites and their oracles out of the skill folders and the agent docs"
+        )
     return repo.commit_tree_as_template(destination)
 
 
@@ -173,8 +199,7 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
     files = overlays.overlay_files(output / "overlay", evolvable)
     proposal = output / "proposal.md"
     if proposal.is_symlink() or not proposal.is_file() or proposal.stat().st_size > MAX_PROPOSAL_BYTES:
-        raise ProposerError(f"the proposer did not write one regular proposal.md of at most {MAX_PROPOSAL_BYTES} "
-                            "bytes")
+        raise ProposerError(f"the proposer did not write one regular proposal.md of at most {MAX_PROPOSAL_BYTES} bytes")
     if overlay_out.exists():
         remove_tree(overlay_out)
     for relative, content in files:
@@ -188,9 +213,21 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
     os.replace(temporary, proposal_out)
 
 
-def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, repository: Path, claude_bin: Path,
-                 model_script: dict[str, Any] | None, api_key: str | None, overlay_out: Path, proposal_out: Path,
-                 prompt_out: Path, log: TextIO | None, oracles: Sequence[tuple[str, bytes]] = ()) -> dict[str, Any]:
+def run_proposer(
+    *,
+    config: dict[str, Any],
+    generation: int,
+    evidence: Path,
+    repository: Path,
+    claude_bin: Path,
+    model_script: dict[str, Any] | None,
+    api_key: str | None,
+    overlay_out: Path,
+    proposal_out: Path,
+    prompt_out: Path,
+    log: TextIO | None,
+    oracles: Sequence[tuple[str, bytes]] = (),
+) -> dict[str, Any]:
     """Run the proposer session; return its redacted record. Raise ProposerError on failure.
 
     `oracles` are every bound hidden oracle file as (label, bytes): the clone is refused before the session
@@ -210,50 +247,84 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
         clone = private_root / "workspace"
         sanitized_clone(repository, clone, allowed=clone_allow_list(config), oracles=oracles)
         (clone / OUTPUT_DIR).mkdir(mode=0o700)
-        sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
-                          claude_bin=claude_bin, read_only_paths=[config["skills"]["root"]],
-                          limits=SandboxLimits.from_config(config["sandbox"].get("limits")))
+        sandbox = Sandbox(
+            config["sandbox"]["backend"],
+            clone,
+            private_root,
+            bwrap=config["sandbox"]["bwrap"],
+            claude_bin=claude_bin,
+            read_only_paths=[config["skills"]["root"]],
+            limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+        )
         evidence_dir = EVIDENCE_MOUNT if sandbox.backend == "bwrap" else str(evidence.resolve())
         prompt = build_prompt(
-            generation=generation, manifest=manifest, arm_skills=evolved_arm_skills(config),
-            skills_root=config["skills"]["root"], overlay_dir=f"{sandbox.workspace}/{OUTPUT_DIR}/overlay",
-            proposal_path=f"{sandbox.workspace}/{OUTPUT_DIR}/proposal.md", evidence_dir=evidence_dir)
+            generation=generation,
+            manifest=manifest,
+            arm_skills=evolved_arm_skills(config),
+            skills_root=config["skills"]["root"],
+            overlay_dir=f"{sandbox.workspace}/{OUTPUT_DIR}/overlay",
+            proposal_path=f"{sandbox.workspace}/{OUTPUT_DIR}/proposal.md",
+            evidence_dir=evidence_dir,
+        )
         atomic_write_text(Path(prompt_out), redact_text(prompt, secrets), mode=0o600)
         model = config["evolution"]["proposer_model"] or config["model"]["name"]
-        argv = sessions.cli_command(sandbox.claude, tools=PROPOSER_TOOLS, disallowed_tools=["Skill"], model=model,
-                                    effort=config["model"]["effort"],
-                                    settings_json=claude_settings(sandbox_backend=sandbox.backend))
+        argv = sessions.cli_command(
+            sandbox.claude,
+            tools=PROPOSER_TOOLS,
+            disallowed_tools=["Skill"],
+            model=model,
+            effort=config["model"]["effort"],
+            settings_json=claude_settings(sandbox_backend=sandbox.backend),
+        )
         extra = [(evidence.resolve(), EVIDENCE_MOUNT)] if sandbox.backend == "bwrap" else []
         transcripts = proposal_out.parent / "transcripts"
         if transcripts.exists():
             shutil.rmtree(transcripts)
         with ExitStack() as stack:
             if config["model"]["provider"] == "scripted":
-                server = stack.enter_context(ScriptedModel(
-                    proposer_steps(model_script), defaults=model_script.get("defaults", {}),
-                    variables={"workspace": sandbox.workspace, "evidence": evidence_dir}))
+                server = stack.enter_context(
+                    ScriptedModel(
+                        proposer_steps(model_script),
+                        defaults=model_script.get("defaults", {}),
+                        variables={"workspace": sandbox.workspace, "evidence": evidence_dir},
+                    )
+                )
                 base_url, key = server.base_url, api_key or "skillbench-scripted-offline-key"
             else:
                 base_url, key = config["model"]["base_url"], api_key
-            progress = stack.enter_context(sessions.SessionProgress(
-                f"proposer/gen{generation}", stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"]))
+            progress = stack.enter_context(
+                sessions.SessionProgress(
+                    f"proposer/gen{generation}", stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"]
+                )
+            )
             env_extra = {"ANTHROPIC_API_KEY": key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
             if base_url:
                 env_extra["ANTHROPIC_BASE_URL"] = base_url
             started = time.monotonic()
             record = sessions.run_session(
-                sandbox.command(argv, extra_read_only=extra), prompt=prompt, env=sandbox.environment(env_extra),
-                cwd=None if sandbox.backend == "bwrap" else str(clone), timeout=config["agent"]["session_timeout_s"],
-                expected_skill=None, transcript_dir=transcripts, transcript_prefix="proposer", secrets=secrets,
-                prices=config["agent"]["prices"]["usd_per_mtok"], progress=progress)
+                sandbox.command(argv, extra_read_only=extra),
+                prompt=prompt,
+                env=sandbox.environment(env_extra),
+                cwd=None if sandbox.backend == "bwrap" else str(clone),
+                timeout=config["agent"]["session_timeout_s"],
+                expected_skill=None,
+                transcript_dir=transcripts,
+                transcript_prefix="proposer",
+                secrets=secrets,
+                prices=config["agent"]["prices"]["usd_per_mtok"],
+                progress=progress,
+            )
             record["wall_s"] = round(time.monotonic() - started, 3)
         record = redact_value(record, secrets)
         if not record["ok"]:
-            raise ProposerError(f"the proposer session of generation {generation} failed "
-                                f"({record['error_kind']}): {json.dumps(record['error_detail'])[:1500]}")
+            raise ProposerError(
+                f"the proposer session of generation {generation} failed "
+                f"({record['error_kind']}): {json.dumps(record['error_detail'])[:1500]}"
+            )
         try:
-            collect_outputs(clone, evolvable=config["skills"]["evolvable"], overlay_out=overlay_out,
-                            proposal_out=proposal_out)
+            collect_outputs(
+                clone, evolvable=config["skills"]["evolvable"], overlay_out=overlay_out, proposal_out=proposal_out
+            )
         except overlays.OverlayError as exc:
             raise ProposerError(f"the proposer of generation {generation} wrote an invalid overlay: {exc}") from exc
         return record

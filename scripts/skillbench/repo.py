@@ -42,15 +42,28 @@ SANITIZED_IDENTITY = {
 SANITIZED_MESSAGE = "Sanitized benchmark task snapshot"
 # Config that keeps git from running anything a repository's own files could name.
 SAFE_GIT_CONFIG = (
-    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
-    "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "init.defaultBranch=main",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "init.defaultBranch=main",
 )
 # The harness's own git after a session: on top of SAFE_GIT_CONFIG, no attributes or excludes
 # file outside the repository, and no pager.
 HARNESS_GIT_SETTINGS = (
     *(tuple(SAFE_GIT_CONFIG[index + 1].split("=", 1)) for index in range(0, len(SAFE_GIT_CONFIG), 2)),
-    ("core.attributesFile", "/dev/null"), ("core.excludesFile", "/dev/null"), ("core.pager", "cat"),
-    ("core.untrackedCache", "false"), ("core.splitIndex", "false"),
+    ("core.attributesFile", "/dev/null"),
+    ("core.excludesFile", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.untrackedCache", "false"),
+    ("core.splitIndex", "false"),
 )
 HARNESS_CONFIG_TEXT = (
     "# skillbench: the harness's own copy of a cell's repository; nothing in it names a program.\n"
@@ -94,8 +107,12 @@ def host_git(repo: Path, *, extra_env: dict[str, str] | None = None) -> GitRunne
 
     def run(args: Sequence[str], capture_stdout_bytes: int | None = None) -> ProcessResult:
         env = {**git_environment(), **(extra_env or {})}
-        return run_managed(["git", *SAFE_GIT_CONFIG, "-C", str(repo), *args], env=env, timeout=GIT_TIMEOUT_S,
-                           capture_stdout_bytes=capture_stdout_bytes)
+        return run_managed(
+            ["git", *SAFE_GIT_CONFIG, "-C", str(repo), *args],
+            env=env,
+            timeout=GIT_TIMEOUT_S,
+            capture_stdout_bytes=capture_stdout_bytes,
+        )
 
     return run
 
@@ -168,8 +185,9 @@ def verify_sanitized(repo: Path, sha: str) -> None:
         raise GitError(f"{repo}: the template's work tree differs from its commit")
 
 
-def build_template(*, destination: Path, snapshot: Path | None = None, repo: Path | None = None,
-                   sha: str | None = None) -> str:
+def build_template(
+    *, destination: Path, snapshot: Path | None = None, repo: Path | None = None, sha: str | None = None
+) -> str:
     """Build the sanitized template of a task from a snapshot folder or a repository commit."""
     if (snapshot is None) == (repo is None):
         raise ValueError("exactly one of snapshot or repo is required")
@@ -230,7 +248,7 @@ def pathspec(excluded: Sequence[str]) -> list[str]:
 # One sandboxed run measures the work tree against a base: the base's commit id, the churn, and
 # the binary diff (digest and patch come from it). Config comes from GIT_CONFIG_COUNT variables.
 MEASURE_SCRIPT = (
-    'set -e; git=$1; base=$2; shift 2; '
+    "set -e; git=$1; base=$2; shift 2; "
     '"$git" rev-parse --verify --quiet "$base^{commit}"; '
     '"$git" add --intent-to-add --all --force; '
     '"$git" diff --no-ext-diff --no-textconv --shortstat "$base" "$@"; '
@@ -272,9 +290,15 @@ def measure_work(run_script: ScriptRunner, base: str, excluded: Sequence[str]) -
     numbers = {}
     for count, word in re.findall(r"(\d+) (file|insertion|deletion)", "\n".join(lines[1:])):
         numbers[word] = int(count)
-    return WorkMeasure(base=lines[0].strip(), files=numbers.get("file", 0), insertions=numbers.get("insertion", 0),
-                       deletions=numbers.get("deletion", 0), digest=hashlib.sha256(diff).hexdigest(),
-                       patch=diff[:MAX_PATCH_BYTES], truncated=len(diff) > MAX_PATCH_BYTES)
+    return WorkMeasure(
+        base=lines[0].strip(),
+        files=numbers.get("file", 0),
+        insertions=numbers.get("insertion", 0),
+        deletions=numbers.get("deletion", 0),
+        digest=hashlib.sha256(diff).hexdigest(),
+        patch=diff[:MAX_PATCH_BYTES],
+        truncated=len(diff) > MAX_PATCH_BYTES,
+    )
 
 
 def config_environment(settings: Sequence[tuple[str, str]]) -> dict[str, str]:

@@ -134,8 +134,14 @@ def _percent_saved(base: float | None, value: float | None) -> float | None:
     return round(100 * (base - value) / base, 1)
 
 
-def _savings_line(task: str, task_class: str, arm: str, summaries: dict[str, dict[str, Any]],
-                  resolved_only: dict[str, dict[str, Any] | None], baseline_arm: str) -> str:
+def _savings_line(
+    task: str,
+    task_class: str,
+    arm: str,
+    summaries: dict[str, dict[str, Any]],
+    resolved_only: dict[str, dict[str, Any] | None],
+    baseline_arm: str,
+) -> str:
     """Savings of ``arm`` against the baseline over resolved runs only, next to both arms' resolution."""
     arm_all, base_all = summaries[arm], summaries[baseline_arm]
     resolution = f"{arm_all['resolved']}/{arm_all['valid_runs']} vs {base_all['resolved']}/{base_all['valid_runs']}"
@@ -206,8 +212,9 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
             if row["arm"] not in arms:
                 arms.append(row["arm"])
     for (name, version, digest), arms in plugins.items():
-        lines.append(f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` "
-                     f"(arms: {', '.join(arms)})")
+        lines.append(
+            f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` (arms: {', '.join(arms)})"
+        )
     mcp_uses: dict[str, int] = {}
     for row in rows:
         for server, count in (row.get("mcp_tool_uses") or {}).items():
@@ -333,8 +340,20 @@ def _looks_lines(decision: dict[str, Any]) -> list[str]:
         f"Looks (sequential design, {sequential['spending'].replace('_', '–')} alpha spending, looks at {planned} "
         f"runs per (task, arm); futility below conditional power {sequential['futility_power']:g}):",
         "",
-        _table_line(["look", "runs", "saving", "statistic t", "boundary t (z)", "p-value", "nominal alpha",
-                     "conditional power (cost / quality)", "decision", "why"]),
+        _table_line(
+            [
+                "look",
+                "runs",
+                "saving",
+                "statistic t",
+                "boundary t (z)",
+                "p-value",
+                "nominal alpha",
+                "conditional power (cost / quality)",
+                "decision",
+                "why",
+            ]
+        ),
         _table_line(["---"] * 10),
     ]
     for look in looks or []:
@@ -478,8 +497,7 @@ def render_report(
         if baseline_arm in arms:
             for arm in ordered_arms:
                 if arm != baseline_arm:
-                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task],
-                                               baseline_arm))
+                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task], baseline_arm))
 
     summaries = [summary for arms in by_task.values() for summary in arms.values()]
     excluded = sum(summary["excluded_runs"] for summary in summaries)

@@ -22,8 +22,9 @@ class ExpectedFailure(Exception):
 
 
 @contextmanager
-def rule_log(path: str | Path, secrets: Sequence[str] = (), expected: tuple[type[BaseException], ...] = ()
-             ) -> Iterator[None]:
+def rule_log(
+    path: str | Path, secrets: Sequence[str] = (), expected: tuple[type[BaseException], ...] = ()
+) -> Iterator[None]:
     log_path = Path(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a", encoding="utf-8", buffering=1) as log:

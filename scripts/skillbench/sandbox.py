@@ -96,8 +96,18 @@ HOST_ID_BASE = 200_000
 HOST_ID_SLOTS = 4096
 HOST_ID_LOCKS = Path(tempfile.gettempdir()) / "skillbench-host-ids"
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-ETC_ENTRIES = ("/etc/ssl", "/etc/ca-certificates", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf",
-               "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/python3", "/etc/python3.11")
+ETC_ENTRIES = (
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/python3",
+    "/etc/python3.11",
+)
 SYNTHETIC_PASSWD = (
     "root:x:0:0:root:/root:/usr/sbin/nologin\n"
     f"agent:x:{SANDBOX_UID}:{SANDBOX_GID}:agent:{SANDBOX_HOME}:/bin/bash\n"
@@ -135,8 +145,9 @@ class SandboxLimits:
     def from_config(cls, section: dict | None) -> SandboxLimits:
         section = section or {}
         defaults = cls()
-        return cls(**{name: int(section.get(name, getattr(defaults, name)))
-                      for name in ("processes", "memory_mb", "file_mb")})
+        return cls(
+            **{name: int(section.get(name, getattr(defaults, name))) for name in ("processes", "memory_mb", "file_mb")}
+        )
 
     def prlimit_args(self, *, memory: bool, processes: bool = True) -> list[str]:
         """`prlimit` options for these limits (soft = hard, so the sandbox cannot raise them)."""
@@ -153,8 +164,10 @@ class SandboxLimits:
 def resolve_prlimit() -> str:
     found = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
     if not found:
-        raise SandboxError("prlimit (util-linux) was not found; the sandbox needs it to set resource limits "
-                           "(install util-linux, or set every sandbox.limits value to 0)")
+        raise SandboxError(
+            "prlimit (util-linux) was not found; the sandbox needs it to set resource limits "
+            "(install util-linux, or set every sandbox.limits value to 0)"
+        )
     return found
 
 
@@ -215,14 +228,27 @@ def base_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
 
 def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
     """The environment a Bash tool command starts with: the base environment without the CLI's own switches."""
-    return {name: value for name, value in base_environment(home=home, tmp=tmp, path=path).items()
-            if not name.startswith(("CLAUDE_", "DISABLE_"))}
+    return {
+        name: value
+        for name, value in base_environment(home=home, tmp=tmp, path=path).items()
+        if not name.startswith(("CLAUDE_", "DISABLE_"))
+    }
 
 
 # Shell start-up files in the home. The CLI makes its shell snapshot with a login bash that
 # sources them while holding the key: they are bound read-only and empty in every sandbox.
-SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshenv", ".zprofile",
-                       ".zshrc", ".zlogin", ".zlogout")
+SHELL_STARTUP_FILES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_logout",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+)
 # Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
 # runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
@@ -231,16 +257,32 @@ CLI_STATE_PATHS = (f"{SANDBOX_HOME}/.claude", f"{SANDBOX_HOME}/.claude.json", f"
 
 def nested_namespace_args() -> list[str]:
     """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
-    args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
-            "--unshare-ipc", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL",
-            "--dev-bind", "/", "/", "--proc", "/proc"]
+    args = [
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_GID),
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--die-with-parent",
+        "--cap-drop",
+        "ALL",
+        "--dev-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+    ]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     return args
 
 
-def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | None = None,
-                        prlimit: list[str] | None = None) -> str:
+def shell_prefix_script(
+    *, home: str, tmp: str, path: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
     So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds. With
@@ -251,7 +293,7 @@ def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | N
     does not get.
     """
     variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
-    command = "/bin/bash -c \"$1\""
+    command = '/bin/bash -c "$1"'
     if nested_bwrap:
         command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
     if prlimit:
@@ -264,8 +306,9 @@ def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | N
     )
 
 
-def git_wrapper_script(*, home: str, tmp: str, path: str, git: str, nested_bwrap: str | None = None,
-                       prlimit: list[str] | None = None) -> str:
+def git_wrapper_script(
+    *, home: str, tmp: str, path: str, git: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+) -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
     The CLI runs git itself (status, log, config) with the model key in its environment; a hook,
@@ -286,9 +329,17 @@ def git_wrapper_script(*, home: str, tmp: str, path: str, git: str, nested_bwrap
     )
 
 
-def mcp_server_argv(*, command: str, args: Sequence[str], env: dict[str, str], mounts: Sequence[str],
-                    network: bool, workspace: str, nested_bwrap: str = SANDBOX_BWRAP,
-                    prlimit: list[str] | None = None) -> list[str]:
+def mcp_server_argv(
+    *,
+    command: str,
+    args: Sequence[str],
+    env: dict[str, str],
+    mounts: Sequence[str],
+    network: bool,
+    workspace: str,
+    nested_bwrap: str = SANDBOX_BWRAP,
+    prlimit: list[str] | None = None,
+) -> list[str]:
     """The argv the CLI starts for one stdio MCP server: its own nested Bubblewrap inside the session's sandbox.
 
     `env -i` first, so not even Bubblewrap (whose /proc/<pid>/environ the server could read) holds the
@@ -300,21 +351,41 @@ def mcp_server_argv(*, command: str, args: Sequence[str], env: dict[str, str], m
     argv = ["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
     if prlimit:
         argv += [*prlimit, "--"]
-    argv += [nested_bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
-             "--unshare-ipc"]
+    argv += [
+        nested_bwrap,
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_GID),
+        "--unshare-pid",
+        "--unshare-ipc",
+    ]
     if not network:
         argv.append("--unshare-net")
     argv += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
-    argv += [*system_mount_args(), "--ro-bind", "/etc/passwd", "/etc/passwd", "--ro-bind", "/etc/group", "/etc/group",
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    argv += [
+        *system_mount_args(),
+        "--ro-bind",
+        "/etc/passwd",
+        "/etc/passwd",
+        "--ro-bind",
+        "/etc/group",
+        "/etc/group",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
     for target in mounts:
         argv += ["--ro-bind", target, target]
     if workspace != "none":
         argv += ["--bind" if workspace == "read-write" else "--ro-bind", SANDBOX_WORKSPACE, SANDBOX_WORKSPACE]
-    argv += ["--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE if workspace != "none" else "/tmp",
-             "--", command, *args]
+    argv += ["--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE if workspace != "none" else "/tmp", "--", command, *args]
     return argv
 
 
@@ -337,8 +408,19 @@ def world_readable_tree(root: Path) -> bool:
 
 
 def bwrap_namespace_args(*, network: bool) -> list[str]:
-    args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
-            "--unshare-ipc", "--unshare-uts", "--hostname", SANDBOX_HOSTNAME, "--unshare-cgroup-try"]
+    args = [
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_GID),
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        SANDBOX_HOSTNAME,
+        "--unshare-cgroup-try",
+    ]
     if not network:
         args.append("--unshare-net")
     return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -358,8 +440,10 @@ def system_mount_args() -> list[str]:
 def resolve_bwrap(name: str) -> str:
     found = shutil.which(name)
     if not found:
-        raise SandboxError(f"Bubblewrap ({name!r}) was not found; install the Debian package `bubblewrap` "
-                           "(make setup does) or set sandbox.backend: none on machines without user namespaces")
+        raise SandboxError(
+            f"Bubblewrap ({name!r}) was not found; install the Debian package `bubblewrap` "
+            "(make setup does) or set sandbox.backend: none on machines without user namespaces"
+        )
     return str(Path(found).resolve())
 
 
@@ -376,11 +460,21 @@ def launcher_args(host_id: int | None = None) -> list[str]:
         return []
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
     if not setpriv:
-        raise SandboxError("setpriv (util-linux) was not found; the harness runs as root and needs it to start "
-                           "the sandbox as an unprivileged user")
+        raise SandboxError(
+            "setpriv (util-linux) was not found; the harness runs as root and needs it to start "
+            "the sandbox as an unprivileged user"
+        )
     uid, gid = (host_id, host_id) if host_id is not None else host_identity()
-    return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--no-new-privs", "--"]
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={gid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
 
 
 def preflight(bwrap: str) -> None:
@@ -390,15 +484,34 @@ def preflight(bwrap: str) -> None:
     executable = resolve_bwrap(bwrap)
     resolve_prlimit()
     resolve_git()
-    argv = [*launcher_args(), executable, *bwrap_namespace_args(network=False), *system_mount_args(),
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", executable, SANDBOX_BWRAP,
-            "--", SANDBOX_BWRAP, *nested_namespace_args(), "--", "/bin/true"]
+    argv = [
+        *launcher_args(),
+        executable,
+        *bwrap_namespace_args(network=False),
+        *system_mount_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        executable,
+        SANDBOX_BWRAP,
+        "--",
+        SANDBOX_BWRAP,
+        *nested_namespace_args(),
+        "--",
+        "/bin/true",
+    ]
     result = run_managed(argv, env={"PATH": "/usr/bin:/bin"}, timeout=PREFLIGHT_TIMEOUT_S, cwd="/")
     if not result.ok:
         detail = "; ".join(part for part in (result.stderr_tail.strip()[-1000:], result.detail) if part)
-        raise SandboxError(f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}. "
-                           f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
-                           "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)")
+        raise SandboxError(
+            f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}. "
+            f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
+            "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)"
+        )
 
 
 def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
@@ -434,8 +547,12 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
                 "failIfUnavailable": True,
                 "allowUnsandboxedCommands": False,
                 "autoAllowBashIfSandboxed": True,
-                "network": {"allowedDomains": [], "deniedDomains": ["*"], "allowLocalBinding": False,
-                            "allowAllUnixSockets": False},
+                "network": {
+                    "allowedDomains": [],
+                    "deniedDomains": ["*"],
+                    "allowLocalBinding": False,
+                    "allowAllUnixSockets": False,
+                },
                 "filesystem": {"allowWrite": [SANDBOX_WORKSPACE, SANDBOX_TMP]},
             }
     settings["permissions"] = {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"}
@@ -507,20 +624,32 @@ class Sandbox:
         # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
         # with the harness and everything else the user runs.
         self._limit_processes = bool(self.launcher)
-        wanted = self.backend == "bwrap" and bool(self.limits.prlimit_args(memory=True,
-                                                                           processes=self._limit_processes))
+        wanted = self.backend == "bwrap" and bool(
+            self.limits.prlimit_args(memory=True, processes=self._limit_processes)
+        )
         self.prlimit = resolve_prlimit() if wanted else None
         nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
-        inner_limits = [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)] \
-            if self.prlimit and self.limits.memory_mb > 0 else None
+        inner_limits = (
+            [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
+            if self.prlimit and self.limits.memory_mb > 0
+            else None
+        )
         prefix = self.tools_host / "shell-prefix"
-        prefix.write_text(shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested,
-                                              prlimit=inner_limits))
+        prefix.write_text(
+            shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested, prlimit=inner_limits)
+        )
         prefix.chmod(0o500)
         git_wrapper = self.tools_host / "git"
-        git_wrapper.write_text(git_wrapper_script(home=self.home, tmp=self.tmp, path=self.path,
-                                                  git=self.git_executable, nested_bwrap=nested,
-                                                  prlimit=inner_limits))
+        git_wrapper.write_text(
+            git_wrapper_script(
+                home=self.home,
+                tmp=self.tmp,
+                path=self.path,
+                git=self.git_executable,
+                nested_bwrap=nested,
+                prlimit=inner_limits,
+            )
+        )
         git_wrapper.chmod(0o500)
         (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
@@ -532,14 +661,20 @@ class Sandbox:
                 if tree != self.private_root and tree.is_relative_to(self.private_root):
                     continue
                 if not all(self._allows(parent, stat.S_IXOTH) for parent in tree.parents):
-                    raise SandboxError(f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
-                                       "cannot enter; put private roots under a world-searchable folder such as /tmp")
+                    raise SandboxError(
+                        f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
+                        "cannot enter; put private roots under a world-searchable folder such as /tmp"
+                    )
                 _hand_over(tree, self.host_uid, self.host_gid)
             claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
-            if claude is not None and not (all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
-                                           and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)):
-                raise SandboxError(f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
-                                   f"(host uid {self.host_uid}); install it under world-readable folders")
+            if claude is not None and not (
+                all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
+                and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)
+            ):
+                raise SandboxError(
+                    f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
+                    f"(host uid {self.host_uid}); install it under world-readable folders"
+                )
 
     def close(self) -> None:
         """Release the host id (idempotent)."""
@@ -645,16 +780,28 @@ class Sandbox:
         if host not in self._shared and world_readable_tree(host):
             self._shared.add(host)
 
-    def mcp_server_argv(self, *, command: str, args: Sequence[str], env: dict[str, str], mounts: Sequence[str],
-                        network: bool, workspace: str) -> list[str]:
+    def mcp_server_argv(
+        self,
+        *,
+        command: str,
+        args: Sequence[str],
+        env: dict[str, str],
+        mounts: Sequence[str],
+        network: bool,
+        workspace: str,
+    ) -> list[str]:
         """`mcp_server_argv` for this sandbox (the address-space limit included); the `none` backend runs the
         server on the host with only its environment."""
         if self.backend == "none":
             return ["/usr/bin/env", "-i", *(f"{name}={value}" for name, value in env.items()), command, *args]
-        memory = [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)] \
-            if self.prlimit and self.limits.memory_mb > 0 else None
-        return mcp_server_argv(command=command, args=args, env=env, mounts=mounts, network=network,
-                               workspace=workspace, prlimit=memory)
+        memory = (
+            [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
+            if self.prlimit and self.limits.memory_mb > 0
+            else None
+        )
+        return mcp_server_argv(
+            command=command, args=args, env=env, mounts=mounts, network=network, workspace=workspace, prlimit=memory
+        )
 
     def _limit_prefix(self, memory: bool) -> list[str]:
         if not self.prlimit:
@@ -662,26 +809,59 @@ class Sandbox:
         args = self.limits.prlimit_args(memory=memory, processes=self._limit_processes)
         return [self.prlimit, *args, "--"] if args else []
 
-    def command(self, argv: Sequence[str], *, read_only_workspace: bool = False, network: bool = True,
-                extra_read_only: Sequence[tuple[Path, str]] = (), extra_writable: Sequence[tuple[Path, str]] = (),
-                limit_memory: bool = False) -> list[str]:
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        read_only_workspace: bool = False,
+        network: bool = True,
+        extra_read_only: Sequence[tuple[Path, str]] = (),
+        extra_writable: Sequence[tuple[Path, str]] = (),
+        limit_memory: bool = False,
+    ) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
 
         `limit_memory` adds the address-space limit (everything but the CLI process itself).
         """
         if self.backend == "none":
             return list(argv)
-        args = [*self._limit_prefix(limit_memory), *self.launcher, self.bwrap, *bwrap_namespace_args(network=network),
-                *system_mount_args(),
-                "--ro-bind", str(self.tools_host / "passwd"), "/etc/passwd",
-                "--ro-bind", str(self.tools_host / "group"), "/etc/group",
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run",
-                "--ro-bind" if read_only_workspace else "--bind", str(self.clone), SANDBOX_WORKSPACE,
-                "--bind", str(self.home_host), SANDBOX_HOME,
-                "--bind", str(self.tmp_host), SANDBOX_TMP,
-                "--ro-bind", str(self.tools_host / "shell-prefix"), SANDBOX_SHELL_PREFIX,
-                "--ro-bind", str(self.tools_host / "git"), SANDBOX_GIT_WRAPPER,
-                "--ro-bind", self.bwrap, SANDBOX_BWRAP]
+        args = [
+            *self._limit_prefix(limit_memory),
+            *self.launcher,
+            self.bwrap,
+            *bwrap_namespace_args(network=network),
+            *system_mount_args(),
+            "--ro-bind",
+            str(self.tools_host / "passwd"),
+            "/etc/passwd",
+            "--ro-bind",
+            str(self.tools_host / "group"),
+            "/etc/group",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/run",
+            "--ro-bind" if read_only_workspace else "--bind",
+            str(self.clone),
+            SANDBOX_WORKSPACE,
+            "--bind",
+            str(self.home_host),
+            SANDBOX_HOME,
+            "--bind",
+            str(self.tmp_host),
+            SANDBOX_TMP,
+            "--ro-bind",
+            str(self.tools_host / "shell-prefix"),
+            SANDBOX_SHELL_PREFIX,
+            "--ro-bind",
+            str(self.tools_host / "git"),
+            SANDBOX_GIT_WRAPPER,
+            "--ro-bind",
+            self.bwrap,
+            SANDBOX_BWRAP,
+        ]
         if self.claude_bin is not None:
             args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
         for name in SHELL_STARTUP_FILES:
@@ -702,16 +882,31 @@ class Sandbox:
         # created beside the binds.
         return [*args, "--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE, "--", *argv]
 
-    def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
-            read_only_workspace: bool = False, network: bool = True,
-            extra_read_only: Sequence[tuple[Path, str]] = (), extra_writable: Sequence[tuple[Path, str]] = (),
-            limit_memory: bool = True, **kwargs):
-        wrapped = self.command(argv, read_only_workspace=read_only_workspace, network=network,
-                               extra_read_only=extra_read_only, extra_writable=extra_writable,
-                               limit_memory=limit_memory)
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: dict[str, str] | None = None,
+        read_only_workspace: bool = False,
+        network: bool = True,
+        extra_read_only: Sequence[tuple[Path, str]] = (),
+        extra_writable: Sequence[tuple[Path, str]] = (),
+        limit_memory: bool = True,
+        **kwargs,
+    ):
+        wrapped = self.command(
+            argv,
+            read_only_workspace=read_only_workspace,
+            network=network,
+            extra_read_only=extra_read_only,
+            extra_writable=extra_writable,
+            limit_memory=limit_memory,
+        )
         cwd = "/" if self.backend == "bwrap" else str(self.clone)
-        return run_managed(wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd,
-                           **kwargs)
+        return run_managed(
+            wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd, **kwargs
+        )
 
     def git(self, timeout: float = 120):
         """A repo.GitRunner for the clone's own repository, before any session ran in it (hooks and filters off)."""
@@ -719,8 +914,12 @@ class Sandbox:
 
         def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
             env = self.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
-            return self.run([self.git_executable, *SAFE_GIT_CONFIG, *args], timeout=timeout, env=env,
-                            capture_stdout_bytes=capture_stdout_bytes)
+            return self.run(
+                [self.git_executable, *SAFE_GIT_CONFIG, *args],
+                timeout=timeout,
+                env=env,
+                capture_stdout_bytes=capture_stdout_bytes,
+            )
 
         return run
 
@@ -748,12 +947,27 @@ class Sandbox:
         writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
 
         def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None):
-            env = self.environment({"HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent",
-                                    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-                                    "GIT_DIR": location, "GIT_WORK_TREE": self.workspace, "GIT_ATTR_NOSYSTEM": "1",
-                                    **config_environment(HARNESS_GIT_SETTINGS), **SANITIZED_IDENTITY})
-            return self.run(["/bin/sh", "-c", script, "sh", self.git_executable, *args], timeout=timeout, env=env,
-                            read_only_workspace=True, network=False, extra_writable=writable,
-                            capture_stdout_bytes=capture_stdout_bytes)
+            env = self.environment(
+                {
+                    "HOME": "/nonexistent",
+                    "XDG_CONFIG_HOME": "/nonexistent",
+                    "GIT_CONFIG_GLOBAL": "/dev/null",
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "GIT_DIR": location,
+                    "GIT_WORK_TREE": self.workspace,
+                    "GIT_ATTR_NOSYSTEM": "1",
+                    **config_environment(HARNESS_GIT_SETTINGS),
+                    **SANITIZED_IDENTITY,
+                }
+            )
+            return self.run(
+                ["/bin/sh", "-c", script, "sh", self.git_executable, *args],
+                timeout=timeout,
+                env=env,
+                read_only_workspace=True,
+                network=False,
+                extra_writable=writable,
+                capture_stdout_bytes=capture_stdout_bytes,
+            )
 
         return run

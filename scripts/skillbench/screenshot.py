@@ -52,15 +52,26 @@ def with_opener(report_html: str, page: str, category: str) -> str:
     return head + script + marker + tail
 
 
-def take(report: Path, out: Path, *, page: str = "summary.html", category: str = "Run",
-         size: tuple[int, int] = (1400, 1000)) -> None:
+def take(
+    report: Path, out: Path, *, page: str = "summary.html", category: str = "Run", size: tuple[int, int] = (1400, 1000)
+) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         wrapped = Path(scratch) / "report.html"
         wrapped.write_text(with_opener(report.read_text(encoding="utf-8"), page, category), encoding="utf-8")
         out.parent.mkdir(parents=True, exist_ok=True)
-        command = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                   "--no-first-run", f"--user-data-dir={scratch}/profile", f"--window-size={size[0]},{size[1]}",
-                   "--virtual-time-budget=8000", f"--screenshot={out.resolve()}", wrapped.as_uri()]
+        command = [
+            browser(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            f"--user-data-dir={scratch}/profile",
+            f"--window-size={size[0]},{size[1]}",
+            "--virtual-time-budget=8000",
+            f"--screenshot={out.resolve()}",
+            wrapped.as_uri(),
+        ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=180)
         if result.returncode != 0 or not out.is_file():
             raise SystemExit(f"chromium failed ({result.returncode}): {result.stderr[-2000:]}")
@@ -79,8 +90,11 @@ def crop_to_viewport(png: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m skillbench.screenshot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m skillbench.screenshot",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("report", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--page", default="summary.html", help="open the result whose path ends with this")

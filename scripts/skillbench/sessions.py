@@ -459,8 +459,11 @@ def session_record(
     if mcp_failed and record["error_kind"] != "cancelled":
         # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
         listed = ", ".join(f"{name} ({status})" for name, status in mcp_failed.items())
-        record.update(ok=False, error_kind="infra-error",
-                      error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr")
+        record.update(
+            ok=False,
+            error_kind="infra-error",
+            error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr",
+        )
     if expected_skill is None and transcript_dir is None:
         return record
     diagnostics: list[str] = []

@@ -67,7 +67,6 @@ def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fie
     return validate(row, "result-row")
 
 
-
 def make_binding(candidates=("candidate_workflow",), selected_tasks=(), target_base_digests=None) -> dict:
     """The promotion binding fields gate.promotion_document needs, with test values."""
     return {

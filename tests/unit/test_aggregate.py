@@ -16,8 +16,6 @@ from skillbench.aggregate import (
 FAILING_KINDS_NOT_OK = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 
 
-
-
 def test_error_kind_sets_follow_the_contract():
     assert EXCLUDED_ERROR_KINDS == {
         "session-error",

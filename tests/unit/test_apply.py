@@ -46,8 +46,13 @@ gate:
 
 
 def git(repository: Path, *args: str) -> str:
-    result = subprocess.run(["git", *repo.SAFE_GIT_CONFIG, "-C", str(repository), *args], env=repo.git_environment(),
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["git", *repo.SAFE_GIT_CONFIG, "-C", str(repository), *args],
+        env=repo.git_environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return result.stdout
 
 
@@ -58,46 +63,87 @@ def write_config(tmp_path: Path, *, min_improvement: float = 5.0, model: str = M
 
 
 def task_binding() -> dict:
-    return artifacts.validate({
-        "schema": "task-binding/v1",
-        "id": "t1",
-        "class": "demo",
-        "expensive": False,
-        "target": "snapshot:t1",
-        "ref": "HEAD",
-        "resolved_sha": "1" * 40,
-        "sanitized_sha": "2" * 40,
-        "prompt_digest": "3" * 64,
-        "setup_digest": "4" * 64,
-        "verify_digest": "5" * 64,
-        "oracle_digest": "6" * 64,
-        "oracle_command_digest": "7" * 64,
-        "oracle_manifest_digest": "8" * 64,
-        "oracle_files": [{"target": "test_hidden.py", "sha256": "9" * 64, "size": 42}],
-    }, "task-binding")
+    return artifacts.validate(
+        {
+            "schema": "task-binding/v1",
+            "id": "t1",
+            "class": "demo",
+            "expensive": False,
+            "target": "snapshot:t1",
+            "ref": "HEAD",
+            "resolved_sha": "1" * 40,
+            "sanitized_sha": "2" * 40,
+            "prompt_digest": "3" * 64,
+            "setup_digest": "4" * 64,
+            "verify_digest": "5" * 64,
+            "oracle_digest": "6" * 64,
+            "oracle_command_digest": "7" * 64,
+            "oracle_manifest_digest": "8" * 64,
+            "oracle_files": [{"target": "test_hidden.py", "sha256": "9" * 64, "size": 42}],
+        },
+        "task-binding",
+    )
 
 
 def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
-    return artifacts.validate({
-        "schema": "result-row/v1", "task": "t1", "class": "demo", "run": run, "arm": arm, "ok": True,
-        "resolved": True, "authored_tests_passed": True, "authored_test_output": "", "verify_output": "",
-        "oracle_passed": True, "oracle_output": "hidden oracle passed", "error_kind": None, "error_detail": None,
-        "evidence_diagnostics": [], "input_tokens": 1000, "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0, "output_tokens": 100, "cost_usd": cost, "cost_check": None,
-        "duration_s": 10.0, "num_turns": 5, "session_ids": [f"{arm}-{run}"], "transcript_artifacts": [],
-        "transcript_missing": False, "skill_invoked": True, "tool_use_counts": {}, "plan_produced": True,
-        "diff_files": 1, "diff_insertions": 3, "diff_deletions": 1, "model": MODEL, "effort": "high",
-        "provider": "scripted", "cli_version": "2.0.0", "task_ref": "HEAD", "task_base_sha": "1" * 40,
-        "sanitized_task_sha": "2" * 40, "variant_head_sha": "3" * 40, "task_prompt_digest": "3" * 64,
-        "skill_digest": "a" * 64,
-        "candidate_overlay_digest": overlay_digest if arm.startswith("candidate_") else None,
-        "oracle_digest": "6" * 64, "oracle_command_digest": "7" * 64, "oracle_manifest_digest": "8" * 64,
-        "sandbox_backend": "bwrap", "recorded_at": "2026-03-01T11:00:00Z",
-    }, "result-row")
+    return artifacts.validate(
+        {
+            "schema": "result-row/v1",
+            "task": "t1",
+            "class": "demo",
+            "run": run,
+            "arm": arm,
+            "ok": True,
+            "resolved": True,
+            "authored_tests_passed": True,
+            "authored_test_output": "",
+            "verify_output": "",
+            "oracle_passed": True,
+            "oracle_output": "hidden oracle passed",
+            "error_kind": None,
+            "error_detail": None,
+            "evidence_diagnostics": [],
+            "input_tokens": 1000,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 100,
+            "cost_usd": cost,
+            "cost_check": None,
+            "duration_s": 10.0,
+            "num_turns": 5,
+            "session_ids": [f"{arm}-{run}"],
+            "transcript_artifacts": [],
+            "transcript_missing": False,
+            "skill_invoked": True,
+            "tool_use_counts": {},
+            "plan_produced": True,
+            "diff_files": 1,
+            "diff_insertions": 3,
+            "diff_deletions": 1,
+            "model": MODEL,
+            "effort": "high",
+            "provider": "scripted",
+            "cli_version": "2.0.0",
+            "task_ref": "HEAD",
+            "task_base_sha": "1" * 40,
+            "sanitized_task_sha": "2" * 40,
+            "variant_head_sha": "3" * 40,
+            "task_prompt_digest": "3" * 64,
+            "skill_digest": "a" * 64,
+            "candidate_overlay_digest": overlay_digest if arm.startswith("candidate_") else None,
+            "oracle_digest": "6" * 64,
+            "oracle_command_digest": "7" * 64,
+            "oracle_manifest_digest": "8" * 64,
+            "sandbox_backend": "bwrap",
+            "recorded_at": "2026-03-01T11:00:00Z",
+        },
+        "result-row",
+    )
 
 
-def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8,
-              generated_at: datetime = GENERATED_AT) -> dict:
+def promotion(
+    config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8, generated_at: datetime = GENERATED_AT
+) -> dict:
     rows = []
     for incumbent, candidate in PAIRS:
         for run in range(3):
@@ -112,8 +158,14 @@ def promotion(config: dict, digest: str, base_digests: dict, *, candidate_cost: 
         "selected_tasks": [task_binding()],
         "target_base_digests": base_digests,
     }
-    document = gate.promotion_document(rows, pairs=PAIRS, policy=gate.resolve_policy(config["gate"]), binding=binding,
-                                       run_status="complete", generated_at=generated_at)
+    document = gate.promotion_document(
+        rows,
+        pairs=PAIRS,
+        policy=gate.resolve_policy(config["gate"]),
+        binding=binding,
+        run_status="complete",
+        generated_at=generated_at,
+    )
     return artifacts.validate(document, "promotion")
 
 
@@ -139,10 +191,16 @@ class Experiment:
             (source / name).write_bytes(content)
 
         self.results = tmp_path / "results" / "demo"
-        artifacts.write_artifact(self.results / "tasks" / "bindings.json", {
-            "schema": "task-bindings/v1", "suite": "tasks/demo/tasks.yaml", "tasks": [task_binding()],
-            "skipped_expensive": [],
-        }, "task-bindings")
+        artifacts.write_artifact(
+            self.results / "tasks" / "bindings.json",
+            {
+                "schema": "task-bindings/v1",
+                "suite": "tasks/demo/tasks.yaml",
+                "tasks": [task_binding()],
+                "skipped_expensive": [],
+            },
+            "task-bindings",
+        )
         self.gen = self.results / "gen0"
         self.frozen = self.gen / "frozen-overlay"
         evolvable = self.config["skills"]["evolvable"]
@@ -151,20 +209,24 @@ class Experiment:
         targets = overlay.promotion_targets(files, skills_root=".claude/skills", mirrors=["plugin/skills"])
         assert targets == TARGETS
         self.base_digests = overlay.committed_target_digests(self.repository, targets)
-        artifacts.write_artifact(self.gen / "overlay.json", {
-            "schema": "overlay/v1",
-            "generation": 0,
-            "candidate_origin": "manual-initial-overlay",
-            "source": str(tmp_path / "candidate"),
-            "proposer_model": None,
-            "digest": self.digest,
-            "files": overlay.overlay_summary(files),
-            "touched_skills": ["change-work"],
-            "required_candidate_arms": [candidate for _, candidate in PAIRS],
-            "pairs": [list(pair) for pair in PAIRS],
-            "targets": targets,
-            "target_base_digests": self.base_digests,
-        }, "overlay")
+        artifacts.write_artifact(
+            self.gen / "overlay.json",
+            {
+                "schema": "overlay/v1",
+                "generation": 0,
+                "candidate_origin": "manual-initial-overlay",
+                "source": str(tmp_path / "candidate"),
+                "proposer_model": None,
+                "digest": self.digest,
+                "files": overlay.overlay_summary(files),
+                "touched_skills": ["change-work"],
+                "required_candidate_arms": [candidate for _, candidate in PAIRS],
+                "pairs": [list(pair) for pair in PAIRS],
+                "targets": targets,
+                "target_base_digests": self.base_digests,
+            },
+            "overlay",
+        )
         self.promotion = promotion(self.config, self.digest, self.base_digests)
         assert [decision["decision"] for decision in self.promotion["decisions"]] == ["promote", "promote"]
         self.write_promotion(self.promotion)
@@ -177,8 +239,11 @@ class Experiment:
         return {target: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) for target, path in paths.items()}
 
     def leftovers(self) -> list[str]:
-        return sorted(str(path.relative_to(self.repository)) for path in self.repository.rglob(".skillbench-apply-*")
-                      if ".git" not in path.parts and not path.name.startswith(apply.RECOVERY_PREFIX))
+        return sorted(
+            str(path.relative_to(self.repository))
+            for path in self.repository.rglob(".skillbench-apply-*")
+            if ".git" not in path.parts and not path.name.startswith(apply.RECOVERY_PREFIX)
+        )
 
     def apply(self, **kwargs) -> list[str]:
         kwargs.setdefault("config", self.config)
@@ -337,14 +402,17 @@ def test_validate_accepts_the_fixture(experiment):
     validate_promotion_for_apply(experiment.promotion, **bound(experiment))
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("effort", None),
-    ("proposer_model", "claude-sonnet-4-20250514"),
-    ("candidate_origin", "model-proposer"),
-    ("overlay_digest", "f" * 64),
-    ("required_candidate_arms", ["candidate_workflow"]),
-    ("target_base_digests", {TARGETS[0]: "0" * 64}),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("effort", None),
+        ("proposer_model", "claude-sonnet-4-20250514"),
+        ("candidate_origin", "model-proposer"),
+        ("overlay_digest", "f" * 64),
+        ("required_candidate_arms", ["candidate_workflow"]),
+        ("target_base_digests", {TARGETS[0]: "0" * 64}),
+    ],
+)
 def test_validate_refuses_every_binding_mismatch(experiment, field, value):
     overrides = {field: value}
     if field == "required_candidate_arms":
@@ -409,9 +477,11 @@ def test_a_failure_between_two_swaps_rolls_everything_back(experiment):
 
     refused(experiment, "overlay apply failed and all replacements were rolled back: disk vanished", swap=flaky)
     # swap 1 published the first target, swap 2 failed, swap 3 restored the first target from its backup.
-    assert [target for _, target in calls] == [experiment.repository / TARGETS[0],
-                                              experiment.repository / TARGETS[1],
-                                              experiment.repository / TARGETS[0]]
+    assert [target for _, target in calls] == [
+        experiment.repository / TARGETS[0],
+        experiment.repository / TARGETS[1],
+        experiment.repository / TARGETS[0],
+    ]
     assert not list(experiment.repository.glob(".skillbench-apply-recovery-*"))
 
 
@@ -467,15 +537,22 @@ def cli_apply(experiment: Experiment, env: dict[str, str] | None = None) -> subp
     workdir = experiment.tmp / "cwd"
     (workdir / "config").mkdir(parents=True, exist_ok=True)
     (workdir / "config" / "config.yaml").write_text(CONFIG_YAML.format(min_improvement=5.0), encoding="utf-8")
-    return subprocess.run([SKILLBENCH, "apply", str(experiment.results), "--repository", str(experiment.repository)],
-                          cwd=workdir, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [SKILLBENCH, "apply", str(experiment.results), "--repository", str(experiment.repository)],
+        cwd=workdir,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def fresh_promotion(experiment: Experiment) -> None:
     """The fixture's evidence is dated for in-process calls with a fixed clock; the CLI uses the real one."""
     recent = datetime.now(UTC) - timedelta(hours=1)
-    experiment.write_promotion(promotion(experiment.config, experiment.digest, experiment.base_digests,
-                                         generated_at=recent))
+    experiment.write_promotion(
+        promotion(experiment.config, experiment.digest, experiment.base_digests, generated_at=recent)
+    )
 
 
 @pytest.mark.parametrize("swaps", [0, 1, 2, 3, 4])
@@ -495,8 +572,10 @@ def test_an_apply_killed_after_any_swap_is_rolled_back_and_redone_by_the_next_ru
 
     assert rerun.returncode == 0, rerun.stderr
     assert "found an interrupted apply (started " in rerun.stdout
-    assert (f"ROLLED IT BACK: {swaps} target(s) restored to their original bytes, {len(TARGETS) - swaps} already "
-            "held them" in rerun.stdout)
+    assert (
+        f"ROLLED IT BACK: {swaps} target(s) restored to their original bytes, {len(TARGETS) - swaps} already "
+        "held them" in rerun.stdout
+    )
     assert all(f"  restored {target}" in rerun.stdout for target in TARGETS[:swaps])
     assert "applied the promoted overlay to 4 file(s)" in rerun.stdout
     after = experiment.snapshot()

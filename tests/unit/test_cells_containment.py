@@ -63,12 +63,23 @@ def test_a_fifo_in_the_workspace_never_blocks_the_snapshot(tmp_path):
     assert cells.workspace_snapshot(tmp_path, SMALL)["pipe"].startswith("s:")
 
 
-@pytest.mark.parametrize(("path", "grader"), [
-    ("conftest.py", True), ("tests/conftest.py", True), ("pytest.ini", True), ("pyproject.toml", True),
-    ("sub/setup.cfg", True), ("tox.ini", True), ("sitecustomize.py", True), ("a/b/evil.pth", True),
-    ("pkg.dist-info/entry_points.txt", True), ("calc.py", False), ("conftest.py.bak", False),
-    ("docs/pytest.md", False),
-])
+@pytest.mark.parametrize(
+    ("path", "grader"),
+    [
+        ("conftest.py", True),
+        ("tests/conftest.py", True),
+        ("pytest.ini", True),
+        ("pyproject.toml", True),
+        ("sub/setup.cfg", True),
+        ("tox.ini", True),
+        ("sitecustomize.py", True),
+        ("a/b/evil.pth", True),
+        ("pkg.dist-info/entry_points.txt", True),
+        ("calc.py", False),
+        ("conftest.py.bak", False),
+        ("docs/pytest.md", False),
+    ],
+)
 def test_grader_config_paths(path, grader):
     assert cells.is_grader_config(path) is grader
 
@@ -90,8 +101,12 @@ def test_grader_config_changes_are_masked_for_the_oracle(tmp_path):
     binds, changes, unmaskable = cells.grader_config_masks(clone, saved, before, SMALL, empty)
     assert sorted(binds) == sorted([(empty, "conftest.py"), (saved / "pyproject.toml", "pyproject.toml")])
     assert (saved / "pyproject.toml").read_text() == "[project]\nname = 'x'\n"
-    assert changes == ["conftest.py (added)", "pyproject.toml (modified)", "setup.cfg (deleted)",
-                       "tox.ini (no longer a regular file)"]
+    assert changes == [
+        "conftest.py (added)",
+        "pyproject.toml (modified)",
+        "setup.cfg (deleted)",
+        "tox.ini (no longer a regular file)",
+    ]
     assert unmaskable == ["tox.ini"]
 
 
@@ -101,8 +116,10 @@ def test_python_start_up_files_left_in_a_home_are_named(tmp_path):
     (site / "zz.pth").write_text("import os\n")
     (site / "sitecustomize.py").write_text("import os\n")
     (tmp_path / ".bashrc").write_text("")
-    assert cells.python_startup_files(tmp_path) == [".local/lib/python3.11/site-packages/sitecustomize.py",
-                                                    ".local/lib/python3.11/site-packages/zz.pth"]
+    assert cells.python_startup_files(tmp_path) == [
+        ".local/lib/python3.11/site-packages/sitecustomize.py",
+        ".local/lib/python3.11/site-packages/zz.pth",
+    ]
 
 
 def test_git_metadata_says_what_a_session_did_to_the_clones_repository(tmp_path):
@@ -113,8 +130,10 @@ def test_git_metadata_says_what_a_session_did_to_the_clones_repository(tmp_path)
     assert repo.git_head_problem(tmp_path) is None
     (tmp_path / ".git" / "config").write_text("[core]\n\tfsmonitor = /workspace/steal.sh\n")
     (tmp_path / ".git" / "hooks" / "post-index-change").write_text("#!/bin/sh\n")
-    assert repo.git_metadata_changes(before, repo.git_metadata(tmp_path)) == [".git/config",
-                                                                              ".git/hooks/post-index-change"]
+    assert repo.git_metadata_changes(before, repo.git_metadata(tmp_path)) == [
+        ".git/config",
+        ".git/hooks/post-index-change",
+    ]
     (tmp_path / ".git" / "HEAD").write_text("garbage\n")
     assert repo.git_head_problem(tmp_path) == "the clone's .git/HEAD is neither a ref nor a commit id"
     (tmp_path / ".git" / "HEAD").unlink()

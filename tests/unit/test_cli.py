@@ -9,16 +9,18 @@ from skillbench.cli import main
 
 def test_validate_accepts_a_valid_artifact(tmp_path, capsys):
     path = tmp_path / "bindings.json"
-    path.write_text(json.dumps({"schema": "task-bindings/v1", "suite": "s.yaml", "tasks": [{}],
-                                "skipped_expensive": []}))
+    path.write_text(
+        json.dumps({"schema": "task-bindings/v1", "suite": "s.yaml", "tasks": [{}], "skipped_expensive": []})
+    )
     assert main(["validate", "task-bindings", str(path)]) == 0
     assert "valid task-bindings" in capsys.readouterr().out
 
 
 def test_validate_names_the_first_failing_path(tmp_path, capsys):
     path = tmp_path / "bindings.json"
-    path.write_text(json.dumps({"schema": "task-bindings/v1", "suite": "s.yaml", "tasks": [],
-                                "skipped_expensive": ["x", 3]}))
+    path.write_text(
+        json.dumps({"schema": "task-bindings/v1", "suite": "s.yaml", "tasks": [], "skipped_expensive": ["x", 3]})
+    )
     assert main(["validate", "task-bindings", str(path)]) == 1
     error = capsys.readouterr().err
     assert str(path) in error and "$.skipped_expensive[1]" in error
@@ -44,17 +46,35 @@ def _stored_generation(tmp_path):
     from skillbench import artifacts
 
     results = tmp_path / "results" / "demo"
-    artifacts.write_artifact(results / "tasks" / "bindings.json", {
-        "schema": "task-bindings/v1", "suite": "tasks/demo/tasks.yaml",
-        "tasks": [{"id": "t1"}, {"id": "t2"}], "skipped_expensive": []}, "task-bindings")
+    artifacts.write_artifact(
+        results / "tasks" / "bindings.json",
+        {
+            "schema": "task-bindings/v1",
+            "suite": "tasks/demo/tasks.yaml",
+            "tasks": [{"id": "t1"}, {"id": "t2"}],
+            "skipped_expensive": [],
+        },
+        "task-bindings",
+    )
     gen = results / "gen0"
-    artifacts.write_artifact(gen / "overlay.json", {
-        "schema": "overlay/v1", "generation": 0, "candidate_origin": "manual-initial-overlay",
-        "source": "overlay", "proposer_model": None, "digest": "6" * 64,
-        "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
-        "touched_skills": ["change-work"], "required_candidate_arms": ["candidate_workflow"],
-        "pairs": [["workflow", "candidate_workflow"]], "targets": [".claude/skills/change-work/SKILL.md"],
-        "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64}}, "overlay")
+    artifacts.write_artifact(
+        gen / "overlay.json",
+        {
+            "schema": "overlay/v1",
+            "generation": 0,
+            "candidate_origin": "manual-initial-overlay",
+            "source": "overlay",
+            "proposer_model": None,
+            "digest": "6" * 64,
+            "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
+            "touched_skills": ["change-work"],
+            "required_candidate_arms": ["candidate_workflow"],
+            "pairs": [["workflow", "candidate_workflow"]],
+            "targets": [".claude/skills/change-work/SKILL.md"],
+            "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
+        },
+        "overlay",
+    )
     rows = []
     # A noisy 6 % saving on two tasks with three runs: the median clears the upstream 5 % floor,
     # but three runs cannot tell it from noise.
@@ -80,8 +100,10 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
     assert (upstream["policy"]["rule"], upstream["decisions"][0]["decision"]) == ("upstream", "promote")
     assert "median cost_usd improvement" in capsys.readouterr().out
 
-    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.4",
-                 "--quality-margin-pct", "10"]) == 0
+    assert (
+        main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.4", "--quality-margin-pct", "10"])
+        == 0
+    )
     loose = json.loads(out.read_text())
     assert (loose["policy"]["alpha"], loose["policy"]["quality_margin_pct"]) == (0.4, 10.0)
     assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.36

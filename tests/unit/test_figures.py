@@ -27,7 +27,11 @@ def test_cost_resolution_shows_every_run_the_median_and_the_cost_per_resolved_ru
     workflow, baseline = facets[0]["arms"]
     assert workflow["arm"] == "workflow" and baseline["arm"] == "baseline"
     assert [(r["run"], r["cost_usd"], r["resolved"], r["excluded"]) for r in workflow["runs"]] == [
-        (0, 0.5, True, False), (1, 0.1, False, False), (2, 0.6, True, False), (3, None, False, True)]
+        (0, 0.5, True, False),
+        (1, 0.1, False, False),
+        (2, 0.6, True, False),
+        (3, None, False, True),
+    ]
     assert workflow["median_cost_usd"] == 0.5  # over the three valid runs; the excluded run does not count
     assert (workflow["resolved"], workflow["valid_runs"]) == (2, 3)
     assert workflow["cost_per_resolved_usd"] == pytest.approx(1.2 / 2)
@@ -37,8 +41,10 @@ def test_cost_resolution_shows_every_run_the_median_and_the_cost_per_resolved_ru
 
 
 def test_cost_resolution_without_a_resolved_run_or_a_measured_cost_has_no_price():
-    rows = [make_row("alpha", "workflow", 0, resolved=False, cost_usd=0.3),
-            make_row("alpha", "baseline", 0, cost_usd=None)]
+    rows = [
+        make_row("alpha", "workflow", 0, resolved=False, cost_usd=0.3),
+        make_row("alpha", "baseline", 0, cost_usd=None),
+    ]
     workflow, baseline = figures.cost_resolution_data(rows, ["alpha"], ["workflow", "baseline"])[0]["arms"]
     assert workflow["cost_per_resolved_usd"] is None and workflow["median_cost_usd"] == 0.3
     assert baseline["cost_per_resolved_usd"] is None and baseline["median_cost_usd"] is None
@@ -51,17 +57,24 @@ def _promotion(candidate_costs: dict[str, list[float]]) -> dict:
             rows.append(make_row(task, "workflow", run, cost_usd=1.0))
             rows.append(make_row(task, "candidate_workflow", run, cost_usd=cost))
     document = promotion_document(
-        rows, pairs=[("workflow", "candidate_workflow")], policy=None,
+        rows,
+        pairs=[("workflow", "candidate_workflow")],
+        policy=None,
         binding=make_binding(selected_tasks=[{"id": task} for task in candidate_costs]),
-        run_status="complete", generated_at=datetime(2026, 3, 1, tzinfo=UTC))
+        run_status="complete",
+        generated_at=datetime(2026, 3, 1, tzinfo=UTC),
+    )
     return validate(document, "promotion")
 
 
 def test_forest_plot_data_per_task_with_intervals_threshold_and_the_pooled_estimate():
     promotion = _promotion({"alpha": [0.8, 0.9, 0.7], "beta": [1.1, 1.2, 1.0]})
     data = figures.forest_data(promotion, "candidate_workflow")
-    assert (data["candidate_arm"], data["incumbent_arm"], data["metric"]) == ("candidate_workflow", "workflow",
-                                                                              "cost_usd")
+    assert (data["candidate_arm"], data["incumbent_arm"], data["metric"]) == (
+        "candidate_workflow",
+        "workflow",
+        "cost_usd",
+    )
     by_task = {task["task"]: task for task in data["tasks"]}
     assert by_task["alpha"]["improvement_pct"] == 20.0
     assert by_task["beta"]["improvement_pct"] == -10.0
@@ -103,21 +116,35 @@ def test_generation_chain_shows_each_candidate_its_decision_and_improvement():
     keep = _promotion({"alpha": [1.0, 1.0, 1.0]})
     promote = _promotion({"alpha": [0.8, 0.8, 0.8], "beta": [0.85, 0.85, 0.85]})
     summary = {
-        "experiment": "exp", "outcome": "promoted",
+        "experiment": "exp",
+        "outcome": "promoted",
         "generations": [
-            {"generation": gen, "candidate_overlay_digest": digest * 64, "candidate_origin": "model-proposer",
-             "promoted": gen == 1,
-             "decisions": [{"candidate_arm": "candidate_workflow", "incumbent_arm": "workflow",
-                            "decision": doc["decisions"][0]["decision"],
-                            "median_improvement_pct": doc["decisions"][0]["median_improvement_pct"]}]}
+            {
+                "generation": gen,
+                "candidate_overlay_digest": digest * 64,
+                "candidate_origin": "model-proposer",
+                "promoted": gen == 1,
+                "decisions": [
+                    {
+                        "candidate_arm": "candidate_workflow",
+                        "incumbent_arm": "workflow",
+                        "decision": doc["decisions"][0]["decision"],
+                        "median_improvement_pct": doc["decisions"][0]["median_improvement_pct"],
+                    }
+                ],
+            }
             for gen, digest, doc in ((0, "a", keep), (1, "b", promote))
         ],
     }
     data = figures.generation_chain_data(summary, [keep, promote])
     assert [(g["generation"], g["digest"], g["promoted"]) for g in data["generations"]] == [
-        (0, "aaaaaaaa", False), (1, "bbbbbbbb", True)]
+        (0, "aaaaaaaa", False),
+        (1, "bbbbbbbb", True),
+    ]
     assert [(p["generation"], p["decision"], p["improvement_pct"]) for p in data["points"]] == [
-        (0, "keep_incumbent", 0.0), (1, "promote", 17.5)]
+        (0, "keep_incumbent", 0.0),
+        (1, "promote", 17.5),
+    ]
     boot = promote["decisions"][0]["statistics"]["bootstrap"]
     assert data["points"][1]["interval"] == (boot["ci_low_pct"], boot["ci_high_pct"])
     assert data["threshold_pct"] == promote["policy"]["min_improvement_pct"]
@@ -141,18 +168,26 @@ def test_spend_by_role_counts_unmeasured_costs_apart():
 
 
 def test_session_usage_reads_the_single_result_event():
-    events = [{"type": "system", "subtype": "init"},
-              {"type": "result", "total_cost_usd": 0.25, "num_turns": 7}]
+    events = [{"type": "system", "subtype": "init"}, {"type": "result", "total_cost_usd": 0.25, "num_turns": 7}]
     assert figures.session_usage(events) == {"cost_usd": 0.25, "num_turns": 7}
     assert figures.session_usage(events[:1]) == {"cost_usd": None, "num_turns": None}
 
 
 def test_timeline_puts_overlapping_cells_on_different_slots():
     def cell(label, start, end):
-        return {"label": label, "arm": "workflow", "started_at": f"2026-01-01T00:00:{start:02d}Z",
-                "finished_at": f"2026-01-01T00:00:{end:02d}Z",
-                "sessions": [{"role": "work", "started_at": f"2026-01-01T00:00:{start + 1:02d}.5Z",
-                              "finished_at": f"2026-01-01T00:00:{end - 1:02d}Z"}]}
+        return {
+            "label": label,
+            "arm": "workflow",
+            "started_at": f"2026-01-01T00:00:{start:02d}Z",
+            "finished_at": f"2026-01-01T00:00:{end:02d}Z",
+            "sessions": [
+                {
+                    "role": "work",
+                    "started_at": f"2026-01-01T00:00:{start + 1:02d}.5Z",
+                    "finished_at": f"2026-01-01T00:00:{end - 1:02d}Z",
+                }
+            ],
+        }
 
     data = figures.timeline_data([cell("c", 12, 20), cell("a", 0, 10), cell("b", 2, 12), cell("d", 13, 14)])
     assert data["origin"] == "2026-01-01T00:00:00Z"

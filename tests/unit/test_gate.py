@@ -27,8 +27,6 @@ GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 
 
-
-
 def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list[dict]:
     """One row per entry of ``resolved``; list-valued fields are spread over the runs."""
     rows = []
@@ -55,8 +53,11 @@ def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool 
 
 
 def binding(candidates=(CAND,)) -> dict:
-    return make_binding(candidates, selected_tasks=[{"id": "t1", "oracle_digest": "7" * 64}],
-                        target_base_digests={".claude/skills/plan/SKILL.md": "a" * 64})
+    return make_binding(
+        candidates,
+        selected_tasks=[{"id": "t1", "oracle_digest": "7" * 64}],
+        target_base_digests={".claude/skills/plan/SKILL.md": "a" * 64},
+    )
 
 
 def document(rows: list[dict], *, run_status: str = "complete", policy=None, pairs=((INC, CAND),)) -> dict:

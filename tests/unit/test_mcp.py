@@ -23,17 +23,26 @@ def make_project(root: Path) -> Path:
 
 
 def make_config(**server) -> dict:
-    definition = {"command": "/usr/bin/python3", "args": ["/opt/mcp/srv/index.py"],
-                  "mounts": {"/opt/mcp/srv": "servers"}, "tools": ["find", "edit"],
-                  "roles": {"plan": ["find"]}, **server}
+    definition = {
+        "command": "/usr/bin/python3",
+        "args": ["/opt/mcp/srv/index.py"],
+        "mounts": {"/opt/mcp/srv": "servers"},
+        "tools": ["find", "edit"],
+        "roles": {"plan": ["find"]},
+        **server,
+    }
     return {
         "tasks": {"suite": "suite/tasks.yaml"},
         "model": {"api_key_env": "ANTHROPIC_API_KEY"},
         "agent": {"tools": ["Read", "Edit", "Bash"]},
         "prompts": {"p": "{task}"},
         "mcp_servers": {"index": definition},
-        "arms": {"a": {"mcp_servers": ["index"], "sessions": [{"role": "plan", "prompt": "p"},
-                                                             {"role": "work", "prompt": "p"}]}},
+        "arms": {
+            "a": {
+                "mcp_servers": ["index"],
+                "sessions": [{"role": "plan", "prompt": "p"}, {"role": "work", "prompt": "p"}],
+            }
+        },
     }
 
 
@@ -70,8 +79,10 @@ def test_command_inside_a_task_workspace_is_refused(tmp_path):
 def test_a_command_under_a_mount_or_the_system_trees_is_accepted(tmp_path):
     root = make_project(tmp_path)
     resolved = mcp.check_mcp_config(make_config(command="/opt/mcp/srv/index.py"), root)
-    assert resolved["index"] == {"command": "/opt/mcp/srv/index.py",
-                                 "mounts": {"/opt/mcp/srv": str((root / "servers").resolve())}}
+    assert resolved["index"] == {
+        "command": "/opt/mcp/srv/index.py",
+        "mounts": {"/opt/mcp/srv": str((root / "servers").resolve())},
+    }
     assert mcp.check_mcp_config(make_config(command="python3"), root)["index"]["command"].startswith("/usr/")
 
 
@@ -79,8 +90,10 @@ def test_a_command_under_a_mount_or_the_system_trees_is_accepted(tmp_path):
     ("arm", "message"),
     [
         ({"mcp_servers": ["nope"]}, "arms.a.mcp_servers: ['nope'] are not declared"),
-        ({"sessions": [{"role": "plan", "prompt": "p", "tools": ["Read", "mcp__other__find"]}]},
-         "arms.a.sessions[0].tools: 'mcp__other__find' names no MCP server this arm loads"),
+        (
+            {"sessions": [{"role": "plan", "prompt": "p", "tools": ["Read", "mcp__other__find"]}]},
+            "arms.a.sessions[0].tools: 'mcp__other__find' names no MCP server this arm loads",
+        ),
         ({"disallowed_tools": ["mcp__index__drop"]}, "arms.a.disallowed_tools: 'mcp__index__drop': server 'index'"),
         ({"no_mcp": True}, "arms.a: no_mcp is true but the arm loads MCP servers"),
         ({"mcp_access": {"other": {"network": True}}}, "arms.a.mcp_access.other"),
@@ -130,9 +143,14 @@ def test_mcp_config_is_credential_free_and_sandboxes_every_server():
     servers = mcp.arm_servers(config, config["arms"]["a"])
 
     def argv(name, server):
-        return sandbox.mcp_server_argv(command="/usr/bin/python3", args=server["args"],
-                                       env=mcp.server_environment(server), mounts=["/opt/mcp/srv"],
-                                       network=server["network"], workspace=server["workspace"])
+        return sandbox.mcp_server_argv(
+            command="/usr/bin/python3",
+            args=server["args"],
+            env=mcp.server_environment(server),
+            mounts=["/opt/mcp/srv"],
+            network=server["network"],
+            workspace=server["workspace"],
+        )
 
     document = json.loads(mcp.mcp_config_json(servers, argv))
     entry = document["mcpServers"]["index"]
@@ -153,9 +171,17 @@ def test_mcp_config_is_credential_free_and_sandboxes_every_server():
 
 
 def test_cli_argv_always_strict_and_carries_plugins_and_flags():
-    argv = sessions.cli_command("claude", tools=["Read", "mcp__i__f"], disallowed_tools=["mcp__i__g"], model="m",
-                                effort=None, settings_json=None, mcp_config='{"mcpServers":{"i":{}}}',
-                                plugin_dirs=["/opt/p/0-x"], disable_slash_commands=True)
+    argv = sessions.cli_command(
+        "claude",
+        tools=["Read", "mcp__i__f"],
+        disallowed_tools=["mcp__i__g"],
+        model="m",
+        effort=None,
+        settings_json=None,
+        mcp_config='{"mcpServers":{"i":{}}}',
+        plugin_dirs=["/opt/p/0-x"],
+        disable_slash_commands=True,
+    )
     assert argv[argv.index("--mcp-config") - 1] == "--strict-mcp-config"
     assert argv[argv.index("--plugin-dir") + 1] == "/opt/p/0-x"
     assert "--disable-slash-commands" in argv
@@ -164,23 +190,34 @@ def test_cli_argv_always_strict_and_carries_plugins_and_flags():
 
 
 def _use(tool_id, name):
-    return {"type": "assistant", "message": {"id": tool_id, "content": [
-        {"type": "tool_use", "id": tool_id, "name": name, "input": {}}]}}
+    return {
+        "type": "assistant",
+        "message": {"id": tool_id, "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": {}}]},
+    }
 
 
 def _result(tool_id, content, is_error=False):
-    return {"type": "user", "message": {"content": [
-        {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}]}}
+    return {
+        "type": "user",
+        "message": {
+            "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}]
+        },
+    }
 
 
 def test_counts_uses_and_semantic_errors_per_server():
     events = [
         {"type": "system", "subtype": "init", "mcp_servers": [{"name": "index", "status": "connected"}]},
-        _use("t1", "mcp__index__find"), _result("t1", [{"type": "text", "text": "found"}]),
-        _use("t2", "mcp__index__find"), _result("t2", "Error executing tool find: nope", is_error=True),
-        _use("t3", "mcp__index__find"), _result("t3", '{"result": "{\\"error\\": \\"index stale\\"}"}'),
-        _use("t4", "mcp__index__find"), _result("t4", '{"ok": false, "reason": "x"}'),
-        _use("t5", "Read"), _result("t5", '{"error": "not mcp"}'),
+        _use("t1", "mcp__index__find"),
+        _result("t1", [{"type": "text", "text": "found"}]),
+        _use("t2", "mcp__index__find"),
+        _result("t2", "Error executing tool find: nope", is_error=True),
+        _use("t3", "mcp__index__find"),
+        _result("t3", '{"result": "{\\"error\\": \\"index stale\\"}"}'),
+        _use("t4", "mcp__index__find"),
+        _result("t4", '{"ok": false, "reason": "x"}'),
+        _use("t5", "Read"),
+        _result("t5", '{"error": "not mcp"}'),
     ]
     uses, errors = mcp.mcp_counts(events, ["index", "other"])
     assert uses == {"index": 4, "other": 0}
@@ -193,19 +230,43 @@ def test_a_failed_server_makes_the_session_an_excluded_harness_error():
     from skillbench.process import ProcessResult
 
     events = [
-        {"type": "system", "subtype": "init", "tools": ["Read"],
-         "mcp_servers": [{"name": "index", "status": "failed"}]},
-        {"type": "result", "subtype": "success", "is_error": False, "num_turns": 1, "session_id": "s1",
-         "total_cost_usd": 0.0, "duration_ms": 10,
-         "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                   "cache_read_input_tokens": 0}},
+        {
+            "type": "system",
+            "subtype": "init",
+            "tools": ["Read"],
+            "mcp_servers": [{"name": "index", "status": "failed"}],
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "num_turns": 1,
+            "session_id": "s1",
+            "total_cost_usd": 0.0,
+            "duration_ms": 10,
+            "usage": {
+                "input_tokens": 1,
+                "output_tokens": 1,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        },
     ]
     raw = "\n".join(json.dumps(event) for event in events).encode() + b"\n"
-    outcome = ProcessResult(state="ok", returncode=0, duration_s=0.1, stdout_tail="", stderr_tail="",
-                            stdout_capture=raw)
-    record = sessions.session_record(outcome, expected_skill=None, transcript_dir=None, transcript_prefix="x",
-                                     secrets=[], prices=None, started_at="a", finished_at="b",
-                                     mcp_servers=["index"])
+    outcome = ProcessResult(
+        state="ok", returncode=0, duration_s=0.1, stdout_tail="", stderr_tail="", stdout_capture=raw
+    )
+    record = sessions.session_record(
+        outcome,
+        expected_skill=None,
+        transcript_dir=None,
+        transcript_prefix="x",
+        secrets=[],
+        prices=None,
+        started_at="a",
+        finished_at="b",
+        mcp_servers=["index"],
+    )
     assert record["ok"] is False and record["error_kind"] == "infra-error"
     assert record["mcp_failed"] == {"index": "failed"} and "index (failed)" in record["error_detail"]
 
@@ -227,9 +288,17 @@ def test_strip_guidance_drops_lines_about_unavailable_tools(tmp_path):
 def test_server_log_tail_reads_the_cli_mcp_log(tmp_path):
     folder = tmp_path / ".cache" / "claude-cli-nodejs" / "-workspace" / "mcp-logs-index"
     folder.mkdir(parents=True)
-    (folder / "2026.jsonl").write_text("\n".join(json.dumps(entry) for entry in [
-        {"debug": "Starting"}, {"error": "Server stderr: index crashed: no such table\n"},
-        {"debug": "Connection failed after 13ms: exit 3"}]) + "\n")
+    (folder / "2026.jsonl").write_text(
+        "\n".join(
+            json.dumps(entry)
+            for entry in [
+                {"debug": "Starting"},
+                {"error": "Server stderr: index crashed: no such table\n"},
+                {"debug": "Connection failed after 13ms: exit 3"},
+            ]
+        )
+        + "\n"
+    )
     tail = mcp.server_log_tail(tmp_path, "index")
     assert "index crashed: no such table" in tail and "Connection failed" in tail and "Starting" not in tail
     assert mcp.server_log_tail(tmp_path, "other") == ""
@@ -249,7 +318,7 @@ def test_heartbeat_counts_mcp_calls_and_previews_them():
         progress.observe(json.dumps(_result("t2", '{"error": "stale index"}')).encode() + b"\n")
         time.sleep(0.3)
     text = output.getvalue()
-    assert "tool mcp__index__find input={\"name\":\"format_money\"}" in text
+    assert 'tool mcp__index__find input={"name":"format_money"}' in text
     assert "tool mcp__index__find result=ok" in text
     assert "tool mcp__index__find result=error (envelope)" in text
     assert "2 tool calls (2 MCP)" in text

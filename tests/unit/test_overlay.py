@@ -132,8 +132,15 @@ def test_promotion_targets_include_mirrors(candidate):
 
 
 def git(repo: Path, *args: str) -> None:
-    env = {"PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(repo)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "HOME": str(repo),
+    }
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
@@ -163,15 +170,18 @@ def test_a_hard_link_is_refused(candidate, tmp_path):
         overlay.overlay_files(candidate, EVOLVABLE)
 
 
-@pytest.mark.parametrize(("name", "what"), [
-    ("evil\nname.md", "control character (U+000A)"),
-    ("tab\there.md", "control character (U+0009)"),
-    ("esc\x1b[31m.md", "control character (U+001B)"),
-    ("gnp\u202etxt.md", "format (bidi-control or invisible) character (U+202E)"),
-    ("iso\u2066late.md", "format (bidi-control or invisible) character (U+2066)"),
-    ("zero\u200bwidth.md", "format (bidi-control or invisible) character (U+200B)"),
-    ("line\u2028sep.md", "line separator (U+2028)"),
-])
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("evil\nname.md", "control character (U+000A)"),
+        ("tab\there.md", "control character (U+0009)"),
+        ("esc\x1b[31m.md", "control character (U+001B)"),
+        ("gnp\u202etxt.md", "format (bidi-control or invisible) character (U+202E)"),
+        ("iso\u2066late.md", "format (bidi-control or invisible) character (U+2066)"),
+        ("zero\u200bwidth.md", "format (bidi-control or invisible) character (U+200B)"),
+        ("line\u2028sep.md", "line separator (U+2028)"),
+    ],
+)
 def test_names_with_control_or_bidi_characters_are_refused(candidate, name, what):
     write(candidate, f".claude/skills/change-work/{name}", "# x\n")
     with pytest.raises(OverlayError, match="rename it to plain printable characters") as error:
@@ -222,8 +232,10 @@ def leaks(text: str) -> list[str]:
 
 def test_an_exact_copy_of_an_oracle_is_found():
     found = leaks("# work\n\n" + ORACLE.decode() + "\nThe end.\n")
-    assert found == [".claude/skills/change-work/SKILL.md holds hidden oracle test_money.py of task money-thousands "
-                     "(its whole content)"]
+    assert found == [
+        ".claude/skills/change-work/SKILL.md holds hidden oracle test_money.py of task money-thousands "
+        "(its whole content)"
+    ]
 
 
 def test_a_reformatted_excerpt_of_an_oracle_is_found():
@@ -250,8 +262,9 @@ Use `from shop.money import format_money` to reach the helper.
 def test_an_oracle_with_fewer_distinctive_lines_leaks_when_all_of_them_appear():
     small = [("t.py of task tiny", b"def test_it():\n    assert run('--frobnicate') == 42\n")]
     files = [("SKILL.md", b"Tip: assert  run('--frobnicate') == 42 passes.")]
-    assert overlay.find_oracle_content(files, small) == ["SKILL.md holds hidden oracle t.py of task tiny "
-                                                         "(1 of its 1 distinctive lines)"]
+    assert overlay.find_oracle_content(files, small) == [
+        "SKILL.md holds hidden oracle t.py of task tiny (1 of its 1 distinctive lines)"
+    ]
 
 
 def test_refuse_oracle_content_names_the_overlay_file_and_the_oracle_but_not_its_content(candidate):

@@ -46,8 +46,10 @@ def test_any_change_to_the_plugin_changes_its_digest(tmp_path):
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        (lambda root: make_plugin(root, manifest=False), "config arms.comp.plugins[0]: plugin folder 'plugins/kit' "
-                                                          "has no .claude-plugin/plugin.json"),
+        (
+            lambda root: make_plugin(root, manifest=False),
+            "config arms.comp.plugins[0]: plugin folder 'plugins/kit' has no .claude-plugin/plugin.json",
+        ),
         (lambda root: None, "config arms.comp.plugins[0]: plugin folder 'plugins/kit' does not exist"),
     ],
 )
@@ -71,10 +73,16 @@ def test_invalid_manifest_and_unknown_plugin_skill_fail(tmp_path):
 
 def _skill_stream(requested: str) -> list[dict]:
     return [
-        {"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": requested}}]}},
-        {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": f"Launching skill: {requested}"}]}},
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": requested}}]},
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": f"Launching skill: {requested}"}]
+            },
+        },
     ]
 
 

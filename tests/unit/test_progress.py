@@ -18,9 +18,16 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def plan(**overrides) -> dict:
-    values = {"experiment": "exp", "task_ids": ["alpha", "beta"], "arms": ["workflow", "baseline"],
-              "candidate_arms": ["candidate_workflow"], "runs": 2, "generations": 2, "session_cap": 2,
-              "started_at": "2026-01-01T11:00:00Z"}
+    values = {
+        "experiment": "exp",
+        "task_ids": ["alpha", "beta"],
+        "arms": ["workflow", "baseline"],
+        "candidate_arms": ["candidate_workflow"],
+        "runs": 2,
+        "generations": 2,
+        "session_cap": 2,
+        "started_at": "2026-01-01T11:00:00Z",
+    }
     values.update(overrides)
     return progress.run_plan(**values)
 
@@ -28,8 +35,12 @@ def plan(**overrides) -> dict:
 def write_record(root: Path, cellset: str, task: str, arm: str, run: int, *, cost=0.5, wall=30.0) -> None:
     folder = root / cellset / task / arm / f"run{run}"
     folder.mkdir(parents=True)
-    record = {"schema": "cell-record/v1", "row": make_row(task, arm, run, cost_usd=cost), "attempt": 1,
-              "timing": {"wall_s": wall, "started_at": "2026-01-01T11:00:00Z", "finished_at": "2026-01-01T11:00:30Z"}}
+    record = {
+        "schema": "cell-record/v1",
+        "row": make_row(task, arm, run, cost_usd=cost),
+        "attempt": 1,
+        "timing": {"wall_s": wall, "started_at": "2026-01-01T11:00:00Z", "finished_at": "2026-01-01T11:00:30Z"},
+    }
     (folder / "record.json").write_text(json.dumps(record))
 
 
@@ -40,27 +51,55 @@ def dead_pid() -> int:
 
 
 def test_summary_counts_spend_and_eta():
-    finished = [{"cost_usd": 0.5, "wall_s": 10.0}, {"cost_usd": None, "wall_s": 30.0},
-                {"cost_usd": 0.25, "wall_s": 20.0}]
-    state = progress.summarize(plan=plan(), finished=finished, running=2, interrupted=0, proposer_costs=[0.1, None],
-                               generations=2, finished_run=False, now=NOW)
+    finished = [
+        {"cost_usd": 0.5, "wall_s": 10.0},
+        {"cost_usd": None, "wall_s": 30.0},
+        {"cost_usd": 0.25, "wall_s": 20.0},
+    ]
+    state = progress.summarize(
+        plan=plan(),
+        finished=finished,
+        running=2,
+        interrupted=0,
+        proposer_costs=[0.1, None],
+        generations=2,
+        finished_run=False,
+        now=NOW,
+    )
     assert validate(state, "progress") is state
     assert state["cells_planned"] == 2 * 2 * 2 + 2 * (2 * 2 * 1)  # incumbent cells + two generations of candidates
     assert (state["cells_done"], state["cells_running"], state["state"]) == (3, 2, "running")
     assert state["spend_usd"] == pytest.approx(0.85) and state["unmeasured_costs"] == 2
     assert state["median_cell_s"] == 20.0
     assert state["eta_s"] == 7 * 20.0  # 13 cells left, in waves of 2 sessions, 20 s each
-    assert progress.format_line(state) == \
-        "[progress] exp: 3/16 cells, 2 running, $0.85 spent (+2 unmeasured), ETA 2m20s"
+    assert (
+        progress.format_line(state) == "[progress] exp: 3/16 cells, 2 running, $0.85 spent (+2 unmeasured), ETA 2m20s"
+    )
 
 
 def test_summary_before_the_first_cell_and_when_everything_is_done():
-    waiting = progress.summarize(plan=plan(), finished=[], running=0, interrupted=0, proposer_costs=[],
-                                 generations=2, finished_run=False, now=NOW)
+    waiting = progress.summarize(
+        plan=plan(),
+        finished=[],
+        running=0,
+        interrupted=0,
+        proposer_costs=[],
+        generations=2,
+        finished_run=False,
+        now=NOW,
+    )
     assert (waiting["eta_s"], waiting["state"]) == (None, "waiting")
     assert progress.format_line(waiting).endswith("ETA after the first cell")
-    done = progress.summarize(plan=plan(generations=0), finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8, running=0,
-                              interrupted=0, proposer_costs=[], generations=0, finished_run=True, now=NOW)
+    done = progress.summarize(
+        plan=plan(generations=0),
+        finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8,
+        running=0,
+        interrupted=0,
+        proposer_costs=[],
+        generations=0,
+        finished_run=True,
+        now=NOW,
+    )
     assert (done["eta_s"], done["state"], done["cells_planned"]) == (0.0, "finished", 8)
     assert progress.format_line(done).endswith(", finished")
 
@@ -75,8 +114,9 @@ def test_snapshot_from_disk_counts_only_planned_cells_and_sees_interrupted_jobs(
     write_record(root, "gen7/cells", "alpha", "candidate_workflow", 0, cost=9.0)  # nor is generation 7
     running = root / progress.RUNNING
     (running / "a.json").write_text(json.dumps({"cell": "cells/beta/workflow/run0", "pid": 1, "host": "node-b"}))
-    (running / "b.json").write_text(json.dumps({"cell": "cells/beta/baseline/run0", "pid": dead_pid(),
-                                                 "host": "node-a"}))
+    (running / "b.json").write_text(
+        json.dumps({"cell": "cells/beta/baseline/run0", "pid": dead_pid(), "host": "node-a"})
+    )
     state = progress.snapshot(root, now=NOW, host="node-a")
     assert (state["cells_done"], state["cells_planned"]) == (3, 16)
     assert (state["cells_running"], state["cells_interrupted"]) == (1, 1)  # another host's entry is trusted
@@ -125,7 +165,8 @@ def test_a_new_run_forgets_the_running_entries_of_the_last(tmp_path):
 
 
 CONFIG = {
-    "experiment": "exp", "runs": 2,
+    "experiment": "exp",
+    "runs": 2,
     "arms": {"workflow": {"sessions": [{"role": "plan"}, {"role": "work"}]}, "baseline": {"sessions": [{"role": "b"}]}},
     "selected_arms": [],
     "skills": {"evolvable": ["change-work"]},
@@ -142,8 +183,9 @@ def test_planned_work_counts_cells_and_sessions(monkeypatch):
     assert len(work["incumbent_cells"]) == 3 * 2 * 2 and len(work["candidate_cells_per_generation"]) == 3 * 2
     assert work["cells"] == 12 + 2 * 6
     assert work["sessions"] == (3 * 2 * (2 + 1)) + 2 * (3 * 2 * 2) + 2  # incumbent + candidates + proposers
-    no_proposer = progress.planned_work({**CONFIG, "evolution": {**CONFIG["evolution"], "generations": 1,
-                                                                 "initial_overlay": "overlay/"}}, ["alpha"])
+    no_proposer = progress.planned_work(
+        {**CONFIG, "evolution": {**CONFIG["evolution"], "generations": 1, "initial_overlay": "overlay/"}}, ["alpha"]
+    )
     assert no_proposer["proposer_sessions"] == 0
 
 
@@ -151,12 +193,17 @@ def test_cost_estimate_prices_each_cell_from_earlier_rows(monkeypatch):
     from skillbench import arms
 
     monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
-    work = progress.planned_work({**CONFIG, "runs": 1, "evolution": {**CONFIG["evolution"], "generations": 1}},
-                                 ["alpha", "beta"])
-    earlier = [make_row("alpha", "workflow", 0, cost_usd=1.0), make_row("alpha", "workflow", 1, cost_usd=3.0),
-               make_row("beta", "workflow", 0, cost_usd=2.0), make_row("alpha", "baseline", 0, cost_usd=0.5),
-               make_row("beta", "baseline", 0, cost_usd=None),
-               make_row("beta", "baseline", 1, resolved=False, error_kind="infra-error", cost_usd=50.0)]
+    work = progress.planned_work(
+        {**CONFIG, "runs": 1, "evolution": {**CONFIG["evolution"], "generations": 1}}, ["alpha", "beta"]
+    )
+    earlier = [
+        make_row("alpha", "workflow", 0, cost_usd=1.0),
+        make_row("alpha", "workflow", 1, cost_usd=3.0),
+        make_row("beta", "workflow", 0, cost_usd=2.0),
+        make_row("alpha", "baseline", 0, cost_usd=0.5),
+        make_row("beta", "baseline", 0, cost_usd=None),
+        make_row("beta", "baseline", 1, resolved=False, error_kind="infra-error", cost_usd=50.0),
+    ]
     estimate = progress.cost_estimate(work, earlier, proposer_costs=[0.1])
     # alpha/workflow 1–3 (median 2) twice (incumbent and candidate), beta/workflow 2 twice,
     # alpha/baseline 0.5, beta/baseline priced like baseline anywhere (0.5), one proposer 0.1.
@@ -167,8 +214,16 @@ def test_cost_estimate_prices_each_cell_from_earlier_rows(monkeypatch):
 def test_closing_lines_name_the_outcome_reports_and_next_step(tmp_path):
     root = tmp_path / "results" / "exp"
     progress.write_plan(root, plan(generations=1))
-    (root / "summary.json").write_text(json.dumps({"outcome": "promoted", "promoted_generation": 0,
-                                                   "generations_requested": 1, "generations": [{"generation": 0}]}))
+    (root / "summary.json").write_text(
+        json.dumps(
+            {
+                "outcome": "promoted",
+                "promoted_generation": 0,
+                "generations_requested": 1,
+                "generations": [{"generation": 0}],
+            }
+        )
+    )
     lines = progress.closing_lines(root, ok=True)
     assert lines[0].startswith("skillbench: generation 0's candidate was PROMOTED (0/12 cells")
     assert any(line.strip().startswith("reports:") and str(root / "gen0" / "report.md") in line for line in lines)

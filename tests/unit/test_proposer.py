@@ -17,15 +17,26 @@ ARM_SKILLS = {"workflow": ["change-plan", "change-work"]}
 
 
 def prompt_for(manifest: evidence.EvidenceManifest) -> str:
-    return build_prompt(generation=2, manifest=manifest, arm_skills=ARM_SKILLS, skills_root=".claude/skills",
-                        overlay_dir="/workspace/.skillbench-output/overlay",
-                        proposal_path="/workspace/.skillbench-output/proposal.md", evidence_dir="/evidence")
+    return build_prompt(
+        generation=2,
+        manifest=manifest,
+        arm_skills=ARM_SKILLS,
+        skills_root=".claude/skills",
+        overlay_dir="/workspace/.skillbench-output/overlay",
+        proposal_path="/workspace/.skillbench-output/proposal.md",
+        evidence_dir="/evidence",
+    )
 
 
 def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tmp_path):
     root = tmp_path / "results" / "exp"
-    failed = write_cell(root, make_row("t1", CAND, 0, resolved=False, error_kind="verify-failed"), generation=1,
-                        patch=b"diff --git a/x b/x\n+change\n", transcripts=(stream("plan"), stream("work")))
+    failed = write_cell(
+        root,
+        make_row("t1", CAND, 0, resolved=False, error_kind="verify-failed"),
+        generation=1,
+        patch=b"diff --git a/x b/x\n+change\n",
+        transcripts=(stream("plan"), stream("work")),
+    )
     costly = write_cell(root, make_row("t1", INC, 0, cost_usd=2.5), transcripts=(stream("incumbent"),))
     cheap = write_cell(root, make_row("t2", INC, 0, cost_usd=0.1), patch=b"")
     excluded = make_row("t3", INC, 0, resolved=False, error_kind="infra-error")
@@ -34,9 +45,16 @@ def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tm
     rows_path = write_rows(root, rows)
     proposal.write_text("# Proposal\nTighten the plan step.\n")
     bundle = tmp_path / "gen2" / "evidence"
-    evidence.stage_evidence(destination=bundle, results_root=root, rows_path=rows_path, generation=1,
-                            promotion_path=promotion_file(root, rows), prior_proposal=proposal, learnings=[],
-                            secrets=[])
+    evidence.stage_evidence(
+        destination=bundle,
+        results_root=root,
+        rows_path=rows_path,
+        generation=1,
+        promotion_path=promotion_file(root, rows),
+        prior_proposal=proposal,
+        learnings=[],
+        secrets=[],
+    )
 
     text = prompt_for(evidence.read_manifest(bundle))
 
@@ -52,8 +70,16 @@ def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tm
 
 def test_the_prompt_of_a_first_generation_says_there_is_no_evidence_yet(tmp_path):
     bundle = tmp_path / "gen0" / "evidence"
-    evidence.stage_evidence(destination=bundle, results_root=None, rows_path=None, generation=None,
-                            promotion_path=None, prior_proposal=None, learnings=[], secrets=[])
+    evidence.stage_evidence(
+        destination=bundle,
+        results_root=None,
+        rows_path=None,
+        generation=None,
+        promotion_path=None,
+        prior_proposal=None,
+        learnings=[],
+        secrets=[],
+    )
     text = prompt_for(evidence.read_manifest(bundle))
     assert "- Benchmark runs: none yet: work from the incumbent skills and the learning queue." in text
     assert "- Earlier gate decisions: none yet." in text
@@ -64,16 +90,32 @@ def test_a_bundle_whose_every_row_was_excluded_is_not_called_empty(tmp_path):
     root = tmp_path / "results" / "exp"
     rows_path = write_rows(root, [make_row("t1", INC, 0, resolved=False, error_kind="infra-error")])
     bundle = tmp_path / "gen2" / "evidence"
-    evidence.stage_evidence(destination=bundle, results_root=root, rows_path=rows_path, generation=1,
-                            promotion_path=None, prior_proposal=None, learnings=[], secrets=[])
+    evidence.stage_evidence(
+        destination=bundle,
+        results_root=root,
+        rows_path=rows_path,
+        generation=1,
+        promotion_path=None,
+        prior_proposal=None,
+        learnings=[],
+        secrets=[],
+    )
     text = prompt_for(evidence.read_manifest(bundle))
     assert "none usable: all 1 run(s) of the last results failed for reasons outside the skills" in text
 
 
 def test_a_tampered_manifest_is_refused_on_read(tmp_path):
     bundle = tmp_path / "evidence"
-    evidence.stage_evidence(destination=bundle, results_root=None, rows_path=None, generation=None,
-                            promotion_path=None, prior_proposal=None, learnings=[], secrets=[])
+    evidence.stage_evidence(
+        destination=bundle,
+        results_root=None,
+        rows_path=None,
+        generation=None,
+        promotion_path=None,
+        prior_proposal=None,
+        learnings=[],
+        secrets=[],
+    )
     document = json.loads((bundle / "manifest.json").read_text())
     document["counts"]["selected_rows"] = document["counts"].pop("rows_selected")
     (bundle / "manifest.json").write_text(json.dumps(document))
@@ -83,8 +125,15 @@ def test_a_tampered_manifest_is_refused_on_read(tmp_path):
 
 # ─── The clone ──────────────────────────────────────────────────────────────
 
-GIT_ENV = {"PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+GIT_ENV = {
+    "PATH": os.environ["PATH"],
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
 ORACLE = b"def test_secret():\n    assert compute_the_answer(6, 7) == 42\n    assert compute_the_answer(0, 0) == 0\n"
 
 
@@ -99,46 +148,74 @@ def committed_repository(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def listing(root: Path) -> list[str]:
-    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*")
-                  if path.is_file() and ".git" not in path.relative_to(root).parts)
+    return sorted(
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*")
+        if path.is_file() and ".git" not in path.relative_to(root).parts
+    )
 
 
 def test_the_clone_holds_only_the_skills_their_mirrors_and_the_agent_docs(tmp_path):
-    repository = committed_repository(tmp_path / "repo", {
-        ".claude/skills/change-work/SKILL.md": b"# work\n",
-        "plugin/skills/change-work/SKILL.md": b"# work\n",
-        "README.md": b"# project\n",
-        "AGENTS.md": b"# agents\n",
-        "docs/README.md": b"# nested docs are not on the list\n",
-        "suites/x/tasks.yaml": b"tasks: []\n",
-        "suites/x/oracles/secret_test.py": ORACLE,
-        "tasks/demo/oracles/hidden_test.py": ORACLE,
-        "src/app.py": b"print('app')\n",
-        ".claude/settings.json": b"{}\n",
-    })
+    repository = committed_repository(
+        tmp_path / "repo",
+        {
+            ".claude/skills/change-work/SKILL.md": b"# work\n",
+            "plugin/skills/change-work/SKILL.md": b"# work\n",
+            "README.md": b"# project\n",
+            "AGENTS.md": b"# agents\n",
+            "docs/README.md": b"# nested docs are not on the list\n",
+            "suites/x/tasks.yaml": b"tasks: []\n",
+            "suites/x/oracles/secret_test.py": ORACLE,
+            "tasks/demo/oracles/hidden_test.py": ORACLE,
+            "src/app.py": b"print('app')\n",
+            ".claude/settings.json": b"{}\n",
+        },
+    )
     config = {"skills": {"root": ".claude/skills", "mirrors": ["plugin/skills"]}}
     clone = tmp_path / "clone"
-    sha = sanitized_clone(repository, clone, allowed=clone_allow_list(config),
-                          oracles=[("secret_test.py of task x", ORACLE)])
-    assert listing(clone) == [".claude/skills/change-work/SKILL.md", "AGENTS.md", "README.md",
-                              "plugin/skills/change-work/SKILL.md"]
-    log = subprocess.run(["git", "-C", str(clone), "log", "--format=%H", "--all"], capture_output=True, text=True,
-                         env=GIT_ENV, check=True).stdout.split()
+    sha = sanitized_clone(
+        repository, clone, allowed=clone_allow_list(config), oracles=[("secret_test.py of task x", ORACLE)]
+    )
+    assert listing(clone) == [
+        ".claude/skills/change-work/SKILL.md",
+        "AGENTS.md",
+        "README.md",
+        "plugin/skills/change-work/SKILL.md",
+    ]
+    log = subprocess.run(
+        ["git", "-C", str(clone), "log", "--format=%H", "--all"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout.split()
     assert log == [sha]
-    objects = subprocess.run(["git", "-C", str(clone), "cat-file", "--batch-all-objects", "--batch-check"],
-                             capture_output=True, text=True, env=GIT_ENV, check=True).stdout
+    objects = subprocess.run(
+        ["git", "-C", str(clone), "cat-file", "--batch-all-objects", "--batch-check"],
+        capture_output=True,
+        text=True,
+        env=GIT_ENV,
+        check=True,
+    ).stdout
     assert len(objects.splitlines()) < 12  # the allowed blobs and their trees, nothing of the suites
 
 
 def test_a_skill_folder_holding_an_oracle_is_refused_before_any_session(tmp_path):
-    repository = committed_repository(tmp_path / "repo", {
-        ".claude/skills/change-work/SKILL.md": b"# work\n",
-        ".claude/skills/change-work/fixtures/check_test.py": ORACLE,
-    })
-    with pytest.raises(ProposerError, match=r"\.claude/skills/change-work/fixtures/check_test\.py holds hidden "
-                                            r"oracle secret_test\.py of task x \(its whole content\)"):
-        sanitized_clone(repository, tmp_path / "clone", allowed=[".claude/skills"],
-                        oracles=[("secret_test.py of task x", ORACLE)])
+    repository = committed_repository(
+        tmp_path / "repo",
+        {
+            ".claude/skills/change-work/SKILL.md": b"# work\n",
+            ".claude/skills/change-work/fixtures/check_test.py": ORACLE,
+        },
+    )
+    with pytest.raises(
+        ProposerError,
+        match=r"\.claude/skills/change-work/fixtures/check_test\.py holds hidden "
+        r"oracle secret_test\.py of task x \(its whole content\)",
+    ):
+        sanitized_clone(
+            repository, tmp_path / "clone", allowed=[".claude/skills"], oracles=[("secret_test.py of task x", ORACLE)]
+        )
 
 
 def test_symlinks_in_the_skills_are_left_out_of_the_clone(tmp_path):
@@ -152,4 +229,3 @@ def test_symlinks_in_the_skills_are_left_out_of_the_clone(tmp_path):
     sanitized_clone(repository, tmp_path / "clone", allowed=[".claude/skills"])
     assert listing(tmp_path / "clone") == [".claude/skills/change-work/SKILL.md"]
     assert not (tmp_path / "clone/.claude/skills/change-work/oracle.py").is_symlink()
-

@@ -27,8 +27,6 @@ PROVENANCE = {
 }
 
 
-
-
 def demo_rows() -> list[dict]:
     return [
         make_row(
@@ -320,8 +318,10 @@ def test_savings_against_a_baseline_that_resolved_nothing_are_not_shown():
 
 def test_savings_compare_resolved_runs_and_cost_per_resolved_run_pays_for_failures():
     rows = [make_row("demo-task", "baseline", run, cost_usd=1.0, duration_s=300.0) for run in range(2)]
-    rows += [make_row("demo-task", "workflow", 0, cost_usd=1.0, duration_s=240.0),
-             make_row("demo-task", "workflow", 1, resolved=False, cost_usd=0.1, duration_s=30.0)]
+    rows += [
+        make_row("demo-task", "workflow", 0, cost_usd=1.0, duration_s=240.0),
+        make_row("demo-task", "workflow", 1, resolved=False, cost_usd=0.1, duration_s=30.0),
+    ]
     text = render(rows)
     assert _table_line_of(text, "workflow")[8:11] == ["0.5500", "1.1000", "135"]
     cells = _table_line_of(text, "**workflow savings %**")
@@ -336,8 +336,10 @@ def test_wall_time_of_short_cells_is_marked_noisy_and_has_no_saving():
     text = render(rows)
     assert _table_line_of(text, "baseline")[10] == "12†"
     assert _table_line_of(text, "**workflow savings %**")[10] == "†"
-    long_rows = [make_row("demo-task", "baseline", 0, duration_s=600.0),
-                 make_row("demo-task", "workflow", 0, duration_s=450.0)]
+    long_rows = [
+        make_row("demo-task", "baseline", 0, duration_s=600.0),
+        make_row("demo-task", "workflow", 0, duration_s=450.0),
+    ]
     long_text = render(long_rows)
     assert _table_line_of(long_text, "baseline")[10] == "600"
     assert _table_line_of(long_text, "**workflow savings %**")[10] == "25.0"

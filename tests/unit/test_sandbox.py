@@ -13,9 +13,13 @@ import pytest
 from skillbench import sandbox as sb
 from skillbench.sandbox import Sandbox, SandboxError
 
-HOST_SECRETS = {"AWS_SECRET_ACCESS_KEY": "aws-secret-value", "GITHUB_TOKEN": "ghp_secretsecretsecret",
-                "ANTHROPIC_API_KEY": "sk-ant-api-host-key", "SSH_AUTH_SOCK": "/run/ssh.sock",
-                "HTTPS_PROXY": "http://proxy.invalid:3128"}
+HOST_SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
+    "GITHUB_TOKEN": "ghp_secretsecretsecret",
+    "ANTHROPIC_API_KEY": "sk-ant-api-host-key",
+    "SSH_AUTH_SOCK": "/run/ssh.sock",
+    "HTTPS_PROXY": "http://proxy.invalid:3128",
+}
 BWRAP = shutil.which("bwrap")
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="Bubblewrap is not installed (make setup installs it)")
 
@@ -38,7 +42,7 @@ def make_sandbox(root: Path, backend: str = "bwrap", **kwargs) -> Sandbox:
 
 
 def pairs(argv: list[str]) -> set[tuple[str, ...]]:
-    return {tuple(argv[index:index + 3]) for index in range(len(argv) - 2)}
+    return {tuple(argv[index : index + 3]) for index in range(len(argv) - 2)}
 
 
 @needs_bwrap
@@ -59,8 +63,11 @@ def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
     skills = argv.index(str(box.clone / ".claude/skills"))
     assert skills > argv.index(str(box.clone))  # the read-only skills bind lands on top of the workspace
     assert argv[-5:] == ["--chdir", "/workspace", "--", "claude", "-p"]
-    assert ("--ro-bind", "/bin/true", "/opt/claude/claude") in triples or ("--ro-bind", "/usr/bin/true",
-                                                                         "/opt/claude/claude") in triples
+    assert ("--ro-bind", "/bin/true", "/opt/claude/claude") in triples or (
+        "--ro-bind",
+        "/usr/bin/true",
+        "/opt/claude/claude",
+    ) in triples
     assert argv[argv.index("--remount-ro") + 1] == "/"
 
 
@@ -68,13 +75,19 @@ def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
 def test_namespaces_capabilities_and_identity(private_root):
     box = make_sandbox(private_root)
     argv = box.command(["true"])
-    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-                 "--new-session"):
+    for flag in (
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+    ):
         assert flag in argv
-    assert ("--cap-drop", "ALL") in {tuple(argv[i:i + 2]) for i in range(len(argv) - 1)}
+    assert ("--cap-drop", "ALL") in {tuple(argv[i : i + 2]) for i in range(len(argv) - 1)}
     assert argv[argv.index("--uid") + 1] == str(sb.SANDBOX_UID)
     assert "--unshare-net" not in argv  # the CLI needs the model endpoint
-    launcher = argv[:argv.index(shutil.which("bwrap") and str(Path(shutil.which("bwrap")).resolve()))]
+    launcher = argv[: argv.index(shutil.which("bwrap") and str(Path(shutil.which("bwrap")).resolve()))]
     if os.geteuid() == 0:
         assert any(arg.endswith("setpriv") for arg in launcher) and f"--reuid={box.host_uid}" in launcher
         assert sb.HOST_ID_BASE <= box.host_uid < sb.HOST_ID_BASE + sb.HOST_ID_SLOTS
@@ -100,8 +113,9 @@ def test_contained_process_sees_a_scratch_environment_and_nothing_of_the_host(pr
     box = make_sandbox(private_root)
     environment = box.environment()
     assert not set(HOST_SECRETS) & set(environment)
-    result = box.run(["/bin/sh", "-c", "env; id -u; ls /root /home 2>&1; cat /proc/1/environ | tr '\\0' '\\n'"],
-                     timeout=30)
+    result = box.run(
+        ["/bin/sh", "-c", "env; id -u; ls /root /home 2>&1; cat /proc/1/environ | tr '\\0' '\\n'"], timeout=30
+    )
     assert result.ok, result.stderr_tail
     for name, value in HOST_SECRETS.items():
         assert name not in result.stdout_tail and value not in result.stdout_tail
@@ -112,8 +126,10 @@ def test_contained_process_sees_a_scratch_environment_and_nothing_of_the_host(pr
 @needs_bwrap
 def test_capabilities_are_gone_so_read_only_binds_cannot_be_undone(private_root):
     box = make_sandbox(private_root)
-    script = ("grep CapEff /proc/self/status; umount /workspace/.claude/skills 2>&1; echo umount=$?; "
-              "echo pwn >> .claude/skills/demo/SKILL.md 2>&1; echo write=$?; echo ok > /usr/x 2>&1; echo usr=$?")
+    script = (
+        "grep CapEff /proc/self/status; umount /workspace/.claude/skills 2>&1; echo umount=$?; "
+        "echo pwn >> .claude/skills/demo/SKILL.md 2>&1; echo write=$?; echo ok > /usr/x 2>&1; echo usr=$?"
+    )
     result = box.run(["/bin/sh", "-c", script], timeout=30)
     assert "CapEff:\t0000000000000000" in result.stdout_tail
     assert "umount=0" not in result.stdout_tail and "write=0" not in result.stdout_tail
@@ -124,8 +140,9 @@ def test_capabilities_are_gone_so_read_only_binds_cannot_be_undone(private_root)
 @needs_bwrap
 def test_read_only_workspace_really_is(private_root):
     box = make_sandbox(private_root)
-    result = box.run(["/bin/sh", "-c", "echo changed > app.py; echo exit=$?"], timeout=30,
-                     read_only_workspace=True, network=False)
+    result = box.run(
+        ["/bin/sh", "-c", "echo changed > app.py; echo exit=$?"], timeout=30, read_only_workspace=True, network=False
+    )
     assert "Read-only file system" in result.stderr_tail and "exit=2" in result.stdout_tail
     assert (box.clone / "app.py").read_text() == "print('hi')\n"
 
@@ -138,8 +155,12 @@ def test_shell_prefix_run_directly_gives_an_empty_environment(tmp_path):
     prefix = tmp_path / "shell-prefix"
     prefix.write_text(sb.shell_prefix_script(home="/h", tmp="/t", path="/usr/bin:/bin"))
     prefix.chmod(0o500)
-    result = subprocess.run([str(prefix), "env"], capture_output=True, text=True,
-                            env={**os.environ, **HOST_SECRETS, "CLAUDE_CODE_SHELL_PREFIX": str(prefix)})
+    result = subprocess.run(
+        [str(prefix), "env"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **HOST_SECRETS, "CLAUDE_CODE_SHELL_PREFIX": str(prefix)},
+    )
     assert result.returncode == 0, result.stderr
     names = {line.split("=", 1)[0] for line in result.stdout.splitlines()}
     assert names <= tool_env_names()
@@ -162,10 +183,17 @@ def test_shell_prefix_refuses_the_wrong_number_of_arguments(tmp_path, args):
 def test_bash_tool_commands_run_in_their_own_pid_namespace_without_network(private_root):
     """The CLI holds the key in its environment; a tool command must not reach it through /proc."""
     box = make_sandbox(private_root)
-    script = ("env; echo ---; ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '; echo; grep -a -l sk-only /proc/*/environ; "
-              "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 2)\" 2>&1 | tail -1")
-    env = box.environment({"ANTHROPIC_API_KEY": "sk-only-for-the-cli", "CLAUDE_CODE_SHELL_PREFIX": box.shell_prefix,
-                           "TOOL_COMMAND": script})
+    script = (
+        "env; echo ---; ls /proc | grep -E '^[0-9]+$' | tr '\\n' ' '; echo; grep -a -l sk-only /proc/*/environ; "
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 2)\" 2>&1 | tail -1"
+    )
+    env = box.environment(
+        {
+            "ANTHROPIC_API_KEY": "sk-only-for-the-cli",
+            "CLAUDE_CODE_SHELL_PREFIX": box.shell_prefix,
+            "TOOL_COMMAND": script,
+        }
+    )
     # The outer shell plays the CLI: it holds the key and starts the tool command through the prefix.
     play_cli = '"$CLAUDE_CODE_SHELL_PREFIX" "$TOOL_COMMAND"; echo parent-sees=$ANTHROPIC_API_KEY'
     result = box.run(["/bin/sh", "-c", play_cli], timeout=30, env=env)
@@ -184,8 +212,10 @@ def test_tool_commands_cannot_plant_claude_settings(private_root):
     """A settings file the CLI reloads could point ANTHROPIC_BASE_URL (and the key) anywhere."""
     box = make_sandbox(private_root)
     (box.home_host / ".claude").mkdir()
-    script = ("echo '{}' > ~/.claude/settings.json; echo user=$?; echo '{}' > .claude/settings.local.json; "
-              "echo project=$?; echo ok > notes.txt; echo workspace=$?")
+    script = (
+        "echo '{}' > ~/.claude/settings.json; echo user=$?; echo '{}' > .claude/settings.local.json; "
+        "echo project=$?; echo ok > notes.txt; echo workspace=$?"
+    )
     env = box.environment({"CLAUDE_CODE_SHELL_PREFIX": box.shell_prefix, "TOOL_COMMAND": script})
     result = box.run(["/bin/sh", "-c", '"$CLAUDE_CODE_SHELL_PREFIX" "$TOOL_COMMAND"'], timeout=30, env=env)
     assert "user=2" in result.stdout_tail or "user=1" in result.stdout_tail
@@ -223,8 +253,11 @@ def test_private_trees_are_handed_to_the_sandbox_user_and_outside_sources_copied
         else:
             assert sources["/evidence"] == str(outside)
         assert sources["/workspace/.oracle-x"] == str(staged)
-        result = box.run(["/bin/sh", "-c", "cat /evidence/evidence.json /workspace/.oracle-x/oracle_test.py"],
-                         timeout=30, extra_read_only=[(outside, "/evidence"), (staged, "/workspace/.oracle-x")])
+        result = box.run(
+            ["/bin/sh", "-c", "cat /evidence/evidence.json /workspace/.oracle-x/oracle_test.py"],
+            timeout=30,
+            extra_read_only=[(outside, "/evidence"), (staged, "/workspace/.oracle-x")],
+        )
         assert result.ok and "oracle" in result.stdout_tail, result.stderr_tail
     finally:
         shutil.rmtree(outside)
@@ -301,13 +334,18 @@ def test_preflight_passes_here():
     sb.preflight("bwrap")
 
 
-
 def host_git(clone: Path, *args: str) -> None:
     """Git on the host, as the test author (the clone belongs to the sandbox's host id)."""
-    env = {"PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "-c", "safe.directory=*", "-C", str(clone), *args], check=True, env=env,
-                   capture_output=True)
+    env = {
+        "PATH": os.environ["PATH"],
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", str(clone), *args], check=True, env=env, capture_output=True)
 
 
 @needs_bwrap
@@ -338,9 +376,15 @@ def test_limits_bound_agent_processes_but_not_the_cli(private_root):
     box = make_sandbox(private_root, limits=sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1))
     session = box.command(["claude"])
     assert "--fsize=1048576" in session and not any(arg.startswith("--as=") for arg in session)
-    result = box.run(["/bin/sh", "-c", "python3 -c \"x = b'x' * (512 << 20)\" 2>&1 | tail -n 1; "
-                      "head -c 2000000 /dev/zero > big 2>/dev/null; echo fsize=$?; ls -l big | cut -d' ' -f5"],
-                     timeout=30)
+    result = box.run(
+        [
+            "/bin/sh",
+            "-c",
+            "python3 -c \"x = b'x' * (512 << 20)\" 2>&1 | tail -n 1; "
+            "head -c 2000000 /dev/zero > big 2>/dev/null; echo fsize=$?; ls -l big | cut -d' ' -f5",
+        ],
+        timeout=30,
+    )
     assert "MemoryError" in result.stdout_tail
     assert "fsize=0" not in result.stdout_tail and "1048576" in result.stdout_tail
     prefix = (box.tools_host / "shell-prefix").read_text()
@@ -352,9 +396,11 @@ def test_git_the_cli_runs_gets_no_key_no_network_and_no_proc(private_root):
     """The CLI runs `git status` itself with the key in its environment; a planted clean filter must not see it."""
     box = make_sandbox(private_root)
     host_git(box.clone, "init", "-q")
-    steal = ("#!/bin/sh\n{ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n';"
-             " python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 1)\" 2>&1 | tail -n 1; }"
-             " > /workspace/.git/loot.txt\ncat\n")
+    steal = (
+        "#!/bin/sh\n{ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n';"
+        " python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 1)\" 2>&1 | tail -n 1; }"
+        " > /workspace/.git/loot.txt\ncat\n"
+    )
     (box.clone / ".git" / "steal.sh").write_text(steal)
     (box.clone / ".git" / "steal.sh").chmod(0o755)
     (box.clone / ".git" / "info").mkdir(exist_ok=True)
@@ -364,8 +410,9 @@ def test_git_the_cli_runs_gets_no_key_no_network_and_no_proc(private_root):
         subprocess.run(["chown", "-R", f"{box.host_uid}:{box.host_gid}", str(box.clone)], check=True)
     env = box.environment({"ANTHROPIC_API_KEY": "sk-only-for-the-cli"})
     # The outer shell plays the CLI: `git` resolves on the sandbox PATH, as the CLI resolves it.
-    result = box.run(["/bin/sh", "-c", "command -v git; git add app.py; git status --short"], timeout=30, env=env,
-                     limit_memory=False)
+    result = box.run(
+        ["/bin/sh", "-c", "command -v git; git add app.py; git status --short"], timeout=30, env=env, limit_memory=False
+    )
     assert result.ok, result.stderr_tail
     assert result.stdout_tail.splitlines()[0] == sb.SANDBOX_GIT_WRAPPER
     loot = (box.clone / ".git" / "loot.txt").read_text()
@@ -377,8 +424,14 @@ def test_git_the_cli_runs_gets_no_key_no_network_and_no_proc(private_root):
 @needs_bwrap
 def test_shell_start_up_files_are_empty_and_read_only(private_root):
     box = make_sandbox(private_root)
-    result = box.run(["/bin/sh", "-c", "for f in .bashrc .profile .bash_profile; do echo x >> ~/$f; echo $f=$?; done; "
-                      "wc -c < ~/.bashrc"], timeout=30)
+    result = box.run(
+        [
+            "/bin/sh",
+            "-c",
+            "for f in .bashrc .profile .bash_profile; do echo x >> ~/$f; echo $f=$?; done; wc -c < ~/.bashrc",
+        ],
+        timeout=30,
+    )
     assert ".bashrc=0" not in result.stdout_tail and ".profile=0" not in result.stdout_tail
     assert result.stdout_tail.strip().endswith("0")
 
@@ -408,14 +461,19 @@ def test_harness_git_reads_nothing_the_clone_configures(private_root):
     (clone / ".git" / "info").mkdir(exist_ok=True)
     (clone / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil\n")
     (clone / ".gitattributes").write_text("* filter=evil diff=evil\n")
+
     def planted(name: str, then: str = "") -> str:
         # Leaves a marker where the harness's git could write (its own repository, the sandbox tmp).
         return f"sh -c 'touch /run/skillbench-git/ran-{name} /tmp/ran-{name}; {then}' --"
 
-    for key, value in (("filter.evil.clean", planted("clean", "sed s/hi/PWNED/")),
-                       ("diff.evil.textconv", planted("textconv", "echo PWNED")),
-                       ("diff.external", planted("external", "echo PWNED")), ("core.fsmonitor", planted("fsmonitor")),
-                       ("core.pager", planted("pager", "echo PWNED")), ("core.hooksPath", "/workspace/.git/hooks")):
+    for key, value in (
+        ("filter.evil.clean", planted("clean", "sed s/hi/PWNED/")),
+        ("diff.evil.textconv", planted("textconv", "echo PWNED")),
+        ("diff.external", planted("external", "echo PWNED")),
+        ("core.fsmonitor", planted("fsmonitor")),
+        ("core.pager", planted("pager", "echo PWNED")),
+        ("core.hooksPath", "/workspace/.git/hooks"),
+    ):
         host_git(clone, "config", key, value)
     (clone / ".git" / "hooks").mkdir(exist_ok=True)
     for hook in ("post-index-change", "pre-commit", "reference-transaction"):

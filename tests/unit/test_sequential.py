@@ -149,8 +149,9 @@ def test_runs_beyond_the_deciding_look_do_not_change_the_decision():
 
 
 def test_a_credibly_worse_resolution_keeps_the_incumbent_early():
-    rows = pair_rows(2, saving=0.3, sigma=0.02, tasks=("t1", "t2", "t3", "t4", "t5", "t6"),
-                     candidate_resolves=(False, False))
+    rows = pair_rows(
+        2, saving=0.3, sigma=0.02, tasks=("t1", "t2", "t3", "t4", "t5", "t6"), candidate_resolves=(False, False)
+    )
     decision = decide(rows)
     assert decision["decision"] == "keep_incumbent"
     assert len(decision["looks"]) == 1
@@ -163,10 +164,21 @@ def test_sequential_looks_need_the_noise_aware_rule():
 
 def test_promotion_document_records_the_looks_and_validates():
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
-    binding = make_binding([CAND], selected_tasks=[{"id": "t1", "oracle_digest": "7" * 64}],
-                           target_base_digests={".claude/skills/plan/SKILL.md": "a" * 64})
-    doc = promotion_document(rows, pairs=[(INC, CAND)], policy={}, binding=binding, run_status="complete",
-                             generated_at=GENERATED_AT, design=DESIGN, cut_short={CAND: "budget.max_sessions reached"})
+    binding = make_binding(
+        [CAND],
+        selected_tasks=[{"id": "t1", "oracle_digest": "7" * 64}],
+        target_base_digests={".claude/skills/plan/SKILL.md": "a" * 64},
+    )
+    doc = promotion_document(
+        rows,
+        pairs=[(INC, CAND)],
+        policy={},
+        binding=binding,
+        run_status="complete",
+        generated_at=GENERATED_AT,
+        design=DESIGN,
+        cut_short={CAND: "budget.max_sessions reached"},
+    )
     validate(doc, "promotion")
     (decision,) = doc["decisions"]
     assert decision["sequential"]["cut_short"] is True
@@ -190,10 +202,20 @@ def test_a_session_cap_below_the_first_batch_is_a_config_error():
 
     config = _config(budget={"max_sessions": 10, "max_usd": None})
     with pytest.raises(ValueError, match=r"budget.max_sessions: 10 is below the first batch's 24 agent sessions"):
-        check_budget(config, ["t1", "t2"], ["workflow", "workflow_direct"],
-                     ["candidate_workflow", "candidate_workflow_direct"], 2)
-    check_budget({**config, "budget": {"max_sessions": 24, "max_usd": None}}, ["t1", "t2"],
-                 ["workflow", "workflow_direct"], ["candidate_workflow", "candidate_workflow_direct"], 2)
+        check_budget(
+            config,
+            ["t1", "t2"],
+            ["workflow", "workflow_direct"],
+            ["candidate_workflow", "candidate_workflow_direct"],
+            2,
+        )
+    check_budget(
+        {**config, "budget": {"max_sessions": 24, "max_usd": None}},
+        ["t1", "t2"],
+        ["workflow", "workflow_direct"],
+        ["candidate_workflow", "candidate_workflow_direct"],
+        2,
+    )
 
 
 def test_planned_work_of_a_sequential_design_counts_up_to_max():
@@ -209,9 +231,17 @@ def _write_records(root: Path, rows: list[dict]) -> list[str]:
         cellset = "gen0/cells" if row["arm"].startswith("candidate_") else "cells"
         folder = root / cellset / row["task"] / row["arm"] / f"run{row['run']}"
         folder.mkdir(parents=True)
-        timing = {"started_at": "2026-01-01T11:00:00Z", "finished_at": "2026-01-01T11:00:01Z", "wall_s": 1.0,
-                  "sessions_s": 0.5, "setup_s": 0.1, "verify_s": 0.1, "oracle_s": 0.1, "overhead_s": 0.2,
-                  "sessions": []}
+        timing = {
+            "started_at": "2026-01-01T11:00:00Z",
+            "finished_at": "2026-01-01T11:00:01Z",
+            "wall_s": 1.0,
+            "sessions_s": 0.5,
+            "setup_s": 0.1,
+            "verify_s": 0.1,
+            "oracle_s": 0.1,
+            "overhead_s": 0.2,
+            "sessions": [],
+        }
         record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
         (folder / "record.json").write_text(json.dumps(record))
         paths.append(str(folder / "record.json"))
@@ -235,9 +265,19 @@ def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, s
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
     paths = _write_records(tmp_path, rows)
     out = tmp_path / "gen0" / "looks" / "look1.json"
-    document = gate_look(config=_config(), records=paths, pairs=[(INC, CAND)], policy={},
-                         design={"min": 2, "max": 6, "step": 2}, budget=budget, model=MODEL, generation=0, look=1,
-                         results_root=str(tmp_path), out=str(out))
+    document = gate_look(
+        config=_config(),
+        records=paths,
+        pairs=[(INC, CAND)],
+        policy={},
+        design={"min": 2, "max": 6, "step": 2},
+        budget=budget,
+        model=MODEL,
+        generation=0,
+        look=1,
+        results_root=str(tmp_path),
+        out=str(out),
+    )
     (pair,) = document["pairs"]
     assert pair["status"] == status
     # Both arms have two sessions per cell: 12 cells are 24 sessions, and the next batch adds 24.

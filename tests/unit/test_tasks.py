@@ -17,8 +17,10 @@ def good_task(task_id: str = "add-flag", **overrides):
         "snapshot": "project",
         "prompt": "Add a flag.",
         "verify": "python3 -m pytest -q tests",
-        "oracle": {"command": 'python3 -m pytest "$SKILLBENCH_ORACLE_ROOT/t.py"',
-                   "files": [{"source": "oracles/t.py", "target": "t.py"}]},
+        "oracle": {
+            "command": 'python3 -m pytest "$SKILLBENCH_ORACLE_ROOT/t.py"',
+            "files": [{"source": "oracles/t.py", "target": "t.py"}],
+        },
     }
     task.update(overrides)
     return task

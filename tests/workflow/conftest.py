@@ -27,16 +27,24 @@ class Project:
         path.write_text(yaml.safe_dump(overrides, sort_keys=False))
         return path
 
-    def snakemake(self, *args: str, config: dict | None = None, timeout: float = 600,
-                  env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    def snakemake(
+        self,
+        *args: str,
+        config: dict | None = None,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess:
         command = [SNAKEMAKE, "--cores", "2", *args]
         if config is not None:
             command += ["--configfile", str(self.write_config(config))]
-        result = subprocess.run(command, cwd=self.root, capture_output=True, text=True, timeout=timeout,
-                                env={**os.environ, **(env or {})})
+        result = subprocess.run(
+            command, cwd=self.root, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+        )
         if check and result.returncode != 0:
-            raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
-                                 f"{result.stderr[-6000:]}")
+            raise AssertionError(
+                f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+            )
         return result
 
     def results(self, experiment: str, *parts: str) -> Path:
@@ -47,8 +55,7 @@ class Project:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def git(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(["git", "-C", str(self.root), *args], check=True, capture_output=True, text=True).stdout
 
 
 def copy_project(root: Path, *, commit: bool = True) -> Project:
@@ -62,8 +69,14 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
             shutil.copy2(source, root / name)
     (root / "tools").symlink_to(REPO / "tools")
     if commit:
-        env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.environ["PATH"]}
+        env = {
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": os.environ["PATH"],
+        }
         subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)

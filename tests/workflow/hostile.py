@@ -87,12 +87,17 @@ def tool_calls(run_dir: Path) -> list[dict]:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_use":
-                    calls[(transcript.name, block["id"])] = {"name": block["name"], "input": block["input"],
-                                                             "output": None, "error": None}
+                    calls[(transcript.name, block["id"])] = {
+                        "name": block["name"],
+                        "input": block["input"],
+                        "output": None,
+                        "error": None,
+                    }
                 elif block.get("type") == "tool_result" and (transcript.name, block.get("tool_use_id")) in calls:
                     result = block.get("content")
                     if isinstance(result, list):
                         result = "\n".join(part.get("text", "") for part in result if isinstance(part, dict))
-                    calls[(transcript.name, block["tool_use_id"])].update(output=str(result),
-                                                                          error=bool(block.get("is_error")))
+                    calls[(transcript.name, block["tool_use_id"])].update(
+                        output=str(result), error=bool(block.get("is_error"))
+                    )
     return list(calls.values())

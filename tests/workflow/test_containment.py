@@ -21,14 +21,21 @@ SUITE = Path(__file__).parent / "suites" / "hostile"
 EXPERIMENT = "hostile"
 ORACLE_CANARY = "ORACLE-CANARY-5f1c9e2a"
 FIX_CANARY = "FIX-CANARY-93b7d1"
-GIT_ENV = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-           "PATH": os.environ["PATH"]}
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "PATH": os.environ["PATH"],
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=GIT_ENV).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV
+    ).stdout
 
 
 def build_history_repo(root: Path) -> None:
@@ -61,23 +68,39 @@ def hostile_run(tmp_path_factory):
     build_history_repo(history)
     suite = root / "hostile"
     shutil.copytree(SUITE, suite)
-    values = {"@@PROJECT@@": str(root), "@@RESULTS@@": str(root / "results" / EXPERIMENT), "@@MARKER@@": marker,
-              "@@PORT@@": str(listener.port), "@@HISTORY_REPO@@": str(history)}
+    values = {
+        "@@PROJECT@@": str(root),
+        "@@RESULTS@@": str(root / "results" / EXPERIMENT),
+        "@@MARKER@@": marker,
+        "@@PORT@@": str(listener.port),
+        "@@HISTORY_REPO@@": str(history),
+    }
     for name in ("tasks.yaml", "model-script.yaml"):
         text = (suite / name).read_text()
         for placeholder, value in values.items():
             text = text.replace(placeholder, value)
         (suite / name).write_text(text)
-    config = {"experiment": EXPERIMENT, "runs": 1, "selected_arms": ["baseline"],
-              "tasks": {"suite": "hostile/tasks.yaml"}, "agent": {"attempts": 1},
-              "evolution": {"generations": 0}}
+    config = {
+        "experiment": EXPERIMENT,
+        "runs": 1,
+        "selected_arms": ["baseline"],
+        "tasks": {"suite": "hostile/tasks.yaml"},
+        "agent": {"attempts": 1},
+        "evolution": {"generations": 0},
+    }
     try:
         result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": key}, timeout=900)
     finally:
         listener.close()
     rows = {row["task"]: row for row in project.rows(EXPERIMENT)}
-    yield {"project": project, "rows": rows, "key": key, "marker": marker, "listener": listener,
-           "output": result.stdout + result.stderr}
+    yield {
+        "project": project,
+        "rows": rows,
+        "key": key,
+        "marker": marker,
+        "listener": listener,
+        "output": result.stdout + result.stderr,
+    }
     for path in (Path("/tmp") / marker, Path("/tmp") / f"{marker}-write"):
         if path.exists():
             path.unlink()
@@ -134,8 +157,12 @@ def test_model_key_is_not_in_tool_environments(hostile_run):
     assert all(line.endswith(":0") for line in proc_call["output"].splitlines() if "/environ:" in line)
     # The Read tool runs inside the CLI process itself: /proc (also through a symlink the agent
     # planted in the workspace) is denied by the session's permission settings.
-    reads = [call for call in calls if call["name"] == "Read"
-             and call["input"]["file_path"].endswith(("/proc/1/environ", "/proc/self/environ", "/leak"))]
+    reads = [
+        call
+        for call in calls
+        if call["name"] == "Read"
+        and call["input"]["file_path"].endswith(("/proc/1/environ", "/proc/self/environ", "/leak"))
+    ]
     assert len(reads) == 3
     for call in reads:
         assert call["error"] and "ANTHROPIC" not in call["output"], call
@@ -175,8 +202,11 @@ def test_planted_claude_settings_cannot_redirect_the_model_endpoint(hostile_run)
     planted = next(call for call in calls if call["name"] == "Bash" and "settings-done" in call["output"])
     assert "user-settings-exit=0" not in planted["output"] and "project-settings-exit=0" not in planted["output"]
     assert planted["output"].count("Read-only file system") == 2
-    settings_writes = [call for call in calls if call["name"] == "Write"
-                       and call["input"]["file_path"].endswith("/.claude/settings.json")]
+    settings_writes = [
+        call
+        for call in calls
+        if call["name"] == "Write" and call["input"]["file_path"].endswith("/.claude/settings.json")
+    ]
     assert len(settings_writes) == 2 and all(call["error"] for call in settings_writes)
     last = next(call for call in calls if call["name"] == "Bash" and "echo still-talking" in call["input"]["command"])
     assert last["output"] == "still-talking-to-the-harness"
@@ -216,9 +246,14 @@ def test_setup_sees_no_oracle(hostile_run):
 
 
 def test_preflight_failure_stops_the_run_before_any_job(project):
-    config = {"experiment": "noboxes", "runs": 1, "selected_arms": ["baseline"],
-              "tasks": {"only": ["money-thousands"]}, "sandbox": {"bwrap": "/nonexistent/bwrap"},
-              "evolution": {"generations": 0}}
+    config = {
+        "experiment": "noboxes",
+        "runs": 1,
+        "selected_arms": ["baseline"],
+        "tasks": {"only": ["money-thousands"]},
+        "sandbox": {"bwrap": "/nonexistent/bwrap"},
+        "evolution": {"generations": 0},
+    }
     result = project.snakemake(config=config, check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0

@@ -25,13 +25,18 @@ def promotion(project, experiment: str, gen: int) -> dict:
 
 
 def decisions(summary: dict) -> list[tuple[int, str, str]]:
-    return [(g["generation"], d["candidate_arm"], d["decision"]) for g in summary["generations"]
-            for d in g["decisions"]]
+    return [
+        (g["generation"], d["candidate_arm"], d["decision"]) for g in summary["generations"] for d in g["decisions"]
+    ]
 
 
 def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
-    config = {"experiment": "manual", **SMALL, "selected_arms": ["workflow", "workflow_direct", "baseline"],
-              "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"}}
+    config = {
+        "experiment": "manual",
+        **SMALL,
+        "selected_arms": ["workflow", "workflow_direct", "baseline"],
+        "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"},
+    }
     project.snakemake(config=config)
 
     overlay = json.loads(project.results("manual", "gen0", "overlay.json").read_text())
@@ -39,12 +44,18 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
     assert overlay["candidate_origin"] == "manual-initial-overlay"
     rows = project.rows("manual", "gen0")
     assert [row["arm"] for row in rows[:5]] == [
-        "workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct", "baseline"]
+        "workflow",
+        "candidate_workflow",
+        "workflow_direct",
+        "candidate_workflow_direct",
+        "baseline",
+    ]
     for row in rows:
         if row["arm"].startswith("candidate_"):
             assert row["candidate_overlay_digest"] == overlay["digest"]
-            incumbent = next(r for r in rows if r["arm"] == row["arm"].removeprefix("candidate_")
-                             and r["task"] == row["task"])
+            incumbent = next(
+                r for r in rows if r["arm"] == row["arm"].removeprefix("candidate_") and r["task"] == row["task"]
+            )
             assert row["skill_digest"] != incumbent["skill_digest"]
     # Runs vary (the scripted model draws each cell's turns from its task, arm and run), so one run of
     # each arm is compared in total: the verify-once overlay drops the whole-suite turn of every session.
@@ -64,8 +75,19 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
     assert "candidate_workflow_direct" in report and "Candidate vs incumbent" in report
 
     regraded = project.root / "regraded.json"
-    result = subprocess.run([SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")),
-                             "--out", str(regraded), "--min-runs", "1"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            SKILLBENCH,
+            "gate",
+            str(project.results("manual", "gen0", "results.jsonl")),
+            "--out",
+            str(regraded),
+            "--min-runs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     offline = json.loads(regraded.read_text())
     for document in (offline, decided):
@@ -73,8 +95,11 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
         document.pop("evidence_expires_at")
     assert offline == decided
 
-    stricter = subprocess.run([SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")),
-                               "--out", str(regraded)], capture_output=True, text=True)
+    stricter = subprocess.run(
+        [SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")), "--out", str(regraded)],
+        capture_output=True,
+        text=True,
+    )
     assert stricter.returncode == 0
     assert "insufficient_evidence" in stricter.stdout
 
@@ -92,8 +117,9 @@ def test_bad_overlay_fails_before_any_session(project):
 def test_drifted_skill_target_fails_before_any_session(project):
     skill = project.root / ".claude" / "skills" / "change-work" / "SKILL.md"
     skill.write_text(skill.read_text() + "\nAn uncommitted edit.\n")
-    result = project.snakemake(config=small(
-        "drift", generations=1, initial_overlay="tasks/demo/overlays/verify-once"), check=False)
+    result = project.snakemake(
+        config=small("drift", generations=1, initial_overlay="tasks/demo/overlays/verify-once"), check=False
+    )
     assert result.returncode != 0
     assert "differ from HEAD" in result.stdout + result.stderr
     assert not (project.root / "results" / "drift").exists()
@@ -101,10 +127,16 @@ def test_drifted_skill_target_fails_before_any_session(project):
 
 def run_until(project, config: dict, ready, timeout: float = 300) -> subprocess.Popen:
     """Start snakemake and return once `ready()` holds (the caller then kills it)."""
-    command = [str(Path(sys.executable).parent / "snakemake"), "--cores", "2",
-               "--configfile", str(project.write_config(config))]
-    process = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    command = [
+        str(Path(sys.executable).parent / "snakemake"),
+        "--cores",
+        "2",
+        "--configfile",
+        str(project.write_config(config)),
+    ]
+    process = subprocess.Popen(
+        command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + timeout
     while not ready():
         assert process.poll() is None, "snakemake finished before the interruption point"
@@ -136,12 +168,15 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
 
     summary = json.loads(project.results("evo", "summary.json").read_text())
     assert summary["outcome"] == "promoted" and summary["promoted_generation"] == 1
-    assert decisions(summary) == [(0, "candidate_workflow_direct", "keep_incumbent"),
-                                  (1, "candidate_workflow_direct", "promote")]
+    assert decisions(summary) == [
+        (0, "candidate_workflow_direct", "keep_incumbent"),
+        (1, "candidate_workflow_direct", "promote"),
+    ]
     assert not project.results("evo", "gen2").exists()
     # Incumbent cells ran once and both generations reuse them: identical rows, same sessions.
-    incumbent_rows = [[row for row in project.rows("evo", f"gen{gen}") if not row["arm"].startswith("candidate_")]
-                      for gen in (0, 1)]
+    incumbent_rows = [
+        [row for row in project.rows("evo", f"gen{gen}") if not row["arm"].startswith("candidate_")] for gen in (0, 1)
+    ]
     assert incumbent_rows[0] == incumbent_rows[1] == project.rows("evo", "sweep")
     # Generation 1's proposer saw generation 0's rejection.
     staged = project.results("evo", "gen1", "evidence", "gate-summary.json").read_text()
@@ -151,13 +186,18 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
     # The same decisions as an uninterrupted run of the same experiment.
     fresh = type(project)(tmp_path / "fresh")
     subprocess.run(["cp", "-a", str(project.root), str(fresh.root)], check=True)
-    subprocess.run(["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"),
-                    str(fresh.root / "logs")], check=True)
+    subprocess.run(
+        ["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"), str(fresh.root / "logs")], check=True
+    )
     fresh.snakemake(config=config)
     assert decisions(json.loads(fresh.results("evo", "summary.json").read_text())) == decisions(summary)
 
-    applied = subprocess.run([SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml"],
-                             cwd=project.root, capture_output=True, text=True)
+    applied = subprocess.run(
+        [SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml"],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+    )
     assert applied.returncode == 0, applied.stderr
     assert ".claude/skills/change-work/SKILL.md" in applied.stdout
     diff = project.git("diff", "--", ".claude/skills")
@@ -168,22 +208,33 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
 def test_generation_zero_evidence_comes_from_seed_results_and_learnings(project):
     # The direct arm resolves nothing on this task, so the full target would stop at the harness-health
     # check; the seed only needs the sweep's rows.
-    project.snakemake("results/seed/sweep/results.jsonl", config={
-        "experiment": "seed", **SMALL, "selected_arms": ["workflow_direct"],
-        "tasks": {"only": ["bulk-discount-threshold"]}, "evolution": {"generations": 0}})
+    project.snakemake(
+        "results/seed/sweep/results.jsonl",
+        config={
+            "experiment": "seed",
+            **SMALL,
+            "selected_arms": ["workflow_direct"],
+            "tasks": {"only": ["bulk-discount-threshold"]},
+            "evolution": {"generations": 0},
+        },
+    )
     learnings = project.root / "learnings.jsonl"
     learnings.write_text(
         '{"skill": "change-work", "task": "t", "friction": "ran the suite twice", "suggestion": "once"}\n'
         '{"skill": "unrelated-skill", "friction": "not for this family"}\n'
-        "not json\n")
-    config = {**small("seeded", generations=1, seed_results="results/seed/sweep", learnings="learnings.jsonl"),
-              "tasks": {"only": ["bulk-discount-threshold"]}}
+        "not json\n"
+    )
+    config = {
+        **small("seeded", generations=1, seed_results="results/seed/sweep", learnings="learnings.jsonl"),
+        "tasks": {"only": ["bulk-discount-threshold"]},
+    }
     project.snakemake("results/seeded/gen0/evidence", config=config)
 
     evidence = project.results("seeded", "gen0", "evidence")
     rows = json.loads((evidence / "selected-rows.json").read_text())
     assert [(row["task"], row["arm"], row["error_kind"]) for row in rows] == [
-        ("bulk-discount-threshold", "workflow_direct", "oracle-failed")]
+        ("bulk-discount-threshold", "workflow_direct", "oracle-failed")
+    ]
     assert rows[0]["patch_file"] == "patch-0.diff" and (evidence / "patch-0.diff").is_file()
     assert rows[0]["transcript_files"] and all((evidence / name).is_file() for name in rows[0]["transcript_files"])
     staged_learnings = json.loads((evidence / "learnings.json").read_text())

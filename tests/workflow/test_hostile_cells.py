@@ -18,8 +18,18 @@ import pytest
 from hostile import Listener, key_leaks, tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "hostile-cells"
-SINGLE = ["harnessgit", "pth", "sitecustomize", "conftest", "pyproject", "pyc", "gitdeleted", "gitcorrupt",
-          "unreadable", "deep"]
+SINGLE = [
+    "harnessgit",
+    "pth",
+    "sitecustomize",
+    "conftest",
+    "pyproject",
+    "pyc",
+    "gitdeleted",
+    "gitcorrupt",
+    "unreadable",
+    "deep",
+]
 PHASED = ["keyhook", "bigfile"]
 # An honest task in every run: the harness-health check fails a run whose incumbent resolves nothing.
 HONEST = "calm"
@@ -39,9 +49,15 @@ def hostile_project(tmp_path_factory, name: str, port: int):
 
 
 def config(experiment: str, arm: str, tasks: list[str], **extra) -> dict:
-    return {"experiment": experiment, "runs": 1, "selected_arms": [arm],
-            "tasks": {"suite": "hostile-cells/tasks.yaml", "only": tasks},
-            "agent": {"attempts": 2}, "evolution": {"generations": 0}, **extra}
+    return {
+        "experiment": experiment,
+        "runs": 1,
+        "selected_arms": [arm],
+        "tasks": {"suite": "hostile-cells/tasks.yaml", "only": tasks},
+        "agent": {"attempts": 2},
+        "evolution": {"generations": 0},
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +68,17 @@ def attacked(tmp_path_factory):
     project = hostile_project(tmp_path_factory, "hostile-cells", listener.port)
     try:
         project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key}, timeout=900)
-        project.snakemake(config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key},
-                          timeout=900)
+        project.snakemake(
+            config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key}, timeout=900
+        )
     finally:
         listener.close()
-    rows = {row["task"]: row for experiment in ("single", "phased") for row in project.rows(experiment)
-            if row["task"] != HONEST}
+    rows = {
+        row["task"]: row
+        for experiment in ("single", "phased")
+        for row in project.rows(experiment)
+        if row["task"] != HONEST
+    }
     yield {"project": project, "rows": rows, "key": key, "listener": listener}
 
 
@@ -130,19 +151,25 @@ def test_the_harnesss_git_runs_nothing_the_agent_planted(attacked):
     assert attacked["listener"].connections == 0
 
 
-@pytest.mark.parametrize(("task", "named"), [
-    ("pth", ["zz-exit.pth"]),
-    ("sitecustomize", ["sitecustomize.py (added)", "site-packages/sitecustomize.py", "site-packages/usercustomize.py"]),
-    ("conftest", ["conftest.py (added)", "pytest.ini (added)"]),
-    ("pyproject", ["pyproject.toml (modified)"]),
-    ("pyc", ["__pycache__/calc.cpython-311.pyc (added)"]),
-])
+@pytest.mark.parametrize(
+    ("task", "named"),
+    [
+        ("pth", ["zz-exit.pth"]),
+        (
+            "sitecustomize",
+            ["sitecustomize.py (added)", "site-packages/sitecustomize.py", "site-packages/usercustomize.py"],
+        ),
+        ("conftest", ["conftest.py (added)", "pytest.ini (added)"]),
+        ("pyproject", ["pyproject.toml (modified)"]),
+        ("pyc", ["__pycache__/calc.cpython-311.pyc (added)"]),
+    ],
+)
 def test_files_planted_for_the_grader_do_not_make_it_pass(attacked, task, named):
     row, calls, run_dir, _record = cell(attacked, task)
     if task in ("pth", "sitecustomize"):
         # Inside the session the planted start-up file works: Python exits 0 before running anything.
         probe = bash_output(calls, "python-exit=")
-        assert "python-exit=0" in probe and "not-reached" not in probe.replace("print(\"not-reached\")", "")
+        assert "python-exit=0" in probe and "not-reached" not in probe.replace('print("not-reached")', "")
     if task == "pyc":
         assert "add-2-2=4" in bash_output(calls, "add-2-2=")  # the planted bytecode works in the session
     assert row["resolved"] is False and row["oracle_passed"] is False
@@ -152,10 +179,13 @@ def test_files_planted_for_the_grader_do_not_make_it_pass(attacked, task, named)
     assert row["authored_tests_passed"] is True  # verify itself ran normally, in a fresh home
 
 
-@pytest.mark.parametrize(("task", "said"), [
-    ("gitdeleted", "the clone's .git was deleted"),
-    ("gitcorrupt", "the clone's .git/HEAD is neither a ref nor a commit id"),
-])
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        ("gitdeleted", "the clone's .git was deleted"),
+        ("gitcorrupt", "the clone's .git/HEAD is neither a ref nor a commit id"),
+    ],
+)
 def test_a_destroyed_repository_is_graded_with_the_harnesss_own(attacked, task, said):
     row, _calls, run_dir, record = cell(attacked, task)
     assert said in diagnostics(row)
@@ -194,13 +224,17 @@ def exhausted(tmp_path_factory):
     project = hostile_project(tmp_path_factory, "hostile-resources", listener.port)
     limits = {"limits": {"processes": 200, "memory_mb": 1024}}
     try:
-        project.snakemake(config=config("exhaust", "baseline", ["forkbomb", "calm"], sandbox=limits,
-                                        agent={"attempts": 1}), timeout=900)
+        project.snakemake(
+            config=config("exhaust", "baseline", ["forkbomb", "calm"], sandbox=limits, agent={"attempts": 1}),
+            timeout=900,
+        )
     finally:
         listener.close()
     rows = {row["task"]: row for row in project.rows("exhaust")}
-    records = {task: json.loads(project.results("exhaust", "cells", task, "baseline", "run0", "record.json")
-                                .read_text()) for task in rows}
+    records = {
+        task: json.loads(project.results("exhaust", "cells", task, "baseline", "run0", "record.json").read_text())
+        for task in rows
+    }
     calls = {task: tool_calls(project.results("exhaust", "cells", task, "baseline", "run0")) for task in rows}
     yield {"rows": rows, "records": records, "calls": calls}
 

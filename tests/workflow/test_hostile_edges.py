@@ -45,9 +45,15 @@ def edges_project(root: Path, values: dict[str, str] | None = None):
 
 
 def proposer_config(experiment: str, script: str | None = None) -> dict:
-    config = {"experiment": experiment, "runs": 1, "selected_arms": ["workflow_direct"],
-              "tasks": {"suite": "suites/edges/tasks.yaml", "only": ["greet"]}, "gate": {"min_runs": 1},
-              "agent": {"attempts": 1}, "evolution": {"generations": 1}}
+    config = {
+        "experiment": experiment,
+        "runs": 1,
+        "selected_arms": ["workflow_direct"],
+        "tasks": {"suite": "suites/edges/tasks.yaml", "only": ["greet"]},
+        "gate": {"min_runs": 1},
+        "agent": {"attempts": 1},
+        "evolution": {"generations": 1},
+    }
     if script:
         config["model"] = {"script": script}
     return config
@@ -87,8 +93,10 @@ def test_an_overlay_carrying_the_oracle_is_refused_before_any_candidate_cell(tmp
 
     assert result.returncode != 0
     log = (project.root / "logs" / "leak" / "freeze_overlay" / "gen0.log").read_text()
-    assert ("error: overlay results/leak/gen0/overlay: .claude/skills/change-work/SKILL.md holds hidden oracle "
-            "secret_oracle_test.py of task greet (4 of its") in log
+    assert (
+        "error: overlay results/leak/gen0/overlay: .claude/skills/change-work/SKILL.md holds hidden oracle "
+        "secret_oracle_test.py of task greet (4 of its"
+    ) in log
     assert "An overlay must never carry a hidden oracle" in log
     assert "hello Ada Lovelace" not in log  # the refusal names the oracle, never its content
     # The proposer did write it (the attack happened) ...
@@ -145,19 +153,26 @@ def survivors(tracked: dict[int, str], marker: str, project_root: Path) -> list[
 def test_a_killed_snakemake_leaves_no_paying_session_and_a_rerun_has_one_record_per_cell(tmp_path):
     marker = f"edges-sleep-{uuid.uuid4().hex}"
     project = edges_project(tmp_path / "project", {"@@SLEEP_MARKER@@": marker})
-    config = {"experiment": "crash", "runs": 2, "selected_arms": ["baseline"],
-              "tasks": {"suite": "suites/edges/tasks.yaml", "only": ["sleepy"]}, "agent": {"attempts": 1},
-              "evolution": {"generations": 0}}
+    config = {
+        "experiment": "crash",
+        "runs": 2,
+        "selected_arms": ["baseline"],
+        "tasks": {"suite": "suites/edges/tasks.yaml", "only": ["sleepy"]},
+        "agent": {"attempts": 1},
+        "evolution": {"generations": 0},
+    }
     command = [SNAKEMAKE, "--cores", "2", "--configfile", str(project.write_config(config))]
-    snakemake = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
+    snakemake = subprocess.Popen(
+        command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     tracked: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 300
         while True:  # both cells' sessions are inside their long command
             table = process_table()
-            sleeping = [pid for pid, (_, _, cmdline) in table.items()
-                        if marker in cmdline and cmdline.startswith("python3 -c")]
+            sleeping = [
+                pid for pid, (_, _, cmdline) in table.items() if marker in cmdline and cmdline.startswith("python3 -c")
+            ]
             if len(sleeping) == 2:
                 break
             assert snakemake.poll() is None, "snakemake ended before the sessions were running"
@@ -185,7 +200,7 @@ def test_a_killed_snakemake_leaves_no_paying_session_and_a_rerun_has_one_record_
     runs = project.results("crash", "cells", "sleepy", "baseline")
     assert not list(runs.rglob("record.json"))  # the orphaned jobs wrote no record
     for run in (0, 1):
-        log = (project.root / "logs" / "crash" / "run_cell" / "cells" / "sleepy" / "baseline" / f"run{run}.log")
+        log = project.root / "logs" / "crash" / "run_cell" / "cells" / "sleepy" / "baseline" / f"run{run}.log"
         assert "is gone: stopping this job's sessions" in log.read_text()
 
     project.snakemake("--unlock", config=config)
@@ -194,6 +209,8 @@ def test_a_killed_snakemake_leaves_no_paying_session_and_a_rerun_has_one_record_
     records = sorted(path.relative_to(runs).as_posix() for path in runs.rglob("record.json"))
     assert records == ["run0/record.json", "run1/record.json"]
     rows = project.rows("crash")
-    assert sorted((row["task"], row["arm"], row["run"]) for row in rows) == [("sleepy", "baseline", 0),
-                                                                             ("sleepy", "baseline", 1)]
+    assert sorted((row["task"], row["arm"], row["run"]) for row in rows) == [
+        ("sleepy", "baseline", 0),
+        ("sleepy", "baseline", 1),
+    ]
     assert all(row["resolved"] and row["error_kind"] is None for row in rows), rows

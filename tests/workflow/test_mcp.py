@@ -18,29 +18,48 @@ SDK = {"/opt/mcp/sdk": "tools/mcp-python"}
 
 
 def _config() -> dict:
-    probe = {"command": "/usr/bin/python3", "args": ["/opt/mcp/probe/probe.py"],
-             "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers", **SDK},
-             "env": {"PYTHONPATH": "/opt/mcp/sdk", "PYTHONDONTWRITEBYTECODE": "1"},
-             "tools": ["find_definition", "containment_report", "write_marker"],
-             "roles": {"plan": ["find_definition", "containment_report"]}}
-    crash = {"command": "python3", "args": ["/opt/mcp/probe/crash.py"],
-             "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers"}, "tools": ["anything"]}
+    probe = {
+        "command": "/usr/bin/python3",
+        "args": ["/opt/mcp/probe/probe.py"],
+        "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers", **SDK},
+        "env": {"PYTHONPATH": "/opt/mcp/sdk", "PYTHONDONTWRITEBYTECODE": "1"},
+        "tools": ["find_definition", "containment_report", "write_marker"],
+        "roles": {"plan": ["find_definition", "containment_report"]},
+    }
+    crash = {
+        "command": "python3",
+        "args": ["/opt/mcp/probe/crash.py"],
+        "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers"},
+        "tools": ["anything"],
+    }
     return {
-        "experiment": EXPERIMENT, "runs": 1,
+        "experiment": EXPERIMENT,
+        "runs": 1,
         "tasks": {"suite": "tasks/mcptest/tasks.yaml", "only": ["money-thousands"]},
         "agent": {"attempts": 1, "heartbeat_s": 1},
         "evolution": {"generations": 0},
         "mcp_servers": {"probe": probe, "crash": crash},
         "prompts": {"probe": "{task}"},
         "arms": {
-            "mcp_arm": {"mcp_servers": ["probe"], "sessions": [
-                {"role": "plan", "prompt": "probe", "tools": ["Read", "Grep", "Glob", "Write"]},
-                {"role": "work", "prompt": "probe"}]},
+            "mcp_arm": {
+                "mcp_servers": ["probe"],
+                "sessions": [
+                    {"role": "plan", "prompt": "probe", "tools": ["Read", "Grep", "Glob", "Write"]},
+                    {"role": "work", "prompt": "probe"},
+                ],
+            },
             "crash_arm": {"mcp_servers": ["crash"], "sessions": [{"role": "crash", "prompt": "probe"}]},
-            "nomcp": {"no_mcp": True, "disallowed_tools": ["Skill"], "disable_slash_commands": True,
-                      "sessions": [{"role": "baseline", "prompt": "probe"}]},
-            "plugin_arm": {"plugins": ["tasks/demo/plugins/lookup-kit"], "disable_slash_commands": False,
-                           "sessions": [{"role": "plugin", "prompt": "probe", "skill": "lookup-kit:lean-change"}]},
+            "nomcp": {
+                "no_mcp": True,
+                "disallowed_tools": ["Skill"],
+                "disable_slash_commands": True,
+                "sessions": [{"role": "baseline", "prompt": "probe"}],
+            },
+            "plugin_arm": {
+                "plugins": ["tasks/demo/plugins/lookup-kit"],
+                "disable_slash_commands": False,
+                "sessions": [{"role": "plugin", "prompt": "probe", "skill": "lookup-kit:lean-change"}],
+            },
         },
         "selected_arms": ["mcp_arm", "crash_arm", "nomcp", "plugin_arm"],
         "report": {"baseline_arm": "nomcp"},
@@ -54,7 +73,8 @@ def _setup(project: Project) -> None:
     shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
     (target / "project" / "CLAUDE.md").write_text(
         "# Guidance\n\nKeep changes small.\nUse the probe MCP server (mcp__probe__find_definition) to find symbols.\n"
-        "Run the tests before you finish.\n")
+        "Run the tests before you finish.\n"
+    )
 
 
 def _events(project: Project, arm: str, role: str) -> list[dict]:
@@ -69,8 +89,13 @@ def _init(events: list[dict]) -> dict:
 
 
 def _results(events: list[dict]) -> dict[str, dict]:
-    uses = {block["id"]: block["name"] for event in events if event.get("type") == "assistant"
-            for block in event["message"]["content"] if block.get("type") == "tool_use"}
+    uses = {
+        block["id"]: block["name"]
+        for event in events
+        if event.get("type") == "assistant"
+        for block in event["message"]["content"]
+        if block.get("type") == "tool_use"
+    }
     found = {}
     for event in events:
         if event.get("type") != "user" or not isinstance(event.get("message", {}).get("content"), list):
@@ -115,14 +140,20 @@ def test_mcp_servers_surfaces_nomcp_and_plugin_arm(project: Project) -> None:
     assert work["mcp__probe__write_marker"] == [(False, "PROBE-MARKER written: from-work")]
 
     # The server's containment: no key in its environment or any /proc it sees, no network, no home.
-    (error, text), = results["mcp__probe__containment_report"]
+    ((error, text),) = results["mcp__probe__containment_report"]
     report = json.loads(text.removeprefix("PROBE-REPORT "))
     assert not error
     assert not [key for key in report["env_keys"] if key.startswith(("ANTHROPIC", "CLAUDE"))], report["env_keys"]
     assert report["proc_leaks"] == []
     assert report["interfaces"] == ["lo"] and report["network"].startswith("refused")
-    assert report["exists"] == {"/home/agent": False, "/opt/claude": False, "/opt/claude/claude": False,
-                                "/workspace/README.md": True, "/root": False, "/etc/shadow": False}
+    assert report["exists"] == {
+        "/home/agent": False,
+        "/opt/claude": False,
+        "/opt/claude/claude": False,
+        "/workspace/README.md": True,
+        "/root": False,
+        "/etc/shadow": False,
+    }
     assert report["workspace_writable"] is False
 
     # A server that dies at start: an excluded harness error, its stderr tail in the cell log.

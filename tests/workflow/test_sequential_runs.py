@@ -40,8 +40,11 @@ def direct_ignores_the_skill_rule(source: Path, target: Path) -> None:
     script = yaml.safe_load(source.read_text())
     for roles in script["tasks"].values():
         if "direct" in roles:
-            roles["direct"] = strip(roles["direct"]) if isinstance(roles["direct"], list) else {
-                **roles["direct"], "steps": strip(roles["direct"]["steps"])}
+            roles["direct"] = (
+                strip(roles["direct"])
+                if isinstance(roles["direct"], list)
+                else {**roles["direct"], "steps": strip(roles["direct"]["steps"])}
+            )
     target.write_text(yaml.safe_dump(script, sort_keys=False))
 
 
@@ -71,8 +74,10 @@ def checkpoints_run(output: str, rule: str) -> list[str]:
 
 def looks(project, experiment: str) -> list[dict]:
     folder = project.results(experiment, "gen0", "looks")
-    return [json.loads((folder / f"look{index}.json").read_text())
-            for index in range(1, len(list(folder.glob("look*.json"))) + 1)]
+    return [
+        json.loads((folder / f"look{index}.json").read_text())
+        for index in range(1, len(list(folder.glob("look*.json"))) + 1)
+    ]
 
 
 def records(project, experiment: str) -> set[str]:
@@ -107,7 +112,9 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
     assert by_arm["candidate_workflow_direct"]["reason"].startswith("futility:")
     assert (by_arm["candidate_workflow"]["status"], by_arm["candidate_workflow"]["next_runs"]) == ("continue", 3)
     assert [(pair["candidate_arm"], pair["decision"], pair["runs"]) for pair in second["pairs"]] == [
-        ("candidate_workflow", "promote", 3), ("candidate_workflow_direct", "keep_incumbent", 2)]
+        ("candidate_workflow", "promote", 3),
+        ("candidate_workflow_direct", "keep_incumbent", 2),
+    ]
 
     promotion = json.loads(project.results("seq", "gen0", "promotion.json").read_text())
     decided = {d["candidate_arm"]: d for d in promotion["decisions"]}
@@ -130,9 +137,20 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
 
     # Offline regrade of the stored rows replays the same looks and decisions.
     regraded = tmp_path / "regraded.json"
-    result = subprocess.run([SKILLBENCH, "gate", str(project.results("seq", "gen0", "results.jsonl")),
-                             "--configfile", str(project.root / "test-config.yaml"), "--out", str(regraded)],
-                            cwd=project.root, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            SKILLBENCH,
+            "gate",
+            str(project.results("seq", "gen0", "results.jsonl")),
+            "--configfile",
+            str(project.root / "test-config.yaml"),
+            "--out",
+            str(regraded),
+        ],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     offline = json.loads(regraded.read_text())
     for document in (offline, promotion):
@@ -143,12 +161,14 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
     # An uninterrupted run of the same experiment decides the same at the same looks.
     fresh = type(project)(tmp_path / "fresh")
     subprocess.run(["cp", "-a", str(project.root), str(fresh.root)], check=True)
-    subprocess.run(["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"),
-                    str(fresh.root / "logs")], check=True)
+    subprocess.run(
+        ["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"), str(fresh.root / "logs")], check=True
+    )
     fresh.snakemake(config=config)
     again = json.loads(fresh.results("seq", "gen0", "promotion.json").read_text())
     assert [(d["candidate_arm"], d["decision"], d["looks"]) for d in again["decisions"]] == [
-        (d["candidate_arm"], d["decision"], d["looks"]) for d in promotion["decisions"]]
+        (d["candidate_arm"], d["decision"], d["looks"]) for d in promotion["decisions"]
+    ]
 
 
 def test_budget_stops_starting_batches_at_the_cap_and_says_so(project):

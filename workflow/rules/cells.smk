@@ -11,6 +11,15 @@ rule run_cell:
         record=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/record.json",
         patch=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/patch.diff",
         transcripts=directory(f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/transcripts"),
+    log:
+        f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
+    retries: config["agent"]["attempts"] - 1
+    conda:
+        "../envs/skillbench.yaml"
+    resources:
+        agent_sessions=1,
+        attempt=lambda wildcards, attempt: attempt,
+        runtime=get_cell_runtime,
     params:
         task=get_task_definition,
         arm=get_arm_definition,
@@ -29,14 +38,5 @@ rule run_cell:
         # Resource limits can change a cell's outcome (a memory-hungry test suite), so they key the cache.
         limits=config["sandbox"]["limits"],
         extensions=get_arm_extensions,
-    log:
-        f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
-    resources:
-        agent_sessions=1,
-        attempt=lambda wildcards, attempt: attempt,
-        runtime=get_cell_runtime,
-    retries: config["agent"]["attempts"] - 1
-    conda:
-        "../envs/skillbench.yaml"
     script:
         "../../scripts/run_cell.py"

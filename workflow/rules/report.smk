@@ -14,14 +14,14 @@ rule plot_cost_resolution:
             category="Benchmark",
             labels={"figure": "cost against resolution"},
         ),
-    params:
-        arms=INCUMBENT_ARMS,
-        title="Sweep: cost against resolution per arm",
     log:
         f"logs/{EXPERIMENT}/plot_cost_resolution/sweep.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        arms=INCUMBENT_ARMS,
+        title="Sweep: cost against resolution per arm",
     script:
         "../../scripts/plot_cost_resolution.py"
 
@@ -38,12 +38,12 @@ use rule plot_cost_resolution as plot_generation_cost_resolution with:
             subcategory="generation {gen}",
             labels={"figure": "cost against resolution"},
         ),
-    params:
-        arms=GENERATION_ARMS,
-        title="Generation {gen}: cost against resolution per arm",
     log:
         f"logs/{EXPERIMENT}/plot_cost_resolution/gen{{gen}}.log",
     localrule: True
+    params:
+        arms=GENERATION_ARMS,
+        title="Generation {gen}: cost against resolution per arm",
 
 
 rule plot_paired_improvement:
@@ -57,10 +57,10 @@ rule plot_paired_improvement:
             subcategory="generation {gen}",
             labels={"figure": "paired improvement: {candidate}"},
         ),
-    wildcard_constraints:
-        candidate="candidate_[a-z0-9_]+",
     log:
         f"logs/{EXPERIMENT}/plot_paired_improvement/gen{{gen}}-{{candidate}}.log",
+    wildcard_constraints:
+        candidate="candidate_[a-z0-9_]+",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -99,13 +99,13 @@ rule plot_session_spend:
             category="Run",
             labels={"page": "figure: where the money went"},
         ),
-    params:
-        title=f"Run {EXPERIMENT}: cost and turns per session role",
     log:
         f"logs/{EXPERIMENT}/plot_session_spend.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        title=f"Run {EXPERIMENT}: cost and turns per session role",
     script:
         "../../scripts/plot_session_spend.py"
 
@@ -120,13 +120,13 @@ rule plot_cell_timeline:
             category="Run",
             labels={"page": "figure: timeline of cells"},
         ),
-    params:
-        title=f"Run {EXPERIMENT}: cells over time on worker slots",
     log:
         f"logs/{EXPERIMENT}/plot_cell_timeline.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        title=f"Run {EXPERIMENT}: cells over time on worker slots",
     script:
         "../../scripts/plot_cell_timeline.py"
 
@@ -142,13 +142,13 @@ rule render_report_page:
             category="Benchmark",
             labels={"figure": "the sweep report"},
         ),
-    params:
-        title=f"Benchmark sweep of {EXPERIMENT}",
     log:
         f"logs/{EXPERIMENT}/render_report_page/sweep.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        title=f"Benchmark sweep of {EXPERIMENT}",
     script:
         "../../scripts/render_report_page.py"
 
@@ -165,11 +165,11 @@ use rule render_report_page as render_generation_page with:
             subcategory="generation {gen}",
             labels={"figure": "the generation report"},
         ),
-    params:
-        title=f"Generation {{gen}} of {EXPERIMENT}",
     log:
         f"logs/{EXPERIMENT}/render_report_page/gen{{gen}}.log",
     localrule: True
+    params:
+        title=f"Generation {{gen}} of {EXPERIMENT}",
 
 
 use rule render_report_page as render_summary_page with:
@@ -184,8 +184,8 @@ use rule render_report_page as render_summary_page with:
             category="Run",
             labels=summary_page_labels,
         ),
-    params:
-        title=None,
     log:
         f"logs/{EXPERIMENT}/render_report_page/summary.log",
     localrule: True
+    params:
+        title=None,

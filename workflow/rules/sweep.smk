@@ -8,13 +8,13 @@ rule collect_results:
         bindings=f"{RESULTS}/tasks/bindings.json",
     output:
         results=f"{RESULTS}/sweep/results.jsonl",
-    params:
-        arms=INCUMBENT_ARMS,
     log:
         f"logs/{EXPERIMENT}/collect_results/sweep.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        arms=INCUMBENT_ARMS,
     script:
         "../../scripts/collect_results.py"
 
@@ -25,11 +25,11 @@ use rule collect_results as collect_generation_results with:
         bindings=f"{RESULTS}/tasks/bindings.json",
     output:
         results=f"{RESULTS}/gen{{gen}}/results.jsonl",
-    params:
-        arms=GENERATION_ARMS,
     log:
         f"logs/{EXPERIMENT}/collect_results/gen{{gen}}.log",
     localrule: True
+    params:
+        arms=GENERATION_ARMS,
 
 
 rule render_report:
@@ -38,16 +38,16 @@ rule render_report:
         bindings=f"{RESULTS}/tasks/bindings.json",
     output:
         report=f"{RESULTS}/sweep/report.md",
-    params:
-        arms=INCUMBENT_ARMS,
-        model=config["model"],
-        runs=config["runs"],
-        baseline=config["report"]["baseline_arm"],
     log:
         f"logs/{EXPERIMENT}/render_report/sweep.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        arms=INCUMBENT_ARMS,
+        model=config["model"],
+        runs=config["runs"],
+        baseline=config["report"]["baseline_arm"],
     script:
         "../../scripts/render_report.py"
 
@@ -59,11 +59,11 @@ use rule render_report as render_generation_report with:
         promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
     output:
         report=f"{RESULTS}/gen{{gen}}/report.md",
+    log:
+        f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",
+    localrule: True
     params:
         arms=GENERATION_ARMS,
         model=config["model"],
         runs=config["runs"],
         baseline=config["report"]["baseline_arm"],
-    log:
-        f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",
-    localrule: True

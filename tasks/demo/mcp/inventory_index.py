@@ -58,14 +58,19 @@ def _signature(node: ast.AST) -> str:
     return ast.unparse(node).splitlines()[0]
 
 
-@server.tool(description="Find where a function, class, method or module-level name is defined in the repository.",
-             structured_output=False)
+@server.tool(
+    description="Find where a function, class, method or module-level name is defined in the repository.",
+    structured_output=False,
+)
 def find_definition(name: str) -> str:
     hits = []
     for relative, module in parsed():
         for node in ast.walk(module):
-            defined = getattr(node, "name", None) if isinstance(
-                node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+            defined = (
+                getattr(node, "name", None)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                else None
+            )
             if defined is None and isinstance(node, ast.Assign) and node in module.body:
                 targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
                 defined = name if name in targets else None
@@ -76,8 +81,10 @@ def find_definition(name: str) -> str:
     return "\n".join(hits)
 
 
-@server.tool(description="List every call site of a function or method name, with the enclosing function.",
-             structured_output=False)
+@server.tool(
+    description="List every call site of a function or method name, with the enclosing function.",
+    structured_output=False,
+)
 def list_callers(name: str) -> str:
     hits = []
     for relative, module in parsed():
@@ -90,8 +97,9 @@ def list_callers(name: str) -> str:
                     continue
                 for node in ast.walk(statement):
                     if isinstance(node, ast.Call):
-                        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
-                            node.func, "id", None)
+                        called = (
+                            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                        )
                         if called == name:
                             where = outer.name if not isinstance(outer, ast.Module) else "<module>"
                             hits.append(f"{relative}:{node.lineno}  in {where}")
@@ -103,8 +111,12 @@ def list_callers(name: str) -> str:
 @server.tool(description="How many Python files and definitions the index holds.", structured_output=False)
 def index_stats() -> str:
     modules = parsed()
-    definitions = sum(1 for _relative, module in modules for node in ast.walk(module)
-                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    definitions = sum(
+        1
+        for _relative, module in modules
+        for node in ast.walk(module)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
     return f"{len(modules)} Python files, {definitions} definitions"
 
 

@@ -37,16 +37,27 @@ def containment_report() -> str:
     except OSError as exc:
         network = f"refused: {exc.__class__.__name__}"
     interfaces = [line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]]
-    readable = {path: os.path.exists(path) for path in ("/home/agent", "/opt/claude", "/opt/claude/claude",
-                                                        "/workspace/README.md", "/root", "/etc/shadow")}
+    readable = {
+        path: os.path.exists(path)
+        for path in ("/home/agent", "/opt/claude", "/opt/claude/claude", "/workspace/README.md", "/root", "/etc/shadow")
+    }
     try:
         Path("/workspace/probe-was-here").write_text("x")
         workspace_writable = True
     except OSError:
         workspace_writable = False
-    return "PROBE-REPORT " + json.dumps({
-        "env_keys": sorted(os.environ), "proc_leaks": leaks, "network": network, "interfaces": interfaces,
-        "exists": readable, "workspace_writable": workspace_writable, "pid": os.getpid(), "uid": os.getuid()})
+    return "PROBE-REPORT " + json.dumps(
+        {
+            "env_keys": sorted(os.environ),
+            "proc_leaks": leaks,
+            "network": network,
+            "interfaces": interfaces,
+            "exists": readable,
+            "workspace_writable": workspace_writable,
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+        }
+    )
 
 
 @server.tool(description="Write a marker file (mutating).", structured_output=False)
