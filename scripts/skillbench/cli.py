@@ -1,6 +1,7 @@
 """The `skillbench` command: check artifacts against their schemas, and the offline tools.
 
-    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path
+    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path (JSON, JSONL or
+                                                  YAML: a config file, a task suite or a model script)
     skillbench kinds                              list the artifact kinds
     skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
     skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
@@ -17,12 +18,49 @@ from pathlib import Path
 from . import artifacts
 
 
+YAML_KINDS = ("config", "task", "model-script")
+DEFAULT_CONFIG = Path("config/config.yaml")
+
+
+def _validate_yaml(kind: str, path: Path) -> None:
+    """The YAML documents an author writes; raise ArtifactError with one line per mistake."""
+    from . import configcheck, tasks
+
+    if kind == "config":
+        # A user's config file is merged over the default one, exactly as `snakemake --configfile` does.
+        layers = [DEFAULT_CONFIG] if DEFAULT_CONFIG.is_file() and DEFAULT_CONFIG.resolve() != path.resolve() else []
+        config = configcheck.load_config(*layers, path)
+        note = f" (merged over {DEFAULT_CONFIG})" if layers else ""
+        print(f"{path}: valid config{note}")
+        try:
+            selected = tasks.select_tasks(tasks.load_suite(config["tasks"]["suite"]),
+                                          include_expensive=config["tasks"]["include_expensive"],
+                                          only=config["tasks"]["only"]).tasks
+        except (artifacts.ArtifactError, OSError) as exc:
+            print(f"warning: the task suite cannot be checked from here: {exc}")
+            return
+        for warning in configcheck.design_warnings(config, len(selected)):
+            print(f"warning: {warning}")
+        return
+    document = configcheck.read_yaml(path, what=f"{kind} file")
+    if kind == "task" and isinstance(document, dict) and "tasks" in document:
+        suite = tasks.validate_suite(document, path)
+        print(f"{path}: valid task suite ({len(suite)} task(s))")
+        return
+    problems, _detail = configcheck.schema_problems(document, kind, what=str(path))
+    if problems:
+        raise artifacts.ArtifactError("\n".join(problems))
+    print(f"{path}: valid {kind}")
+
+
 def _validate(kind: str, path: Path) -> int:
     if kind not in artifacts.schema_kinds():
         print(f"unknown kind {kind!r}; known kinds: {', '.join(artifacts.schema_kinds())}", file=sys.stderr)
         return 2
     try:
-        if path.suffix == ".jsonl":
+        if kind in YAML_KINDS or path.suffix in (".yaml", ".yml"):
+            _validate_yaml(kind, path)
+        elif path.suffix == ".jsonl":
             rows = artifacts.read_jsonl(path, kind)
             print(f"{path}: {len(rows)} valid {kind} row(s)")
         else:
@@ -172,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check an artifact (JSON or JSONL) against its schema")
+    validate = commands.add_parser("validate", help="check an artifact (JSON or JSONL) or a config, task suite or "
+                                   "model script (YAML) against its schema")
     validate.add_argument("kind", help="artifact kind, e.g. result-row, cell-record, promotion")
     validate.add_argument("file", type=Path)
     commands.add_parser("kinds", help="list the artifact kinds")

@@ -204,9 +204,15 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
     from . import arms as arm_config
     from . import overlay
 
+    from . import skillformat
+
     evolvable = config["skills"]["evolvable"]
     files = overlay.overlay_files(Path(source), evolvable)
     overlay.refuse_oracle_content(files, bound_oracles(bindings, oracle_dirs), source)
+    try:
+        skillformat.check_overlay(Path(source))
+    except skillformat.SkillFormatError as exc:
+        raise overlay.OverlayError(str(exc)) from exc
     overlay.require_change(files, Path(config["skills"]["root"]))
     touched = overlay.touched_skills(files)
     candidates = required_candidate_arms(config, touched, source)
@@ -350,6 +356,12 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
         outcome = "not_promoted"
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arm_config.selected_arms(config))
+    advice = None
+    if outcome == "not_promoted":
+        from .configcheck import next_step
+
+        last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []
+        advice = next_step(config, len({row["task"] for row in last_rows}), last_reasons)
     summary = {
         "schema": "summary/v1",
         "experiment": config["experiment"],
@@ -358,6 +370,7 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
         "outcome": outcome,
         "promoted_generation": promoted,
         "broken_incumbent_arms": broken,
+        "next_step": advice,
     }
     artifacts.write_artifact(Path(summary_out), summary, "summary")
     artifacts.atomic_write_text(Path(markdown_out), render_summary(summary))
@@ -390,8 +403,9 @@ def render_summary(summary: dict[str, Any]) -> str:
             lines.append(f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
                          f"Apply it with `skillbench apply results/{summary['experiment']}`.")
         else:
+            advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
             lines.append(f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
-                         "generation(s).** Raise `evolution.generations` to continue the chain.")
+                         f"generation(s).** {advice}")
     if summary["broken_incumbent_arms"]:
         lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
     return "\n".join(lines).rstrip() + "\n"
@@ -460,8 +474,11 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     source = config["evolution"]["initial_overlay"]
     if not source or config["evolution"]["generations"] == 0:
         return
+    from . import skillformat
+
     files = overlay.overlay_files(Path(source), config["skills"]["evolvable"])
     overlay.refuse_oracle_content(files, suite_oracles(config["tasks"]["suite"]), source)
+    skillformat.check_overlay(Path(source))
     overlay.require_change(files, Path(config["skills"]["root"]))
     required_candidate_arms(config, overlay.touched_skills(files), source)
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],

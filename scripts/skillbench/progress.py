@@ -390,7 +390,8 @@ def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "sn
         lines.append(f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, "
                      "then commit)")
     elif summary is not None and summary["outcome"] == "not_promoted":
-        lines.append("  next:      raise evolution.generations to continue the chain, or read the reports")
+        advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+        lines.append(f"  next:      {advice}")
     return lines
 
 

@@ -4,18 +4,24 @@ import json
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
+from skillbench import configcheck as sb_configcheck  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
 from skillbench import process as sb_process  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
+from skillbench import skillformat as sb_skillformat  # noqa: E402
 from skillbench import tasks as sb_tasks  # noqa: E402
 
-validate(config, schema="../../schemas/config.schema.json", set_default=True)
+# One line per mistake (with the closest valid key for a typo); the full schema report goes to the log,
+# and to the terminal as well under `snakemake --verbose`.
+sb_configcheck.validate_config(
+    config,
+    log_path="logs/config-errors.log",
+    verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
+)
 sb_arms.check_arms(config)
 sb_pipeline.check_model_access(config)
 
@@ -33,6 +39,9 @@ TASK_IDS = list(TASKS)
 INCUMBENT_ARMS = sb_arms.selected_arms(config)
 RUNS = list(range(config["runs"]))
 SKILLS_ROOT = config["skills"]["root"]
+sb_skillformat.check_skill_root(SKILLS_ROOT)
+for _warning in sb_configcheck.design_warnings(config, len(TASK_IDS)):
+    print(f"WARNING: {_warning}", file=sys.stderr)
 
 
 GENERATIONS = config["evolution"]["generations"]

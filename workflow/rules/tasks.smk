@@ -1,10 +1,12 @@
 # Task binding: resolve each task's target to an immutable commit, build its sanitized
 # template, snapshot its hidden oracle, then merge every binding into one file.
+# A binding depends only on its own task: its definition (a param: Snakemake reruns a job whose params
+# changed), its oracle sources and its snapshot files, never on the suite file, so editing one task
+# rebinds (and reruns the cells of) that task alone.
 
 
 rule bind_task:
     input:
-        suite=SUITE,
         oracle_sources=get_oracle_sources,
         snapshot_files=get_snapshot_files,
     output:
@@ -13,6 +15,8 @@ rule bind_task:
         oracle=directory(f"{RESULTS}/tasks/{{task}}/oracle"),
     params:
         task=get_task_definition,
+        # Oracle sources and snapshots resolve from the suite folder.
+        suite=SUITE,
     log:
         f"logs/{EXPERIMENT}/bind_task/{{task}}.log",
     localrule: True
