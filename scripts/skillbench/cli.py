@@ -17,7 +17,6 @@ from pathlib import Path
 
 from . import artifacts
 
-
 YAML_KINDS = ("config", "task", "model-script")
 DEFAULT_CONFIG = Path("config/config.yaml")
 

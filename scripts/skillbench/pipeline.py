@@ -202,9 +202,7 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
 
     An overlay that carries any bound hidden oracle's content is refused before any cell runs."""
     from . import arms as arm_config
-    from . import overlay
-
-    from . import skillformat
+    from . import overlay, skillformat
 
     evolvable = config["skills"]["evolvable"]
     files = overlay.overlay_files(Path(source), evolvable)

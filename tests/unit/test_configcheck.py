@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from skillbench import configcheck, skillformat
 from skillbench.artifacts import ArtifactError
 
@@ -64,7 +63,8 @@ def test_a_design_that_can_never_promote_is_named():
     config = configcheck.validate_config({"runs": 2, "evolution": {"generations": 1}})
     warnings = configcheck.design_warnings(config, 3)
     assert len(warnings) == 1 and warnings[0].startswith("runs is 2 but gate.min_runs is 3: no candidate can ever")
-    assert configcheck.design_warnings(configcheck.validate_config({"runs": 3, "evolution": {"generations": 1}}), 3) == []
+    enough = configcheck.validate_config({"runs": 3, "evolution": {"generations": 1}})
+    assert configcheck.design_warnings(enough, 3) == []
     # A sweep cannot promote by design.
     assert configcheck.design_warnings(configcheck.validate_config({"runs": 1}), 3) == []
     one_task = configcheck.design_warnings(configcheck.validate_config({"evolution": {"generations": 1}}), 1)
