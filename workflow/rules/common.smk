@@ -87,7 +87,8 @@ def get_proposer_runtime(wildcards):
 
 
 def get_task_definition(wildcards):
-    return TASKS[wildcards.task]
+    """What a binding and a cell depend on (a param: editing it reruns that task's jobs only)."""
+    return sb_tasks.run_definition(TASKS[wildcards.task])
 
 
 def get_oracle_sources(wildcards):
