@@ -253,3 +253,46 @@ def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> st
         return ("Some runs were excluded (session, infra or cleanup errors; see the report's error kinds): fix the "
                 "cause and run the same command again, which redoes only what is missing.")
     return "Raise `evolution.generations` to continue the chain."
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    hint = _closest(word, choices)
+    return f"; did you mean `{hint}`?" if hint else f" (known: {', '.join(choices) or 'none'})"
+
+
+def check_model_script(path: str | Path, *, suite_tasks: list[str], selected_tasks: list[str],
+                       arm_roles: dict[str, list[str]], selected_arms: list[str], needs_proposer: bool
+                       ) -> dict[str, Any]:
+    """Read and check a scripted-model script before any job; return it, or raise ArtifactError listing every mistake.
+
+    Checks the schema, that every task id and role it names exists (suite tasks; roles of the config's arms), and that
+    every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs).
+    """
+    document = read_yaml(path, what="model script")
+    problems, _detail = schema_problems(document, "model-script", what=str(path))
+    if problems:
+        raise ArtifactError("\n".join(problems[:MAX_LINES]))
+    scripted = document.get("tasks") or {}
+    known_roles = sorted({role for roles in arm_roles.values() for role in roles})
+    for task, roles in scripted.items():
+        if task not in suite_tasks:
+            problems.append(f"{path}: task `{task}` is not in the task suite{_did_you_mean(task, suite_tasks)}")
+            continue
+        for role in roles or {}:
+            if role not in known_roles:
+                problems.append(f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
+                                f"{_did_you_mean(role, known_roles)}")
+    for task in selected_tasks:
+        for arm in selected_arms:
+            for role in arm_roles[arm]:
+                if role not in (scripted.get(task) or {}):
+                    line = f"{path}: task `{task}` has no steps for role `{role}` (a session of arm `{arm}`)"
+                    if line not in problems:
+                        problems.append(line)
+    if needs_proposer and not document.get("proposer"):
+        problems.append(f"{path}: no `proposer` steps, but this experiment runs a proposer session")
+    if problems:
+        more = [f"… and {len(problems) - MAX_LINES} more"] if len(problems) > MAX_LINES else []
+        shown = problems[:MAX_LINES] + more
+        raise ArtifactError("\n".join(shown))
+    return document

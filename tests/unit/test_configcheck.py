@@ -119,3 +119,44 @@ def test_an_overlay_skill_that_breaks_the_format_is_refused(tmp_path, text, prob
         skillformat.check_overlay(overlay)
     assert problem in str(caught.value)
     assert "change-work/SKILL.md" in str(caught.value)
+
+
+def script_check(path: Path, **overrides):
+    arguments = {"suite_tasks": ["money-thousands", "sku-normalization"], "selected_tasks": ["money-thousands"],
+                 "arm_roles": {"workflow_direct": ["direct"], "baseline": ["baseline"]},
+                 "selected_arms": ["workflow_direct", "baseline"], "needs_proposer": False, **overrides}
+    return configcheck.check_model_script(path, **arguments)
+
+
+SCRIPT_HEAD = "schema: model-script/v1\ndefaults: {usage: {input_tokens: 1, output_tokens: 1, " \
+              "cache_read_input_tokens: 0, cache_creation_input_tokens: 0}, final_text: Done.}\n"
+
+
+def test_a_model_script_with_anchors_that_covers_every_task_and_role_passes(tmp_path):
+    path = tmp_path / "script.yaml"
+    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousands:\n    direct: &steps [{text: hi}]\n"
+                    "    baseline: *steps\n")
+    assert script_check(path)["tasks"]["money-thousands"]["baseline"] == [{"text": "hi"}]
+
+
+def test_model_script_typos_and_gaps_are_named_before_any_job(tmp_path):
+    path = tmp_path / "script.yaml"
+    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousand:\n    direct: [{text: hi}]\n"
+                    "  sku-normalization:\n    drect: [{text: hi}]\n")
+    with pytest.raises(ArtifactError) as caught:
+        script_check(path, needs_proposer=True)
+    lines = str(caught.value).splitlines()
+    assert f"{path}: task `money-thousand` is not in the task suite; did you mean `money-thousands`?" in lines
+    assert f"{path}: task `sku-normalization`: role `drect` is not a session role of any arm; did you mean " \
+           "`direct`?" in lines
+    assert f"{path}: task `money-thousands` has no steps for role `direct` (a session of arm `workflow_direct`)" \
+        in lines
+    assert f"{path}: no `proposer` steps, but this experiment runs a proposer session" in lines
+
+
+def test_a_model_script_schema_error_names_the_field(tmp_path):
+    path = tmp_path / "script.yaml"
+    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousands:\n    direct: [{txt: hi}]\n")
+    with pytest.raises(ArtifactError) as caught:
+        script_check(path)
+    assert "key `tasks.money-thousands.direct[0]`" in str(caught.value)

@@ -49,6 +49,16 @@ INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolution_arms(config)] if GENERATIONS else []
 GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
+if config["model"]["provider"] == "scripted":
+    # A broken script or a task/role typo would otherwise surface in every cell, after the sessions ran.
+    sb_configcheck.check_model_script(
+        config["model"]["script"] or str(Path(SUITE).parent / "model-script.yaml"),
+        suite_tasks=[task["id"] for task in ALL_TASKS],
+        selected_tasks=TASK_IDS,
+        arm_roles={name: [session["role"] for session in arm["sessions"]] for name, arm in config["arms"].items()},
+        selected_arms=INCUMBENT_ARMS,
+        needs_proposer=GENERATIONS > 1 or (GENERATIONS == 1 and not INITIAL_OVERLAY),
+    )
 
 
 wildcard_constraints:
