@@ -70,7 +70,8 @@ wildcard_constraints:
 
 
 def prepare_run():
-    """Fail closed before any session: containment must work. Then reset the outage breaker."""
+    """Fail closed before any session: containment must work. Then reset the outage breaker and take over
+    Ctrl-C (runs after Snakemake's scheduler installed its own SIGTERM handler, which the first Ctrl-C uses)."""
     if config["sandbox"]["backend"] == "bwrap":
         sb_sandbox.preflight(config["sandbox"]["bwrap"])
     else:
@@ -80,7 +81,8 @@ def prepare_run():
             file=sys.stderr,
         )
     sb_breaker.reset(Path(f"{RESULTS}/.outage-breaker.json"))
-    sb_process.forward_interrupts_to_descendants()
+    # First Ctrl-C: running cells finish (their sessions are paid for), nothing new starts; second: stop now.
+    sb_process.handle_interrupts()
 
 
 def get_cell_runtime(wildcards):
