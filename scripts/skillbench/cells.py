@@ -1,21 +1,44 @@
 """One cell — (task, arm, run) — end to end: clone, setup, sessions, verify, hidden oracle, record.
 
 A cell works in a fresh private folder: a copy of the task's sanitized template, a private
-home and tmp, everything run through the cell's sandbox. The result row follows
-`schemas/result-row.schema.json`; the record adds timing. Session, infra and cleanup
-failures are raised as `RetryableCellFailure` until the last attempt, so Snakemake
-retries the job; the last attempt records the excluded row instead.
+home and tmp, everything run through the cell's sandbox (its own host uid and resource
+limits). The result row follows `schemas/result-row.schema.json`; the record adds timing.
+
+What the agent controls never decides the verdict, and never makes the run look like the
+harness failed:
+
+* each session gets a fresh home and tmp; verify and the oracle each get a fresh, empty pair
+  too, with `PYTHONNOUSERSITE=1`, a read-only workspace and no network;
+* files that configure the grader rather than being the agent's code (`GRADER_CONFIG_NAMES`,
+  `GRADER_CONFIG_GLOBS`: conftest.py, pytest/tox/setup.cfg/pyproject files, sitecustomize,
+  .pth, entry points, compiled bytecode) do not take effect in the oracle run: a changed one is bound over with
+  its content from before the first session, an added one with an empty file, and the row's
+  `evidence_diagnostics` names them; one that is no longer a regular file fails the oracle;
+* the harness's git after the sessions uses its own copy of the repository
+  (`repo.make_harness_git_dir`), so a deleted or corrupted `.git` only adds a diagnostic;
+* the workspace is measured host-side with bounded reads (`WorkspaceLimits`): too many or too
+  large files end the cell as `workspace-oversized`, a workspace the harness's git cannot read
+  as `workspace-tampered` — counted outcomes of the agent, neither excluded nor systemic;
+* a verify or oracle run that times out or leaves processes behind is a failed check, not an
+  infra error.
+
+Session, infra and cleanup failures (the harness's own) are raised as `RetryableCellFailure`
+until the last attempt, so Snakemake retries the job; the last attempt records the excluded
+row instead.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +52,7 @@ from .artifacts import ArtifactError, remove_tree
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL, ProcessError
 from .redaction import redact_text
-from .sandbox import Sandbox, SandboxError, claude_settings
+from .sandbox import Sandbox, SandboxError, SandboxLimits, claude_settings
 from .scripted_model import ScriptedModel, session_steps
 
 VERIFY_TAIL_CHARS = 4000
@@ -37,6 +60,17 @@ MAX_DETAIL_CHARS = 2000
 CHURN_EXCLUDES = (arm_config.PLAN_DIRECTORY, ".claude/skills")
 MAX_FINGERPRINT_BYTES = 4 * 1024 * 1024
 SCRIPTED_KEY = "skillbench-scripted-offline-key"
+HASH_CHUNK_BYTES = 1024 * 1024
+# Files that configure the grader (pytest, the Python start-up) rather than being the agent's code.
+GRADER_CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+                                 "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"})
+# Compiled bytecode is not reviewable code: a planted __pycache__ entry whose header matches an
+# unchanged source would otherwise be imported instead of it (verify and the oracle also keep
+# their bytecode cache elsewhere, PYTHONPYCACHEPREFIX).
+GRADER_CONFIG_GLOBS = ("*.pth", "*.dist-info/entry_points.txt", "*.egg-info/entry_points.txt", "*.pyc")
+MAX_GRADER_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_HOME_ENTRIES = 20_000
+MAX_DEPTH = 200
 
 
 class InfraError(RuntimeError):
@@ -49,6 +83,31 @@ class RetryableCellFailure(RuntimeError):
 
 class CellCancelled(RuntimeError):
     """The run was interrupted: the cell writes no record, so the next run does it again."""
+
+
+class AgentWorkspaceError(RuntimeError):
+    """What the agent left in its workspace makes the cell ungradable: a counted error kind, never excluded."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(detail)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class WorkspaceLimits:
+    """Host-side bounds on what the harness measures in a workspace (config `sandbox.limits`)."""
+
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_total_bytes: int = 2 * 1024 * 1024 * 1024
+    max_entries: int = 100_000
+
+    @classmethod
+    def from_config(cls, section: dict | None) -> WorkspaceLimits:
+        section = section or {}
+        defaults = cls()
+        return cls(max_file_bytes=int(section.get("workspace_file_mb", defaults.max_file_bytes >> 20)) << 20,
+                   max_total_bytes=int(section.get("workspace_mb", defaults.max_total_bytes >> 20)) << 20,
+                   max_entries=int(section.get("workspace_entries", defaults.max_entries)))
 
 
 @dataclass
@@ -109,27 +168,175 @@ def skill_fingerprint(clone: Path, skills_root: str, skills: list[str]) -> str |
     return oracle.framed_digest(frames)
 
 
-def workspace_snapshot(clone: Path) -> dict[str, str]:
-    """Path → kind/mode/size/digest for everything in the clone except .git."""
-    entries: dict[str, str] = {}
-    for directory, subdirs, files in os.walk(clone):
-        relative_dir = Path(directory).relative_to(clone)
-        if relative_dir == Path("."):
-            subdirs[:] = [name for name in subdirs if name != ".git"]
-        for name in subdirs + files:
-            path = Path(directory) / name
+def _scan(root: Path, *, max_entries: int, skip_top_git: bool = False):
+    """(relative path, host path, lstat) of everything under `root`, iteratively; no symlink is followed.
+
+    Raises AgentWorkspaceError past `max_entries` entries or MAX_DEPTH levels; OSError when a
+    folder cannot be listed.
+    """
+    count = 0
+    stack: list[tuple[Path, str, int]] = [(root, "", 0)]
+    while stack:
+        directory, prefix, depth = stack.pop()
+        with os.scandir(directory) as listing:
+            names = sorted(entry.name for entry in listing)
+        for name in names:
+            if skip_top_git and not prefix and name == ".git":
+                continue
+            key = f"{prefix}{name}"
+            count += 1
+            if count > max_entries:
+                raise AgentWorkspaceError("workspace-oversized", f"more than {max_entries} entries (at {key})")
+            path = directory / name
             info = os.lstat(path)
-            key = (relative_dir / name).as_posix()
+            yield key, path, info
             if stat.S_ISDIR(info.st_mode):
-                entries[key] = f"d:{stat.S_IMODE(info.st_mode):o}"
-            elif stat.S_ISLNK(info.st_mode):
-                entries[key] = f"l:{os.readlink(path)}"
-            elif stat.S_ISREG(info.st_mode):
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                entries[key] = f"f:{stat.S_IMODE(info.st_mode):o}:{info.st_size}:{digest}"
-            else:
-                entries[key] = f"s:{info.st_mode}"
+                if depth + 1 > MAX_DEPTH:
+                    raise AgentWorkspaceError("workspace-oversized", f"folders nest deeper than {MAX_DEPTH} levels "
+                                                                     f"(at {key[:300]})")
+                stack.append((path, f"{key}/", depth + 1))
+
+
+def _walk(clone: Path, limits: WorkspaceLimits):
+    """(relative path, host path, lstat) of everything in the clone except the top-level .git, bounded."""
+    total = 0
+    try:
+        for key, path, info in _scan(clone, max_entries=limits.max_entries, skip_top_git=True):
+            if stat.S_ISREG(info.st_mode):
+                if info.st_size > limits.max_file_bytes:
+                    raise AgentWorkspaceError("workspace-oversized",
+                                              f"{key} is {info.st_size} bytes; a workspace file may have at most "
+                                              f"{limits.max_file_bytes}")
+                total += info.st_size
+                if total > limits.max_total_bytes:
+                    raise AgentWorkspaceError("workspace-oversized",
+                                              f"the workspace exceeds {limits.max_total_bytes} bytes (at {key})")
+            yield key, path, info
+    except OSError as exc:
+        raise AgentWorkspaceError("workspace-tampered", f"the workspace cannot be read: {exc}") from exc
+
+
+def check_workspace(clone: Path, limits: WorkspaceLimits) -> None:
+    """Raise AgentWorkspaceError when the workspace is too large to measure (metadata only, no reads)."""
+    for _entry in _walk(clone, limits):
+        pass
+
+
+def file_digest(path: Path, limit: int) -> str:
+    """SHA-256 of a regular file read in chunks, refusing non-regular files and files past `limit` bytes."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        digest = hashlib.sha256()
+        read = 0
+        while chunk := os.read(descriptor, HASH_CHUNK_BYTES):
+            read += len(chunk)
+            if read > limit:
+                raise AgentWorkspaceError("workspace-oversized", f"{path.name} grew past {limit} bytes while hashed")
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(descriptor)
+
+
+def workspace_snapshot(clone: Path, limits: WorkspaceLimits | None = None) -> dict[str, str]:
+    """Path → kind/mode/size/digest for everything in the clone except .git (bounded, chunked hashing)."""
+    limits = limits or WorkspaceLimits()
+    entries: dict[str, str] = {}
+    for key, path, info in _walk(clone, limits):
+        if stat.S_ISDIR(info.st_mode):
+            entries[key] = f"d:{stat.S_IMODE(info.st_mode):o}"
+        elif stat.S_ISLNK(info.st_mode):
+            entries[key] = f"l:{os.readlink(path)}"
+        elif stat.S_ISREG(info.st_mode):
+            try:
+                digest = file_digest(path, limits.max_file_bytes)
+            except OSError as exc:
+                raise AgentWorkspaceError("workspace-tampered", f"{key} cannot be read: {exc}") from exc
+            entries[key] = f"f:{stat.S_IMODE(info.st_mode):o}:{info.st_size}:{digest}"
+        else:
+            entries[key] = f"s:{info.st_mode}"
     return entries
+
+
+def is_grader_config(relative: str) -> bool:
+    """Whether a workspace path (relative, `/`-separated) configures the grader; fnmatch's `*` spans folders."""
+    return relative.rsplit("/", 1)[-1] in GRADER_CONFIG_NAMES or any(
+        fnmatch.fnmatch(relative, pattern) for pattern in GRADER_CONFIG_GLOBS)
+
+
+def grader_config_files(clone: Path, limits: WorkspaceLimits) -> dict[str, tuple[str, Path]]:
+    """Every grader-config path in the workspace: relative path → (fingerprint, host path)."""
+    found: dict[str, tuple[str, Path]] = {}
+    for key, path, info in _walk(clone, limits):
+        if not is_grader_config(key):
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_GRADER_CONFIG_BYTES:
+            try:
+                found[key] = (f"f:{file_digest(path, MAX_GRADER_CONFIG_BYTES)}", path)
+            except OSError:
+                found[key] = ("unreadable", path)
+        else:
+            found[key] = (f"other:{stat.S_IFMT(info.st_mode):o}:{info.st_size}", path)
+    return found
+
+
+def save_grader_config(clone: Path, destination: Path, limits: WorkspaceLimits) -> dict[str, str]:
+    """Keep a copy of every grader-config file as it is before the first session; return their fingerprints."""
+    destination.mkdir(mode=0o700)
+    fingerprints: dict[str, str] = {}
+    for key, (fingerprint, path) in grader_config_files(clone, limits).items():
+        fingerprints[key] = fingerprint
+        if fingerprint.startswith("f:"):
+            copy = destination / key
+            copy.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(path, copy, follow_symlinks=False)
+    return fingerprints
+
+
+def grader_config_masks(clone: Path, saved: Path, before: dict[str, str], limits: WorkspaceLimits,
+                        empty: Path) -> tuple[list[tuple[Path, str]], list[str], list[str]]:
+    """How the oracle run undoes the agent's grader-config changes.
+
+    Returns (binds of (host file, path relative to the workspace), changes for the row, paths that
+    cannot be masked because they are no longer regular files).
+    """
+    after = grader_config_files(clone, limits)
+    binds: list[tuple[Path, str]] = []
+    changes: list[str] = []
+    unmaskable: list[str] = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key, (None, None))[0]
+        if old == new:
+            continue
+        if new is None:
+            changes.append(f"{key} (deleted)")
+        elif not new.startswith("f:"):
+            changes.append(f"{key} (no longer a regular file)")
+            unmaskable.append(key)
+        elif old is None:
+            changes.append(f"{key} (added)")
+            binds.append((empty, key))
+        elif old.startswith("f:"):
+            changes.append(f"{key} (modified)")
+            binds.append((saved / key, key))
+        else:
+            changes.append(f"{key} (replaced)")
+            binds.append((empty, key))
+    return binds, changes, unmaskable
+
+
+def python_startup_files(home: Path) -> list[str]:
+    """Grader-config files (.pth, sitecustomize, …) a session left in its home, relative to it; bounded."""
+    found: list[str] = []
+    try:
+        for key, _path, info in _scan(home, max_entries=MAX_HOME_ENTRIES):
+            if stat.S_ISREG(info.st_mode) and is_grader_config(key):
+                found.append(key)
+    except (OSError, AgentWorkspaceError) as exc:
+        found.append(f"(home not fully scanned: {str(exc)[:200]})")
+    return found[:20]
 
 
 def plan_document_change(before: dict[str, str], after: dict[str, str]) -> str:
@@ -172,33 +379,53 @@ def install_skills(clone: Path, source: Path | None, skills_root: str, git) -> N
 
 def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
                  extra_read_only=()) -> tuple[bool, str, float]:
-    """Run `verify` or the oracle with a read-only workspace and no network; raise on an abnormal end."""
+    """Run `verify` or the oracle with a read-only workspace and no network.
+
+    A run that times out or leaves processes behind failed (the agent's code did that); only a
+    cancelled run or one that never started is the harness's.
+    """
     started = time.monotonic()
     result = sandbox.run(["/bin/sh", "-c", command], timeout=timeout, env=env, read_only_workspace=True,
                          network=False, extra_read_only=extra_read_only)
     elapsed = time.monotonic() - started
-    if result.state not in ("ok", "failed") or result.returncode is None:
-        raise InfraError(f"verifier did not finish normally ({result.state}): {result.detail or ''}")
+    if result.state == "cancelled" or CANCEL.is_set():
+        raise CellCancelled("interrupted while a verifier ran; the next run does this cell again")
+    if result.state not in ("ok", "failed", "timeout", "killed"):
+        raise InfraError(f"verifier did not start or finish normally ({result.state}): {result.detail or ''}")
     output = f"{result.stdout_tail}\n{result.stderr_tail}".strip()
+    if result.state in ("timeout", "killed"):
+        output = f"{output}\n[skillbench: the run {result.state}: {result.detail or ''}]".strip()
     return result.ok, output, elapsed
 
 
+def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A fresh, empty home and tmp, no user site-packages, no bytecode from the tree: nothing a session left runs."""
+    sandbox.fresh_scratch(name)
+    return sandbox.environment({"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"{sandbox.tmp}/pycache",
+                                **(extra or {})})
+
+
 def run_hidden_oracle(sandbox: Sandbox, task: dict[str, Any], files: list[tuple[str, bytes]], *,
-                      timeout: float, private_root: Path) -> tuple[bool, float]:
-    """Stage the oracle at a random path only now, run it, re-check it, remove it. Output is never kept."""
+                      timeout: float, private_root: Path,
+                      masks: Sequence[tuple[Path, str]] = ()) -> tuple[bool, float]:
+    """Stage the oracle at a random path only now, run it, re-check it, remove it. Output is never kept.
+
+    `masks` binds (host file, workspace-relative path) over grader-config files the agent changed.
+    """
+    extra = [(host, sandbox.to_sandbox(sandbox.clone / relative)) for host, relative in masks] \
+        if sandbox.backend == "bwrap" else []
     if sandbox.backend == "bwrap":
         stage_root = oracle.stage(private_root, files)
         mountpoint = sandbox.clone / stage_root.name
         mountpoint.mkdir(mode=0o700)
         sandbox_root = sandbox.to_sandbox(mountpoint)
-        extra = [(stage_root, sandbox_root)]
+        extra.append((stage_root, sandbox_root))
     else:
         stage_root = oracle.stage(sandbox.clone, files)
         mountpoint = None
         sandbox_root = str(stage_root)
-        extra = []
     try:
-        env = sandbox.environment({ORACLE_ENV_VAR: sandbox_root})
+        env = verifier_environment(sandbox, "oracle", {ORACLE_ENV_VAR: sandbox_root})
         passed, _output, elapsed = run_verifier(sandbox, task["oracle"]["command"], timeout=timeout, env=env,
                                                 extra_read_only=extra)
         oracle.check_staged(stage_root, files)
@@ -267,7 +494,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
             steps = session_steps(context.model_script, task["id"], session["role"])
             server = stack.enter_context(ScriptedModel(
                 steps, defaults=context.model_script.get("defaults", {}),
-                variables={"workspace": sandbox.workspace}))
+                variables={"workspace": sandbox.workspace}, variation_key=label))
             base_url, api_key = server.base_url, context.api_key or SCRIPTED_KEY
         else:
             base_url, api_key = config["model"]["base_url"], context.api_key
@@ -290,12 +517,35 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
                  context: CellContext, private_root: Path) -> dict[str, Any]:
     """The cell's work; raises InfraError/ProcessError/SandboxError/OSError/ValueError for harness failures."""
     config = context.config
-    definition = arm_config.arm_definition(config, arm)
-    row = base_row(task, binding, arm, run, context)
     clone = private_root / "workspace"
     repo.clone_template(context.template, clone)
     sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
-                      claude_bin=context.claude_bin, read_only_paths=[context.skills_root])
+                      claude_bin=context.claude_bin, read_only_paths=[context.skills_root],
+                      limits=SandboxLimits.from_config(config["sandbox"].get("limits")))
+    try:
+        return _execute_in(sandbox, task, binding, arm, run, context, private_root)
+    finally:
+        sandbox.close()
+
+
+def _harness_git_step(git, orig_sha: str, step):
+    """Run one post-session git step; a failure while the harness's own repository is intact is the workspace's."""
+    try:
+        return step(git)
+    except repo.GitError as exc:
+        if git(["cat-file", "-e", f"{orig_sha}^{{tree}}"]).ok:
+            raise AgentWorkspaceError("workspace-tampered",
+                                      f"the harness's git cannot read the workspace: {exc}") from exc
+        raise
+
+
+def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any], arm: str, run: int,
+                context: CellContext, private_root: Path) -> dict[str, Any]:
+    config = context.config
+    definition = arm_config.arm_definition(config, arm)
+    row = base_row(task, binding, arm, run, context)
+    clone = sandbox.clone
+    limits = WorkspaceLimits.from_config(config["sandbox"].get("limits"))
     git = sandbox.git()
     oracle_files = oracle.load_snapshot(context.oracle_snapshot, binding)
     skills = arm_config.arm_skills(config, arm)
@@ -320,76 +570,129 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
                       evolvable=config["skills"]["evolvable"])
     expected_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
     row["skill_digest"] = expected_fingerprint
-    orig_sha = repo.head_commit(git)
+    # From here on the harness's git uses its own copy of the repository, made before any session.
+    harness_dir = private_root / "harness-git"
+    repo.make_harness_git_dir(clone, harness_dir)
+    hgit, measure = sandbox.harness_git(harness_dir), sandbox.harness_script(harness_dir)
+    before_work = repo.measure_work(measure, "HEAD", CHURN_EXCLUDES)
+    orig_sha = before_work.base
     row["variant_head_sha"] = orig_sha
-    before_work = repo.work_digest(git, orig_sha, CHURN_EXCLUDES)
+    git_before = repo.git_metadata(clone)
+    grader_base = private_root / "grader-base"
+    try:
+        grader_before = save_grader_config(clone, grader_base, limits)
+    except AgentWorkspaceError as exc:
+        raise InfraError(f"the task's workspace is not measurable before any session: {exc}") from exc
 
     records: list[dict[str, Any]] = []
     plan_path: str | None = None
     plan_produced = True
     diagnostics: list[str] = []
-    for session in definition["sessions"]:
-        prompt = arm_config.render_prompt(config, session, task_prompt=task["prompt"], plan_path=plan_path)
-        before = workspace_snapshot(clone) if session.get("plan_document") else None
-        record = run_one_session(session, prompt, task=task, arm=arm, run=run, sandbox=sandbox, context=context,
-                                 disallowed=definition.get("disallowed_tools", []))
-        records.append(record)
-        if record["error_kind"] == "cancelled" or CANCEL.is_set():
-            raise CellCancelled(f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} session; "
-                                "no record is written, so the next run does this cell again")
-        if skill_fingerprint(clone, context.skills_root, skills) != expected_fingerprint:
-            planning = bool(session.get("plan_document"))
-            message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
-            if record["ok"]:
-                record.update(ok=False, error_detail=message,
-                              error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid")
-            else:
-                diagnostics.append(message)
-        if not record["ok"]:
-            if session.get("plan_document"):
-                plan_produced = False
-            break
-        if session.get("plan_document"):
-            try:
-                plan_path = plan_document_change(before, workspace_snapshot(clone))
-            except ValueError as exc:
-                record.update(ok=False, error_kind="plan-evidence-invalid", error_detail=str(exc))
-                plan_produced = False
+    workspace_error: AgentWorkspaceError | None = None
+    try:
+        for session in definition["sessions"]:
+            prompt = arm_config.render_prompt(config, session, task_prompt=task["prompt"], plan_path=plan_path)
+            before = workspace_snapshot(clone, limits) if session.get("plan_document") else None
+            home, _tmp = sandbox.fresh_scratch(f"session-{session['role']}")
+            record = run_one_session(session, prompt, task=task, arm=arm, run=run, sandbox=sandbox, context=context,
+                                     disallowed=definition.get("disallowed_tools", []))
+            records.append(record)
+            if record["error_kind"] == "cancelled" or CANCEL.is_set():
+                raise CellCancelled(f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} "
+                                    "session; no record is written, so the next run does this cell again")
+            planted = python_startup_files(home)
+            if planted:
+                diagnostics.append(f"the {session['role']} session left Python start-up files in its home, which "
+                                   f"verify and the oracle never load: {', '.join(planted)}")
+            check_workspace(clone, limits)
+            if skill_fingerprint(clone, context.skills_root, skills) != expected_fingerprint:
+                planning = bool(session.get("plan_document"))
+                message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
+                if record["ok"]:
+                    record.update(ok=False, error_detail=message,
+                                  error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid")
+                else:
+                    diagnostics.append(message)
+            if not record["ok"]:
+                if session.get("plan_document"):
+                    plan_produced = False
                 break
+            if session.get("plan_document"):
+                try:
+                    plan_path = plan_document_change(before, workspace_snapshot(clone, limits))
+                except ValueError as exc:
+                    record.update(ok=False, error_kind="plan-evidence-invalid", error_detail=str(exc))
+                    plan_produced = False
+                    break
+    except AgentWorkspaceError as exc:
+        workspace_error = exc
+        if session.get("plan_document") and plan_path is None:
+            plan_produced = False
 
-    summed = sessions.sum_sessions(records)
-    row.update({key: summed[key] for key in (
-        *sessions.USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", "ok", "session_ids", "error_kind",
-        "skill_invoked", "transcript_missing", "transcript_artifacts", "tool_use_counts")})
-    row["error_detail"] = summed["error_detail"]
-    row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *diagnostics]
-    row["cost_check"] = cost_check(summed, config)
+    if records:
+        summed = sessions.sum_sessions(records)
+        row.update({key: summed[key] for key in (
+            *sessions.USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", "ok", "session_ids", "error_kind",
+            "skill_invoked", "transcript_missing", "transcript_artifacts", "tool_use_counts")})
+        row["error_detail"] = summed["error_detail"]
+        row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *diagnostics]
+        row["cost_check"] = cost_check(summed, config)
+    else:
+        row["evidence_diagnostics"] = list(diagnostics)
     row["plan_produced"] = plan_produced
     if not skills:
         row["skill_invoked"] = None
+    head_problem = repo.git_head_problem(clone)
+    if head_problem:
+        row["evidence_diagnostics"].append(f"{head_problem}; graded with the harness's own copy of the repository")
+    else:
+        changed = repo.git_metadata_changes(git_before, repo.git_metadata(clone))
+        if changed:
+            row["evidence_diagnostics"].append(
+                "the sessions changed the clone's git metadata, which the harness's git never reads: "
+                + ", ".join(changed[:12]))
 
-    verify_env = sandbox.environment()
-    passed, output, elapsed = run_verifier(sandbox, task["verify"], timeout=config["agent"]["verify_timeout_s"],
-                                           env=verify_env)
-    context.timings["verify"] = elapsed
-    row["authored_tests_passed"] = passed
-    row["authored_test_output"] = row["verify_output"] = _tail(redact_text(output, context.secrets),
-                                                               VERIFY_TAIL_CHARS)
-    oracle_passed, oracle_elapsed = run_hidden_oracle(
-        sandbox, task, oracle_files, timeout=config["agent"]["verify_timeout_s"], private_root=private_root)
-    context.timings["oracle"] = oracle_elapsed
-    row["oracle_passed"] = oracle_passed
-    row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
-    row["resolved"] = bool(row["ok"] and passed and oracle_passed)
-    if row["error_kind"] is None and not row["resolved"]:
-        row["error_kind"] = "verify-failed" if not passed else "oracle-failed"
+    try:
+        if workspace_error is not None:
+            raise workspace_error
+        passed, output, elapsed = run_verifier(sandbox, task["verify"], timeout=config["agent"]["verify_timeout_s"],
+                                               env=verifier_environment(sandbox, "verify"))
+        context.timings["verify"] = elapsed
+        row["authored_tests_passed"] = passed
+        row["authored_test_output"] = row["verify_output"] = _tail(redact_text(output, context.secrets),
+                                                                   VERIFY_TAIL_CHARS)
+        masks, changes, unmaskable = grader_config_masks(clone, grader_base, grader_before, limits,
+                                                         sandbox.empty_file)
+        if changes:
+            row["evidence_diagnostics"].append(
+                "grader-config files changed in the workspace did not take effect in the oracle run: "
+                + ", ".join(changes[:12]))
+        if unmaskable:
+            oracle_passed, oracle_elapsed = False, 0.0
+            row["evidence_diagnostics"].append(
+                "hidden oracle not run: grader-config path(s) are no longer regular files: "
+                + ", ".join(unmaskable[:8]))
+        else:
+            oracle_passed, oracle_elapsed = run_hidden_oracle(
+                sandbox, task, oracle_files, timeout=config["agent"]["verify_timeout_s"], private_root=private_root,
+                masks=masks)
+        context.timings["oracle"] = oracle_elapsed
+        row["oracle_passed"] = oracle_passed
+        row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
+        row["resolved"] = bool(row["ok"] and passed and oracle_passed)
+        if row["error_kind"] is None and not row["resolved"]:
+            row["error_kind"] = "verify-failed" if not passed else "oracle-failed"
 
-    files, insertions, deletions = repo.churn(git, orig_sha, CHURN_EXCLUDES)
-    row.update(diff_files=files, diff_insertions=insertions, diff_deletions=deletions)
-    if row["resolved"] and repo.work_digest(git, orig_sha, CHURN_EXCLUDES) == before_work:
-        row.update(resolved=False, error_kind="no-work-produced",
-                   error_detail="the arm reported success without any change outside plans and skills")
-    patch, truncated = repo.binary_patch(git, orig_sha, CHURN_EXCLUDES)
+        work = _harness_git_step(hgit, orig_sha, lambda _git: repo.measure_work(measure, orig_sha, CHURN_EXCLUDES))
+        row.update(diff_files=work.files, diff_insertions=work.insertions, diff_deletions=work.deletions)
+        if row["resolved"] and work.digest == before_work.digest:
+            row.update(resolved=False, error_kind="no-work-produced",
+                       error_detail="the arm reported success without any change outside plans and skills")
+        patch, truncated = work.patch, work.truncated
+    except AgentWorkspaceError as exc:
+        row.update(ok=False, resolved=False, error_kind=exc.kind,
+                   error_detail=_tail(redact_text(str(exc), context.secrets), MAX_DETAIL_CHARS))
+        return row
     if context.secrets:
         # surrogateescape keeps binary hunks byte-exact while secrets in text are replaced.
         patch = redact_text(patch.decode("utf-8", "surrogateescape"), context.secrets).encode(
@@ -399,6 +702,21 @@ def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: i
         row["evidence_diagnostics"].append(f"patch.diff truncated at {repo.MAX_PATCH_BYTES} bytes")
     row["ok"] = bool(row["ok"])
     return row
+
+
+def remove_private_root(path: Path) -> None:
+    """Remove a cell's private root, including folder trees nested deeper than Python's recursion limit."""
+    try:
+        remove_tree(path)
+        return
+    except RecursionError:
+        pass
+    # coreutils walk any depth without recursion limits; an agent can nest folders thousands deep.
+    for argv in (["chmod", "-R", "--", "u+rwx", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
+        subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, capture_output=True, check=False,
+                       timeout=600)
+    if os.path.lexists(path):
+        raise OSError(f"could not remove {path}")
 
 
 HARNESS_FAILURES = (InfraError, ProcessError, SandboxError, OSError, ValueError, ArtifactError,
@@ -436,7 +754,7 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     finally:
         cleanup_error = None
         try:
-            remove_tree(private_root)
+            remove_private_root(private_root)
         except OSError as exc:
             cleanup_error = exc
     if cleanup_error is not None:

@@ -84,8 +84,8 @@ def _gate(args: argparse.Namespace) -> int:
         policy = dict(config["gate"])
     else:
         policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key != "max_age_days"}
-    for key in ("metric", "min_runs", "min_improvement_pct", "max_task_regression_pct",
-                "max_failed_task_regression_pct", "min_gated_task_ratio"):
+    for key in ("rule", "metric", "min_runs", "min_improvement_pct", "max_task_regression_pct",
+                "max_failed_task_regression_pct", "min_gated_task_ratio", "alpha", "quality_margin_pct"):
         if getattr(args, key) is not None:
             policy[key] = getattr(args, key)
     if args.require_confidence:
@@ -220,12 +220,18 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--overlay", type=Path, help="overlay.json (default: beside the results)")
     regrade.add_argument("--bindings", type=Path, help="tasks/bindings.json (default: ../tasks/bindings.json)")
     regrade.add_argument("--configfile", type=Path, help="take the policy from this config's gate section")
+    regrade.add_argument("--rule", choices=["noise_aware", "upstream"],
+                         help="decision rule (default: the config's, else noise_aware); see docs/gate.md")
     regrade.add_argument("--metric", choices=["cost_usd", "output_tokens", "duration_s", "num_turns"])
     regrade.add_argument("--min-runs", dest="min_runs", type=int)
     regrade.add_argument("--min-improvement-pct", dest="min_improvement_pct", type=float)
     regrade.add_argument("--max-task-regression-pct", dest="max_task_regression_pct", type=float)
     regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
     regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
+    regrade.add_argument("--alpha", type=float,
+                         help="false-promotion rate of an identical candidate (noise_aware rule; default 0.05)")
+    regrade.add_argument("--quality-margin-pct", dest="quality_margin_pct", type=float,
+                         help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)")
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")
     promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")

@@ -1,22 +1,40 @@
 """The promotion gate: result rows + policy → a reproducible decision per candidate arm.
 
-Owns the promotion policy (defaults and validation), the per-candidate decision
-(``evaluate_candidate``: run minimums, pairing, gated/ungated tasks, quality floor, task
-regression caps, resolution margin, median improvement, optional bootstrap confidence), the
-paired per-run statistics, and the ``promotion/v1`` document that binds a decision to its
-evidence. Pure: no clock, no files, no randomness beyond a fixed-seed generator, so the same
-rows and policy always give the same document.
+Owns the promotion policy (defaults and validation), the two decision rules behind
+``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
+quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
+gated/ungated tasks, quality floor, task regression caps, resolution margin, median
+improvement, optional bootstrap confidence) — the tests both rules report
+(``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
+and the ``promotion/v1`` document that binds a decision to its evidence. Pure: no clock, no
+files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
+same document.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from . import stats as gate_stats
 from .aggregate import aggregate_by_task, is_valid
+from .stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_median_ci, sign_test
+
+__all__ = [
+    "BOOTSTRAP_CONFIDENCE",
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "DEFAULT_POLICY",
+    "bootstrap_median_ci",
+    "evaluate_candidate",
+    "paired_runs",
+    "promotion_document",
+    "resolve_policy",
+    "sign_test",
+    "summarize_gate",
+]
 
 PROMOTION_SCHEMA = "promotion/v1"
 PROMOTION_METRICS = ("output_tokens", "cost_usd", "duration_s", "num_turns")
@@ -27,16 +45,31 @@ MAIN_LOOP_ONLY_WARNING = (
     "Prefer cost_usd, which is the only CLI-reported figure that includes subagent spend, or recount "
     "usage from the captured transcripts, counting each message.id once."
 )
-QUALITY_RULE = (
-    "no per-task resolution-rate regression on gated tasks; where the incumbent resolves a run or a "
-    "run never invoked the skill under test, the candidate must resolve every valid run"
-)
+RULES = ("noise_aware", "upstream")
+# A candidate can win on cost or on resolution; an identical candidate must clear neither more
+# than alpha of the time in total, so the resolution route spends a tenth of alpha (weighted
+# Bonferroni) and the cost test the rest.
+RESOLUTION_ROUTE_SHARE = 0.1
+QUALITY_RULES = {
+    "upstream": (
+        "no per-task resolution-rate regression on gated tasks; where the incumbent resolves a run or a "
+        "run never invoked the skill under test, the candidate must resolve every valid run"
+    ),
+    "noise_aware": (
+        "over all paired runs of the gated tasks, stratified by task, the candidate's resolution rate must be "
+        "shown (one-sided, at alpha) to be no more than quality_margin_pct points below the incumbent's; no "
+        "gated task may show a resolution drop significant at alpha (Fisher's exact test); the candidate may "
+        "not skip the skill under test more often than the incumbent"
+    ),
+}
+QUALITY_RULE = QUALITY_RULES["upstream"]
 SKILL_ATTRIBUTABLE_ERROR_KINDS = frozenset({"skill-not-invoked"})
 DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence")
 RUN_STATUSES = ("complete", "aborted")
 ABORTED_REASON = "run aborted; partial evidence cannot promote"
 
 DEFAULT_POLICY: dict[str, Any] = {
+    "rule": "noise_aware",
     "metric": "cost_usd",
     "min_runs": 3,
     "min_improvement_pct": 5.0,
@@ -46,11 +79,9 @@ DEFAULT_POLICY: dict[str, Any] = {
     "require_confidence": False,
     "allow_unsandboxed": False,
     "max_age_days": 90,
+    "alpha": 0.05,
+    "quality_margin_pct": 16.0,
 }
-
-BOOTSTRAP_RESAMPLES = 10000
-BOOTSTRAP_SEED = 20261129
-BOOTSTRAP_CONFIDENCE = 0.95
 
 BINDING_FIELDS = (
     "benchmark_model",
@@ -77,6 +108,8 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
     unknown = sorted(set(merged) - set(DEFAULT_POLICY))
     if unknown:
         raise ValueError(f"unknown promotion policy key(s): {', '.join(unknown)}")
+    if merged["rule"] not in RULES:
+        raise ValueError(f"unsupported promotion rule {merged['rule']!r}: choose one of {', '.join(RULES)}")
     if merged["metric"] not in PROMOTION_METRICS:
         raise ValueError(
             f"unsupported promotion metric {merged['metric']!r}: choose one of {', '.join(PROMOTION_METRICS)}"
@@ -93,6 +126,14 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
     if not _is_number(ratio) or not 0 <= ratio <= 1:
         raise ValueError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
     merged["min_gated_task_ratio"] = float(ratio)
+    alpha = merged["alpha"]
+    if not _is_number(alpha) or not 0 < alpha < 0.5:
+        raise ValueError(f"promotion policy alpha must be a number between 0 and 0.5 (got {alpha!r})")
+    merged["alpha"] = float(alpha)
+    margin = merged["quality_margin_pct"]
+    if not _is_number(margin) or not 0 <= margin <= 100:
+        raise ValueError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
+    merged["quality_margin_pct"] = float(margin)
     for key in ("require_confidence", "allow_unsandboxed"):
         if not isinstance(merged[key], bool):
             raise ValueError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
@@ -104,53 +145,6 @@ def metric_warning(metric: str) -> str | None:
 
 
 # ─── Statistics ─────────────────────────────────────────────────────────────
-
-
-def sign_test(improvements: list[float]) -> dict[str, Any]:
-    """Exact two-sided binomial sign test (p = 1/2) over improvement signs; ties are dropped."""
-    wins = sum(1 for value in improvements if value > 0)
-    losses = sum(1 for value in improvements if value < 0)
-    ties = len(improvements) - wins - losses
-    trials = wins + losses
-    if trials == 0:
-        p_value = 1.0
-    else:
-        tail = sum(math.comb(trials, k) for k in range(min(wins, losses) + 1))
-        p_value = min(1.0, 2 * tail / 2**trials)
-    return {"wins": wins, "losses": losses, "ties": ties, "p_value": round(p_value, 6)}
-
-
-def bootstrap_median_ci(
-    improvements: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> dict[str, Any]:
-    """Percentile bootstrap CI of the median per-task improvement, resampling whole tasks.
-
-    A fresh ``random.Random(seed)`` per call makes reruns identical. With no improvements the
-    bounds are None and the interval does not exclude zero.
-    """
-    result: dict[str, Any] = {
-        "ci_low_pct": None,
-        "ci_high_pct": None,
-        "confidence": BOOTSTRAP_CONFIDENCE,
-        "resamples": resamples,
-        "seed": seed,
-        "excludes_zero": False,
-    }
-    if not improvements:
-        return result
-    rng = random.Random(seed)
-    size = len(improvements)
-    medians = sorted(
-        statistics.median(improvements[rng.randrange(size)] for _ in range(size)) for _ in range(resamples)
-    )
-    tail = (1 - BOOTSTRAP_CONFIDENCE) / 2
-    low = medians[int(tail * resamples)]
-    high = medians[max(0, math.ceil((1 - tail) * resamples) - 1)]
-    # Decide on the reported (rounded) bounds so the document and the rule never disagree.
-    result["ci_low_pct"] = round(low, 1)
-    result["ci_high_pct"] = round(high, 1)
-    result["excludes_zero"] = result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0
-    return result
 
 
 def paired_runs(
@@ -196,26 +190,23 @@ def _unsandboxed_runs(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[
     )
 
 
-def evaluate_candidate(
+def _upstream_decision(
     by_task: dict[str, dict[str, dict[str, Any]]],
     *,
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
-    policy: dict[str, Any] | None = None,
-    rows: list[dict[str, Any]] | None = None,
+    policy: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
-    """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
+    """The upstream rule (``rule: upstream``), kept decision for decision.
 
-    ``by_task`` is ``aggregate_by_task`` output; ``rows`` are the raw rows behind it (for the
-    paired per-run statistics and the sandbox check; both are skipped when rows is None).
     Tasks are evaluated in sorted task-id order. First matching decision wins: any
     insufficiency → insufficient_evidence; any quality or efficiency regression →
     keep_incumbent; resolution margin ≥ 2 → promote; else the median improvement over gated
     tasks must reach ``min_improvement_pct``. ``require_confidence`` additionally demands a
     bootstrap CI whose lower bound is above zero before any promotion.
     """
-    policy = resolve_policy(policy)
     metric = policy["metric"]
     min_runs = policy["min_runs"]
     min_improvement = policy["min_improvement_pct"]
@@ -226,6 +217,7 @@ def evaluate_candidate(
     reasons: list[str] = []
     task_rows: list[dict[str, Any]] = []
     insufficient = quality_regression = quality_floor_failed = efficiency_regression = False
+    rows_by_task = _rows_by_task(rows or [])
 
     if not model:
         insufficient = True
@@ -298,7 +290,11 @@ def evaluate_candidate(
                     None
                     if rows is None
                     else paired_runs(
-                        rows, task=task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, metric=metric
+                        rows_by_task.get(task, []),
+                        task=task,
+                        incumbent_arm=incumbent_arm,
+                        candidate_arm=candidate_arm,
+                        metric=metric,
                     )
                 ),
             }
@@ -436,6 +432,476 @@ def evaluate_candidate(
     }
 
 
+# ─── The tests behind a decision (both rules report them) ──────────────────
+
+
+def _valid_runs(rows: list[dict[str, Any]], arms: tuple[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["arm"] in arms and is_valid(row):
+            grouped.setdefault((row["task"], row["arm"]), []).append(row)
+    return grouped
+
+
+def _design(tasks: list[str], runs: dict[tuple[str, str], list[dict[str, Any]]], arms: tuple[str, str]) -> dict:
+    counts = sorted({len(runs.get((task, arm), [])) for task in tasks for arm in arms})
+    per_arm = counts[0] if len(counts) == 1 else None
+    if not tasks:
+        text = "no gated task"
+    elif per_arm is not None:
+        text = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} × {per_arm} run{'s' if per_arm != 1 else ''} per arm"
+    else:
+        text = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} × {counts[0]}–{counts[-1]} runs per arm (unequal)"
+    return {"tasks": len(tasks), "runs_per_arm": per_arm, "text": text}
+
+
+def candidate_tests(
+    rows: list[dict[str, Any]],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    gated_tasks: list[str],
+    paired_tasks: list[str],
+    policy: dict[str, Any],
+    alpha: float | None = None,
+) -> dict[str, Any]:
+    """The cost and quality tests over the gated tasks, and the per-task checks over every paired task.
+
+    ``alpha`` defaults to the policy's; an interim look of a sequential design passes the
+    alpha it may spend at that look. Pure: rows in, numbers out.
+    """
+    alpha = policy["alpha"] if alpha is None else alpha
+    cost_alpha, resolution_alpha = alpha * (1 - RESOLUTION_ROUTE_SHARE), alpha * RESOLUTION_ROUTE_SHARE
+    metric = policy["metric"]
+    arms = (incumbent_arm, candidate_arm)
+    runs = _valid_runs(rows, arms)
+
+    def values(task: str, arm: str) -> list[float | None]:
+        return [row.get(metric) for row in runs.get((task, arm), [])]
+
+    def measured(task: str) -> tuple[list[float], list[float]] | None:
+        inc, cand = values(task, incumbent_arm), values(task, candidate_arm)
+        if not inc or not cand or any(value is None for value in (*inc, *cand)):
+            return None
+        return [float(v) for v in inc], [float(v) for v in cand]
+
+    gated_cells = [measured(task) for task in gated_tasks]
+    cost = gate_stats.cost_test(
+        [] if any(cell is None for cell in gated_cells) else gated_cells,
+        alpha=round(cost_alpha, 6),
+        floor_pct=policy["min_improvement_pct"],
+    )
+    tables = []
+    for task in gated_tasks:
+        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
+        tables.append(
+            (sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand))
+        )
+    quality = gate_stats.quality_test(
+        tables, alpha=alpha, margin_pct=policy["quality_margin_pct"], better_alpha=round(resolution_alpha, 6)
+    )
+
+    paired_cells = {task: measured(task) for task in paired_tasks}
+    pooled = gate_stats.pooled_log_variance([cell for cell in paired_cells.values() if cell is not None])
+    task_alpha = alpha / max(1, len(paired_tasks))
+    checks: dict[str, dict[str, Any]] = {}
+    for task in paired_tasks:
+        cell = paired_cells[task]
+        cap = policy["max_task_regression_pct"] if task in gated_tasks else policy["max_failed_task_regression_pct"]
+        regression = (
+            gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap)
+            if cell is not None
+            else {"regression_pct": None, "p_value": None, "regressed": False}
+        )
+        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
+        drop_p = gate_stats.resolution_drop_p(
+            sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand)
+        )
+        checks[task] = {
+            "regression_pct": regression["regression_pct"],
+            "regression_p_value": regression["p_value"],
+            "regression_alpha": round(task_alpha, 6),
+            "regressed": regression["regressed"],
+            "resolution_drop_p_value": drop_p,
+        }
+    return {
+        "design": _design(gated_tasks, runs, arms),
+        "cost": cost,
+        "quality": quality,
+        "checks": checks,
+    }
+
+
+def _pct_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _p_text(value: float | None) -> str:
+    """``p = 0.0123`` style text after the letter p."""
+    if value is None:
+        return "= n/a"
+    return "< 0.0001" if value < 0.0001 else f"= {value:.4f}"
+
+
+def cost_sentence(cost: dict[str, Any], metric: str, design: str) -> str:
+    """One sentence on what the cost test found, for reasons and reports."""
+    interval = f"{cost['confidence']:.0%} CI {_pct_text(cost['ci_low_pct'])} to {_pct_text(cost['ci_high_pct'])}"
+    found = (
+        f"{metric} improvement {_pct_text(cost['estimate_pct'])} ({interval}; one-sided p "
+        f"{_p_text(cost['p_value'])}, alpha {cost['alpha']:g})"
+    )
+    conclusion = cost["conclusion"]
+    if conclusion != "not_computable" and not cost["noise_measured"]:
+        found += " with one run per task and arm: no run-to-run noise was measured, so the difference counts as exact"
+    if conclusion == "cheaper":
+        return f"{found}, at least the {cost['floor_pct']:.1f}% floor"
+    if conclusion == "below_floor":
+        credibly = "credibly cheaper" if cost["noise_measured"] else "cheaper"
+        return f"{found}: {credibly}, but the estimate is below the {cost['floor_pct']:.1f}% floor"
+    if conclusion == "not_cheaper":
+        return f"{found}: the interval rules out a saving of {cost['floor_pct']:.1f}% or more"
+    if conclusion == "inconclusive":
+        return (
+            f"not enough runs to tell: {found}; {design} detects a {_pct_text(cost['mde_pct'])} saving 80% of the time"
+        )
+    return f"the {metric} test could not be computed"
+
+
+def quality_sentence(quality: dict[str, Any]) -> str:
+    """One sentence on what the quality test found."""
+    counts = (
+        f"candidate resolved {quality['candidate_resolved']}/{quality['candidate_runs']}, incumbent "
+        f"{quality['incumbent_resolved']}/{quality['incumbent_runs']}"
+    )
+    if quality["conclusion"] == "not_computable":
+        return f"resolution could not be compared ({counts})"
+    difference = (
+        f"difference {quality['difference_pct']:+.1f} points ({1 - 2 * quality['alpha']:.0%} CI "
+        f"{quality['ci_low_pct']:+.1f} to {quality['ci_high_pct']:+.1f})"
+    )
+    conclusion = quality["conclusion"]
+    if conclusion == "better":
+        return (
+            f"resolution credibly better: {counts}, {difference}, one-sided p {_p_text(quality['p_better'])} "
+            f"(alpha {quality['better_alpha']:g} for promotions on resolution)"
+        )
+    if conclusion == "worse":
+        return f"resolution credibly worse: {counts}, {difference}, one-sided p {_p_text(quality['p_worse'])}"
+    if conclusion == "not_worse":
+        return (
+            f"resolution not worse: {counts}, {difference}, within the {quality['margin_pct']:.0f}-point margin "
+            f"(non-inferiority p {_p_text(quality['p_noninferiority'])})"
+        )
+    return (
+        f"not enough runs to show the resolution is within {quality['margin_pct']:.0f} points of the incumbent's: "
+        f"{counts}, {difference}, non-inferiority p {_p_text(quality['p_noninferiority'])}"
+    )
+
+
+# ─── The noise-aware rule ───────────────────────────────────────────────────
+
+
+def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(row["task"], []).append(row)
+    return grouped
+
+
+def _noise_aware_decision(
+    by_task: dict[str, dict[str, dict[str, Any]]],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    model: str | None,
+    policy: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """The default rule: the upstream guards, then a cost test and a quality test at ``alpha``.
+
+    Guards that make the evidence unusable give insufficient_evidence (as upstream). A gated
+    task whose resolution dropped significantly (Fisher), a candidate that skipped the skill
+    under test more often than the incumbent, or a task whose cost rose credibly above its cap
+    keeps the incumbent. Then: resolution credibly better → promote; resolution credibly worse
+    or not shown within the margin → keep; cost credibly lower by at least the floor → promote;
+    anything else keeps the incumbent with the reason the cost test gives.
+    """
+    metric = policy["metric"]
+    min_runs = policy["min_runs"]
+    alpha = policy["alpha"]
+    min_gated_ratio = policy["min_gated_task_ratio"]
+    reasons: list[str] = []
+    task_rows: list[dict[str, Any]] = []
+    insufficient = regression = False
+
+    if not model:
+        insufficient = True
+        reasons.append("a named model is required so prompt evidence cannot drift")
+    if rows is None:
+        insufficient = True
+        reasons.append("the noise-aware rule needs the per-run rows; none were supplied")
+    paired_tasks = sorted(task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms)
+    if rows is not None and not policy["allow_unsandboxed"]:
+        unsandboxed = _unsandboxed_runs(rows, paired_tasks, (incumbent_arm, candidate_arm))
+        if unsandboxed:
+            insufficient = True
+            reasons.append(
+                f"{unsandboxed} run(s) of {incumbent_arm}/{candidate_arm} ran without a sandbox "
+                "(sandbox_backend none); unsandboxed evidence cannot promote unless the policy sets "
+                "allow_unsandboxed"
+            )
+
+    per_task: dict[str, dict[str, Any]] = {}
+    rows_by_task = _rows_by_task(rows or [])
+    for task in sorted(by_task):
+        arms = by_task[task]
+        if incumbent_arm not in arms or candidate_arm not in arms:
+            insufficient = True
+            reasons.append(f"{task}: both {incumbent_arm} and {candidate_arm} are required")
+            continue
+        task_rows_raw = None if rows is None else rows_by_task.get(task, [])
+        row = _task_row(
+            task, arms[incumbent_arm], arms[candidate_arm], policy, task_rows_raw, incumbent_arm, candidate_arm
+        )
+        per_task[task] = row
+        task_rows.append(row["public"])
+
+    gated_tasks = [row["task"] for row in task_rows if row["gated"]]
+    ungated_tasks = [row["task"] for row in task_rows if not row["gated"]]
+    tests = candidate_tests(
+        rows or [],
+        incumbent_arm=incumbent_arm,
+        candidate_arm=candidate_arm,
+        gated_tasks=gated_tasks,
+        paired_tasks=paired_tasks,
+        policy=policy,
+    )
+    for public in task_rows:
+        public["checks"] = tests["checks"][public["task"]]
+
+    for task, info in per_task.items():
+        public, check = info["public"], tests["checks"][task]
+        n_inc, n_cand, x_inc, x_cand = info["n_inc"], info["n_cand"], info["x_inc"], info["x_cand"]
+        if not public["gated"]:
+            if check["regressed"]:
+                regression = True
+                reasons.append(
+                    f"{task}: {metric} rose {check['regression_pct']:.1f}% on a task neither arm resolved, above the "
+                    f"{policy['max_failed_task_regression_pct']:.1f}% failed-task cap (one-sided p "
+                    f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
+                )
+            continue
+        if n_inc < min_runs or n_cand < min_runs:
+            insufficient = True
+            reasons.append(f"{task}: needs at least {min_runs} valid runs per arm (got {n_inc}/{n_cand})")
+        if x_inc or x_cand:
+            insufficient = True
+            reasons.append(f"{task}: promotion requires zero excluded runs in both paired arms (got {x_inc}/{x_cand})")
+        if n_inc != n_cand:
+            insufficient = True
+            reasons.append(
+                f"{task}: paired arms have different valid run counts "
+                f"({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
+            )
+        if info["metric_unavailable"]:
+            insufficient = True
+            reasons.append(
+                f"{task}: {metric} was not measured on every run in both paired arms; "
+                "cannot rank on it (fix cost capture or choose another metric)"
+            )
+        elif info["non_positive"]:
+            insufficient = True
+            reasons.append(f"{task}: {metric} is zero on some run; choose a metric with signal")
+        if check["resolution_drop_p_value"] <= alpha:
+            regression = True
+            reasons.append(
+                f"{task}: resolution fell from {public['incumbent_resolved']} to {public['candidate_resolved']} "
+                f"(Fisher's exact one-sided p {_p_text(check['resolution_drop_p_value'])}, alpha {alpha:g})"
+            )
+        if info["skips_inc"] < info["skips_cand"]:
+            regression = True
+            reasons.append(
+                f"{task}: the candidate never invoked the skill under test in {info['skips_cand']} run(s) "
+                f"(incumbent: {info['skips_inc']})"
+            )
+        if check["regressed"]:
+            regression = True
+            reasons.append(
+                f"{task}: {metric} rose {check['regression_pct']:.1f}%, above the "
+                f"{policy['max_task_regression_pct']:.1f}% task cap (one-sided p "
+                f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
+            )
+
+    if ungated_tasks:
+        reasons.append(
+            f"not gated on {len(ungated_tasks)} task(s) neither arm resolved: {', '.join(ungated_tasks)} "
+            f"(evidence base: {len(gated_tasks)}/{len(task_rows)} paired tasks gated)"
+        )
+    if not task_rows:
+        insufficient = True
+        reasons.append("no paired task results were found")
+    elif not gated_tasks:
+        insufficient = True
+        reasons.append("no task supplied quality signal: neither arm resolved a run anywhere in the set")
+    elif len(gated_tasks) < min_gated_ratio * len(task_rows):
+        insufficient = True
+        reasons.append(
+            f"promotion evidence base is too thin: {len(gated_tasks)}/{len(task_rows)} paired tasks are gated "
+            f"(at least {min_gated_ratio:.0%} required)"
+        )
+
+    cost, quality, design = tests["cost"], tests["quality"], tests["design"]["text"]
+    if insufficient:
+        decision = "insufficient_evidence"
+    elif regression:
+        decision = "keep_incumbent"
+    elif quality["conclusion"] == "better":
+        decision = "promote"
+        reasons.insert(0, quality_sentence(quality))
+    elif quality["conclusion"] in ("worse", "inconclusive"):
+        decision = "keep_incumbent"
+        reasons.insert(0, quality_sentence(quality))
+    elif cost["conclusion"] == "not_computable":
+        decision = "insufficient_evidence"
+        reasons.insert(0, f"the {metric} test could not be computed (no measured run in some gated task)")
+    else:
+        decision = "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
+        reasons[:0] = [cost_sentence(cost, metric, design), quality_sentence(quality)]
+
+    gated_improvements = [
+        row["improvement_pct"] for row in task_rows if row["gated"] and row["improvement_pct"] is not None
+    ]
+    median_improvement = round(statistics.median(gated_improvements), 1) if gated_improvements else None
+    resolution_margin = sum(int(by_task[task][candidate_arm]["resolved"]) for task in paired_tasks) - sum(
+        int(by_task[task][incumbent_arm]["resolved"]) for task in paired_tasks
+    )
+    return {
+        "incumbent_arm": incumbent_arm,
+        "candidate_arm": candidate_arm,
+        "rule": "noise_aware",
+        "decision": decision,
+        "metric": metric,
+        "metric_warning": metric_warning(metric),
+        "median_improvement_pct": median_improvement,
+        "resolution_margin": resolution_margin,
+        "reasons": reasons,
+        "gated_tasks": gated_tasks,
+        "ungated_tasks": ungated_tasks,
+        "tasks": task_rows,
+        "statistics": {
+            "sign_test": sign_test(gated_improvements),
+            "bootstrap": bootstrap_median_ci(gated_improvements),
+        },
+        "tests": {key: tests[key] for key in ("design", "cost", "quality")},
+    }
+
+
+def _task_row(
+    task: str,
+    incumbent: dict[str, Any],
+    candidate: dict[str, Any],
+    policy: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
+    incumbent_arm: str,
+    candidate_arm: str,
+) -> dict[str, Any]:
+    """One paired task's evidence row (the schema's task_row) plus the counts the noise-aware rule checks."""
+    metric, min_runs = policy["metric"], policy["min_runs"]
+    n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
+    x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
+    r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
+    raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
+    m_inc = None if raw_inc is None else float(raw_inc)
+    m_cand = None if raw_cand is None else float(raw_cand)
+    improvement = (
+        round(100 * (m_inc - m_cand) / m_inc, 1) if m_inc is not None and m_cand is not None and m_inc != 0 else None
+    )
+    fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
+    skips_inc = int(incumbent.get("error_kinds", {}).get("skill-not-invoked", 0))
+    skips_cand = int(candidate.get("error_kinds", {}).get("skill-not-invoked", 0))
+    skill_attributable = bool(skips_inc or skips_cand)
+    gated = not (fully_measured and r_inc == 0 and r_cand == 0 and not skill_attributable and improvement is not None)
+    values = [
+        row.get(metric)
+        for row in rows or []
+        if row["task"] == task and row["arm"] in (incumbent_arm, candidate_arm) and is_valid(row)
+    ]
+    public = {
+        "task": task,
+        "class": incumbent.get("class", ""),
+        "incumbent_resolved": f"{r_inc}/{n_inc}",
+        "candidate_resolved": f"{r_cand}/{n_cand}",
+        "incumbent_excluded_runs": x_inc,
+        "candidate_excluded_runs": x_cand,
+        "incumbent_metric": m_inc,
+        "candidate_metric": m_cand,
+        "improvement_pct": improvement,
+        "gated": gated,
+        "quality_floor_enforced": r_inc > 0 or skill_attributable,
+        "skill_attributable_failure": skill_attributable,
+        "candidate_quality_floor_met": n_cand > 0 and r_cand == n_cand,
+        "paired": (
+            None
+            if rows is None
+            else paired_runs(rows, task=task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, metric=metric)
+        ),
+    }
+    return {
+        "public": public,
+        "n_inc": n_inc,
+        "n_cand": n_cand,
+        "x_inc": x_inc,
+        "x_cand": x_cand,
+        "skips_inc": skips_inc,
+        "skips_cand": skips_cand,
+        "metric_unavailable": m_inc is None or m_cand is None or any(value is None for value in values),
+        "non_positive": any(value is not None and value <= 0 for value in values),
+    }
+
+
+def evaluate_candidate(
+    by_task: dict[str, dict[str, dict[str, Any]]],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    model: str | None,
+    policy: dict[str, Any] | None = None,
+    rows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
+
+    ``by_task`` is ``aggregate_by_task`` output; ``rows`` are the raw rows behind it (for the
+    paired per-run statistics, the tests and the sandbox check). ``policy["rule"]`` picks the
+    rule: ``noise_aware`` (default; needs rows) or ``upstream``. Both report the same tests
+    (``tests``: design, cost, quality) and per-task checks, whatever they decide on.
+    """
+    policy = resolve_policy(policy)
+    arguments = {
+        "incumbent_arm": incumbent_arm,
+        "candidate_arm": candidate_arm,
+        "model": model,
+        "policy": policy,
+        "rows": rows,
+    }
+    if policy["rule"] == "noise_aware":
+        return _noise_aware_decision(by_task, **arguments)
+    result = _upstream_decision(by_task, **arguments)
+    paired_tasks = sorted(task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms)
+    tests = candidate_tests(
+        rows or [],
+        incumbent_arm=incumbent_arm,
+        candidate_arm=candidate_arm,
+        gated_tasks=result["gated_tasks"],
+        paired_tasks=paired_tasks,
+        policy=policy,
+    )
+    for task_row in result["tasks"]:
+        task_row["checks"] = tests["checks"][task_row["task"]]
+    result["rule"] = "upstream"
+    result["tests"] = {key: tests[key] for key in ("design", "cost", "quality")}
+    return result
+
+
 # ─── Promotion document ─────────────────────────────────────────────────────
 
 
@@ -499,7 +965,11 @@ def promotion_document(
         "run_status": run_status,
         "generated_at": _utc_text(generated),
         "evidence_expires_at": _utc_text(generated + timedelta(days=policy["max_age_days"])),
-        "policy": {**policy, "metric_warning": metric_warning(policy["metric"]), "quality_rule": QUALITY_RULE},
+        "policy": {
+            **policy,
+            "metric_warning": metric_warning(policy["metric"]),
+            "quality_rule": QUALITY_RULES[policy["rule"]],
+        },
         "decisions": decisions,
         **{field: binding[field] for field in BINDING_FIELDS},
     }

@@ -28,7 +28,7 @@ from .artifacts import atomic_write_text, remove_tree
 from .evidence import EvidenceManifest, read_manifest
 from .oracle import OracleError, read_bounded_regular
 from .redaction import redact_text, redact_value
-from .sandbox import Sandbox, claude_settings
+from .sandbox import Sandbox, SandboxLimits, claude_settings
 
 OUTPUT_DIR = ".skillbench-output"
 EVIDENCE_MOUNT = "/evidence"
@@ -205,12 +205,14 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
     except EvidenceError as exc:
         raise ProposerError(f"the evidence bundle of generation {generation} is unusable: {exc}") from exc
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-proposer-"))
+    sandbox: Sandbox | None = None
     try:
         clone = private_root / "workspace"
         sanitized_clone(repository, clone, allowed=clone_allow_list(config), oracles=oracles)
         (clone / OUTPUT_DIR).mkdir(mode=0o700)
         sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
-                          claude_bin=claude_bin, read_only_paths=[config["skills"]["root"]])
+                          claude_bin=claude_bin, read_only_paths=[config["skills"]["root"]],
+                          limits=SandboxLimits.from_config(config["sandbox"].get("limits")))
         evidence_dir = EVIDENCE_MOUNT if sandbox.backend == "bwrap" else str(evidence.resolve())
         prompt = build_prompt(
             generation=generation, manifest=manifest, arm_skills=evolved_arm_skills(config),
@@ -256,6 +258,8 @@ def run_proposer(*, config: dict[str, Any], generation: int, evidence: Path, rep
             raise ProposerError(f"the proposer of generation {generation} wrote an invalid overlay: {exc}") from exc
         return record
     finally:
+        if sandbox is not None:
+            sandbox.close()
         try:
             remove_tree(private_root)
         except OSError:

@@ -2,9 +2,18 @@
 
 A task's template is a parentless single-commit repository with a fixed identity and
 date, no refs, no remotes, no reflogs and no other objects, so nothing a session does in a
-clone can recover the target's history (where a solution may live). Commands on a clone
-after a session ran in it go through a caller-supplied runner (the cell's sandbox), because
-the agent could have planted hooks or filters in the clone's `.git/config`.
+clone can recover the target's history (where a solution may live).
+
+Before the first session of a cell, `make_harness_git_dir` copies the clone's repository to a
+harness-owned folder outside the workspace and gives it a config of its own (no hooks, info,
+filters, drivers). Every git command after a session (churn, work digest, patch) uses that
+copy with the clone as work tree (`Sandbox.harness_git`), never the clone's `.git`, which the
+agent can rewrite or delete. In-tree `.gitattributes` files are still read (git 2.39 has no
+`attr.tree`), but they can only name filters and diff drivers, and none is defined in the
+harness's config, so nothing runs; they can change how a change is counted (e.g. `-diff`),
+and the `.gitattributes` change is itself part of the recorded patch.
+`git_metadata` fingerprints what a session could plant in the clone's `.git` so the row can
+say what it did.
 """
 
 from __future__ import annotations
@@ -13,8 +22,10 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .process import ProcessResult, run_managed
@@ -34,6 +45,23 @@ SAFE_GIT_CONFIG = (
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgsign=false",
     "-c", "core.autocrlf=false", "-c", "gc.auto=0", "-c", "init.defaultBranch=main",
 )
+# The harness's own git after a session: on top of SAFE_GIT_CONFIG, no attributes or excludes
+# file outside the repository, and no pager.
+HARNESS_GIT_SETTINGS = (
+    *(tuple(SAFE_GIT_CONFIG[index + 1].split("=", 1)) for index in range(0, len(SAFE_GIT_CONFIG), 2)),
+    ("core.attributesFile", "/dev/null"), ("core.excludesFile", "/dev/null"), ("core.pager", "cat"),
+    ("core.untrackedCache", "false"), ("core.splitIndex", "false"),
+)
+HARNESS_CONFIG_TEXT = (
+    "# skillbench: the harness's own copy of a cell's repository; nothing in it names a program.\n"
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = false\n"
+)
+# What a harness-owned copy takes from the clone's .git (objects and refs); everything else
+# (config, hooks, info, logs) is the harness's own or absent.
+HARNESS_GIT_KEEP = ("HEAD", "objects", "refs", "packed-refs", "index")
+GIT_METADATA_ENTRIES = ("config", "hooks", "info")
+MAX_METADATA_FILE_BYTES = 1024 * 1024
+MAX_METADATA_ENTRIES = 512
 CLAUDE_SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
 SHA_PATTERN = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -75,7 +103,8 @@ def host_git(repo: Path, *, extra_env: dict[str, str] | None = None) -> GitRunne
 def checked(git: GitRunner, *args: str) -> str:
     result = git(args)
     if not result.ok:
-        detail = (result.detail or result.stderr_tail or "")[-1000:]
+        parts = (result.detail, result.stderr_tail[-1000:])
+        detail = "; ".join(part.strip() for part in parts if part and part.strip())
         raise GitError(f"git {' '.join(args[:3])} failed ({result.state}, exit {result.returncode}): {detail.strip()}")
     return result.stdout_tail
 
@@ -198,31 +227,165 @@ def pathspec(excluded: Sequence[str]) -> list[str]:
     return ["--", ".", *(f":(exclude){path}" for path in excluded)]
 
 
-def churn(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[int, int, int]:
-    """(files, insertions, deletions) of the work tree against `base`, new files included."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    summary = checked(git, "diff", "--no-ext-diff", "--no-textconv", "--shortstat", base, *pathspec(excluded))
+# One sandboxed run measures the work tree against a base: the base's commit id, the churn, and
+# the binary diff (digest and patch come from it). Config comes from GIT_CONFIG_COUNT variables.
+MEASURE_SCRIPT = (
+    'set -e; git=$1; base=$2; shift 2; '
+    '"$git" rev-parse --verify --quiet "$base^{commit}"; '
+    '"$git" add --intent-to-add --all --force; '
+    '"$git" diff --no-ext-diff --no-textconv --shortstat "$base" "$@"; '
+    "printf '\\000'; "
+    '"$git" diff --no-ext-diff --no-textconv --binary "$base" "$@"'
+)
+
+
+@dataclass(frozen=True)
+class WorkMeasure:
+    """The work tree against a base commit: churn, digest of the whole binary diff, and the bounded patch."""
+
+    base: str
+    files: int
+    insertions: int
+    deletions: int
+    digest: str
+    patch: bytes
+    truncated: bool
+
+
+# runner(script, args, capture_stdout_bytes) -> ProcessResult; Sandbox.harness_script makes one.
+ScriptRunner = Callable[..., ProcessResult]
+
+
+def measure_work(run_script: ScriptRunner, base: str, excluded: Sequence[str]) -> WorkMeasure:
+    """Churn, work digest and patch of the work tree against `base` (a commit or HEAD), new files included."""
+    result = run_script(MEASURE_SCRIPT, [base, *pathspec(excluded)], capture_stdout_bytes=MAX_DIFF_BYTES)
+    if not result.ok or result.stdout_capture is None:
+        parts = (result.detail, result.stderr_tail[-1000:])
+        detail = "; ".join(part.strip() for part in parts if part and part.strip())
+        raise GitError(f"git diff against {base[:12]} failed ({result.state}, exit {result.returncode}): {detail}")
+    if result.stdout_capture_overflow:
+        raise GitError(f"the diff against {base[:12]} exceeds {MAX_DIFF_BYTES} bytes")
+    head, separator, diff = result.stdout_capture.partition(b"\0")
+    lines = head.decode("utf-8", "replace").splitlines()
+    if not separator or not lines or not SHA_PATTERN.match(lines[0].strip()):
+        raise GitError(f"git diff against {base[:12]} gave unexpected output")
     numbers = {}
-    for count, word in re.findall(r"(\d+) (file|insertion|deletion)", summary):
+    for count, word in re.findall(r"(\d+) (file|insertion|deletion)", "\n".join(lines[1:])):
         numbers[word] = int(count)
-    return numbers.get("file", 0), numbers.get("insertion", 0), numbers.get("deletion", 0)
+    return WorkMeasure(base=lines[0].strip(), files=numbers.get("file", 0), insertions=numbers.get("insertion", 0),
+                       deletions=numbers.get("deletion", 0), digest=hashlib.sha256(diff).hexdigest(),
+                       patch=diff[:MAX_PATCH_BYTES], truncated=len(diff) > MAX_PATCH_BYTES)
 
 
-def work_digest(git: GitRunner, base: str, excluded: Sequence[str]) -> str:
-    """Digest of the binary diff against `base`: equal digests mean no change outside `excluded`."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
-                 capture_stdout_bytes=MAX_DIFF_BYTES)
-    if not result.ok or result.stdout_capture is None or result.stdout_capture_overflow:
-        raise GitError(f"git diff for the work digest failed ({result.state}): {result.stderr_tail[-500:]}")
-    return hashlib.sha256(result.stdout_capture).hexdigest()
+def config_environment(settings: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """`git -c` settings as GIT_CONFIG_COUNT/KEY/VALUE variables (git >= 2.31), for every git a script runs."""
+    env = {"GIT_CONFIG_COUNT": str(len(settings))}
+    for index, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
 
 
-def binary_patch(git: GitRunner, base: str, excluded: Sequence[str]) -> tuple[bytes, bool]:
-    """The binary diff against `base`, cut at MAX_PATCH_BYTES; the flag says whether it was cut."""
-    checked(git, "add", "--intent-to-add", "--all", "--force")
-    result = git(["diff", "--no-ext-diff", "--no-textconv", "--binary", base, *pathspec(excluded)],
-                 capture_stdout_bytes=MAX_PATCH_BYTES)
-    if result.state not in ("ok",) or result.stdout_capture is None:
-        raise GitError(f"git diff for the patch failed ({result.state}): {result.stderr_tail[-500:]}")
-    return result.stdout_capture, result.stdout_capture_overflow
+def make_harness_git_dir(clone: Path, destination: Path) -> None:
+    """Copy the clone's repository (objects, refs, HEAD, index) to `destination` with a harness-only config.
+
+    Called before any session runs in the clone, so nothing in the copy comes from the agent.
+    """
+    source = Path(clone) / ".git"
+    destination = Path(destination)
+    destination.mkdir(mode=0o700)
+    for name in HARNESS_GIT_KEEP:
+        path = source / name
+        if path.is_symlink():
+            raise GitError(f"{path} is a symlink; the clone's repository is not the harness's")
+        if path.is_dir():
+            shutil.copytree(path, destination / name, symlinks=True)
+        elif path.is_file():
+            shutil.copy2(path, destination / name)
+    (destination / "config").write_text(HARNESS_CONFIG_TEXT)
+
+
+def _metadata_entry(path: Path) -> str:
+    """Kind and digest of one path, without following symlinks or blocking on FIFOs; bounded."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    if stat.S_ISLNK(info.st_mode):
+        return "symlink"
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    if not stat.S_ISREG(info.st_mode):
+        return "special"
+    if info.st_size > MAX_METADATA_FILE_BYTES:
+        return f"large:{info.st_size}"
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    try:
+        payload = os.read(descriptor, MAX_METADATA_FILE_BYTES + 1)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    finally:
+        os.close(descriptor)
+    return f"f:{stat.S_IMODE(info.st_mode):o}:{hashlib.sha256(payload).hexdigest()}"
+
+
+def git_metadata(clone: Path) -> dict[str, str]:
+    """Fingerprint of the clone's `.git` entries a session could use to plant programs ({} if `.git` is gone).
+
+    Keys are paths relative to the clone (`.git` itself maps to its kind). Host-side and bounded:
+    never follows a symlink, never reads more than MAX_METADATA_FILE_BYTES per file or
+    MAX_METADATA_ENTRIES entries.
+    """
+    root = Path(clone) / ".git"
+    top = _metadata_entry(root)
+    entries = {".git": top}
+    if top != "dir":
+        return entries
+    for name in GIT_METADATA_ENTRIES:
+        path = root / name
+        kind = _metadata_entry(path)
+        entries[f".git/{name}"] = kind
+        if kind != "dir":
+            continue
+        for directory, subdirs, files in os.walk(path):
+            for child in sorted(subdirs + files):
+                if len(entries) >= MAX_METADATA_ENTRIES:
+                    entries[".git/…"] = "too-many-entries"
+                    return entries
+                full = Path(directory) / child
+                entries[full.relative_to(clone).as_posix()] = _metadata_entry(full)
+    return entries
+
+
+def git_metadata_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Paths (relative to the clone) under `.git` whose fingerprint changed, sorted."""
+    return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+
+
+_HEAD_CONTENT = re.compile(rb"^(ref: refs/[^\0\n]{1,400}|[0-9a-f]{40}|[0-9a-f]{64})\n?$")
+
+
+def git_head_problem(clone: Path) -> str | None:
+    """Why the clone's repository is unusable (`.git` gone, replaced, or HEAD not a ref or commit id), or None."""
+    root = Path(clone) / ".git"
+    kind = _metadata_entry(root)
+    if kind == "absent":
+        return "the clone's .git was deleted"
+    if kind != "dir":
+        return f"the clone's .git was replaced (now a {kind.split(':')[0]} entry)"
+    head = root / "HEAD"
+    if _metadata_entry(head).split(":")[0] != "f":
+        return "the clone's .git/HEAD is missing or not a regular file"
+    descriptor = os.open(head, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        content = os.read(descriptor, 1024)
+    finally:
+        os.close(descriptor)
+    if not _HEAD_CONTENT.match(content):
+        return "the clone's .git/HEAD is neither a ref nor a commit id"
+    return None

@@ -221,6 +221,92 @@ def _paired_cell(paired: dict[str, Any] | None) -> str:
     return f"{paired['runs']} runs: {paired['wins']}W/{paired['losses']}L/{paired['ties']}T"
 
 
+def _p_value(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _signed(value: float | None, unit: str) -> str:
+    return "n/a" if value is None else f"{value:+.1f}{unit}"
+
+
+def _runs_lines(decision: dict[str, Any]) -> list[str]:
+    """Every paired run's metric value, so the spread behind each median is visible."""
+    tasks = [row for row in decision["tasks"] if row.get("paired")]
+    if not tasks:
+        return []
+    width = max(len(row["paired"]["run_indices"]) for row in tasks)
+    metric = decision["metric"]
+    lines = [
+        "",
+        f"Per-run {metric} (paired runs):",
+        "",
+        _table_line(["task", "arm", *(f"run {index + 1}" for index in range(width))]),
+        _table_line(["---"] * (2 + width)),
+    ]
+    for row in tasks:
+        paired = row["paired"]
+        for arm, values in (
+            (decision["incumbent_arm"], paired["incumbent_values"]),
+            (decision["candidate_arm"], paired["candidate_values"]),
+        ):
+            cells = [_metric_value(metric, value) for value in values]
+            lines.append(_table_line([row["task"], arm, *cells, *([DASH] * (width - len(cells)))]))
+    return lines
+
+
+def _tests_lines(decision: dict[str, Any]) -> list[str]:
+    """What the gate tested: the design, the cost and quality tests, and what the runs could have detected."""
+    tests = decision.get("tests")
+    if not tests:
+        return []
+    cost, quality = tests["cost"], tests["quality"]
+    deciding = "decided on these tests" if decision.get("rule") == "noise_aware" else "reported only; rule upstream"
+    lines = [
+        "",
+        f"Tests ({deciding}): design {tests['design']['text']}.",
+        "",
+        _table_line(["test", "estimate", "interval", "p-value", "detectable at 80% power", "conclusion"]),
+        _table_line(["---"] * 6),
+        _table_line(
+            [
+                f"{decision['metric']} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
+                _pct(cost["estimate_pct"]) + ("%" if cost["estimate_pct"] is not None else ""),
+                "n/a"
+                if cost["ci_low_pct"] is None
+                else f"{cost['ci_low_pct']:.1f}% to {cost['ci_high_pct']:.1f}% ({cost['confidence']:.0%})",
+                _p_value(cost["p_value"]),
+                "n/a" if cost["mde_pct"] is None else f"{cost['mde_pct']:.1f}% saving",
+                cost["conclusion"].replace("_", " "),
+            ]
+        ),
+        _table_line(
+            [
+                f"resolution, candidate − incumbent (margin {quality['margin_pct']:g} points)",
+                f"{quality['candidate_resolved']}/{quality['candidate_runs']} vs "
+                f"{quality['incumbent_resolved']}/{quality['incumbent_runs']}, "
+                f"{_signed(quality['difference_pct'], ' points')}",
+                "n/a"
+                if quality["ci_low_pct"] is None
+                else f"{quality['ci_low_pct']:+.1f} to {quality['ci_high_pct']:+.1f} ({1 - 2 * quality['alpha']:.0%})",
+                f"non-inferiority {_p_value(quality['p_noninferiority'])}; worse {_p_value(quality['p_worse'])}; "
+                f"better {_p_value(quality['p_better'])}",
+                "n/a" if quality["mde_pct"] is None else f"{quality['mde_pct']:.1f} points",
+                quality["conclusion"].replace("_", " "),
+            ]
+        ),
+    ]
+    if cost["conclusion"] == "inconclusive":
+        lines += [
+            "",
+            f"Not enough runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
+            f"and the {cost['confidence']:.0%} interval still holds both no saving and the "
+            f"{cost['floor_pct']:.1f}% floor. More runs per task (or more tasks) narrow it.",
+        ]
+    return lines + _runs_lines(decision)
+
+
 def _decision_lines(decision: dict[str, Any]) -> list[str]:
     metric = decision["metric"]
     lines = [
@@ -263,6 +349,7 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
                 ]
             )
         )
+    lines += _tests_lines(decision)
     sign = decision["statistics"]["sign_test"]
     boot = decision["statistics"]["bootstrap"]
     if boot["ci_low_pct"] is None:

@@ -4,34 +4,62 @@ Every subprocess a cell runs in its clone (setup, sessions, verify, oracle, git)
 here. Under `bwrap`:
 
 * the sandbox never runs as host root: when the harness is root, Bubblewrap is started through
-  `setpriv` as the unprivileged host id `UNPRIVILEGED_HOST_ID` (no capabilities, empty bounding
-  set, no_new_privs), and the sandbox's private folders and clone are handed to that id;
+  `setpriv` as an unprivileged host uid of its own (no capabilities, empty bounding set,
+  no_new_privs). Each Sandbox takes a free id from `HOST_ID_BASE`…`+HOST_ID_SLOTS` and holds a
+  lock on it while it lives, so concurrent cells never share a uid (and so never share
+  RLIMIT_NPROC); its private folders and clone are handed to that id;
+* resource limits (`SandboxLimits`, config `sandbox.limits`) are set with `prlimit` on every
+  sandbox: processes (per host uid) and file size always; address space on everything the
+  agent starts (Bash tool commands, git, setup, verify, oracle) but not on the CLI process
+  itself, whose JavaScript engine reserves more address space than it uses;
 * inside, the process is `agent` (uid/gid 1000) in new user, PID, IPC, UTS and cgroup
   namespaces with every capability dropped, `--die-with-parent` and `--new-session`;
 * the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
-  over it), home and tmp are private folders, `/run` is a tmpfs, and only system folders are
-  visible, read-only — never the host root, home or results; `/etc/passwd` and `/etc/group`
-  are synthetic; the root itself is remounted read-only;
+  over it), home and tmp are private folders (a fresh pair per session, and a fresh empty pair
+  for verify and for the oracle: `fresh_scratch`), `/run` is a tmpfs, and only system folders
+  are visible, read-only — never the host root, home or results; `/etc/passwd` and
+  `/etc/group` are synthetic; the root itself is remounted read-only;
 * `verify` and the oracle add a read-only workspace and no network.
 
 The environment is built from scratch; the model key is added by the caller for the CLI process
-only. Claude Code runs every Bash tool command through the shell-prefix wrapper
-(`CLAUDE_CODE_SHELL_PREFIX`), which clears the environment and starts the command in a nested
-Bubblewrap with its own PID namespace and `/proc`, no network, and the CLI's settings and state
-(`~/.claude`, `~/.claude.json`, `/workspace/.claude`) read-only: a tool command can neither read
-the CLI's environment or memory through `/proc`, nor reach any socket, nor plant a settings file
-whose `env` would send the key elsewhere. The CLI's own file tools are held back by the deny
-rules of `claude_settings`. The `none` backend runs on the host (for machines without user
-namespaces); it contains nothing.
+only, and nothing the CLI starts on its own inherits it from a file the agent wrote:
+
+* Claude Code runs every Bash tool command through the shell-prefix wrapper
+  (`CLAUDE_CODE_SHELL_PREFIX`), which clears the environment and starts the command in a nested
+  Bubblewrap with its own PID namespace and `/proc`, no network, and the CLI's settings and state
+  (`~/.claude`, `~/.claude.json`, `/workspace/.claude`) read-only;
+* the CLI also runs `git` itself (status, log, config at start-up) with its own environment. It
+  finds git on PATH, and `/opt/claude/git` comes first: a wrapper that starts the real git the
+  same way (empty environment, nested sandbox, no network, own `/proc`) with hooks and fsmonitor
+  off, so whatever a session planted in the clone's `.git` (hooks, fsmonitor, filters, pager,
+  external diff) runs, if at all, without the key, without the network and without sight of the
+  CLI's process;
+* the CLI's shell snapshot (made at a session's first Bash call) runs a login bash with the
+  CLI's environment, sourcing the home's dotfiles: the shell start-up files
+  (`SHELL_STARTUP_FILES`) are empty and read-only in every sandbox, and every session gets a
+  fresh home, so no session sources a file an earlier session or its own commands wrote.
+
+So a command the agent writes can neither read the CLI's environment or memory, nor reach any
+socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
+tools are held back by the deny rules of `claude_settings`.
+
+The harness's own git after a session (`harness_git`) never reads the clone's `.git`: it uses a
+harness-owned copy of the repository made before the first session, outside the workspace,
+with a harness-written config, on a read-only workspace without network.
+
+The `none` backend runs on the host (for machines without user namespaces); it contains nothing.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,13 +73,21 @@ SANDBOX_TOOLS = "/opt/claude"
 SANDBOX_CLAUDE = f"{SANDBOX_TOOLS}/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
+SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
+# Where the harness-owned git directory appears to the harness's own git runs (never to a session).
+SANDBOX_HARNESS_GIT = "/run/skillbench-git"
 SANDBOX_PATH = f"{SANDBOX_TOOLS}:/usr/local/bin:/usr/bin:/bin"
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
 SANDBOX_HOSTNAME = "skillbench"
-# The host uid/gid a sandbox runs as when the harness itself is root. Nothing on the host should
-# own files under this id; every file it creates lives in a cell's private root.
+# The host uid/gid the preflight runs as when the harness itself is root. Nothing on the host should
+# own files under these ids; every file a sandbox creates lives in a cell's private root.
 UNPRIVILEGED_HOST_ID = 65432
+# Each Sandbox takes its own host id from this range (see allocate_host_id), so RLIMIT_NPROC,
+# which the kernel counts per uid, bounds one cell and not all of them together.
+HOST_ID_BASE = 200_000
+HOST_ID_SLOTS = 4096
+HOST_ID_LOCKS = Path(tempfile.gettempdir()) / "skillbench-host-ids"
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = ("/etc/ssl", "/etc/ca-certificates", "/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf",
                "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/python3", "/etc/python3.11")
@@ -73,6 +109,78 @@ PROTECTED_PATHS = ("/proc", "/sys", "/dev")
 
 class SandboxError(RuntimeError):
     """The sandbox cannot be built or does not work on this machine."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-sandbox resource limits (config `sandbox.limits`); 0 switches a limit off.
+
+    `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread of the
+    cell, the CLI included); `memory_mb` is RLIMIT_AS of each process the agent starts (not the
+    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write).
+    """
+
+    processes: int = 512
+    memory_mb: int = 8192
+    file_mb: int = 1024
+
+    @classmethod
+    def from_config(cls, section: dict | None) -> SandboxLimits:
+        section = section or {}
+        defaults = cls()
+        return cls(**{name: int(section.get(name, getattr(defaults, name)))
+                      for name in ("processes", "memory_mb", "file_mb")})
+
+    def prlimit_args(self, *, memory: bool, processes: bool = True) -> list[str]:
+        """`prlimit` options for these limits (soft = hard, so the sandbox cannot raise them)."""
+        args = []
+        if processes and self.processes > 0:
+            args.append(f"--nproc={self.processes}")
+        if self.file_mb > 0:
+            args.append(f"--fsize={self.file_mb * 1024 * 1024}")
+        if memory and self.memory_mb > 0:
+            args.append(f"--as={self.memory_mb * 1024 * 1024}")
+        return args
+
+
+def resolve_prlimit() -> str:
+    found = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if not found:
+        raise SandboxError("prlimit (util-linux) was not found; the sandbox needs it to set resource limits "
+                           "(install util-linux, or set every sandbox.limits value to 0)")
+    return found
+
+
+def resolve_git() -> str:
+    """The real git (never the wrapper a sandbox puts first on its PATH)."""
+    found = shutil.which("git", path="/usr/bin:/bin:/usr/local/bin")
+    if not found:
+        raise SandboxError("git was not found in /usr/bin, /bin or /usr/local/bin; install it (make system does)")
+    return found
+
+
+def allocate_host_id(hint: str) -> tuple[int, int]:
+    """A host uid no other live Sandbox on this machine uses, and the descriptor whose lock holds it.
+
+    The lock (flock on `<HOST_ID_LOCKS>/<uid>`) is released when the descriptor is closed or the
+    process dies, so a crashed cell never keeps its id. The search starts at a slot derived from
+    `hint` (the private root) to keep collisions rare.
+    """
+    HOST_ID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(HOST_ID_LOCKS)
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+        raise SandboxError(f"{HOST_ID_LOCKS} must be a directory owned by the harness user")
+    start = int.from_bytes(hashlib.sha256(hint.encode()).digest()[:4], "big") % HOST_ID_SLOTS
+    for offset in range(HOST_ID_SLOTS):
+        uid = HOST_ID_BASE + (start + offset) % HOST_ID_SLOTS
+        descriptor = os.open(HOST_ID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            continue
+        return uid, descriptor
+    raise SandboxError(f"all {HOST_ID_SLOTS} sandbox host ids are in use")
 
 
 def base_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
@@ -104,6 +212,10 @@ def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
             if not name.startswith(("CLAUDE_", "DISABLE_"))}
 
 
+# Shell start-up files in the home. The CLI makes its shell snapshot with a login bash that
+# sources them while holding the key: they are bound read-only and empty in every sandbox.
+SHELL_STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshenv", ".zprofile",
+                       ".zshrc", ".zlogin", ".zlogout")
 # Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
 # runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
@@ -120,23 +232,49 @@ def nested_namespace_args() -> list[str]:
     return args
 
 
-def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | None = None) -> str:
+def shell_prefix_script(*, home: str, tmp: str, path: str, nested_bwrap: str | None = None,
+                        prlimit: list[str] | None = None) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
     So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds. With
     `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
     and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
     The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
-    sandbox shows.
+    sandbox shows. `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself
+    does not get.
     """
     variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
     command = "/bin/bash -c \"$1\""
     if nested_bwrap:
         command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
+    if prlimit:
+        command = f"{' '.join(prlimit)} -- {command}"
     return (
         "#!/bin/sh\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
+        f"exec /usr/bin/env -i {variables} {command}\n"
+    )
+
+
+def git_wrapper_script(*, home: str, tmp: str, path: str, git: str, nested_bwrap: str | None = None,
+                       prlimit: list[str] | None = None) -> str:
+    """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
+
+    The CLI runs git itself (status, log, config) with the model key in its environment; a hook,
+    fsmonitor, filter or pager planted in the clone's `.git` would inherit it. This wrapper is
+    first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
+    environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
+    """
+    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
+    command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
+    if nested_bwrap:
+        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
+    if prlimit:
+        command = f"{' '.join(prlimit)} -- {command}"
+    return (
+        "#!/bin/sh\n"
+        "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
         f"exec /usr/bin/env -i {variables} {command}\n"
     )
 
@@ -175,15 +313,15 @@ def host_identity() -> tuple[int, int]:
     return os.geteuid(), os.getegid()
 
 
-def launcher_args() -> list[str]:
-    """As root, start Bubblewrap as the unprivileged host id with no capabilities at all; otherwise nothing."""
+def launcher_args(host_id: int | None = None) -> list[str]:
+    """As root, start Bubblewrap as an unprivileged host id with no capabilities at all; otherwise nothing."""
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
     if not setpriv:
         raise SandboxError("setpriv (util-linux) was not found; the harness runs as root and needs it to start "
                            "the sandbox as an unprivileged user")
-    uid, gid = host_identity()
+    uid, gid = (host_id, host_id) if host_id is not None else host_identity()
     return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
             "--bounding-set=-all", "--no-new-privs", "--"]
 
@@ -193,6 +331,8 @@ def preflight(bwrap: str) -> None:
     if not sys.platform.startswith("linux"):
         raise SandboxError("the bwrap sandbox works only on Linux; set sandbox.backend: none elsewhere")
     executable = resolve_bwrap(bwrap)
+    resolve_prlimit()
+    resolve_git()
     argv = [*launcher_args(), executable, *bwrap_namespace_args(network=False), *system_mount_args(),
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--ro-bind", executable, SANDBOX_BWRAP,
             "--", SANDBOX_BWRAP, *nested_namespace_args(), "--", "/bin/true"]
@@ -263,7 +403,11 @@ def _hand_over(root: Path, uid: int, gid: int) -> None:
 
 @dataclass
 class Sandbox:
-    """One cell's containment: a clone plus a private root holding home, tmp and wrappers."""
+    """One cell's containment: a clone plus a private root holding home, tmp and wrappers.
+
+    `close()` releases the sandbox's host id; a Sandbox that is never closed keeps it until the
+    process ends.
+    """
 
     backend: str
     clone: Path
@@ -271,6 +415,7 @@ class Sandbox:
     bwrap: str = "bwrap"
     claude_bin: Path | None = None
     read_only_paths: list[str] = field(default_factory=list)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -284,6 +429,8 @@ class Sandbox:
         for folder in (self.home_host, self.tmp_host, self.tools_host, self.mounts_host):
             folder.mkdir(mode=0o700, exist_ok=True)
         self.launcher: list[str] = []
+        self._id_lock: int | None = None
+        self.git_executable = resolve_git()
         if self.backend == "bwrap":
             # Project settings live in <clone>/.claude; it must exist so that tool commands get it
             # read-only (an empty folder is invisible to git, churn and patches).
@@ -292,14 +439,36 @@ class Sandbox:
                 raise SandboxError(f"{project_claude} must be a real directory")
             project_claude.mkdir(exist_ok=True)
             self.bwrap = resolve_bwrap(self.bwrap)
-            self.launcher = launcher_args()
-        self.host_uid, self.host_gid = host_identity() if self.backend == "bwrap" else (os.geteuid(), os.getegid())
+            if os.geteuid() == 0:
+                uid, self._id_lock = allocate_host_id(str(self.private_root))
+                self.launcher = launcher_args(uid)
+                self.host_uid = self.host_gid = uid
+            else:
+                self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        else:
+            self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
+        # with the harness and everything else the user runs.
+        self._limit_processes = bool(self.launcher)
+        wanted = self.backend == "bwrap" and bool(self.limits.prlimit_args(memory=True,
+                                                                           processes=self._limit_processes))
+        self.prlimit = resolve_prlimit() if wanted else None
+        nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
+        inner_limits = [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)] \
+            if self.prlimit and self.limits.memory_mb > 0 else None
         prefix = self.tools_host / "shell-prefix"
-        prefix.write_text(shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path,
-                                              nested_bwrap=SANDBOX_BWRAP if self.backend == "bwrap" else None))
+        prefix.write_text(shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested,
+                                              prlimit=inner_limits))
         prefix.chmod(0o500)
+        git_wrapper = self.tools_host / "git"
+        git_wrapper.write_text(git_wrapper_script(home=self.home, tmp=self.tmp, path=self.path,
+                                                  git=self.git_executable, nested_bwrap=nested,
+                                                  prlimit=inner_limits))
+        git_wrapper.chmod(0o500)
         (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
+        (self.tools_host / "empty").write_bytes(b"")
+        self._scratch_count = 0
         if self.launcher:
             for tree in (self.private_root, self.clone):
                 if tree != self.private_root and tree.is_relative_to(self.private_root):
@@ -313,6 +482,32 @@ class Sandbox:
                                            and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)):
                 raise SandboxError(f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
                                    f"(host uid {self.host_uid}); install it under world-readable folders")
+
+    def close(self) -> None:
+        """Release the host id (idempotent)."""
+        if self._id_lock is not None:
+            os.close(self._id_lock)
+            self._id_lock = None
+
+    def fresh_scratch(self, name: str) -> tuple[Path, Path]:
+        """Give the next commands a new, empty home and tmp; return their host paths.
+
+        A session's home is writable by its tool commands, and the CLI's start-up shell sources
+        the home's dotfiles with the key in its environment; verify and the oracle must not run
+        anything an earlier process left in a home or tmp either.
+        """
+        self._scratch_count += 1
+        root = self.private_root / "scratch" / f"{self._scratch_count}-{name}"
+        root.mkdir(parents=True, mode=0o700)
+        (root.parent).chmod(0o700)
+        home, tmp = root / "home", root / "tmp"
+        home.mkdir(mode=0o700)
+        tmp.mkdir(mode=0o700)
+        if self.launcher:
+            for path in (root.parent, root, home, tmp):
+                os.lchown(path, self.host_uid, self.host_gid)
+        self.home_host, self.tmp_host = home, tmp
+        return home, tmp
 
     @property
     def workspace(self) -> str:
@@ -342,6 +537,11 @@ class Sandbox:
     @property
     def shell_prefix(self) -> str:
         return SANDBOX_SHELL_PREFIX if self.backend == "bwrap" else str(self.tools_host / "shell-prefix")
+
+    @property
+    def empty_file(self) -> Path:
+        """A harness-owned empty file, to bind over a workspace file that must not take effect."""
+        return self.tools_host / "empty"
 
     def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {**base_environment(home=self.home, tmp=self.tmp, path=self.path), **(extra or {})}
@@ -378,12 +578,23 @@ class Sandbox:
         _hand_over(copy, self.host_uid, self.host_gid)
         return copy
 
+    def _limit_prefix(self, memory: bool) -> list[str]:
+        if not self.prlimit:
+            return []
+        args = self.limits.prlimit_args(memory=memory, processes=self._limit_processes)
+        return [self.prlimit, *args, "--"] if args else []
+
     def command(self, argv: Sequence[str], *, read_only_workspace: bool = False, network: bool = True,
-                extra_read_only: Sequence[tuple[Path, str]] = ()) -> list[str]:
-        """Wrap `argv` so it runs contained; `extra_read_only` binds (host path, sandbox path) pairs."""
+                extra_read_only: Sequence[tuple[Path, str]] = (), extra_writable: Sequence[tuple[Path, str]] = (),
+                limit_memory: bool = False) -> list[str]:
+        """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
+
+        `limit_memory` adds the address-space limit (everything but the CLI process itself).
+        """
         if self.backend == "none":
             return list(argv)
-        args = [*self.launcher, self.bwrap, *bwrap_namespace_args(network=network), *system_mount_args(),
+        args = [*self._limit_prefix(limit_memory), *self.launcher, self.bwrap, *bwrap_namespace_args(network=network),
+                *system_mount_args(),
                 "--ro-bind", str(self.tools_host / "passwd"), "/etc/passwd",
                 "--ro-bind", str(self.tools_host / "group"), "/etc/group",
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run",
@@ -391,9 +602,12 @@ class Sandbox:
                 "--bind", str(self.home_host), SANDBOX_HOME,
                 "--bind", str(self.tmp_host), SANDBOX_TMP,
                 "--ro-bind", str(self.tools_host / "shell-prefix"), SANDBOX_SHELL_PREFIX,
+                "--ro-bind", str(self.tools_host / "git"), SANDBOX_GIT_WRAPPER,
                 "--ro-bind", self.bwrap, SANDBOX_BWRAP]
         if self.claude_bin is not None:
             args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
+        for name in SHELL_STARTUP_FILES:
+            args += ["--ro-bind", str(self.empty_file), f"{SANDBOX_HOME}/{name}"]
         # Skill roots stay read-only even while the workspace is writable: a session must not
         # rewrite the skills it is being measured on.
         for relative in self.read_only_paths:
@@ -404,27 +618,64 @@ class Sandbox:
                 args += ["--ro-bind", str(host), f"{SANDBOX_WORKSPACE}/{relative}"]
         for host, target in extra_read_only:
             args += ["--ro-bind", str(self._readable_source(host)), target]
+        for host, target in extra_writable:
+            args += ["--bind", str(self._readable_source(host)), target]
         # The root itself (a tmpfs holding the mount points) is read-only too: nothing can be
         # created beside the binds.
         return [*args, "--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE, "--", *argv]
 
     def run(self, argv: Sequence[str], *, timeout: float, env: dict[str, str] | None = None,
             read_only_workspace: bool = False, network: bool = True,
-            extra_read_only: Sequence[tuple[Path, str]] = (), **kwargs):
+            extra_read_only: Sequence[tuple[Path, str]] = (), extra_writable: Sequence[tuple[Path, str]] = (),
+            limit_memory: bool = True, **kwargs):
         wrapped = self.command(argv, read_only_workspace=read_only_workspace, network=network,
-                               extra_read_only=extra_read_only)
+                               extra_read_only=extra_read_only, extra_writable=extra_writable,
+                               limit_memory=limit_memory)
         cwd = "/" if self.backend == "bwrap" else str(self.clone)
         return run_managed(wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd,
                            **kwargs)
 
     def git(self, timeout: float = 120):
-        """A repo.GitRunner that runs git on the clone inside the sandbox with hooks and filters off."""
+        """A repo.GitRunner for the clone's own repository, before any session ran in it (hooks and filters off)."""
         from .repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
 
         def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
             env = self.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
-            return self.run(["git", *SAFE_GIT_CONFIG, *args], timeout=timeout, env=env,
+            return self.run([self.git_executable, *SAFE_GIT_CONFIG, *args], timeout=timeout, env=env,
                             capture_stdout_bytes=capture_stdout_bytes)
 
         return run
 
+    def harness_git(self, git_dir: Path, timeout: float = 120):
+        """A repo.GitRunner over the clone's work tree with the harness-owned repository `git_dir`.
+
+        Nothing of the clone's `.git` is read (git always skips a `.git` entry in the work tree):
+        no config, attributes file, hooks or index the agent could have written. The workspace is
+        read-only, the network is off, and the home is a path that does not exist, so neither
+        the agent's ~/.gitconfig nor ~/.config/git/attributes is read either.
+        """
+        run_script = self.harness_script(git_dir, timeout)
+
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+            return run_script('exec "$@"', list(args), capture_stdout_bytes=capture_stdout_bytes)
+
+        return run
+
+    def harness_script(self, git_dir: Path, timeout: float = 120):
+        """A repo.ScriptRunner: `/bin/sh -c SCRIPT sh GIT ARGS...` with the harness git environment (harness_git)."""
+        from .repo import HARNESS_GIT_SETTINGS, SANITIZED_IDENTITY, config_environment
+
+        git_dir = Path(git_dir)
+        location = SANDBOX_HARNESS_GIT if self.backend == "bwrap" else str(git_dir)
+        writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
+
+        def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None):
+            env = self.environment({"HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent",
+                                    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+                                    "GIT_DIR": location, "GIT_WORK_TREE": self.workspace, "GIT_ATTR_NOSYSTEM": "1",
+                                    **config_environment(HARNESS_GIT_SETTINGS), **SANITIZED_IDENTITY})
+            return self.run(["/bin/sh", "-c", script, "sh", self.git_executable, *args], timeout=timeout, env=env,
+                            read_only_workspace=True, network=False, extra_writable=writable,
+                            capture_stdout_bytes=capture_stdout_bytes)
+
+        return run

@@ -16,6 +16,15 @@ collapsed); the reply is ``eligible[k]`` or, past the end, a final text turn. A 
 ``tools`` (a side query such as a title request) gets ``"ok"``; a subagent request (header
 ``x-claude-code-agent-id``) gets the final text, so an Agent tool call cannot recurse into the script.
 ``{{name}}`` in step strings is replaced from ``variables``; ``{{api_key}}`` is the request's key.
+
+Runs can differ like real ones (``resolve_variation``): a step with ``chance: p`` is played with
+probability p, a ``choose`` step plays one of its weighted alternatives (a list of steps each),
+and ``defaults.usage_jitter`` scales every token count of every turn by a lognormal factor with
+that log-scale standard deviation. All draws are made once, when the session's model is built,
+from a hash of its ``variation_key`` (the cell passes task/arm/run/role) and the step's position
+in the script, so a rerun of the same cell plays exactly the same turns and an edit to one step
+leaves every other step's draws alone. Without a variation key the script plays its nominal run:
+no chance step, the first alternative of every choice, no jitter.
 The only state kept is the per-step counter of scripted HTTP failures (``fail.times``), under a lock.
 
 The request log never contains headers, keys or bodies: one JSON line per request with the path,
@@ -28,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
+import math
 import re
 import socket
 import sys
@@ -36,6 +47,7 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import yaml
@@ -47,6 +59,7 @@ __all__ = [
     "conversation_text",
     "load_model_script",
     "main",
+    "resolve_variation",
     "session_steps",
 ]
 
@@ -118,6 +131,77 @@ def proposer_steps(script: dict[str, Any]) -> list[dict[str, Any]]:
     if not script.get("proposer"):
         raise ArtifactError("model script: no `proposer` steps; the scripted proposer has nothing to play")
     return copy.deepcopy(list(script["proposer"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-run variation
+
+
+def _uniform(key: str, path: str, purpose: str) -> float:
+    """A number in (0, 1) fixed by (key, step path, purpose): the same cell always draws the same."""
+    digest = hashlib.sha256(f"{key}\0{path}\0{purpose}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+
+
+def _merged_phrases(outer: dict[str, Any], inner: dict[str, Any], field: str) -> list[str] | None:
+    phrases = _phrases(outer.get(field)) + _phrases(inner.get(field))
+    return phrases or None
+
+
+def _jittered(usage: dict[str, Any], jitter: float, key: str, path: str) -> dict[str, int]:
+    result = {}
+    for field, value in usage.items():
+        factor = math.exp(jitter * NormalDist().inv_cdf(_uniform(key, path, f"usage:{field}")))
+        result[field] = max(0, round(int(value) * factor))
+    return result
+
+
+def resolve_variation(
+    steps: list[dict[str, Any]], *, variation_key: str | None, defaults_usage: dict[str, int], jitter: float = 0.0
+) -> list[dict[str, Any]]:
+    """The concrete steps one session plays: chances drawn, choices made, usage jittered.
+
+    ``variation_key`` None plays the nominal run (see the module docstring). A ``choose``
+    step's ``when``/``unless`` phrases apply to every step of the chosen alternative. Steps
+    without their own usage get the (jittered) defaults, so a jittered run never falls back
+    to the same fixed numbers.
+    """
+    resolved: list[dict[str, Any]] = []
+
+    def walk(items: list[dict[str, Any]], prefix: str, outer: dict[str, Any]) -> None:
+        for index, step in enumerate(items):
+            path = f"{prefix}{index}"
+            if "chance" in step:
+                if variation_key is None or _uniform(variation_key, path, "chance") >= float(step["chance"]):
+                    continue
+            if "choose" in step:
+                alternatives = step["choose"]
+                chosen = 0
+                if variation_key is not None:
+                    total = math.fsum(float(alt["weight"]) for alt in alternatives)
+                    point, cumulative = _uniform(variation_key, path, "choose") * total, 0.0
+                    for position, alternative in enumerate(alternatives):
+                        cumulative += float(alternative["weight"])
+                        if point < cumulative:
+                            chosen = position
+                            break
+                    else:
+                        chosen = len(alternatives) - 1
+                conditions = {field: _merged_phrases(outer, step, field) for field in ("when", "unless")}
+                walk(alternatives[chosen]["steps"], f"{path}.{chosen}.", conditions)
+                continue
+            concrete = {key: copy.deepcopy(value) for key, value in step.items() if key != "chance"}
+            for field in ("when", "unless"):
+                phrases = _merged_phrases(outer, step, field)
+                if phrases:
+                    concrete[field] = phrases
+            if variation_key is not None and jitter > 0:
+                usage = _usage(defaults_usage, step.get("usage"))
+                concrete["usage"] = _jittered(usage, jitter, variation_key, path)
+            resolved.append(concrete)
+
+    walk(list(steps), "", {})
+    return resolved
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,9 +347,16 @@ class ScriptedModel:
         defaults: dict[str, Any],
         variables: dict[str, str] | None = None,
         request_log: Path | None = None,
+        variation_key: str | None = None,
     ) -> None:
-        self.steps = copy.deepcopy(list(steps))
         self.defaults_usage = _usage(BUILTIN_DEFAULTS["usage"], (defaults or {}).get("usage"))
+        self.variation_key = variation_key
+        self.steps = resolve_variation(
+            steps,
+            variation_key=variation_key,
+            defaults_usage=self.defaults_usage,
+            jitter=float((defaults or {}).get("usage_jitter", 0.0)),
+        )
         self.final_text = str((defaults or {}).get("final_text", BUILTIN_DEFAULTS["final_text"]))
         self.variables = {str(key): str(value) for key, value in (variables or {}).items()}
         missing = sorted(_referenced_variables(self.steps) - set(self.variables) - {"api_key"})
@@ -570,6 +661,10 @@ def main(argv: list[str] | None = None) -> int:
         help="template variable (repeatable); workspace defaults to the current directory",
     )
     parser.add_argument("--request-log", type=Path, help="append one JSON line per request here")
+    parser.add_argument(
+        "--variation-key",
+        help="play the run this key draws (a cell uses task/arm/run<i>/role); omitted: the nominal run",
+    )
     args = parser.parse_args(argv)
     variables = {"workspace": str(Path.cwd())}
     for item in args.var:
@@ -580,7 +675,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         script = load_model_script(args.script)
         steps = session_steps(script, args.task, args.role)
-        model = ScriptedModel(steps, defaults=script["defaults"], variables=variables, request_log=args.request_log)
+        model = ScriptedModel(
+            steps,
+            defaults=script["defaults"],
+            variables=variables,
+            request_log=args.request_log,
+            variation_key=args.variation_key,
+        )
     except (ArtifactError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

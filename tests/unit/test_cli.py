@@ -36,3 +36,55 @@ def test_unknown_kind_and_missing_file(tmp_path, capsys):
     assert "known kinds" in capsys.readouterr().err
     assert main(["validate", "summary", str(tmp_path / "missing.json")]) == 1
     assert "file is missing" in capsys.readouterr().err
+
+
+def _stored_generation(tmp_path):
+    """A generation folder as the pipeline leaves it: rows, overlay.json, ../tasks/bindings.json."""
+    from rowfactory import make_row
+    from skillbench import artifacts
+
+    results = tmp_path / "results" / "demo"
+    artifacts.write_artifact(results / "tasks" / "bindings.json", {
+        "schema": "task-bindings/v1", "suite": "tasks/demo/tasks.yaml",
+        "tasks": [{"id": "t1"}, {"id": "t2"}], "skipped_expensive": []}, "task-bindings")
+    gen = results / "gen0"
+    artifacts.write_artifact(gen / "overlay.json", {
+        "schema": "overlay/v1", "generation": 0, "candidate_origin": "manual-initial-overlay",
+        "source": "overlay", "proposer_model": None, "digest": "6" * 64,
+        "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
+        "touched_skills": ["change-work"], "required_candidate_arms": ["candidate_workflow"],
+        "pairs": [["workflow", "candidate_workflow"]], "targets": [".claude/skills/change-work/SKILL.md"],
+        "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64}}, "overlay")
+    rows = []
+    # A noisy 6 % saving on two tasks with three runs: the median clears the upstream 5 % floor,
+    # but three runs cannot tell it from noise.
+    for task, costs in (("t1", ([1.0, 1.12, 0.9], [0.95, 0.86, 1.02])), ("t2", ([2.0, 2.3, 1.8], [1.9, 1.7, 2.1]))):
+        for run in range(3):
+            rows.append(make_row(task, "workflow", run, cost_usd=costs[0][run]))
+            rows.append(make_row(task, "candidate_workflow", run, cost_usd=costs[1][run]))
+    (gen / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return gen
+
+
+def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys):
+    gen = _stored_generation(tmp_path)
+    out = tmp_path / "promotion.json"
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out)]) == 0
+    default = json.loads(out.read_text())
+    assert default["policy"]["rule"] == "noise_aware"
+    assert default["decisions"][0]["decision"] == "keep_incumbent"
+    assert "not enough runs to tell" in capsys.readouterr().out
+
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--rule", "upstream"]) == 0
+    upstream = json.loads(out.read_text())
+    assert (upstream["policy"]["rule"], upstream["decisions"][0]["decision"]) == ("upstream", "promote")
+    assert "median cost_usd improvement" in capsys.readouterr().out
+
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.4",
+                 "--quality-margin-pct", "10"]) == 0
+    loose = json.loads(out.read_text())
+    assert (loose["policy"]["alpha"], loose["policy"]["quality_margin_pct"]) == (0.4, 10.0)
+    assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.36
+
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.7"]) == 1
+    assert "alpha must be a number between 0 and 0.5" in capsys.readouterr().err

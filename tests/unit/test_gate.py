@@ -42,6 +42,8 @@ def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list
 
 
 def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool = True, **policy) -> dict:
+    """The reference examples are the upstream rule's; the noise-aware rule has its own section below."""
+    policy.setdefault("rule", "upstream")
     return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INC,
@@ -61,7 +63,7 @@ def document(rows: list[dict], *, run_status: str = "complete", policy=None, pai
     doc = promotion_document(
         rows,
         pairs=list(pairs),
-        policy=policy,
+        policy={"rule": "upstream", **(policy or {})},
         binding=binding([candidate for _, candidate in pairs]),
         run_status=run_status,
         generated_at=GENERATED_AT,
@@ -468,7 +470,7 @@ def test_promotion_document_normalises_the_timezone():
     doc = promotion_document(
         rows,
         pairs=[(INC, CAND)],
-        policy={"max_age_days": 30},
+        policy={"max_age_days": 30, "rule": "upstream"},
         binding=binding(),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
@@ -565,3 +567,286 @@ def test_promotion_schema_describes_every_property_and_closes_its_own_objects():
     walk(schema)
     assert schema["properties"]["selected_tasks"]["items"]["type"] == "object"
     assert "additionalProperties" not in schema["properties"]["selected_tasks"]["items"]
+
+
+# ─── The noise-aware rule (the default) ─────────────────────────────────────
+
+
+def decide_noisy(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool = True, **policy) -> dict:
+    return evaluate_candidate(
+        aggregate_by_task(rows),
+        incumbent_arm=INC,
+        candidate_arm=CAND,
+        model=model,
+        policy=policy,
+        rows=rows if rows_for_stats else None,
+    )
+
+
+NOISE = [1.0, 1.12, 0.9, 1.05, 0.95]
+
+
+def noisy_task(task: str, *, scale: float = 1.0, saving: float = 0.0, runs: int = 3, shift: int = 0, **fields):
+    """Incumbent and candidate rows of one task with run-to-run noise; the candidate's noise is rotated."""
+    inc = [scale * NOISE[i % 5] for i in range(runs)]
+    cand = [scale * (1 - saving) * NOISE[(i + 1 + shift) % 5] for i in range(runs)]
+    inc_fields = {key: value[0] for key, value in fields.items()}
+    cand_fields = {key: value[1] for key, value in fields.items()}
+    return arm_rows(task, INC, (True,) * runs, cost_usd=inc, **inc_fields) + arm_rows(
+        task, CAND, (True,) * runs, cost_usd=cand, **cand_fields
+    )
+
+
+def test_default_policy_is_the_noise_aware_rule():
+    policy = resolve_policy(None)
+    assert (policy["rule"], policy["alpha"], policy["quality_margin_pct"]) == ("noise_aware", 0.05, 16.0)
+    with pytest.raises(ValueError, match="unsupported promotion rule"):
+        resolve_policy({"rule": "median"})
+    with pytest.raises(ValueError, match="alpha"):
+        resolve_policy({"alpha": 0.5})
+    with pytest.raises(ValueError, match="quality_margin_pct"):
+        resolve_policy({"quality_margin_pct": -1})
+
+
+def test_zero_variance_rows_decide_on_the_exact_difference():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, cost_usd=0.9)
+    result = decide_noisy(rows)
+    assert result["decision"] == "promote"
+    cost = result["tests"]["cost"]
+    assert (cost["estimate_pct"], cost["ci_low_pct"], cost["ci_high_pct"]) == (10.0, 10.0, 10.0)
+    assert (cost["p_value"], cost["df"], cost["mde_pct"], cost["conclusion"]) == (0.0, None, 0.0, "cheaper")
+    assert result["tests"]["quality"]["conclusion"] == "not_worse"
+    assert result["reasons"][0] == (
+        "cost_usd improvement 10.0% (91% CI 10.0% to 10.0%; one-sided p < 0.0001, alpha 0.045), at least the 5.0% floor"
+    )
+    # No variance and no difference: nothing to promote.
+    same = arm_rows("t1", INC) + arm_rows("t1", CAND)
+    tied = decide_noisy(same)
+    assert tied["decision"] == "keep_incumbent"
+    assert tied["tests"]["cost"]["p_value"] == 1.0 and tied["tests"]["cost"]["conclusion"] == "not_cheaper"
+
+
+def test_zero_variance_below_the_floor_keeps_the_incumbent():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, cost_usd=0.97)
+    result = decide_noisy(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["tests"]["cost"]["conclusion"] == "below_floor"
+    assert result["reasons"][0].endswith("credibly cheaper, but the estimate is below the 5.0% floor")
+
+
+def test_single_noisy_task_matches_scipys_welch_test():
+    from math import log
+
+    from scipy import stats
+
+    rows = noisy_task("only", saving=0.25)
+    result = decide_noisy(rows)
+    cost = result["tests"]["cost"]
+    inc = [log(row["cost_usd"]) for row in rows if row["arm"] == INC]
+    cand = [log(row["cost_usd"]) for row in rows if row["arm"] == CAND]
+    reference = stats.ttest_ind(inc, cand, equal_var=False, alternative="greater")
+    assert cost["p_value"] == pytest.approx(reference.pvalue, abs=1e-6)
+    assert cost["df"] == pytest.approx(reference.df, abs=0.01)
+    assert result["tests"]["design"] == {"tasks": 1, "runs_per_arm": 3, "text": "1 task × 3 runs per arm"}
+    assert result["decision"] == "promote"
+
+
+def test_a_noisy_small_saving_is_not_enough_runs_to_tell():
+    rows = noisy_task("t1", saving=0.06) + noisy_task("t2", scale=3.0, saving=0.06, shift=1)
+    result = decide_noisy(rows)
+    cost = result["tests"]["cost"]
+    assert result["decision"] == "keep_incumbent"
+    assert cost["conclusion"] == "inconclusive"
+    assert cost["ci_low_pct"] < 0 < cost["estimate_pct"] < cost["mde_pct"]
+    assert result["reasons"][0].startswith("not enough runs to tell: cost_usd improvement ")
+    assert "2 tasks × 3 runs per arm detects a " in result["reasons"][0]
+    # The upstream rule promotes the same rows on the median alone.
+    assert decide(rows)["decision"] == "promote"
+
+
+def test_a_clear_noisy_saving_promotes_and_more_runs_narrow_the_interval():
+    three = noisy_task("t1", saving=0.2) + noisy_task("t2", scale=2.0, saving=0.2, shift=2)
+    five = noisy_task("t1", saving=0.2, runs=5) + noisy_task("t2", scale=2.0, saving=0.2, shift=2, runs=5)
+    small, large = decide_noisy(three), decide_noisy(five)
+    assert small["decision"] == large["decision"] == "promote"
+    assert large["tests"]["cost"]["mde_pct"] < small["tests"]["cost"]["mde_pct"]
+    assert large["tests"]["design"]["runs_per_arm"] == 5
+
+
+def test_unequal_runs_are_insufficient_under_the_noise_aware_rule():
+    rows = noisy_task("t1", saving=0.3) + [make_row("t1", CAND, 3, cost_usd=0.7)]
+    result = decide_noisy(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert "t1: paired arms have different valid run counts (3/4 valid; 0/0 excluded)" in result["reasons"]
+    assert result["tests"]["design"]["runs_per_arm"] is None
+    assert result["tests"]["design"]["text"] == "1 task × 3–4 runs per arm (unequal)"
+
+
+def test_unmeasured_cost_is_insufficient_under_the_noise_aware_rule():
+    rows = arm_rows("t1", INC, cost_usd=1.0) + arm_rows("t1", CAND, cost_usd=[0.5, None, 0.5])
+    result = decide_noisy(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["reasons"] == [
+        "t1: cost_usd was not measured on every run in both paired arms; "
+        "cannot rank on it (fix cost capture or choose another metric)"
+    ]
+    assert result["tests"]["cost"]["conclusion"] == "not_computable"
+
+
+def test_all_failed_tasks_are_not_gated_and_cannot_promote():
+    rows = arm_rows("t1", INC, (False,) * 3) + arm_rows("t1", CAND, (False,) * 3, cost_usd=0.5)
+    result = decide_noisy(rows)
+    assert result["decision"] == "insufficient_evidence"
+    assert result["ungated_tasks"] == ["t1"]
+    assert result["reasons"][-1] == "no task supplied quality signal: neither arm resolved a run anywhere in the set"
+    assert result["tests"]["design"]["tasks"] == 0
+
+
+def test_an_all_failed_task_beside_gated_ones_is_evidence_but_not_gated():
+    rows = noisy_task("a", saving=0.2) + noisy_task("b", saving=0.2, shift=1)
+    rows += arm_rows("c", INC, (False,) * 3, cost_usd=[1.0, 1.1, 0.9]) + arm_rows(
+        "c", CAND, (False,) * 3, cost_usd=[1.05, 0.95, 1.0]
+    )
+    result = decide_noisy(rows)
+    assert result["decision"] == "promote"
+    assert result["gated_tasks"] == ["a", "b"] and result["ungated_tasks"] == ["c"]
+    assert result["tests"]["design"]["tasks"] == 2
+
+
+def test_zero_metric_is_insufficient_under_the_noise_aware_rule():
+    rows = arm_rows("t1", INC, num_turns=[5, 0, 5]) + arm_rows("t1", CAND, num_turns=4)
+    result = decide_noisy(rows, metric="num_turns")
+    assert result["decision"] == "insufficient_evidence"
+    assert "t1: num_turns is zero on some run; choose a metric with signal" in result["reasons"]
+
+
+def test_one_failure_in_many_runs_is_within_the_margin_but_not_in_few():
+    many = []
+    for index in range(10):
+        many += noisy_task(f"t{index}", saving=0.2, runs=5, shift=index)
+    failed = next(row for row in many if row["arm"] == CAND and row["task"] == "t3" and row["run"] == 2)
+    failed.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
+    result = decide_noisy(many)
+    assert result["decision"] == "promote"
+    assert result["tests"]["quality"]["conclusion"] == "not_worse"
+    assert result["tests"]["quality"]["difference_pct"] == -2.0
+    # The upstream rule keeps the incumbent for that one failure.
+    assert decide(many)["decision"] == "keep_incumbent"
+
+    few = noisy_task("t1", saving=0.2) + noisy_task("t2", saving=0.2, shift=1)
+    failed = next(row for row in few if row["arm"] == CAND and row["task"] == "t1" and row["run"] == 0)
+    failed.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
+    small = decide_noisy(few)
+    assert small["decision"] == "keep_incumbent"
+    assert small["tests"]["quality"]["conclusion"] == "inconclusive"
+    assert small["reasons"][0].startswith("not enough runs to show the resolution is within 16 points")
+
+
+def test_a_broken_task_keeps_the_incumbent_even_when_the_rest_is_fine():
+    rows = []
+    for index in range(6):
+        rows += noisy_task(f"t{index}", saving=0.3, shift=index)
+    for row in rows:
+        if row["task"] == "t0" and row["arm"] == CAND:
+            row.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
+    result = decide_noisy(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert result["tasks"][0]["checks"]["resolution_drop_p_value"] == 0.05
+    assert "t0: resolution fell from 3/3 to 0/3 (Fisher's exact one-sided p = 0.0500, alpha 0.05)" in result["reasons"]
+
+
+def test_credibly_better_resolution_promotes_without_a_saving():
+    rows = []
+    for index in range(4):
+        rows += arm_rows(f"t{index}", INC, (False, False, True, False, True)) + arm_rows(f"t{index}", CAND, (True,) * 5)
+    result = decide_noisy(rows)
+    assert result["decision"] == "promote"
+    quality = result["tests"]["quality"]
+    assert quality["conclusion"] == "better" and quality["p_better"] <= quality["better_alpha"] == 0.005
+    assert result["reasons"][0].startswith("resolution credibly better: candidate resolved 20/20, incumbent 8/20")
+
+
+def test_a_task_regression_blocks_only_when_it_is_credible():
+    clear = []
+    for index in range(4):
+        clear += noisy_task(f"t{index}", saving=0.3, shift=index)
+    clear += arm_rows("t9", INC, cost_usd=1.0) + arm_rows("t9", CAND, cost_usd=1.6)
+    result = decide_noisy(clear)
+    assert result["decision"] == "keep_incumbent"
+    check = result["tasks"][-1]["checks"]
+    assert check["regressed"] and check["regression_pct"] == 60.0 and check["regression_alpha"] == 0.01
+    assert result["reasons"][0].startswith("t9: cost_usd rose 60.0%, above the 20.0% task cap (one-sided p ")
+
+    noisy = []
+    for index in range(4):
+        noisy += noisy_task(f"t{index}", saving=0.3, shift=index)
+    noisy += arm_rows("t9", INC, cost_usd=[1.0, 1.3, 0.8]) + arm_rows("t9", CAND, cost_usd=[1.6, 0.9, 1.4])
+    loose = decide_noisy(noisy)
+    check = loose["tasks"][-1]["checks"]
+    assert check["regression_pct"] > 20 and not check["regressed"]
+    assert loose["decision"] == "promote"
+
+
+def test_skipping_the_skill_more_than_the_incumbent_keeps_it():
+    rows = noisy_task("t1", saving=0.3) + noisy_task("t2", saving=0.3, shift=1)
+    skipped = next(row for row in rows if row["arm"] == CAND and row["task"] == "t2" and row["run"] == 1)
+    skipped.update(resolved=False, ok=False, error_kind="skill-not-invoked", skill_invoked=False)
+    result = decide_noisy(rows)
+    assert result["decision"] == "keep_incumbent"
+    assert "t2: the candidate never invoked the skill under test in 1 run(s) (incumbent: 0)" in result["reasons"]
+
+
+def test_the_noise_aware_rule_needs_rows_a_model_and_a_sandbox():
+    rows = noisy_task("t1", saving=0.3)
+    assert decide_noisy(rows, rows_for_stats=False)["reasons"] == [
+        "the noise-aware rule needs the per-run rows; none were supplied"
+    ]
+    assert decide_noisy(rows, model=None)["decision"] == "insufficient_evidence"
+    unsandboxed = [{**row, "sandbox_backend": "none"} for row in rows]
+    assert decide_noisy(unsandboxed)["decision"] == "insufficient_evidence"
+    assert decide_noisy(unsandboxed, allow_unsandboxed=True)["decision"] == "promote"
+
+
+def test_alpha_is_a_policy_value_the_tests_honour():
+    rows = noisy_task("t1", saving=0.12) + noisy_task("t2", saving=0.12, shift=1)
+    p_value = decide_noisy(rows)["tests"]["cost"]["p_value"]
+    assert 0.01 < p_value < 0.2
+    assert decide_noisy(rows, alpha=0.01)["decision"] == "keep_incumbent"
+    assert decide_noisy(rows, alpha=0.45)["decision"] == "promote"
+
+
+def test_both_rules_report_the_tests_in_a_valid_document():
+    rows = noisy_task("t1", saving=0.2) + noisy_task("t2", saving=0.2, shift=1)
+    for rule in ("noise_aware", "upstream"):
+        doc = validate(
+            promotion_document(
+                rows,
+                pairs=[(INC, CAND)],
+                policy={"rule": rule},
+                binding=binding(),
+                run_status="complete",
+                generated_at=GENERATED_AT,
+            ),
+            "promotion",
+        )
+        decision = doc["decisions"][0]
+        assert decision["rule"] == rule == doc["policy"]["rule"]
+        assert decision["tests"]["cost"]["conclusion"] == "cheaper"
+        assert all("checks" in task for task in decision["tasks"])
+    assert doc["policy"]["quality_rule"].startswith("no per-task resolution-rate regression")
+
+
+def test_noise_aware_decisions_are_deterministic():
+    rows = noisy_task("t1", saving=0.1) + noisy_task("t2", saving=0.1, shift=1)
+    assert decide_noisy(rows) == decide_noisy(rows)
+
+
+def test_one_run_per_cell_takes_the_difference_at_face_value():
+    rows = arm_rows("t1", INC, (True,), cost_usd=1.0) + arm_rows("t1", CAND, (True,), cost_usd=0.88)
+    rows += arm_rows("t2", INC, (True,), cost_usd=2.0) + arm_rows("t2", CAND, (True,), cost_usd=1.7)
+    assert decide_noisy(rows)["decision"] == "insufficient_evidence"  # min_runs 3 by default
+    result = decide_noisy(rows, min_runs=1)
+    assert result["decision"] == "promote"
+    cost = result["tests"]["cost"]
+    assert cost["noise_measured"] is False and cost["df"] is None
+    assert "no run-to-run noise was measured, so the difference counts as exact" in result["reasons"][0]

@@ -198,11 +198,11 @@ def _promotion_rows() -> list[dict]:
     return rows
 
 
-def _promotion(rows: list[dict], run_status: str = "complete") -> dict:
+def _promotion(rows: list[dict], run_status: str = "complete", rule: str = "upstream") -> dict:
     doc = promotion_document(
         rows,
         pairs=[("workflow", "candidate_workflow")],
-        policy=None,
+        policy={"rule": rule},
         binding=make_binding(selected_tasks=[{"id": "alpha"}, {"id": "beta"}]),
         run_status=run_status,
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),
@@ -238,6 +238,47 @@ def test_candidate_vs_incumbent_section():
         "[10.0%, 12.0%] (excludes zero)." in lines
     )
     assert text.endswith("(excludes zero).\n")
+
+
+def _noisy_rows(candidate_costs: dict[str, list[float]], runs: int = 3) -> list[dict]:
+    rows = []
+    for task, costs in candidate_costs.items():
+        for run in range(runs):
+            rows.append(make_row(task, "workflow", run, cost_usd=[1.0, 1.1, 0.9, 1.05, 0.95][run]))
+            rows.append(make_row(task, "candidate_workflow", run, cost_usd=costs[run]))
+    return rows
+
+
+def test_noise_aware_section_shows_the_tests_and_every_run():
+    rows = _noisy_rows({"alpha": [0.8, 0.9, 0.85], "beta": [0.82, 0.88, 0.8]})
+    text = render(
+        rows,
+        task_order=["alpha", "beta"],
+        arm_order=["workflow", "candidate_workflow"],
+        promotion=_promotion(rows, rule="noise_aware"),
+    )
+    lines = text.splitlines()
+    assert "### candidate_workflow vs workflow: promote" in lines
+    assert "Tests (decided on these tests): design 2 tasks × 3 runs per arm." in lines
+    cost_line = next(line for line in lines if line.startswith("| cost_usd saving"))
+    cells = [cell.strip() for cell in cost_line.strip("|").split("|")]
+    assert cells[0] == "cost_usd saving (alpha 0.045, floor 5.0%)"
+    assert cells[-1] == "cheaper"
+    quality_line = next(line for line in lines if line.startswith("| resolution, candidate"))
+    assert "6/6 vs 6/6, +0.0 points" in quality_line and quality_line.endswith("| not worse |")
+    assert "| alpha | workflow | 1.0000 | 1.1000 | 0.9000 |" in lines
+    assert "| alpha | candidate_workflow | 0.8000 | 0.9000 | 0.8500 |" in lines
+
+
+def test_noise_aware_section_says_when_there_are_not_enough_runs():
+    rows = _noisy_rows({"alpha": [1.0, 0.8, 1.0], "beta": [0.85, 1.1, 0.9]})
+    promotion = _promotion(rows, rule="noise_aware")
+    decision = promotion["decisions"][0]
+    assert decision["decision"] == "keep_incumbent"
+    assert decision["tests"]["cost"]["conclusion"] == "inconclusive"
+    text = render(rows, task_order=["alpha", "beta"], promotion=promotion)
+    assert "Not enough runs to tell: this design detects a " in text
+    assert decision["reasons"][0].startswith("not enough runs to tell: cost_usd improvement ")
 
 
 def test_candidate_section_for_an_aborted_run():

@@ -66,18 +66,21 @@ def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
 
 @needs_bwrap
 def test_namespaces_capabilities_and_identity(private_root):
-    argv = make_sandbox(private_root).command(["true"])
+    box = make_sandbox(private_root)
+    argv = box.command(["true"])
     for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                  "--new-session"):
         assert flag in argv
     assert ("--cap-drop", "ALL") in {tuple(argv[i:i + 2]) for i in range(len(argv) - 1)}
     assert argv[argv.index("--uid") + 1] == str(sb.SANDBOX_UID)
     assert "--unshare-net" not in argv  # the CLI needs the model endpoint
+    launcher = argv[:argv.index(shutil.which("bwrap") and str(Path(shutil.which("bwrap")).resolve()))]
     if os.geteuid() == 0:
-        assert argv[0].endswith("setpriv") and f"--reuid={sb.UNPRIVILEGED_HOST_ID}" in argv
+        assert any(arg.endswith("setpriv") for arg in launcher) and f"--reuid={box.host_uid}" in launcher
+        assert sb.HOST_ID_BASE <= box.host_uid < sb.HOST_ID_BASE + sb.HOST_ID_SLOTS
         assert "--bounding-set=-all" in argv and "--no-new-privs" in argv
     else:
-        assert argv[0] == shutil.which("bwrap") or argv[0].endswith("bwrap")
+        assert not any(arg.endswith("setpriv") for arg in launcher)
 
 
 @needs_bwrap
@@ -215,8 +218,8 @@ def test_private_trees_are_handed_to_the_sandbox_user_and_outside_sources_copied
         sources = {argv[i + 2]: argv[i + 1] for i, arg in enumerate(argv) if arg == "--ro-bind"}
         if os.geteuid() == 0:
             assert Path(sources["/evidence"]).parent == box.mounts_host
-            assert os.stat(box.clone / "app.py").st_uid == sb.UNPRIVILEGED_HOST_ID
-            assert os.stat(staged / "oracle_test.py").st_uid == sb.UNPRIVILEGED_HOST_ID
+            assert os.stat(box.clone / "app.py").st_uid == box.host_uid
+            assert os.stat(staged / "oracle_test.py").st_uid == box.host_uid
         else:
             assert sources["/evidence"] == str(outside)
         assert sources["/workspace/.oracle-x"] == str(staged)
@@ -297,3 +300,136 @@ def test_preflight_reports_a_sandbox_that_does_not_start():
 def test_preflight_passes_here():
     sb.preflight("bwrap")
 
+
+
+def host_git(clone: Path, *args: str) -> None:
+    """Git on the host, as the test author (the clone belongs to the sandbox's host id)."""
+    env = {"PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-c", "safe.directory=*", "-C", str(clone), *args], check=True, env=env,
+                   capture_output=True)
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-sandbox host ids are only used when the harness runs as root")
+def test_live_sandboxes_never_share_a_host_id(private_root, tmp_path):
+    other_root = Path(tempfile.mkdtemp(prefix="skillbench-test-"))
+    try:
+        (other_root / "workspace").mkdir()
+        first, second = make_sandbox(private_root), Sandbox("bwrap", other_root / "workspace", other_root)
+        assert first.host_uid != second.host_uid
+        assert os.stat(first.clone / "app.py").st_uid == first.host_uid
+        lock = sb.HOST_ID_LOCKS / str(first.host_uid)
+        first.close()
+        descriptor = os.open(lock, os.O_RDWR)
+        try:
+            import fcntl
+
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released by close()
+        finally:
+            os.close(descriptor)
+        second.close()
+    finally:
+        shutil.rmtree(other_root)
+
+
+@needs_bwrap
+def test_limits_bound_agent_processes_but_not_the_cli(private_root):
+    box = make_sandbox(private_root, limits=sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1))
+    session = box.command(["claude"])
+    assert "--fsize=1048576" in session and not any(arg.startswith("--as=") for arg in session)
+    result = box.run(["/bin/sh", "-c", "python3 -c \"x = b'x' * (512 << 20)\" 2>&1 | tail -n 1; "
+                      "head -c 2000000 /dev/zero > big 2>/dev/null; echo fsize=$?; ls -l big | cut -d' ' -f5"],
+                     timeout=30)
+    assert "MemoryError" in result.stdout_tail
+    assert "fsize=0" not in result.stdout_tail and "1048576" in result.stdout_tail
+    prefix = (box.tools_host / "shell-prefix").read_text()
+    assert f"--as={256 << 20}" in prefix  # Bash tool commands get the address-space limit the CLI does not
+
+
+@needs_bwrap
+def test_git_the_cli_runs_gets_no_key_no_network_and_no_proc(private_root):
+    """The CLI runs `git status` itself with the key in its environment; a planted clean filter must not see it."""
+    box = make_sandbox(private_root)
+    host_git(box.clone, "init", "-q")
+    steal = ("#!/bin/sh\n{ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n';"
+             " python3 -c \"import socket; socket.create_connection(('127.0.0.1', 9), 1)\" 2>&1 | tail -n 1; }"
+             " > /workspace/.git/loot.txt\ncat\n")
+    (box.clone / ".git" / "steal.sh").write_text(steal)
+    (box.clone / ".git" / "steal.sh").chmod(0o755)
+    (box.clone / ".git" / "info").mkdir(exist_ok=True)
+    (box.clone / ".git" / "info" / "attributes").write_text("* filter=steal\n")
+    host_git(box.clone, "config", "filter.steal.clean", "/workspace/.git/steal.sh")
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{box.host_uid}:{box.host_gid}", str(box.clone)], check=True)
+    env = box.environment({"ANTHROPIC_API_KEY": "sk-only-for-the-cli"})
+    # The outer shell plays the CLI: `git` resolves on the sandbox PATH, as the CLI resolves it.
+    result = box.run(["/bin/sh", "-c", "command -v git; git add app.py; git status --short"], timeout=30, env=env,
+                     limit_memory=False)
+    assert result.ok, result.stderr_tail
+    assert result.stdout_tail.splitlines()[0] == sb.SANDBOX_GIT_WRAPPER
+    loot = (box.clone / ".git" / "loot.txt").read_text()
+    assert "PATH=" in loot  # the planted filter ran ...
+    assert "sk-only" not in loot and "ANTHROPIC" not in loot  # ... without the key, in env or /proc
+    assert "Network is unreachable" in loot or "ConnectionRefusedError" in loot
+
+
+@needs_bwrap
+def test_shell_start_up_files_are_empty_and_read_only(private_root):
+    box = make_sandbox(private_root)
+    result = box.run(["/bin/sh", "-c", "for f in .bashrc .profile .bash_profile; do echo x >> ~/$f; echo $f=$?; done; "
+                      "wc -c < ~/.bashrc"], timeout=30)
+    assert ".bashrc=0" not in result.stdout_tail and ".profile=0" not in result.stdout_tail
+    assert result.stdout_tail.strip().endswith("0")
+
+
+def test_fresh_scratch_gives_every_step_an_empty_home_and_tmp(private_root):
+    box = make_sandbox(private_root, backend="none")
+    (box.home_host / "planted.pth").write_text("import os; os._exit(0)\n")
+    home, tmp = box.fresh_scratch("verify")
+    assert home == box.home_host and tmp == box.tmp_host
+    assert list(home.iterdir()) == [] and list(tmp.iterdir()) == []
+    assert box.environment()["HOME"] == str(home)
+    assert box.fresh_scratch("oracle")[0] != home
+
+
+@needs_bwrap
+def test_harness_git_reads_nothing_the_clone_configures(private_root):
+    from skillbench import repo
+
+    box = make_sandbox(private_root)
+    clone = box.clone
+    host_git(clone, "init", "-q")
+    host_git(clone, "add", "-A")
+    host_git(clone, "commit", "-qm", "base")
+    harness = private_root / "harness-git"
+    repo.make_harness_git_dir(clone, harness)
+    # Everything the harness's git could run, planted afterwards in the clone and in the tree.
+    (clone / ".git" / "info").mkdir(exist_ok=True)
+    (clone / ".git" / "info" / "attributes").write_text("* filter=evil diff=evil\n")
+    (clone / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    def planted(name: str, then: str = "") -> str:
+        # Leaves a marker where the harness's git could write (its own repository, the sandbox tmp).
+        return f"sh -c 'touch /run/skillbench-git/ran-{name} /tmp/ran-{name}; {then}' --"
+
+    for key, value in (("filter.evil.clean", planted("clean", "sed s/hi/PWNED/")),
+                       ("diff.evil.textconv", planted("textconv", "echo PWNED")),
+                       ("diff.external", planted("external", "echo PWNED")), ("core.fsmonitor", planted("fsmonitor")),
+                       ("core.pager", planted("pager", "echo PWNED")), ("core.hooksPath", "/workspace/.git/hooks")):
+        host_git(clone, "config", key, value)
+    (clone / ".git" / "hooks").mkdir(exist_ok=True)
+    for hook in ("post-index-change", "pre-commit", "reference-transaction"):
+        (clone / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\n{planted('hook')}\n")
+        (clone / ".git" / "hooks" / hook).chmod(0o755)
+    (clone / "app.py").write_text("print('hi there')\n")
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{box.host_uid}:{box.host_gid}", str(clone), str(harness)], check=True)
+    work = repo.measure_work(box.harness_script(harness), "HEAD", [".claude/skills"])
+    assert b"+print('hi there')" in work.patch and b"PWNED" not in work.patch
+    assert (work.files, work.insertions, work.deletions) == (2, 2, 1)
+    assert not list(harness.glob("ran-*")) and not list(box.tmp_host.glob("ran-*"))
+    # Control: git on the clone's own repository does run what was planted there.
+    box.git()(["diff", "--stat"])
+    assert (box.tmp_host / "ran-clean").exists()
+    shutil.rmtree(clone / ".git")  # the agent deleting its repository changes nothing for the harness
+    assert repo.measure_work(box.harness_script(harness), work.base, [".claude/skills"]).digest == work.digest

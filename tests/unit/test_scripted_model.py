@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from skillbench.scripted_model import (
     ScriptedModel,
     conversation_text,
     load_model_script,
+    resolve_variation,
     session_steps,
 )
 
@@ -347,6 +349,147 @@ def test_load_model_script_names_file_and_field(tmp_path):
         load_model_script(path)
 
 
+# ---------------------------------------------------------------------------------------------
+# Per-run variation
+
+VARIED = [
+    {"text": "start", "usage": {"output_tokens": 10}},
+    {"chance": 0.3, "text": "extra look", "usage": {"output_tokens": 20}},
+    {
+        "when": "go",
+        "choose": [
+            {"weight": 3, "steps": [{"text": "straight fix", "usage": {"output_tokens": 30}}]},
+            {
+                "weight": 1,
+                "steps": [
+                    {"text": "failed attempt", "unless": "stop", "usage": {"output_tokens": 40}},
+                    {"text": "retry", "usage": {"output_tokens": 50}},
+                ],
+            },
+        ],
+    },
+    {"text": "report"},
+]
+BASE_USAGE = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7}
+
+
+def texts(steps: list[dict]) -> list[str]:
+    return [step["text"] for step in steps]
+
+
+def vary(key: str | None, jitter: float = 0.0) -> list[dict]:
+    return resolve_variation(VARIED, variation_key=key, defaults_usage=BASE_USAGE, jitter=jitter)
+
+
+def test_without_a_variation_key_the_nominal_run_plays():
+    nominal = vary(None, jitter=0.5)
+    assert texts(nominal) == ["start", "straight fix", "report"]
+    assert nominal[1] == {"text": "straight fix", "usage": {"output_tokens": 30}, "when": ["go"]}
+    assert "usage" not in nominal[2]  # no jitter without a key: the defaults apply as before
+
+
+def test_a_variation_key_always_draws_the_same_run():
+    for key in ("t/workflow/run0/work", "t/workflow/run1/work", "t/candidate_workflow/run0/work"):
+        assert vary(key, jitter=0.2) == vary(key, jitter=0.2)
+    runs = {tuple(texts(vary(f"t/workflow/run{run}/work"))) for run in range(20)}
+    assert len(runs) > 1  # runs differ from one another
+
+
+def test_chance_and_weights_set_how_often_a_variant_plays():
+    keys = [f"task/arm/run{run}/role" for run in range(2000)]
+    played = [texts(vary(key)) for key in keys]
+    extra = sum("extra look" in run for run in played) / len(keys)
+    retried = sum("retry" in run for run in played) / len(keys)
+    assert 0.26 < extra < 0.34  # chance 0.3
+    assert 0.21 < retried < 0.29  # weight 1 of 4
+    both = [run for run in played if "failed attempt" in run]
+    assert all(run[-3:] == ["failed attempt", "retry", "report"] for run in both)
+
+
+def test_a_choice_passes_its_conditions_to_the_steps_it_plays():
+    retried = next(vary(f"k{n}") for n in range(100) if "retry" in texts(vary(f"k{n}")))
+    failed = next(step for step in retried if step["text"] == "failed attempt")
+    assert failed["when"] == ["go"] and failed["unless"] == ["stop"]
+    assert next(step for step in retried if step["text"] == "retry")["when"] == ["go"]
+
+
+def test_usage_jitter_scales_every_token_count_reproducibly():
+    first = vary("t/a/run0/r", jitter=0.2)
+    assert first == vary("t/a/run0/r", jitter=0.2)
+    report = first[-1]["usage"]  # a step without usage gets the jittered defaults
+    assert set(report) == set(BASE_USAGE) and report != BASE_USAGE
+    factors = [
+        vary(f"t/a/run{run}/r", jitter=0.2)[0]["usage"]["output_tokens"] / 10 for run in range(400)
+    ]
+    logs = [math.log(max(factor, 0.05)) for factor in factors]
+    mean = sum(logs) / len(logs)
+    spread = (sum((value - mean) ** 2 for value in logs) / (len(logs) - 1)) ** 0.5
+    assert abs(mean) < 0.05 and 0.12 < spread < 0.3  # rounding to whole tokens blurs σ = 0.2 a little
+    assert vary("t/a/run0/r", jitter=0.0)[0]["usage"] == {"output_tokens": 10}
+
+
+def test_the_served_session_plays_the_drawn_run():
+    key = next(f"k{n}" for n in range(100) if "retry" in texts(vary(f"k{n}")))
+    with ScriptedModel(VARIED, defaults=DEFAULTS, variation_key=key) as model:
+        replies = [
+            reply_json(model.base_url, messages_body(turn, extra_text="go"))["content"][0]["text"]
+            for turn in range(len(model.steps))
+        ]
+    assert replies == texts(vary(key))
+    with ScriptedModel(VARIED, defaults=DEFAULTS) as model:
+        assert texts(model.steps) == ["start", "straight fix", "report"]
+
+
+def test_the_schema_accepts_variation_and_rejects_a_choice_with_its_own_text(tmp_path):
+    script = {
+        "schema": "model-script/v1",
+        "defaults": {**DEFAULTS, "usage_jitter": 0.1},
+        "tasks": {"t1": {"work": VARIED}},
+    }
+    path = tmp_path / "script.yaml"
+    path.write_text(yaml.safe_dump(script))
+    assert session_steps(load_model_script(path), "t1", "work") == VARIED
+    script["tasks"]["t1"]["work"] = [{"text": "both", "choose": [{"weight": 1, "steps": []}]}]
+    path.write_text(yaml.safe_dump(script))
+    with pytest.raises(ArtifactError, match=r"\$\.tasks\.t1\.work\[0\]"):
+        load_model_script(path)
+    script["tasks"]["t1"]["work"] = [{"text": "x", "chance": 1.5}]
+    path.write_text(yaml.safe_dump(script))
+    with pytest.raises(ArtifactError, match="chance"):
+        load_model_script(path)
+
+
+def test_demo_runs_differ_from_one_another_and_replay_identically():
+    script = load_model_script(SUITE / "model-script.yaml")
+    jitter = script["defaults"]["usage_jitter"]
+    assert jitter > 0
+    base = {field: 0 for field in USAGE_FIELDS}
+    for task in ("money-thousands", "bulk-discount-threshold", "sku-normalization"):
+        for arm, role in (("workflow", "work"), ("workflow_direct", "direct"), ("baseline", "baseline")):
+            steps = session_steps(script, task, role)
+            played = [
+                resolve_variation(
+                    steps, variation_key=f"{task}/{arm}/run{run}/{role}", defaults_usage=base, jitter=jitter
+                )
+                for run in range(6)
+            ]
+            assert len({json.dumps(run, sort_keys=True) for run in played}) == 6, f"{task}/{role}"
+            assert {len(run) for run in played} != {len(steps)} or len({len(run) for run in played}) > 1
+    # The baseline's money-thousands fix is sometimes wrong, never in the nominal run.
+    steps = session_steps(script, "money-thousands", "baseline")
+    wrong = '    return f"${cents // 100:,}.{cents % 100:02d}"'
+
+    def ships_wrong_fix(run: list[dict]) -> bool:
+        return any(tool["input"].get("new_string") == wrong for step in run for tool in step.get("tools", []))
+
+    assert not ships_wrong_fix(resolve_variation(steps, variation_key=None, defaults_usage=base))
+    runs = [
+        resolve_variation(steps, variation_key=f"money-thousands/baseline/run{run}/baseline", defaults_usage=base)
+        for run in range(200)
+    ]
+    assert 0.08 < sum(map(ships_wrong_fix, runs)) / len(runs) < 0.22
+
+
 def test_cli_serves_a_session_and_prints_the_base_url(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text(yaml.safe_dump({"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"r": []}}}))
@@ -621,7 +764,11 @@ def test_demo_script_covers_every_task_and_role():
             assert (SUITE / item["source"]).is_file()
         for role in ROLES:
             steps = session_steps(script, task["id"], role)
-            assert all("usage" in step for step in steps), f"{task['id']}/{role}: usage must be explicit"
+            for run in range(20):  # every alternative a run can draw states its usage
+                played = resolve_variation(
+                    steps, variation_key=f"{task['id']}/arm/run{run}/{role}", defaults_usage={}, jitter=0.0
+                )
+                assert all("usage" in step for step in played), f"{task['id']}/{role}: usage must be explicit"
 
 
 @pytest.mark.parametrize("task", SUITE_TASKS, ids=[task["id"] for task in SUITE_TASKS])

@@ -8,16 +8,14 @@ the snakemake run; transcripts are redacted, so a leak would show up as `[REDACT
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
 import subprocess
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
+from hostile import Listener, key_leaks, tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "hostile"
 EXPERIMENT = "hostile"
@@ -26,33 +24,6 @@ FIX_CANARY = "FIX-CANARY-93b7d1"
 GIT_ENV = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
            "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
            "PATH": os.environ["PATH"]}
-
-
-class Listener:
-    """A loopback TCP listener that counts every connection made to it."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
-        self.connections = 0
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                connection, _ = self.socket.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            connection.close()
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(5)
-        self.socket.close()
 
 
 def git(repo: Path, *args: str) -> str:
@@ -74,29 +45,6 @@ def build_history_repo(root: Path) -> None:
     (root / "stash.txt").write_text(FIX_CANARY)
     git(root, "add", "stash.txt")
     git(root, "stash", "-q")
-
-
-def tool_calls(run_dir: Path) -> list[dict]:
-    """Every tool call of a cell, in order: name, input, result text and whether it was an error."""
-    calls: dict[str, dict] = {}
-    for transcript in sorted((run_dir / "transcripts").glob("*.jsonl")):
-        for line in transcript.read_text().splitlines():
-            event = json.loads(line)
-            content = (event.get("message") or {}).get("content")
-            if not isinstance(content, list):
-                continue
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use":
-                    calls[block["id"]] = {"name": block["name"], "input": block["input"], "output": None,
-                                          "error": None}
-                elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
-                    result = block.get("content")
-                    if isinstance(result, list):
-                        result = "\n".join(part.get("text", "") for part in result if isinstance(part, dict))
-                    calls[block["tool_use_id"]].update(output=str(result), error=bool(block.get("is_error")))
-    return list(calls.values())
 
 
 @pytest.fixture(scope="module")
@@ -154,11 +102,9 @@ def test_every_cell_ran_and_nothing_leaked_anywhere(hostile_run):
         text = outputs(calls)
         assert ORACLE_CANARY not in text and FIX_CANARY not in text
         assert "[REDACTED]" not in text, f"{task}: a tool result carried a secret"
-    # The key never reached any file the run wrote (transcripts, records, logs, patches).
-    for folder in (project.root / "results", project.root / "logs"):
-        for path in folder.rglob("*"):
-            if path.is_file():
-                assert key.encode() not in path.read_bytes(), path
+    # The key never reached any file the run wrote (transcripts, records, logs, patches), not even
+    # base64-, hex-encoded or reversed.
+    assert key_leaks([project.root / "results", project.root / "logs", project.root / ".snakemake"], key) == []
     assert hostile_run["listener"].connections == 0
 
 

@@ -46,8 +46,11 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
             incumbent = next(r for r in rows if r["arm"] == row["arm"].removeprefix("candidate_")
                              and r["task"] == row["task"])
             assert row["skill_digest"] != incumbent["skill_digest"]
-            assert row["cost_usd"] < incumbent["cost_usd"]
-            assert row["num_turns"] == incumbent["num_turns"] - 1
+    # Runs vary (the scripted model draws each cell's turns from its task, arm and run), so one run of
+    # each arm is compared in total: the verify-once overlay drops the whole-suite turn of every session.
+    for arm in ("workflow", "workflow_direct"):
+        spent = {name: sum(row["cost_usd"] for row in rows if row["arm"] == name) for name in (arm, f"candidate_{arm}")}
+        assert spent[f"candidate_{arm}"] < 0.95 * spent[arm], spent
 
     decided = promotion(project, "manual", 0)
     assert decided["run_status"] == "complete"

@@ -23,6 +23,8 @@ rule run_cell:
             config["agent"]["verify_timeout_s"],
         ],
         sandbox=config["sandbox"]["backend"],
+        # Resource limits can change a cell's outcome (a memory-hungry test suite), so they key the cache.
+        limits=config["sandbox"]["limits"],
     log:
         f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
     resources:

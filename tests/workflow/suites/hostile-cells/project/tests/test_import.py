@@ -1,0 +1,5 @@
+import calc
+
+
+def test_imports():
+    assert callable(calc.add)
