@@ -482,3 +482,23 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
                                         mirrors=config["skills"]["mirrors"])
     overlay.committed_target_digests(Path(repository), targets)
+
+
+def check_task(*, config: dict[str, Any], task: dict[str, Any], suite: str, binding: str, template: str,
+               oracle_snapshot: str, out: str) -> dict[str, Any]:
+    """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why."""
+    from . import taskcheck
+
+    task_binding = artifacts.read_artifact(Path(binding), "task-binding")
+    document = taskcheck.check_task(
+        task, task_binding, config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
+        solution=taskcheck.solution_bytes(task, Path(suite), task_binding),
+        secrets=[key for key in [api_key(config)] if key])
+    artifacts.validate(document, "task-check", source=out)
+    print(document["summary"])
+    if not document["ok"]:
+        raise taskcheck.TaskCheckError(
+            "\n".join(document["problems"]) + "\nNo session has run. Fix the task in the suite (or its oracle or "
+            "solution); `skillbench check-tasks` checks the suite without starting a run.")
+    artifacts.write_artifact(Path(out), document, "task-check", mode=0o600)
+    return document

@@ -103,6 +103,27 @@ def get_task_definition(wildcards):
     return sb_tasks.run_definition(TASKS[wildcards.task])
 
 
+def get_check_definition(wildcards):
+    """The whole task, with the fields only the check reads (solution, verify_on_base)."""
+    return TASKS[wildcards.task]
+
+
+def get_solution_files(wildcards):
+    solution = TASKS[wildcards.task].get("solution") or {}
+    return [str(Path(SUITE).parent / solution["patch"])] if "patch" in solution else []
+
+
+def get_check_runtime(wildcards):
+    agent = config["agent"]
+    return -(-(agent["setup_timeout_s"] + 4 * agent["verify_timeout_s"] + 300) // 60)
+
+
+def task_checks():
+    """Every task's check.json, as an order-only input: sessions wait for the checks, but a re-check that
+    changes nothing (or a check of another task) does not rerun a finished cell."""
+    return [ancient(f"{RESULTS}/tasks/{task}/check.json") for task in TASK_IDS]
+
+
 def get_oracle_sources(wildcards):
     suite_dir = Path(SUITE).parent
     return [str(suite_dir / entry["source"]) for entry in TASKS[wildcards.task]["oracle"]["files"]]
@@ -160,6 +181,7 @@ def get_cell_inputs(wildcards):
         "oracle": f"{RESULTS}/tasks/{wildcards.task}/oracle",
         "skills": get_skill_files(wildcards),
         "model_script": get_model_script(wildcards),
+        "checks": task_checks(),
     }
     if candidate:
         generation = wildcards.cellset.split("/")[0]

@@ -96,6 +96,8 @@ rule propose_overlay:
         # The proposer's clone is checked against every bound hidden oracle before the session.
         bindings=f"{RESULTS}/tasks/bindings.json",
         oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
+        # No paid session before every task passed its check.
+        checks=task_checks(),
     output:
         proposal=f"{RESULTS}/gen{{gen}}/proposal.md",
         session=f"{RESULTS}/gen{{gen}}/proposer-session.json",

@@ -26,6 +26,32 @@ rule bind_task:
         "../../scripts/bind_task.py"
 
 
+# The task's own check before any session: setup, then verify and the hidden oracle on the untouched code
+# (the oracle must fail there, and be able to run), then on the reference solution (both must pass). Every
+# cell and proposer session waits for every task's check; a refused task stops the run before any session.
+rule check_task:
+    input:
+        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
+        template=f"{RESULTS}/tasks/{{task}}/template",
+        oracle=f"{RESULTS}/tasks/{{task}}/oracle",
+        solution=get_solution_files,
+    output:
+        check=f"{RESULTS}/tasks/{{task}}/check.json",
+    params:
+        task=get_check_definition,
+        suite=SUITE,
+        sandbox=config["sandbox"]["backend"],
+        timeouts=[config["agent"]["setup_timeout_s"], config["agent"]["verify_timeout_s"]],
+    log:
+        f"logs/{EXPERIMENT}/check_task/{{task}}.log",
+    resources:
+        runtime=get_check_runtime,
+    conda:
+        "../envs/skillbench.yaml"
+    script:
+        "../../scripts/check_task.py"
+
+
 rule merge_bindings:
     input:
         bindings=expand(f"{RESULTS}/tasks/{{task}}/binding.json", task=TASK_IDS),
