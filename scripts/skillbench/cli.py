@@ -7,6 +7,8 @@
     skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
     skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
     skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
+    skillbench check-tasks [--configfile FILE]    verify and the hidden oracle on each task's base and reference
+                                                  solution, before any session is paid for (one line per task)
 """
 
 from __future__ import annotations
@@ -205,6 +207,49 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_tasks(args: argparse.Namespace) -> int:
+    """Bind and check every selected task (as `check_task` does before a run); one line per task."""
+    import tempfile
+
+    from . import configcheck, pipeline, sandbox, taskcheck, tasks
+
+    try:
+        config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
+        suite = config["tasks"]["suite"]
+        selected = tasks.select_tasks(tasks.load_suite(suite), include_expensive=True if args.all else
+                                      config["tasks"]["include_expensive"],
+                                      only=args.task or config["tasks"]["only"]).tasks
+        if config["sandbox"]["backend"] == "bwrap":
+            sandbox.preflight(config["sandbox"]["bwrap"])
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    secrets = [key for key in [pipeline.api_key(config)] if key]
+    refused = 0
+    for task in selected:
+        with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
+            try:
+                binding = tasks.bind_task(task, suite=Path(suite), template_dir=Path(scratch) / "template",
+                                          oracle_dir=Path(scratch) / "oracle")
+                document = taskcheck.check_task(
+                    task, binding, config=config, template=Path(scratch) / "template",
+                    oracle_snapshot=Path(scratch) / "oracle",
+                    solution=taskcheck.solution_bytes(task, Path(suite), binding), secrets=secrets)
+            except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+                print(f"{task['id']}: REFUSED — the check could not run: {exc}")
+                refused += 1
+                continue
+        print(document["summary"])
+        if not document["ok"]:
+            refused += 1
+            for problem in document["problems"]:
+                print("  " + problem.replace("\n", "\n  "))
+    if refused:
+        print(f"{refused} of {len(selected)} task(s) refused; a run would stop before any session", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -247,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="extra config files, merged over config/config.yaml as snakemake --configfile does")
     estimate.add_argument("--results", type=Path,
                           help="price from the rows under this results folder (default: results/<experiment>)")
+    check = commands.add_parser("check-tasks", help="check every selected task before paying for sessions: verify "
+                                "and the hidden oracle on the base and on the reference solution")
+    check.add_argument("--configfile", type=Path, action="append", default=[],
+                       help="extra config files, merged over config/config.yaml as snakemake --configfile does")
+    check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
+    check.add_argument("--all", action="store_true", help="include tasks marked expensive")
     return parser
 
 
@@ -262,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args)
     if args.command == "estimate":
         return _estimate(args)
+    if args.command == "check-tasks":
+        return _check_tasks(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0
