@@ -2,8 +2,9 @@
 
 On the bound template, in the same sandbox a cell uses (the cell's verify and oracle runners, `cells.run_checked`
 and `cells.run_hidden_oracle`): run `setup`, then `verify` and the hidden oracle on the untouched code. The oracle
-must fail there — a task whose oracle passes on the base has nothing to fix — and must be able to run at all (a
-command that is not found, a test file that does not exist, a collection error). `verify` must do what the task
+must fail there — a task whose oracle passes on the base has nothing to fix (unless the task declares
+`oracle_on_base: pass`: its oracle guards behaviour to keep, as in a refactoring) — and must be able to run at all
+(a command that is not found, a test file that does not exist, a collection error). `verify` must do what the task
 declares with `verify_on_base` (when it declares it). With a reference solution (`solution: {patch: …}` or
 `{ref: …}`, hidden like the oracle) applied, verify and the oracle must both pass: the SWE-bench "fail-to-pass"
 validation. Every unmet expectation is one sentence with the command, its exit code and the end of its output.
@@ -130,7 +131,14 @@ def _verify_and_oracle(task: dict[str, Any], sandbox: Sandbox, files, private_ro
     command = task["oracle"]["command"]
     run = cells.run_hidden_oracle(sandbox, task, files, timeout=timeout, private_root=private_root)
     unrunnable = cannot_run(command, run)
-    if stage == "base":
+    if stage == "base" and task.get("oracle_on_base") == "pass":
+        # A task whose oracle guards behaviour that must be kept (a refactoring): it must pass on the base.
+        steps.append(_step("oracle-on-base", command, run, "pass", run.passed, secrets))
+        if not run.passed:
+            why = f"cannot run ({unrunnable})" if unrunnable else "fails"
+            problems.append(_problem(task_id, steps[-1], f"the hidden oracle {why} on the untouched code although "
+                                                         "the task declares `oracle_on_base: pass`"))
+    elif stage == "base":
         # A collection error on the base is what an oracle of not-yet-written code looks like; a reference
         # solution that passes proves the oracle runs, so it is accepted only then.
         tolerated = unrunnable is not None and has_solution and run.exit_code == 2 and "pytest" in command
@@ -162,7 +170,12 @@ def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str],
         first = problems[0].splitlines()[0].removeprefix(f"task {task_id}: ")
         return f"{task_id}: REFUSED — {first}"
     base = by_name.get("oracle-on-base")
-    parts = [f"base: oracle fails as expected (exit {base['exit_code']})" if base else "base: not checked"]
+    if base is None:
+        parts = ["base: not checked"]
+    elif base["expected"] == "pass":
+        parts = ["base: oracle passes as declared"]
+    else:
+        parts = [f"base: oracle fails as expected (exit {base['exit_code']})"]
     verify = by_name.get("verify-on-base")
     if verify and verify["expected"] != "any":
         parts.append(f"verify {'passes' if verify['expected'] == 'pass' else 'fails'} as declared")

@@ -207,7 +207,7 @@ def select_tasks(tasks: list[dict[str, Any]], *, include_expensive: bool, only: 
 
 
 # Fields only the task check reads (`check_task`): editing them re-checks the task but reruns no binding or cell.
-CHECK_ONLY_FIELDS = ("solution", "verify_on_base")
+CHECK_ONLY_FIELDS = ("solution", "verify_on_base", "oracle_on_base")
 
 
 def run_definition(task: dict[str, Any]) -> dict[str, Any]:
