@@ -8,6 +8,7 @@ these with plain values taken from the `snakemake` object.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,33 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
     }
     text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
                   provenance=provenance, promotion=promotion_doc)
-    artifacts.atomic_write_text(Path(out), text)
+    artifacts.atomic_write_text(Path(out), text + oracle_log_section(rows, Path(out)))
+
+
+def oracle_log_section(rows: list[dict[str, Any]], report: Path) -> str:
+    """Links to the oracle's output of every run whose hidden oracle failed, for the task author.
+
+    The logs are owner-only files beside the records (`run<i>/oracle.log`); the report shows only the link, never
+    their content, and the evidence a proposer sees never holds them."""
+    from . import arms as arm_config
+    from .cells import ORACLE_LOG
+
+    results_root, folder = report.parent.parent, report.parent
+    links = []
+    for row in rows:
+        if row["oracle_passed"] or row["oracle_output"] != "hidden oracle failed":
+            continue
+        cellset = folder.name + "/cells" if arm_config.is_candidate(row["arm"]) else "cells"
+        log = results_root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / ORACLE_LOG
+        if log.is_file():
+            relative = os.path.relpath(log, folder)
+            links.append(f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})")
+    if not links:
+        return ""
+    return ("\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
+            "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
+            "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n"
+            + "\n".join(links) + "\n")
 
 
 

@@ -73,6 +73,16 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert "| bulk-discount-threshold | investigation-bug | workflow | 1/1 |" in report
     assert "**workflow_direct savings %**" in report
     assert "oracle-failed×1" in report
+    # The oracle's output is kept for the task author only: an owner-only file beside the record, linked
+    # from the report for the failed run, never in the report, the row or the transcripts.
+    oracle_log = project.results("one", "cells", "bulk-discount-threshold", "workflow_direct", "run0", "oracle.log")
+    assert oracle_log.stat().st_mode & 0o777 == 0o600
+    tail = oracle_log.read_text()
+    assert "failed" in tail and "bulk-discount-threshold_oracle_test.py" in tail
+    assert "[../cells/bulk-discount-threshold/workflow_direct/run0/oracle.log]" in report
+    assert "bulk-discount-threshold_oracle_test.py" not in report
+    passed_log = project.results("one", "cells", "money-thousands", "workflow", "run0", "oracle.log").read_text()
+    assert "[ok, exit 0]" in passed_log and "failed" not in passed_log
 
     again = project.snakemake(config=TWO_TASKS)
     assert "Nothing to be done" in again.stdout + again.stderr
