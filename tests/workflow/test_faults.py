@@ -305,6 +305,7 @@ class WatchedSweep:
         self.command = [SNAKEMAKE, "--cores", "2", *targets, "--configfile", str(project.write_config(config))]
         self.root = project.root
         self.seen: dict[int, str] = {}
+        self.kinds: set[str] = set()
         self.output = ""
         self._stop = threading.Event()
 
@@ -325,10 +326,12 @@ class WatchedSweep:
             for pid, command in descendants(self.proc.pid).items():
                 if is_session_process(command):
                     self.seen.setdefault(pid, command)
+                    # A pid's command changes when bwrap execs the CLI: keep every kind ever seen.
+                    self.kinds.add(Path(command.split(" ", 1)[0]).name)
             self._stop.wait(0.05)
 
     def kinds_seen(self) -> set[str]:
-        return {Path(command.split(" ", 1)[0]).name for command in self.seen.values()}
+        return set(self.kinds)
 
     def wait_for(self, predicate, timeout: float) -> bool:
         return wait_until(predicate, timeout, step=0.1)
