@@ -6,18 +6,22 @@ BIN       := $(VENV)/bin
 CORES     ?= 2
 # Debian packages the sandboxed sessions and checks rely on: bwrap is the
 # containment boundary; python3-pytest gives sandboxed verify/oracle commands a
-# pytest that lives under /usr (host virtualenvs are never mounted).
-APT_PACKAGES := bubblewrap python3-pytest git
+# pytest that lives under /usr (host virtualenvs are never mounted); python3-pip installs the
+# MCP SDK for that same system python3 (mcp-sdk).
+APT_PACKAGES := bubblewrap python3-pytest python3-pip git
 
-.PHONY: setup system python tools demo test lint clean report-screenshot
+MCP_SDK   := tools/mcp-python
 
-setup: system python tools
+.PHONY: setup system python tools mcp-sdk demo test lint clean report-screenshot
+
+setup: system python tools mcp-sdk
 
 system:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
@@ -35,6 +39,17 @@ tools: tools/node_modules/.installed
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The MCP Python SDK for the demo's MCP server (config/mcp-demo.yaml). Servers run in a nested sandbox
+# where host virtualenvs are not mounted: the SDK is installed, for the system python3 that runs the
+# server, into a project folder the server's sandbox mounts read-only (world-readable, so it is bound
+# as it is rather than copied into every cell).
+mcp-sdk: $(MCP_SDK)/.installed
+
+$(MCP_SDK)/.installed:
+	rm -rf $(MCP_SDK)
+	umask 022 && /usr/bin/python3 -m pip install -q --no-warn-script-location --root-user-action=ignore --target $(MCP_SDK) 'mcp==2.3.0'
 	touch $@
 
 demo: setup

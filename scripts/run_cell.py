@@ -30,6 +30,7 @@ with tracking_cell(f"results/{config['experiment']}",
         record_out=snakemake.output.record,  # noqa: F821
         attempt=snakemake.resources.attempt,  # noqa: F821
         breaker_state=f"results/{config['experiment']}/.outage-breaker.json",
+        cli_version=snakemake.params.cli_version,  # noqa: F821
         overlay_json=snakemake.input.get("overlay"),  # noqa: F821
         log=sys.stdout,
     )

@@ -1,11 +1,14 @@
 """Arms from config: their sessions, prompts, tools, expected skills, and candidate pairing.
 
 Nothing here names a particular skill family: an arm is a list of sessions from
-`config["arms"]`, and `candidate_<arm>` is the same arm run on the candidate overlay.
+`config["arms"]`, and `candidate_<arm>` is the same arm run on the candidate overlay. An arm's
+MCP servers and per-session tool surfaces are checked by `skillbench.mcp`, its plugins by
+`skillbench.plugins` (both from `check_arms`, at parse time).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 CANDIDATE_PREFIX = "candidate_"
@@ -41,8 +44,15 @@ def arm_skills(config: dict[str, Any], arm: str) -> list[str]:
     return skills
 
 
-def check_arms(config: dict[str, Any]) -> None:
-    """Every session's prompt key exists; skills named by arms exist in the skills folder listing."""
+def local_skills(skills: list[str]) -> list[str]:
+    """The skills that live in the skills root (plugin skills are `<plugin>:<skill>`)."""
+    return [skill for skill in skills if ":" not in skill]
+
+
+def check_arms(config: dict[str, Any], project_root: Path | None = None) -> None:
+    """Every session's prompt key exists; skill, tool-surface, MCP and plugin keys are consistent."""
+    from . import mcp, plugins
+
     prompts = config.get("prompts", {})
     for name, definition in config["arms"].items():
         sessions = definition["sessions"]
@@ -56,6 +66,19 @@ def check_arms(config: dict[str, Any]) -> None:
         if "Skill" in definition.get("disallowed_tools", []) and arm_skills(config, name):
             raise ArmError(f"config arms.{name}: disallows the Skill tool but expects skills "
                            f"{arm_skills(config, name)}")
+        if definition.get("disable_slash_commands") and arm_skills(config, name):
+            raise ArmError(f"config arms.{name}.disable_slash_commands: the arm expects skills "
+                           f"{arm_skills(config, name)}, which the flag turns off")
+        for index, session in enumerate(sessions):
+            surface = session.get("tools") or config["agent"]["tools"]
+            if session.get("skill") and ("Skill" not in surface or "Skill" in session.get("disallowed_tools", [])):
+                raise ArmError(f"config arms.{name}.sessions[{index}].tools: the session must invoke "
+                               f"{session['skill']!r} but its surface has no Skill tool")
+    try:
+        mcp.check_mcp_config(config, project_root)
+        plugins.check_plugins(config, project_root)
+    except (mcp.McpConfigError, plugins.PluginError) as exc:
+        raise ArmError(str(exc)) from exc
 
 
 def selected_arms(config: dict[str, Any]) -> list[str]:

@@ -477,7 +477,8 @@ def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
         **dict.fromkeys(sessions.USAGE_FIELDS, 0),
         "cost_usd": None, "cost_check": None, "duration_s": 0.0, "num_turns": 0,
         "session_ids": [], "transcript_artifacts": [], "transcript_missing": False, "skill_invoked": None,
-        "tool_use_counts": {}, "plan_produced": False,
+        "tool_use_counts": {}, "mcp_tool_uses": {}, "mcp_semantic_errors": {}, "plugins": _row_plugins(config, arm),
+        "plan_produced": False,
         "diff_files": 0, "diff_insertions": 0, "diff_deletions": 0,
         "model": config["model"]["name"], "effort": config["model"]["effort"],
         "provider": config["model"]["provider"], "cli_version": context.cli_version,
@@ -489,6 +490,14 @@ def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
         "oracle_manifest_digest": binding["oracle_manifest_digest"],
         "sandbox_backend": config["sandbox"]["backend"], "recorded_at": now_iso(),
     }
+
+
+def _row_plugins(config: dict[str, Any], arm: str) -> list[dict[str, Any]]:
+    from . import plugins
+
+    if not config["arms"].get(arm_config.incumbent_of(arm), {}).get("plugins"):
+        return []
+    return plugins.provenance(plugins.arm_plugins(config, arm_config.incumbent_of(arm)))
 
 
 def cost_check(summed: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -510,13 +519,71 @@ def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) ->
     return sandbox.environment(extra)
 
 
-def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any], arm: str, run: int,
-                    sandbox: Sandbox, context: CellContext, disallowed: list[str]) -> dict[str, Any]:
-    config = context.config
+def session_launch(sandbox: Sandbox, config: dict[str, Any], arm: str,
+                   session: dict[str, Any]) -> tuple[list[str], list[tuple[Path, str]], dict[str, str], list[str]]:
+    """(CLI argv, read-only binds for the session's sandbox, extra CLI environment, MCP server names) of a session.
+
+    The session's tool surface, its arm's MCP servers (each in a nested sandbox, `--mcp-config`
+    written here, credential-free) and plugins (`--plugin-dir`, bound read-only).
+    """
+    from . import mcp, plugins
+
+    definition = arm_config.arm_definition(config, arm)
+    tools, disallowed = mcp.session_surface(config, definition, session)
+    servers = mcp.arm_servers(config, definition)
+    resolved = mcp.check_mcp_config(config) if servers else {}
+    binds: list[tuple[Path, str]] = []
+    for name in servers:
+        binds += [(Path(host), target) for target, host in resolved[name]["mounts"].items()]
+
+    def server_argv(name: str, server: dict[str, Any]) -> list[str]:
+        mounts = resolved[name]["mounts"]
+        if sandbox.backend == "none":
+            command = resolved[name]["command"]
+            args = [_host_path(arg, mounts) for arg in server.get("args") or []]
+            env = {key: _host_path(value, mounts) for key, value in mcp.server_environment(server).items()}
+            return sandbox.mcp_server_argv(command=_host_path(command, mounts), args=args, env=env, mounts=[],
+                                           network=True, workspace="read-write")
+        return sandbox.mcp_server_argv(command=resolved[name]["command"], args=server.get("args") or [],
+                                       env=mcp.server_environment(server), mounts=list(mounts),
+                                       network=server["network"], workspace=server["workspace"])
+
+    plugin_dirs: list[str] = []
+    for index, plugin in enumerate(plugins.arm_plugins(config, arm_config.incumbent_of(arm))):
+        if sandbox.backend == "bwrap":
+            target = plugins.sandbox_path(plugin, index)
+            binds.append((Path(plugin["path"]), target))
+            plugin_dirs.append(target)
+        else:
+            plugin_dirs.append(plugin["path"])
     argv = sessions.cli_command(
-        sandbox.claude, tools=config["agent"]["tools"], disallowed_tools=disallowed,
+        sandbox.claude, tools=tools, disallowed_tools=disallowed,
         model=config["model"]["name"], effort=config["model"]["effort"],
-        settings_json=claude_settings(sandbox_backend=sandbox.backend))
+        settings_json=claude_settings(sandbox_backend=sandbox.backend),
+        mcp_config=mcp.mcp_config_json(servers, server_argv), plugin_dirs=plugin_dirs,
+        disable_slash_commands=bool(definition.get("disable_slash_commands")))
+    # Servers connect before the first request (else their tools may be missing from it), and the CLI
+    # passes a server no more than the allow-listed environment (the server's argv clears it anyway).
+    extra_env = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "30000",
+                 "CLAUDE_CODE_MCP_ALLOWLIST_ENV": "1"} if servers else {}
+    for host, _target in binds:
+        sandbox.share_read_only(host)
+    return argv, binds, extra_env, list(servers)
+
+
+def _host_path(value: str, mounts: dict[str, str]) -> str:
+    """A mount-target path rewritten to its host path (the `none` backend has no mounts)."""
+    for target, host in mounts.items():
+        if value == target or value.startswith(f"{target}/"):
+            return host + value[len(target):]
+    return value
+
+
+def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any], arm: str, run: int,
+                    sandbox: Sandbox, context: CellContext, disallowed: list[str] | None = None) -> dict[str, Any]:
+    """One session of the arm; `disallowed` is unused (the arm's and the session's surface decide)."""
+    config = context.config
+    argv, binds, extra_env, servers = session_launch(sandbox, config, arm, session)
     label = f"{task['id']}/{arm}/run{run}/{session['role']}"
     with ExitStack() as stack:
         if config["model"]["provider"] == "scripted":
@@ -530,13 +597,20 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
         progress = stack.enter_context(sessions.SessionProgress(
             label, stream=context.log, secrets=context.secrets, heartbeat_s=config["agent"]["heartbeat_s"]))
         started, window_start = time.monotonic(), now_iso("milliseconds")
+        env = {**session_environment(sandbox, base_url, api_key), **extra_env}
         record = sessions.run_session(
-            sandbox.command(argv), prompt=prompt, env=session_environment(sandbox, base_url, api_key),
+            sandbox.command(argv, extra_read_only=binds), prompt=prompt, env=env,
             cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
             timeout=config["agent"]["session_timeout_s"], expected_skill=session.get("skill"),
             transcript_dir=context.run_dir / "transcripts", transcript_prefix=f"{session['role']}",
-            secrets=context.secrets, prices=config["agent"]["prices"]["usd_per_mtok"], progress=progress)
+            secrets=context.secrets, prices=config["agent"]["prices"]["usd_per_mtok"], progress=progress,
+            mcp_servers=servers)
         context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
+    from .mcp import server_log_tail
+
+    for name, status in record.get("mcp_failed", {}).items():
+        tail = server_log_tail(sandbox.home_host, name) or "(the CLI logged nothing for it)"
+        _say(context, f"[{label}] MCP server {name} did not start (status {status}); its log tail:\n{tail}")
     context.session_windows.append({"role": session["role"], "started_at": window_start,
                                     "finished_at": now_iso("milliseconds")})
     return record
@@ -577,7 +651,7 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
     limits = WorkspaceLimits.from_config(config["sandbox"].get("limits"))
     git = sandbox.git()
     oracle_files = oracle.load_snapshot(context.oracle_snapshot, binding)
-    skills = arm_config.arm_skills(config, arm)
+    skills = arm_config.local_skills(arm_config.arm_skills(config, arm))
     install_skills(clone, context.skills_source, context.skills_root, git)
 
     base_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
@@ -590,6 +664,13 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
                              f"{_tail(result.stderr_tail or result.stdout_tail, 1500)}")
         if skill_fingerprint(clone, context.skills_root, skills) != base_fingerprint:
             raise InfraError("task setup changed the evaluated skill fingerprint")
+    if definition.get("no_mcp"):
+        from .mcp import strip_guidance
+
+        stripped = strip_guidance(clone, sorted(config.get("mcp_servers") or {}))
+        if stripped:
+            repo.commit_all(git, "benchmark: guidance without unavailable MCP tools")
+            _say(context, f"no-MCP arm: rewrote {', '.join(stripped)} without lines about MCP tools")
     if arm_config.is_candidate(arm):
         from .overlay import apply_overlay
 
@@ -662,14 +743,15 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
         summed = sessions.sum_sessions(records)
         row.update({key: summed[key] for key in (
             *sessions.USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", "ok", "session_ids", "error_kind",
-            "skill_invoked", "transcript_missing", "transcript_artifacts", "tool_use_counts")})
+            "skill_invoked", "transcript_missing", "transcript_artifacts", "tool_use_counts", "mcp_tool_uses",
+            "mcp_semantic_errors")})
         row["error_detail"] = summed["error_detail"]
         row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *diagnostics]
         row["cost_check"] = cost_check(summed, config)
     else:
         row["evidence_diagnostics"] = list(diagnostics)
     row["plan_produced"] = plan_produced
-    if not skills:
+    if not arm_config.arm_skills(config, arm):
         row["skill_invoked"] = None
     head_problem = repo.git_head_problem(clone)
     if head_problem:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from . import artifacts, cells
-from .process import ORPHANED, exclusive_writer
+from .process import ORPHANED, exclusive_writer, run_managed
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
 
@@ -55,18 +56,49 @@ def resolve_cli(name: str, project_root: Path = PROJECT_ROOT) -> Path:
                                   "run `make setup` to install the Claude Code CLI")
 
 
+# The oldest Claude Code CLI the test suite runs (tools/package.json pins it); older ones are refused
+# because their behaviour inside the sandbox is unverified (1.0.x fails there: it loads a yoga.wasm
+# beside its bin file, which the sandbox does not mount).
+MIN_CLI_VERSION = "2.1.197"
+VERSION_PATTERN = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)")
+CLI_VERSION_TIMEOUT_S = 60
+
+
 def cli_version(cli: Path) -> str | None:
-    """Version from the npm package the binary ships in (no process start on every cell)."""
+    """The CLI's version: from the npm package the binary ships in, else from `<cli> --version`."""
     for parent in cli.parents:
         manifest = parent / "package.json"
         if manifest.is_file():
             try:
                 package = json.loads(manifest.read_text())
             except (OSError, json.JSONDecodeError):
-                return None
+                break
             if package.get("name") == "@anthropic-ai/claude-code":
                 return package.get("version")
-    return None
+    result = run_managed([str(cli), "--version"], env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent",
+                                                      "DISABLE_AUTOUPDATER": "1"},
+                         timeout=CLI_VERSION_TIMEOUT_S, cwd="/")
+    match = VERSION_PATTERN.match(result.stdout_tail) if result.ok else None
+    return ".".join(match.groups()) if match else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    match = VERSION_PATTERN.match(version)
+    return tuple(int(part) for part in match.groups()) if match else ()
+
+
+def check_cli(config: dict[str, Any]) -> str:
+    """Parse time: the configured CLI exists and is recent enough; return its version (a key of every cell)."""
+    cli = resolve_cli(config["agent"]["cli"])
+    version = cli_version(cli)
+    if version is None:
+        raise artifacts.ArtifactError(f"config agent.cli: cannot tell the version of {cli} (neither its npm "
+                                      "package.json nor `--version` names one); point agent.cli at a Claude Code CLI")
+    if _version_key(version) < _version_key(MIN_CLI_VERSION):
+        raise artifacts.ArtifactError(f"config agent.cli: Claude Code {version} at {cli} is older than the oldest "
+                                      f"supported version {MIN_CLI_VERSION}; run `make setup` (it installs the pinned "
+                                      "CLI into tools/) or point agent.cli at a newer one")
+    return version
 
 
 def api_key(config: dict[str, Any]) -> str | None:
@@ -100,14 +132,15 @@ def load_script(path: str | None) -> dict[str, Any] | None:
 
 def run_cell(*, config: dict[str, Any], task: dict[str, Any], arm: str, run: int, binding: str, template: str,
              oracle_snapshot: str, skills_root: str, model_script: str | None, record_out: str, attempt: int,
-             breaker_state: str, overlay_json: str | None = None, log=None) -> None:
-    """`task` is the definition the workflow validated when it was parsed (the rule's params)."""
+             breaker_state: str, cli_version: str, overlay_json: str | None = None, log=None) -> None:
+    """`task` is the definition the workflow validated when it was parsed and `cli_version` the CLI's version
+    it found then (the rule's params)."""
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     cli = resolve_cli(config["agent"]["cli"])
     context = cells.CellContext(
         config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
-        run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version(cli), api_key=api_key(config),
+        run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version, api_key=api_key(config),
         model_script=load_script(model_script), skills_source=Path(skills_root),
         overlay=frozen_overlay_of(overlay_json) if overlay_json else None, overlay_digest=overlay_digest, log=log)
     run_dir = Path(record_out).parent
@@ -159,7 +192,7 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
         "tools": config["agent"]["tools"],
     }
     text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
-                  provenance=provenance, promotion=promotion_doc)
+                  provenance=provenance, promotion=promotion_doc, baseline_arm=config["report"]["baseline_arm"])
     artifacts.atomic_write_text(Path(out), text + oracle_log_section(rows, Path(out)))
 
 

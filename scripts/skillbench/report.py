@@ -10,7 +10,7 @@ from typing import Any
 
 from .aggregate import USAGE_FIELDS, aggregate_by_task, resolved_by_task, savings
 
-BASELINE_ARM = "baseline"
+DEFAULT_BASELINE_ARM = "baseline"
 DASH = "—"
 MINUS = "−"
 
@@ -135,11 +135,11 @@ def _percent_saved(base: float | None, value: float | None) -> float | None:
 
 
 def _savings_line(task: str, task_class: str, arm: str, summaries: dict[str, dict[str, Any]],
-                  resolved_only: dict[str, dict[str, Any] | None]) -> str:
+                  resolved_only: dict[str, dict[str, Any] | None], baseline_arm: str) -> str:
     """Savings of ``arm`` against the baseline over resolved runs only, next to both arms' resolution."""
-    arm_all, base_all = summaries[arm], summaries[BASELINE_ARM]
+    arm_all, base_all = summaries[arm], summaries[baseline_arm]
     resolution = f"{arm_all['resolved']}/{arm_all['valid_runs']} vs {base_all['resolved']}/{base_all['valid_runs']}"
-    arm_resolved, base_resolved = resolved_only.get(arm), resolved_only.get(BASELINE_ARM)
+    arm_resolved, base_resolved = resolved_only.get(arm), resolved_only.get(baseline_arm)
     if arm_resolved is None or base_resolved is None:
         saved: dict[str, float | None] = dict.fromkeys((*USAGE_FIELDS, "cost_usd", "duration_s"))
         basis = "n/a: an arm resolved nothing"
@@ -199,6 +199,21 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
         f"- Skipped expensive tasks ({len(skipped)}): {', '.join(skipped) if skipped else 'none'}",
         f"- Runs per (task, arm): {runs}",
     ]
+    plugins: dict[tuple[str, Any, Any], list[str]] = {}
+    for row in rows:
+        for plugin in row.get("plugins") or []:
+            arms = plugins.setdefault((plugin["name"], plugin.get("version"), plugin["digest"]), [])
+            if row["arm"] not in arms:
+                arms.append(row["arm"])
+    for (name, version, digest), arms in plugins.items():
+        lines.append(f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` "
+                     f"(arms: {', '.join(arms)})")
+    mcp_uses: dict[str, int] = {}
+    for row in rows:
+        for server, count in (row.get("mcp_tool_uses") or {}).items():
+            mcp_uses[server] = mcp_uses.get(server, 0) + count
+    if mcp_uses:
+        lines.append("- MCP tool calls: " + ", ".join(f"`{server}` {count}" for server, count in mcp_uses.items()))
     run_status = provenance.get("run_status", "complete")
     if run_status != "complete":
         lines.append(f"- Run status: `{run_status}` — partial evidence; promotion is disabled")
@@ -397,8 +412,9 @@ def render_report(
     arm_order: list[str],
     provenance: dict[str, Any],
     promotion: dict[str, Any] | None = None,
+    baseline_arm: str = DEFAULT_BASELINE_ARM,
 ) -> str:
-    """The whole ``report.md`` as one string.
+    """The whole ``report.md`` as one string; savings rows compare every arm with ``baseline_arm``.
 
     Tasks follow ``task_order`` and arms ``arm_order``; tasks or arms present in ``rows`` but
     not named there follow in order of first appearance, so no row is silently dropped.
@@ -418,10 +434,11 @@ def render_report(
         ordered_arms = _ordered(arm_order, list(arms))
         for arm in ordered_arms:
             lines.append(_arm_line(task, arm, arms[arm]))
-        if BASELINE_ARM in arms:
+        if baseline_arm in arms:
             for arm in ordered_arms:
-                if arm != BASELINE_ARM:
-                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task]))
+                if arm != baseline_arm:
+                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task],
+                                               baseline_arm))
 
     summaries = [summary for arms in by_task.values() for summary in arms.values()]
     excluded = sum(summary["excluded_runs"] for summary in summaries)

@@ -39,6 +39,13 @@ only, and nothing the CLI starts on its own inherits it from a file the agent wr
   (`SHELL_STARTUP_FILES`) are empty and read-only in every sandbox, and every session gets a
   fresh home, so no session sources a file an earlier session or its own commands wrote.
 
+* an arm's MCP servers are started by the CLI through `mcp_server_argv`: `env -i`, then a nested
+  Bubblewrap of their own (own user and PID namespace and `/proc`, no capabilities, `--clearenv`
+  plus the server's allow list, no network unless the arm allows it, no home, the system trees,
+  the server's read-only mounts and the workspace read-only unless the arm says otherwise). The
+  mounts are bound read-only into the session's sandbox at the same paths first; trees every
+  uid can read are bound as they are (`share_read_only`), others are copied.
+
 So a command the agent writes can neither read the CLI's environment or memory, nor reach any
 socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
 tools are held back by the deny rules of `claude_settings`.
@@ -279,6 +286,56 @@ def git_wrapper_script(*, home: str, tmp: str, path: str, git: str, nested_bwrap
     )
 
 
+def mcp_server_argv(*, command: str, args: Sequence[str], env: dict[str, str], mounts: Sequence[str],
+                    network: bool, workspace: str, nested_bwrap: str = SANDBOX_BWRAP,
+                    prlimit: list[str] | None = None) -> list[str]:
+    """The argv the CLI starts for one stdio MCP server: its own nested Bubblewrap inside the session's sandbox.
+
+    `env -i` first, so not even Bubblewrap (whose /proc/<pid>/environ the server could read) holds the
+    CLI's environment; inside, `--clearenv` plus exactly `env`. Own user, PID and IPC namespaces, every
+    capability dropped, no network unless `network`; the system trees, the server's `mounts` (already
+    bound read-only at the same paths in the session's sandbox) read-only, a private tmpfs /tmp, no
+    home, and the workspace as `workspace` says (`none`, `read-only`, `read-write`).
+    """
+    argv = ["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
+    if prlimit:
+        argv += [*prlimit, "--"]
+    argv += [nested_bwrap, "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
+             "--unshare-ipc"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    argv += [*system_mount_args(), "--ro-bind", "/etc/passwd", "/etc/passwd", "--ro-bind", "/etc/group", "/etc/group",
+             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for target in mounts:
+        argv += ["--ro-bind", target, target]
+    if workspace != "none":
+        argv += ["--bind" if workspace == "read-write" else "--ro-bind", SANDBOX_WORKSPACE, SANDBOX_WORKSPACE]
+    argv += ["--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE if workspace != "none" else "/tmp",
+             "--", command, *args]
+    return argv
+
+
+def world_readable_tree(root: Path) -> bool:
+    """Whether any uid can read everything under `root` and reach it (so it can be bound without a copy)."""
+    root = Path(root).absolute()
+    if not all(os.stat(parent).st_mode & stat.S_IXOTH for parent in root.parents):
+        return False
+    info = os.stat(root)
+    if not stat.S_ISDIR(info.st_mode):
+        return bool(info.st_mode & stat.S_IROTH)
+    for directory, _subdirs, files in os.walk(root):
+        if os.stat(directory).st_mode & (stat.S_IROTH | stat.S_IXOTH) != (stat.S_IROTH | stat.S_IXOTH):
+            return False
+        for name in files:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+            if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                return False
+    return True
+
+
 def bwrap_namespace_args(*, network: bool) -> list[str]:
     args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--unshare-pid",
             "--unshare-ipc", "--unshare-uts", "--hostname", SANDBOX_HOSTNAME, "--unshare-cgroup-try"]
@@ -469,6 +526,7 @@ class Sandbox:
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         (self.tools_host / "empty").write_bytes(b"")
         self._scratch_count = 0
+        self._shared: set[Path] = set()
         if self.launcher:
             for tree in (self.private_root, self.clone):
                 if tree != self.private_root and tree.is_relative_to(self.private_root):
@@ -570,6 +628,8 @@ class Sandbox:
         if host.is_relative_to(self.private_root):
             _hand_over(host, self.host_uid, self.host_gid)
             return host
+        if host in self._shared:
+            return host
         copy = self.mounts_host / f"{len(os.listdir(self.mounts_host))}-{host.name}"
         if host.is_dir():
             shutil.copytree(host, copy, symlinks=True)
@@ -577,6 +637,24 @@ class Sandbox:
             shutil.copy2(host, copy, follow_symlinks=False)
         _hand_over(copy, self.host_uid, self.host_gid)
         return copy
+
+    def share_read_only(self, host: Path) -> None:
+        """Let `host` be bound read-only as it is rather than copied, when every uid can read it (an MCP
+        server's SDK or a plugin: trusted, read-only, possibly large)."""
+        host = Path(host).absolute()
+        if host not in self._shared and world_readable_tree(host):
+            self._shared.add(host)
+
+    def mcp_server_argv(self, *, command: str, args: Sequence[str], env: dict[str, str], mounts: Sequence[str],
+                        network: bool, workspace: str) -> list[str]:
+        """`mcp_server_argv` for this sandbox (the address-space limit included); the `none` backend runs the
+        server on the host with only its environment."""
+        if self.backend == "none":
+            return ["/usr/bin/env", "-i", *(f"{name}={value}" for name, value in env.items()), command, *args]
+        memory = [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)] \
+            if self.prlimit and self.limits.memory_mb > 0 else None
+        return mcp_server_argv(command=command, args=args, env=env, mounts=mounts, network=network,
+                               workspace=workspace, prlimit=memory)
 
     def _limit_prefix(self, memory: bool) -> list[str]:
         if not self.prlimit:

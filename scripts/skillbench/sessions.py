@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from skillbench import mcp
 from skillbench.artifacts import write_exclusive
 from skillbench.process import ProcessResult, run_managed
 from skillbench.redaction import redact_text, redact_value
@@ -53,14 +54,26 @@ def cli_command(
     effort: str | None,
     settings_json: str | None,
     permission_mode: str | None = "dontAsk",
+    mcp_config: str = '{"mcpServers":{}}',
+    plugin_dirs: Sequence[str] = (),
+    disable_slash_commands: bool = False,
 ) -> list[str]:
-    """The headless CLI argv. The prompt always goes on stdin: the variadic flags would swallow a positional."""
+    """The headless CLI argv. The prompt always goes on stdin: the variadic flags would swallow a positional.
+
+    `--strict-mcp-config` is always passed, so only the servers of `mcp_config` (which skillbench
+    writes) exist: none from the workspace's `.mcp.json`, the home or a plugin.
+    """
     argv = [cli, "-p", "--input-format", "text", "--output-format", "stream-json", "--verbose"]
     if settings_json is not None:
         argv += ["--settings", settings_json]
-    argv += ["--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}']
+    argv += ["--strict-mcp-config", "--mcp-config", mcp_config]
+    for directory in plugin_dirs:
+        argv += ["--plugin-dir", directory]
+    if disable_slash_commands:
+        argv.append("--disable-slash-commands")
     joined = ",".join(tools)
     # --allowedTools only pre-approves; without --tools every built-in tool (subagents, web) stays available.
+    # --tools does not filter MCP tools: a server's tools a session may not use come as disallowed_tools.
     argv += ["--tools", joined, "--allowedTools", joined]
     if permission_mode:
         argv += ["--permission-mode", permission_mode]
@@ -172,6 +185,16 @@ def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
     expected = _skill_identifier(skill)
     if expected is None:
         raise ValueError(f"expected skill {skill[:80]!r} has no identifier")
+    # A plugin skill ("plugin:skill") is proved by its qualified name or by its bare name, never by the
+    # same skill name of another plugin.
+    plugin = skill.strip().rsplit(":", 1)[0] if ":" in skill else None
+
+    def requested(value: Any) -> bool:
+        if _skill_identifier(value) != expected:
+            return False
+        token = value.split(maxsplit=1)[0].removeprefix("/")
+        return plugin is None or ":" not in token or token.rsplit(":", 1)[0] == plugin
+
     requests: dict[str, tuple[int, bool]] = {}
     results: dict[str, tuple[int, bool]] = {}
     for index, event in enumerate(events):
@@ -190,7 +213,7 @@ def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
                     isinstance(name, str)
                     and name.casefold() == "skill"
                     and isinstance(arguments, dict)
-                    and any(_skill_identifier(arguments.get(field)) == expected for field in _SKILL_INPUT_FIELDS)
+                    and any(requested(arguments.get(field)) for field in _SKILL_INPUT_FIELDS)
                 )
                 requests[tool_id] = (index, matched)
             elif block.get("type") == "tool_result":
@@ -344,8 +367,14 @@ def session_record(
     prices: dict[str, Any] | None,
     started_at: str,
     finished_at: str,
+    mcp_servers: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The record of one session, from its process outcome and parent-captured stdout."""
+    """The record of one session, from its process outcome and parent-captured stdout.
+
+    With `mcp_servers`, the record counts each server's tool uses and semantic errors, and a server
+    that `system/init` does not show as connected makes the session an `infra-error` (the harness's,
+    excluded) whose `mcp_failed` names it.
+    """
     stream_error: str | None = None
     window: list[dict[str, Any]] = []
     data: dict[str, Any] = {}
@@ -382,6 +411,9 @@ def session_record(
                 name = _tool_name(block.get("name"))
                 tool_use_counts[name] = tool_use_counts.get(name, 0) + 1
 
+    mcp_uses, mcp_errors = mcp.mcp_counts(window, list(mcp_servers))
+    mcp_failed = mcp.failed_servers(window, list(mcp_servers)) if stream_error is None else {}
+
     milliseconds = _nonnegative(data.get("duration_ms"))
     session_id = data.get("session_id")
     model_usage = data.get("modelUsage")
@@ -414,6 +446,9 @@ def session_record(
         ),
         "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
         "tool_use_counts": tool_use_counts,
+        "mcp_tool_uses": mcp_uses,
+        "mcp_semantic_errors": mcp_errors,
+        "mcp_failed": mcp_failed,
         **{field: value or 0 for field, value in counts.items()},
         "transcript_missing": False,
         "evidence_diagnostics": [],
@@ -421,6 +456,11 @@ def session_record(
         "finished_at": finished_at,
     }
 
+    if mcp_failed and record["error_kind"] != "cancelled":
+        # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
+        listed = ", ".join(f"{name} ({status})" for name, status in mcp_failed.items())
+        record.update(ok=False, error_kind="infra-error",
+                      error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr")
     if expected_skill is None and transcript_dir is None:
         return record
     diagnostics: list[str] = []
@@ -448,7 +488,7 @@ def session_record(
         record.setdefault("skill_invoked", None)
         if record["skill_invoked"] is False:
             detail = f"the event stream shows no successful {expected_skill} invocation"
-            if session_error:
+            if session_error or mcp_failed:
                 diagnostics.append(detail)
             elif not diagnostics:
                 record["ok"] = False
@@ -458,7 +498,7 @@ def session_record(
         diagnostics = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
         record["transcript_missing"] = True
         record["evidence_diagnostics"] = diagnostics
-        if not session_error:
+        if not session_error and not mcp_failed:
             record["ok"] = False
             record["error_kind"] = "evidence-unverified"
             record["error_detail"] = "; ".join(diagnostics)
@@ -482,6 +522,7 @@ def run_session(
     secrets: Sequence[str],
     prices: dict[str, Any] | None,
     progress: SessionProgress | None = None,
+    mcp_servers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run one headless session (prompt on stdin, stdout captured as evidence) and return its record."""
     started_at = _utc_now()
@@ -503,6 +544,7 @@ def run_session(
         prices=prices,
         started_at=started_at,
         finished_at=_utc_now(),
+        mcp_servers=mcp_servers,
     )
 
 
@@ -546,6 +588,12 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
         for name, count in record.get("tool_use_counts", {}).items():
             tool_use_counts[name] = tool_use_counts.get(name, 0) + int(count)
     total["tool_use_counts"] = tool_use_counts
+    for field in ("mcp_tool_uses", "mcp_semantic_errors"):
+        summed: dict[str, int] = {}
+        for record in records:
+            for name, count in record.get(field, {}).items():
+                summed[name] = summed.get(name, 0) + int(count)
+        total[field] = summed
     return total
 
 
@@ -607,6 +655,7 @@ class SessionProgress:
         self.events = 0
         self.turns = 0
         self.tool_calls = 0
+        self.mcp_calls = 0
         self._last_message_id: Any = None
         self._pending_tools: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._last_activity = "starting"
@@ -658,9 +707,10 @@ class SessionProgress:
         while not self._done.wait(tick):
             with self._lock:
                 if time.monotonic() - self._last_spoke >= self.heartbeat_s:
+                    mcp = f" ({self.mcp_calls} MCP)" if self.mcp_calls else ""
                     self._say(
                         f"still running · {self.events} events · {self.turns} turns · "
-                        f"{self.tool_calls} tool calls · last: {self._last_activity}"
+                        f"{self.tool_calls} tool calls{mcp} · last: {self._last_activity}"
                     )
             self._flush()
 
@@ -729,6 +779,7 @@ class SessionProgress:
             return
         names = [_tool_name(block.get("name")) for block in uses]
         self.tool_calls += len(names)
+        self.mcp_calls += sum(1 for name in names if name.startswith(mcp.MCP_PREFIX))
         self._last_activity = ", ".join(names[:4])
         self._say(f"turn {self.turns} · {self._last_activity}")
         for block, name in zip(uses, names, strict=True):
@@ -737,7 +788,7 @@ class SessionProgress:
                 self._pending_tools[tool_id] = name
                 while len(self._pending_tools) > MAX_PENDING:
                     self._pending_tools.popitem(last=False)
-            if name in _PREVIEWED_TOOLS:
+            if name in _PREVIEWED_TOOLS or name.startswith(mcp.MCP_PREFIX):
                 self._say(f"tool {name} input={_preview(block.get('input'), self.secrets)}")
 
     def _observe_user(self, event: dict[str, Any]) -> None:
@@ -747,6 +798,8 @@ class SessionProgress:
             tool_id = block.get("tool_use_id")
             name = self._pending_tools.pop(tool_id, "tool") if isinstance(tool_id, str) else "tool"
             status = "error" if block.get("is_error") is True else "ok"
+            if status == "ok" and name.startswith(mcp.MCP_PREFIX) and mcp.is_error_envelope(block.get("content")):
+                status = "error (envelope)"
             self._last_activity = f"{name} result {status}"
-            if name in _PREVIEWED_TOOLS:
+            if name in _PREVIEWED_TOOLS or name.startswith(mcp.MCP_PREFIX):
                 self._say(f"tool {name} result={status} output={_preview(block.get('content'), self.secrets)}")

@@ -341,3 +341,11 @@ def test_wall_time_of_short_cells_is_marked_noisy_and_has_no_saving():
     long_text = render(long_rows)
     assert _table_line_of(long_text, "baseline")[10] == "600"
     assert _table_line_of(long_text, "**workflow savings %**")[10] == "25.0"
+
+
+def test_savings_rows_compare_with_the_configured_baseline_arm():
+    rows = [{**row, "arm": "plain" if row["arm"] == "baseline" else row["arm"]} for row in demo_rows()]
+    text = render(rows, arm_order=["workflow", "plain"], baseline_arm="plain")
+    assert "| demo-task | demo | **workflow savings %** | 1/1 vs 1/1 | 50.0 |" in text
+    # With the default baseline name the same rows have nothing to compare against.
+    assert "savings %**" not in "\n".join(line for line in render(rows).splitlines() if line.startswith("|"))

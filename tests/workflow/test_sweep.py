@@ -66,7 +66,9 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
         assert (run_dir / "patch.diff").read_bytes().startswith(b"diff --git")
         for artifact in row["transcript_artifacts"]:
             events = [json.loads(line) for line in (run_dir / artifact["path"]).read_text().splitlines()]
-            assert events[0]["type"] == "system" and events[0]["subtype"] == "init"
+            # Newer CLIs send other system events (ui_invalidate) before init; nothing else may come first.
+            first = next(index for index, event in enumerate(events) if event.get("subtype") == "init")
+            assert all(event["type"] == "system" for event in events[: first + 1])
             assert events[-1]["type"] == "result"
 
     report = project.results("one", "sweep", "report.md").read_text()
@@ -97,6 +99,18 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert untouched.stat().st_mtime_ns == before
     assert len(project.rows("one")) == 6
 
+    # The CLI's version keys every cell: after an upgrade nothing measured by the old CLI is reused.
+    newer_cli = reporting_cli(project.root, "2.1.999")
+    upgraded = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"cli": newer_cli}})
+    assert len(re.findall(r"^rule run_cell:", upgraded.stdout, re.MULTILINE)) == 6
+    assert "params" in upgraded.stdout
+    # A CLI older than the oldest supported version is refused when the workflow is parsed.
+    old_cli = reporting_cli(project.root, "1.0.44")
+    refused = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"cli": old_cli}}, check=False)
+    assert refused.returncode != 0
+    assert f"Claude Code 1.0.44 at {old_cli} is older than the oldest supported version 2.1.197" in (
+        refused.stdout + refused.stderr)
+
     # Editing one task's prompt rebinds that task and reruns exactly its cells; an unselected task's edit
     # changes nothing.
     suite = project.root / "tasks" / "demo" / "tasks.yaml"
@@ -114,6 +128,16 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert sorted(planned_jobs(planned, "run_cell")) == [
         f"cellset=cells, task=bulk-discount-threshold, arm={arm}, run=0" for arm in sorted(ARMS)]
     assert planned_jobs(planned, "bind_task") == ["task=bulk-discount-threshold"]
+
+
+def reporting_cli(folder: Path, version: str) -> str:
+    """A wrapper around the installed CLI that reports another version."""
+    real = (Path(__file__).resolve().parents[2] / "tools" / "node_modules" / ".bin" / "claude").resolve()
+    wrapper = folder / f"claude-{version}"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version} (Claude Code)"; exit 0; fi\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
 
 
 def test_bad_config_key_fails_before_any_job(project):

@@ -17,6 +17,9 @@ rule run_cell:
         prompts=get_session_prompts,
         model=config["model"],
         tools=config["agent"]["tools"],
+        # A CLI upgrade or a new price table changes what a cell measures: both key the cache.
+        cli_version=CLI_VERSION,
+        prices=config["agent"]["prices"],
         timeouts=[
             config["agent"]["session_timeout_s"],
             config["agent"]["setup_timeout_s"],
@@ -25,6 +28,7 @@ rule run_cell:
         sandbox=config["sandbox"]["backend"],
         # Resource limits can change a cell's outcome (a memory-hungry test suite), so they key the cache.
         limits=config["sandbox"]["limits"],
+        extensions=get_arm_extensions,
     log:
         f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
     resources:

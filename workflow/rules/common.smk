@@ -24,6 +24,7 @@ sb_configcheck.validate_config(
 )
 sb_arms.check_arms(config)
 sb_pipeline.check_model_access(config)
+CLI_VERSION = sb_pipeline.check_cli(config)
 
 EXPERIMENT = config["experiment"]
 RESULTS = f"results/{EXPERIMENT}"
@@ -271,3 +272,19 @@ def get_final_targets(wildcards):
     for gen in generation_chain():
         targets += cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
     return targets
+
+
+# An arm's MCP servers and plugins change what its sessions can do, so they key its cells' cache.
+from skillbench import mcp as sb_mcp  # noqa: E402
+from skillbench import plugins as sb_plugins  # noqa: E402
+
+
+def get_arm_extensions(wildcards):
+    """The arm's MCP servers (definitions and mounted-tree digests) and plugins (name, version, digest):
+    a change to any of them runs the arm's cells again."""
+    arm = sb_arms.incumbent_of(wildcards.arm)
+    definition = config["arms"][arm]
+    return {
+        "mcp_servers": sb_mcp.cache_key(config, definition),
+        "plugins": sb_plugins.provenance(sb_plugins.arm_plugins(config, arm)),
+    }

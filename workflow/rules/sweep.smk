@@ -42,6 +42,7 @@ rule render_report:
         arms=INCUMBENT_ARMS,
         model=config["model"],
         runs=config["runs"],
+        baseline=config["report"]["baseline_arm"],
     log:
         f"logs/{EXPERIMENT}/render_report/sweep.log",
     localrule: True
@@ -62,6 +63,7 @@ use rule render_report as render_generation_report with:
         arms=GENERATION_ARMS,
         model=config["model"],
         runs=config["runs"],
+        baseline=config["report"]["baseline_arm"],
     log:
         f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",
     localrule: True
