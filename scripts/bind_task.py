@@ -6,7 +6,7 @@ from skillbench.tasks import TaskError
 
 with rule_log(snakemake.log[0], expected=(TaskError,)):  # noqa: F821
     bind_task(
-        suite=snakemake.input.suite,  # noqa: F821
+        suite=snakemake.params.suite,  # noqa: F821
         task=dict(snakemake.params.task),  # noqa: F821
         binding_out=snakemake.output.binding,  # noqa: F821
         template_out=snakemake.output.template,  # noqa: F821

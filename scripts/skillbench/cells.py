@@ -48,7 +48,7 @@ from typing import Any, TextIO
 from . import arms as arm_config
 from . import breaker, oracle, repo, sessions
 from .aggregate import SYSTEMIC_ERROR_KINDS
-from .artifacts import ArtifactError, remove_tree
+from .artifacts import ArtifactError, remove_tree, write_exclusive
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL
 from .redaction import redact_text
@@ -377,8 +377,19 @@ def install_skills(clone: Path, source: Path | None, skills_root: str, git) -> N
     repo.commit_all(git, "benchmark incumbent skills")
 
 
-def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
-                 extra_read_only=()) -> tuple[bool, str, float]:
+@dataclass(frozen=True)
+class VerifierRun:
+    """One run of `verify` or the oracle: its verdict, output tail, process state and exit code."""
+
+    passed: bool
+    output: str
+    elapsed: float
+    state: str
+    exit_code: int | None
+
+
+def run_checked(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
+                extra_read_only=()) -> VerifierRun:
     """Run `verify` or the oracle with a read-only workspace and no network.
 
     A run that times out or leaves processes behind failed (the agent's code did that); only a
@@ -395,7 +406,14 @@ def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[st
     output = f"{result.stdout_tail}\n{result.stderr_tail}".strip()
     if result.state in ("timeout", "killed"):
         output = f"{output}\n[skillbench: the run {result.state}: {result.detail or ''}]".strip()
-    return result.ok, output, elapsed
+    return VerifierRun(result.ok, output, elapsed, result.state, result.returncode)
+
+
+def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
+                 extra_read_only=()) -> tuple[bool, str, float]:
+    """`run_checked` as (passed, output, elapsed)."""
+    run = run_checked(sandbox, command, timeout=timeout, env=env, extra_read_only=extra_read_only)
+    return run.passed, run.output, run.elapsed
 
 
 def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -407,10 +425,11 @@ def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | No
 
 def run_hidden_oracle(sandbox: Sandbox, task: dict[str, Any], files: list[tuple[str, bytes]], *,
                       timeout: float, private_root: Path,
-                      masks: Sequence[tuple[Path, str]] = ()) -> tuple[bool, float]:
-    """Stage the oracle at a random path only now, run it, re-check it, remove it. Output is never kept.
+                      masks: Sequence[tuple[Path, str]] = ()) -> VerifierRun:
+    """Stage the oracle at a random path only now, run it, re-check it, remove it.
 
-    `masks` binds (host file, workspace-relative path) over grader-config files the agent changed.
+    `masks` binds (host file, workspace-relative path) over grader-config files the agent changed. The output
+    is for the task author only (`oracle.log`, the task check): never a row, a transcript or evidence.
     """
     extra = [(host, sandbox.to_sandbox(sandbox.clone / relative)) for host, relative in masks] \
         if sandbox.backend == "bwrap" else []
@@ -426,14 +445,24 @@ def run_hidden_oracle(sandbox: Sandbox, task: dict[str, Any], files: list[tuple[
         sandbox_root = str(stage_root)
     try:
         env = verifier_environment(sandbox, "oracle", {ORACLE_ENV_VAR: sandbox_root})
-        passed, _output, elapsed = run_verifier(sandbox, task["oracle"]["command"], timeout=timeout, env=env,
-                                                extra_read_only=extra)
+        run = run_checked(sandbox, task["oracle"]["command"], timeout=timeout, env=env, extra_read_only=extra)
         oracle.check_staged(stage_root, files)
     finally:
         oracle.remove_staged(stage_root)
         if mountpoint is not None:
             mountpoint.rmdir()
-    return passed, elapsed
+    return run
+
+
+ORACLE_LOG = "oracle.log"
+
+
+def write_oracle_log(context: CellContext, text: str) -> None:
+    """The oracle's output tail for the task author, owner-only beside the record; never staged as evidence."""
+    path = context.run_dir / ORACLE_LOG
+    path.unlink(missing_ok=True)
+    write_exclusive(path, _tail(redact_text(text, context.secrets), VERIFY_TAIL_CHARS).encode("utf-8", "replace"),
+                    0o600)
 
 
 def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext) -> dict[str, Any]:
@@ -754,10 +783,14 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
             row["evidence_diagnostics"].append(
                 "hidden oracle not run: grader-config path(s) are no longer regular files: "
                 + ", ".join(unmaskable[:8]))
+            write_oracle_log(context, "hidden oracle not run: grader-config path(s) are no longer regular files")
         else:
-            oracle_passed, oracle_elapsed = run_hidden_oracle(
+            oracle_run = run_hidden_oracle(
                 sandbox, task, oracle_files, timeout=config["agent"]["verify_timeout_s"], private_root=private_root,
                 masks=masks)
+            oracle_passed, oracle_elapsed = oracle_run.passed, oracle_run.elapsed
+            write_oracle_log(context, f"$ {task['oracle']['command']}\n[{oracle_run.state}, exit "
+                                      f"{oracle_run.exit_code}]\n{oracle_run.output}")
         context.timings["oracle"] = oracle_elapsed
         row["oracle_passed"] = oracle_passed
         row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
@@ -817,6 +850,7 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
     context.run_dir.mkdir(parents=True, exist_ok=True)
     transcripts.mkdir(mode=0o700)
     (context.run_dir / "patch.diff").write_bytes(b"")
+    (context.run_dir / ORACLE_LOG).unlink(missing_ok=True)
     started_at, started = now_iso(), time.monotonic()
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-cell-"))

@@ -1,11 +1,14 @@
 """The `skillbench` command: check artifacts against their schemas, and the offline tools.
 
-    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path
+    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path (JSON, JSONL or
+                                                  YAML: a config file, a task suite or a model script)
     skillbench kinds                              list the artifact kinds
     skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
     skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
     skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
     skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
+    skillbench check-tasks [--configfile FILE]    verify and the hidden oracle on each task's base and reference
+                                                  solution, before any session is paid for (one line per task)
 """
 
 from __future__ import annotations
@@ -17,13 +20,49 @@ from pathlib import Path
 
 from . import artifacts
 
+YAML_KINDS = ("config", "task", "model-script")
+DEFAULT_CONFIG = Path("config/config.yaml")
+
+
+def _validate_yaml(kind: str, path: Path) -> None:
+    """The YAML documents an author writes; raise ArtifactError with one line per mistake."""
+    from . import configcheck, tasks
+
+    if kind == "config":
+        # A user's config file is merged over the default one, exactly as `snakemake --configfile` does.
+        layers = [DEFAULT_CONFIG] if DEFAULT_CONFIG.is_file() and DEFAULT_CONFIG.resolve() != path.resolve() else []
+        config = configcheck.load_config(*layers, path)
+        note = f" (merged over {DEFAULT_CONFIG})" if layers else ""
+        print(f"{path}: valid config{note}")
+        try:
+            selected = tasks.select_tasks(tasks.load_suite(config["tasks"]["suite"]),
+                                          include_expensive=config["tasks"]["include_expensive"],
+                                          only=config["tasks"]["only"]).tasks
+        except (artifacts.ArtifactError, OSError) as exc:
+            print(f"warning: the task suite cannot be checked from here: {exc}")
+            return
+        for warning in configcheck.design_warnings(config, len(selected)):
+            print(f"warning: {warning}")
+        return
+    document = configcheck.read_yaml(path, what=f"{kind} file")
+    if kind == "task" and isinstance(document, dict) and "tasks" in document:
+        suite = tasks.validate_suite(document, path)
+        print(f"{path}: valid task suite ({len(suite)} task(s))")
+        return
+    problems, _detail = configcheck.schema_problems(document, kind, what=str(path))
+    if problems:
+        raise artifacts.ArtifactError("\n".join(problems))
+    print(f"{path}: valid {kind}")
+
 
 def _validate(kind: str, path: Path) -> int:
     if kind not in artifacts.schema_kinds():
         print(f"unknown kind {kind!r}; known kinds: {', '.join(artifacts.schema_kinds())}", file=sys.stderr)
         return 2
     try:
-        if path.suffix == ".jsonl":
+        if kind in YAML_KINDS or path.suffix in (".yaml", ".yml"):
+            _validate_yaml(kind, path)
+        elif path.suffix == ".jsonl":
             rows = artifacts.read_jsonl(path, kind)
             print(f"{path}: {len(rows)} valid {kind} row(s)")
         else:
@@ -183,11 +222,55 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_tasks(args: argparse.Namespace) -> int:
+    """Bind and check every selected task (as `check_task` does before a run); one line per task."""
+    import tempfile
+
+    from . import configcheck, pipeline, sandbox, taskcheck, tasks
+
+    try:
+        config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
+        suite = config["tasks"]["suite"]
+        selected = tasks.select_tasks(tasks.load_suite(suite), include_expensive=True if args.all else
+                                      config["tasks"]["include_expensive"],
+                                      only=args.task or config["tasks"]["only"]).tasks
+        if config["sandbox"]["backend"] == "bwrap":
+            sandbox.preflight(config["sandbox"]["bwrap"])
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    secrets = [key for key in [pipeline.api_key(config)] if key]
+    refused = 0
+    for task in selected:
+        with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
+            try:
+                binding = tasks.bind_task(task, suite=Path(suite), template_dir=Path(scratch) / "template",
+                                          oracle_dir=Path(scratch) / "oracle")
+                document = taskcheck.check_task(
+                    task, binding, config=config, template=Path(scratch) / "template",
+                    oracle_snapshot=Path(scratch) / "oracle",
+                    solution=taskcheck.solution_bytes(task, Path(suite), binding), secrets=secrets)
+            except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+                print(f"{task['id']}: REFUSED — the check could not run: {exc}")
+                refused += 1
+                continue
+        print(document["summary"])
+        if not document["ok"]:
+            refused += 1
+            for problem in document["problems"]:
+                print("  " + problem.replace("\n", "\n  "))
+    if refused:
+        print(f"{refused} of {len(selected)} task(s) refused; a run would stop before any session", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check an artifact (JSON or JSONL) against its schema")
+    validate = commands.add_parser("validate", help="check an artifact (JSON or JSONL) or a config, task suite or "
+                                   "model script (YAML) against its schema")
     validate.add_argument("kind", help="artifact kind, e.g. result-row, cell-record, promotion")
     validate.add_argument("file", type=Path)
     commands.add_parser("kinds", help="list the artifact kinds")
@@ -226,6 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="extra config files, merged over config/config.yaml as snakemake --configfile does")
     estimate.add_argument("--results", type=Path,
                           help="price from the rows under this results folder (default: results/<experiment>)")
+    check = commands.add_parser("check-tasks", help="check every selected task before paying for sessions: verify "
+                                "and the hidden oracle on the base and on the reference solution")
+    check.add_argument("--configfile", type=Path, action="append", default=[],
+                       help="extra config files, merged over config/config.yaml as snakemake --configfile does")
+    check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
+    check.add_argument("--all", action="store_true", help="include tasks marked expensive")
     return parser
 
 
@@ -241,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args)
     if args.command == "estimate":
         return _estimate(args)
+    if args.command == "check-tasks":
+        return _check_tasks(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

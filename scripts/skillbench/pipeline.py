@@ -8,6 +8,7 @@ these with plain values taken from the `snakemake` object.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -199,7 +200,33 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
     }
     text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
                   provenance=provenance, promotion=promotion_doc, baseline_arm=config["report"]["baseline_arm"])
-    artifacts.atomic_write_text(Path(out), text)
+    artifacts.atomic_write_text(Path(out), text + oracle_log_section(rows, Path(out)))
+
+
+def oracle_log_section(rows: list[dict[str, Any]], report: Path) -> str:
+    """Links to the oracle's output of every run whose hidden oracle failed, for the task author.
+
+    The logs are owner-only files beside the records (`run<i>/oracle.log`); the report shows only the link, never
+    their content, and the evidence a proposer sees never holds them."""
+    from . import arms as arm_config
+    from .cells import ORACLE_LOG
+
+    results_root, folder = report.parent.parent, report.parent
+    links = []
+    for row in rows:
+        if row["oracle_passed"] or row["oracle_output"] != "hidden oracle failed":
+            continue
+        cellset = folder.name + "/cells" if arm_config.is_candidate(row["arm"]) else "cells"
+        log = results_root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / ORACLE_LOG
+        if log.is_file():
+            relative = os.path.relpath(log, folder)
+            links.append(f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})")
+    if not links:
+        return ""
+    return ("\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
+            "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
+            "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n"
+            + "\n".join(links) + "\n")
 
 
 
@@ -242,11 +269,15 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
 
     An overlay that carries any bound hidden oracle's content is refused before any cell runs."""
     from . import arms as arm_config
-    from . import overlay
+    from . import overlay, skillformat
 
     evolvable = config["skills"]["evolvable"]
     files = overlay.overlay_files(Path(source), evolvable)
     overlay.refuse_oracle_content(files, bound_oracles(bindings, oracle_dirs), source)
+    try:
+        skillformat.check_overlay(Path(source))
+    except skillformat.SkillFormatError as exc:
+        raise overlay.OverlayError(str(exc)) from exc
     overlay.require_change(files, Path(config["skills"]["root"]))
     touched = overlay.touched_skills(files)
     candidates = required_candidate_arms(config, touched, source)
@@ -406,6 +437,12 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
         outcome = "not_promoted"
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arm_config.selected_arms(config))
+    advice = None
+    if outcome == "not_promoted":
+        from .configcheck import next_step
+
+        last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []
+        advice = next_step(config, len({row["task"] for row in last_rows}), last_reasons)
     summary = {
         "schema": "summary/v1",
         "experiment": config["experiment"],
@@ -414,6 +451,7 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
         "outcome": outcome,
         "promoted_generation": promoted,
         "broken_incumbent_arms": broken,
+        "next_step": advice,
     }
     artifacts.write_artifact(Path(summary_out), summary, "summary")
     artifacts.atomic_write_text(Path(markdown_out), render_summary(summary))
@@ -446,8 +484,9 @@ def render_summary(summary: dict[str, Any]) -> str:
             lines.append(f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
                          f"Apply it with `skillbench apply results/{summary['experiment']}`.")
         else:
+            advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
             lines.append(f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
-                         "generation(s).** Raise `evolution.generations` to continue the chain.")
+                         f"generation(s).** {advice}")
     cut_short = [f"generation {g['generation']} {d['candidate_arm']}" for g in summary["generations"]
                  for d in g["decisions"] if d["reasons"] and d["reasons"][0].startswith("cut short:")]
     if cut_short:
@@ -521,8 +560,11 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     source = config["evolution"]["initial_overlay"]
     if not source or config["evolution"]["generations"] == 0:
         return
+    from . import skillformat
+
     files = overlay.overlay_files(Path(source), config["skills"]["evolvable"])
     overlay.refuse_oracle_content(files, suite_oracles(config["tasks"]["suite"]), source)
+    skillformat.check_overlay(Path(source))
     overlay.require_change(files, Path(config["skills"]["root"]))
     required_candidate_arms(config, overlay.touched_skills(files), source)
     targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
@@ -620,3 +662,23 @@ def check_budget(config: dict[str, Any], task_ids: list[str], incumbent_arms: li
             f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
             f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
             "raise the cap, or lower runs (runs.min) or the tasks/arms selected")
+
+
+def check_task(*, config: dict[str, Any], task: dict[str, Any], suite: str, binding: str, template: str,
+               oracle_snapshot: str, out: str) -> dict[str, Any]:
+    """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why."""
+    from . import taskcheck
+
+    task_binding = artifacts.read_artifact(Path(binding), "task-binding")
+    document = taskcheck.check_task(
+        task, task_binding, config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
+        solution=taskcheck.solution_bytes(task, Path(suite), task_binding),
+        secrets=[key for key in [api_key(config)] if key])
+    artifacts.validate(document, "task-check", source=out)
+    print(document["summary"])
+    if not document["ok"]:
+        raise taskcheck.TaskCheckError(
+            "\n".join(document["problems"]) + "\nNo session has run. Fix the task in the suite (or its oracle or "
+            "solution); `skillbench check-tasks` checks the suite without starting a run.")
+    artifacts.write_artifact(Path(out), document, "task-check", mode=0o600)
+    return document

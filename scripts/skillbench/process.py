@@ -1,7 +1,7 @@
 """One runner for every subprocess of a cell: explicit environment, own process group, bounded output,
 timeout and cancellation that take the whole process tree down.
 
-`run_managed` never leaves a descendant behind: on timeout, on cancellation (SIGINT/SIGTERM to the job
+`run_managed` never leaves a descendant behind: on timeout, on cancellation (SIGTERM to the job
 script via `install_signal_handlers`, or the death of the snakemake that started the job via
 `watch_parent`), on an interrupt inside the wait, and after a normal exit whose descendants are still
 running. `exclusive_writer` gives a folder one writer at a time (an flock held for the job's life).
@@ -53,13 +53,14 @@ REPEAT_SIGNAL_GRACE_S = 2.0
 
 
 def install_signal_handlers() -> None:
-    """Make SIGINT/SIGTERM request cancellation; a later second signal interrupts for real.
+    """Ignore SIGINT; make SIGTERM request cancellation; a later second SIGTERM interrupts for real.
 
-    Call from the main thread of a job script. The first signal lets every `run_managed` tear its process
-    group down and the cell end without a record; a repeat means the operator wants out now, and the
-    raised exception still kills the current group on its way up. A repeat within a moment of the first
-    is the same interrupt arriving twice (Ctrl-C reaches the job through its process group and through
-    snakemake's forwarding) and is ignored.
+    Call from the main thread of a job script. SIGINT is ignored because a terminal's first Ctrl-C reaches the
+    job through snakemake's process group, and the first Ctrl-C lets running cells finish (`handle_interrupts`
+    in the snakemake process turns a second one into SIGTERM for every job). The first SIGTERM lets every
+    `run_managed` tear its process group down and the cell end without a record; a repeat means the operator
+    wants out now, and the raised exception still kills the current group on its way up. A repeat within a
+    moment of the first is the same stop request arriving twice and is ignored.
     """
     first: list[float] = []
 
@@ -67,13 +68,11 @@ def install_signal_handlers() -> None:
         if CANCEL.is_set():
             if time.monotonic() - first[0] < REPEAT_SIGNAL_GRACE_S:
                 return
-            if signum == signal.SIGINT:
-                raise KeyboardInterrupt
             raise SystemExit(128 + signum)
         first.append(time.monotonic())
         CANCEL.set()
 
-    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, handler)
 
 
@@ -386,33 +385,62 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def forward_interrupts_to_descendants() -> None:
-    """In the snakemake process: pass SIGINT/SIGTERM on to every running job, then let snakemake handle it.
+# In the snakemake process: set once the operator asked the run to stop (Ctrl-C, SIGTERM).
+INTERRUPTED = threading.Event()
+DRAIN_MESSAGE = ("skillbench: interrupted. No new cell starts; the running cells finish and keep their records "
+                 "(their sessions are paid for). Press Ctrl-C again to stop them now: their sessions are lost and "
+                 "run again next time.")
 
-    Snakemake's local executor waits for running jobs on an interrupt; a job script only learns of
-    it if the signal reaches it. Job scripts turn it into cancellation, which tears their sessions
-    down, so an interrupted run leaves no agent process behind.
+
+def _stop_descendants() -> None:
+    for pid in descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+
+
+def handle_interrupts(stream: IO[str] | None = None) -> None:
+    """In the snakemake process: the first Ctrl-C drains the run, a second one stops it; SIGTERM stops it.
+
+    A session that already ran is money spent, so the first SIGINT only tells Snakemake's scheduler to start
+    no new job and wait for the running ones (its own SIGTERM handler, "exit after finishing currently running
+    jobs"): running cells finish and write their records. Job scripts ignore SIGINT (`install_signal_handlers`),
+    so the terminal's Ctrl-C, which reaches the whole foreground process group, does not cancel them. A second
+    SIGINT, or a SIGTERM, sends SIGTERM to every descendant — job scripts cancel their sessions and end without
+    a record — and then lets Snakemake handle the signal as usual. A process started with SIGINT ignored (a
+    background job of a non-interactive shell) keeps ignoring it; stop such a run with SIGTERM.
     """
     if threading.current_thread() is not threading.main_thread():
         return
+    stream = stream or sys.stderr
+    previous_int, previous_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
 
-    def forwarding(signum: int, previous):
-        def handler(received: int, frame) -> None:
-            for pid in descendants(os.getpid()):
-                try:
-                    os.kill(pid, received)
-                except OSError:
-                    pass
-            if callable(previous):
-                previous(received, frame)
-            elif previous == signal.SIG_DFL:
-                signal.signal(received, signal.SIG_DFL)
-                os.kill(os.getpid(), received)
+    def pass_on(previous, signum: int, frame) -> None:
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
 
-        return handler
+    def on_interrupt(signum: int, frame) -> None:
+        if not INTERRUPTED.is_set() and callable(previous_term):
+            INTERRUPTED.set()
+            print(DRAIN_MESSAGE, file=stream, flush=True)
+            previous_term(signal.SIGTERM, frame)
+            return
+        INTERRUPTED.set()
+        _stop_descendants()
+        pass_on(previous_int, signum, frame)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, forwarding(signum, signal.getsignal(signum)))
+    def on_terminate(signum: int, frame) -> None:
+        INTERRUPTED.set()
+        _stop_descendants()
+        pass_on(previous_term, signum, frame)
+
+    if previous_int != signal.SIG_IGN:
+        signal.signal(signal.SIGINT, on_interrupt)
+    signal.signal(signal.SIGTERM, on_terminate)
 
 
 # ─── Dying with snakemake ───────────────────────────────────────────────────

@@ -343,7 +343,8 @@ def _command(snakemake_bin: str, name: str) -> str:
     return str(relative)
 
 
-def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake") -> list[str]:
+def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake",
+                  interrupted: bool = False) -> list[str]:
     """What the user reads when snakemake ends: outcome, where the reports are, the HTML report command and the
     next step."""
     root = Path(results_dir)
@@ -356,6 +357,13 @@ def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "sn
     counts = ""
     if state is not None:
         counts = f" ({state['cells_done']}/{state['cells_planned']} cells, ${state['spend_usd']:.2f} measured spend)"
+    if not ok and interrupted:
+        return [
+            f"skillbench: run of {root} interrupted{counts}.",
+            "  kept:      every cell that finished has its record (cells stopped by a second Ctrl-C have none)",
+            f"  progress:  {skillbench} status {root}",
+            "  next:      run the same command again: finished cells are kept, the rest run",
+        ]
     if not ok:
         return [
             f"skillbench: run of {root} stopped with errors{counts}.",
@@ -390,7 +398,8 @@ def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "sn
         lines.append(f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, "
                      "then commit)")
     elif summary is not None and summary["outcome"] == "not_promoted":
-        lines.append("  next:      raise evolution.generations to continue the chain, or read the reports")
+        advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+        lines.append(f"  next:      {advice}")
     return lines
 
 

@@ -50,7 +50,6 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-import yaml
 from skillbench.artifacts import ArtifactError, validate
 
 __all__ = [
@@ -103,13 +102,10 @@ _ERROR_TYPES = {
 
 def load_model_script(path: str | Path) -> dict[str, Any]:
     """Read a ``model-script/v1`` YAML file; raise ``ArtifactError`` naming the file and the bad field."""
+    from skillbench.configcheck import read_yaml
+
     path = Path(path)
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ArtifactError(f"{path}: file is missing") from exc
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ArtifactError(f"{path}: not valid UTF-8 YAML ({exc})") from exc
+    document = read_yaml(path, what="model script")
     return validate(document, "model-script", source=path)
 
 

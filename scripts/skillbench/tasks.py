@@ -121,6 +121,20 @@ def _check_target(suite: Path, task: dict[str, Any]) -> None:
             raise _fail(suite, task_id, "snapshot", f"{directory} is not a real directory")
 
 
+def _check_solution(suite: Path, task: dict[str, Any]) -> None:
+    """A reference solution is a patch file in the suite folder, or a ref of the task's own repository."""
+    solution = task.get("solution")
+    if not solution:
+        return
+    if "patch" in solution:
+        problem = _safe_relative(solution["patch"]) or _regular_file_inside(suite.parent, solution["patch"])
+        if problem:
+            raise _fail(suite, task["id"], "solution.patch", problem)
+    elif "repo" not in task:
+        raise _fail(suite, task["id"], "solution.ref", "a solution ref needs a `repo` target; for a `snapshot` task "
+                    "give `solution: {patch: <file>}`")
+
+
 def _schema_field(error: str) -> tuple[str | None, str]:
     """Split '$[2].oracle.files: message' into ('oracle.files', message)."""
     path, _, message = error.partition(": ")
@@ -158,6 +172,7 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
         if not task["oracle"]["command"].strip():
             raise _fail(suite, task_id, "oracle.command", "must not be blank")
         _check_oracle(suite, task_id, task["oracle"])
+        _check_solution(suite, task)
         tasks.append({"expensive": False, **task})
     return tasks
 
@@ -189,6 +204,15 @@ def select_tasks(tasks: list[dict[str, Any]], *, include_expensive: bool, only: 
     if not selected:
         raise TaskError("no tasks selected after expensive-task filtering; set tasks.include_expensive: true")
     return Selection(selected, skipped)
+
+
+# Fields only the task check reads (`check_task`): editing them re-checks the task but reruns no binding or cell.
+CHECK_ONLY_FIELDS = ("solution", "verify_on_base", "oracle_on_base")
+
+
+def run_definition(task: dict[str, Any]) -> dict[str, Any]:
+    """The part of a task that bindings and cells depend on."""
+    return {key: value for key, value in task.items() if key not in CHECK_ONLY_FIELDS}
 
 
 def task_digests(task: dict[str, Any]) -> dict[str, str]:

@@ -787,3 +787,17 @@ def test_a_symlinked_prior_proposal_is_refused(tmp_path):
     with pytest.raises(EvidenceError, match="prior proposal is unavailable"):
         stage(tmp_path, root=None, rows_path=None, prior_proposal=tmp_path / "missing.md")
     assert leftovers(tmp_path / "next") == []
+
+
+def test_the_oracle_log_beside_a_failed_run_never_reaches_the_bundle(tmp_path, root):
+    """oracle.log is for the task author: the proposer's evidence holds no oracle output."""
+    row = write_cell(root, make_row("t", INC, 0, resolved=False, error_kind="oracle-failed"),
+                     patch=b"diff --git a/x b/x\n+change\n", transcripts=(stream("x"),))
+    secret = "ORACLE-LOG-ONLY assert quote(catalog, 'AB-1', 10) == 2250"
+    log = run_folder(root, row, None) / "oracle.log"
+    log.write_text(secret)
+    log.chmod(0o600)
+    _manifest, destination = stage(tmp_path, root=root, rows_path=write_rows(root, [row]))
+    staged = b"".join(bundle_files(destination).values())
+    assert b"ORACLE-LOG-ONLY" not in staged
+    assert all("oracle" not in name for name in bundle_files(destination))

@@ -138,3 +138,28 @@ def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path
               "tasks": {"suite": str(suite)}, "evolution": {"initial_overlay": str(source), "generations": 1}}
     with pytest.raises(OverlayError, match=r"holds hidden oracle rounding_test\.py of task rounding"):
         check_initial_overlay(config)
+
+
+def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
+    import pytest
+    from skillbench.overlay import OverlayError
+    from skillbench.pipeline import freeze_overlay
+
+    _suite_path, bindings, oracle_dirs = _suite(tmp_path)
+    source = _overlay(tmp_path, b"Run the verify command once.\n")
+    config = {"skills": {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}}
+    with pytest.raises(OverlayError, match=r"change-work/SKILL\.md: SKILL\.md must start with YAML frontmatter"):
+        freeze_overlay(config=config, generation=0, source=str(source), frozen_out=str(tmp_path / "frozen"),
+                       overlay_out=str(tmp_path / "overlay.json"), candidate_origin="model-proposer",
+                       proposer_model="m", bindings=str(bindings), oracle_dirs=oracle_dirs)
+    assert not (tmp_path / "frozen").exists() and not (tmp_path / "overlay.json").exists()
+
+
+def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
+    from skillbench.pipeline import render_summary
+
+    summary = {"experiment": "x", "outcome": "not_promoted", "generations_requested": 2, "generations": [],
+               "broken_incumbent_arms": [], "next_step": "With runs: 2 no candidate can be promoted."}
+    text = render_summary(summary)
+    assert "With runs: 2 no candidate can be promoted." in text
+    assert "Raise `evolution.generations`" not in text

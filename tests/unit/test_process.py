@@ -231,24 +231,68 @@ def test_module_cancel_event_is_the_default(tmp_path):
     assert not marker.exists(), "a cancelled run must not start the child"
 
 
-def test_signal_handlers_request_cancellation_then_interrupt():
+def test_job_scripts_ignore_ctrl_c_and_cancel_on_sigterm():
+    """The terminal's first Ctrl-C reaches job scripts too; only snakemake's SIGTERM (second Ctrl-C) cancels."""
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         process.install_signal_handlers()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert not process.CANCEL.is_set()
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)
         assert process.CANCEL.is_set()
-        # The same interrupt arriving twice (process group + snakemake's forwarding) is one request.
-        os.kill(os.getpid(), signal.SIGINT)
+        # The same stop request arriving twice is one request.
+        os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)
         time.sleep(process.REPEAT_SIGNAL_GRACE_S)
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
+        with pytest.raises(SystemExit):
+            os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(0.5)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         process.CANCEL.clear()
+
+
+def test_first_ctrl_c_drains_second_stops(capsys):
+    """In the snakemake process: the first SIGINT asks the scheduler to finish running jobs, the second stops."""
+    calls: list[str] = []
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def scheduler_graceful(signum, frame):
+        calls.append("graceful")
+
+    def default_interrupt(signum, frame):
+        calls.append("interrupt")
+
+    try:
+        signal.signal(signal.SIGTERM, scheduler_graceful)
+        signal.signal(signal.SIGINT, default_interrupt)
+        process.handle_interrupts()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert calls == ["graceful"] and process.INTERRUPTED.is_set()
+        assert "Press Ctrl-C again" in capsys.readouterr().err
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert calls == ["graceful", "interrupt"]
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        process.INTERRUPTED.clear()
+
+
+def test_a_run_started_with_sigint_ignored_keeps_ignoring_it():
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        process.handle_interrupts()
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        process.INTERRUPTED.clear()
 
 
 def test_interrupt_during_the_wait_kills_the_group_and_reraises(tmp_path):

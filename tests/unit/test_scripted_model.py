@@ -345,7 +345,7 @@ def test_load_model_script_names_file_and_field(tmp_path):
     with pytest.raises(ArtifactError, match=r"script\.yaml.*\$\.tasks\.t1\.work\[0\]\.fail\.status"):
         load_model_script(path)
     path.write_text("schema: [unclosed")
-    with pytest.raises(ArtifactError, match="script.yaml: not valid UTF-8 YAML"):
+    with pytest.raises(ArtifactError, match="script.yaml: model script is not valid YAML: line 1"):
         load_model_script(path)
 
 

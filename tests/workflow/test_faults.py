@@ -305,6 +305,7 @@ class WatchedSweep:
         self.command = [SNAKEMAKE, "--cores", "2", *targets, "--configfile", str(project.write_config(config))]
         self.root = project.root
         self.seen: dict[int, str] = {}
+        self.kinds: set[str] = set()
         self.output = ""
         self._stop = threading.Event()
 
@@ -325,10 +326,12 @@ class WatchedSweep:
             for pid, command in descendants(self.proc.pid).items():
                 if is_session_process(command):
                     self.seen.setdefault(pid, command)
+                    # A pid's command changes when bwrap execs the CLI: keep every kind ever seen.
+                    self.kinds.add(Path(command.split(" ", 1)[0]).name)
             self._stop.wait(0.05)
 
     def kinds_seen(self) -> set[str]:
-        return {Path(command.split(" ", 1)[0]).name for command in self.seen.values()}
+        return set(self.kinds)
 
     def wait_for(self, predicate, timeout: float) -> bool:
         return wait_until(predicate, timeout, step=0.1)
@@ -367,11 +370,47 @@ def enter_sleep(sweep: WatchedSweep) -> None:
     assert {"claude", "bwrap", "sleep"} <= sweep.kinds_seen(), sweep.seen
 
 
+def ctrl_c_twice(sweep: WatchedSweep, *, group: bool = True) -> None:
+    """Two Ctrl-Cs: the first drains (running cells go on), the second stops the running cells."""
+    send = (lambda: os.killpg(sweep.proc.pid, signal.SIGINT)) if group else (
+        lambda: os.kill(sweep.proc.pid, signal.SIGINT))
+    send()
+    time.sleep(1.0)
+    # Draining: the session is still there after the first Ctrl-C.
+    assert sweep.in_sleep(), "the first Ctrl-C must let the running cell go on"
+    send()
+
+
+def test_first_ctrl_c_lets_running_cells_finish_and_keeps_their_records(project):
+    """A finished session is not paid for twice: the first Ctrl-C starts nothing new, the running cells finish
+    and write their records, and the next run does only the cells that never started."""
+    experiment = "drain"
+    config = {"experiment": experiment, "runs": 2, "tasks": {"only": ["money-thousands"]},
+              "selected_arms": ["workflow_direct", "baseline"], "evolution": {"generations": 0}}
+    running = project.root / "results" / experiment / ".progress" / "running"
+    with WatchedSweep(project, config) as sweep:
+        assert sweep.wait_for(lambda: len(list(running.glob("*.json"))) == 2, 120), sweep.output[-3000:]
+        os.killpg(sweep.proc.pid, signal.SIGINT)
+        assert sweep.wait(300) != 0
+    output = sweep.output
+    assert "running cells finish and keep their records" in output
+    assert f"skillbench: run of results/{experiment} interrupted" in output
+    records = sorted(project.results(experiment, "cells").rglob("record.json"))
+    assert len(records) == 2, output[-3000:]
+    for record in records:
+        assert json.loads(record.read_text())["row"]["error_kind"] in (None, "verify-failed", "oracle-failed")
+    logs = "".join(path.read_text() for path in (project.root / "logs" / experiment).rglob("run*.log"))
+    assert "interrupted" not in logs
+    # The rerun does the two cells that never started, and keeps the two that finished.
+    again = project.snakemake("-n", "--configfile", str(project.root / "test-config.yaml"))
+    assert again.stdout.count("rule run_cell:") == 2, again.stdout
+
+
 def test_ctrl_c_leaves_no_session_process_behind(project, suite):
-    """A terminal's Ctrl-C: SIGINT to snakemake's foreground process group (its job scripts included)."""
+    """A terminal's Ctrl-C, twice: SIGINT to snakemake's foreground process group (its job scripts included)."""
     with slow_sweep(project, suite, "ctrlc") as sweep:
         enter_sleep(sweep)
-        os.killpg(sweep.proc.pid, signal.SIGINT)
+        ctrl_c_twice(sweep)
         assert sweep.wait_for(lambda: not sweep.left_behind(), 15), sweep.left_behind()
         assert sweep.wait(60) != 0
     assert "Terminating processes on user request" in sweep.output
@@ -384,18 +423,18 @@ def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(projec
     """`kill -INT <snakemake pid>`: only snakemake itself gets the signal, not its job scripts."""
     with slow_sweep(project, suite, "sigint") as sweep:
         enter_sleep(sweep)
-        os.kill(sweep.proc.pid, signal.SIGINT)
+        ctrl_c_twice(sweep, group=False)
         assert sweep.wait_for(lambda: not sweep.left_behind(), 15), (
-            f"15 s after SIGINT to snakemake (pid {sweep.proc.pid}, still running: {sweep.proc.poll() is None}) "
+            f"15 s after a 2nd SIGINT to snakemake (pid {sweep.proc.pid}, running: {sweep.proc.poll() is None}) "
             f"its session still runs: {sweep.left_behind()}")
 
 
 def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):
-    """The first signal tears the session down; the cell writes no record (an interrupted cell is neither
+    """The second Ctrl-C tears the session down; the cell writes no record (an interrupted cell is neither
     evidence nor a harness failure), says so in its log, and the next run does it again."""
     with slow_sweep(project, suite, "cancel") as sweep:
         enter_sleep(sweep)
-        os.killpg(sweep.proc.pid, signal.SIGINT)
+        ctrl_c_twice(sweep)
         sweep.wait(60)
     log = cell_log(project, "cancel", "slow")
     assert "interrupted during the direct session" in log, log[-1500:]

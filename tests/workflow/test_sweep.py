@@ -25,6 +25,20 @@ def jobs_run(output: str, rule: str) -> list[str]:
     return found
 
 
+def planned_jobs(output: str, rule: str) -> list[str]:
+    """The wildcards line of every job of `rule` a `--dry-run` lists."""
+    found, current = [], None
+    for line in output.splitlines():
+        header = re.match(r"^(?:local)?rule (\w+):", line)
+        if header:
+            current = header.group(1)
+            if current == rule:
+                found.append("")
+        elif current == rule and line.strip().startswith("wildcards:"):
+            found[-1] = line.strip().removeprefix("wildcards: ")
+    return found
+
+
 def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     project.snakemake(config=TWO_TASKS)
 
@@ -61,6 +75,16 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert "| bulk-discount-threshold | investigation-bug | workflow | 1/1 |" in report
     assert "**workflow_direct savings %**" in report
     assert "oracle-failed×1" in report
+    # The oracle's output is kept for the task author only: an owner-only file beside the record, linked
+    # from the report for the failed run, never in the report, the row or the transcripts.
+    oracle_log = project.results("one", "cells", "bulk-discount-threshold", "workflow_direct", "run0", "oracle.log")
+    assert oracle_log.stat().st_mode & 0o777 == 0o600
+    tail = oracle_log.read_text()
+    assert "failed" in tail and "bulk-discount-threshold_oracle_test.py" in tail
+    assert "[../cells/bulk-discount-threshold/workflow_direct/run0/oracle.log]" in report
+    assert "bulk-discount-threshold_oracle_test.py" not in report
+    passed_log = project.results("one", "cells", "money-thousands", "workflow", "run0", "oracle.log").read_text()
+    assert "[ok, exit 0]" in passed_log and "failed" not in passed_log
 
     again = project.snakemake(config=TWO_TASKS)
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -87,6 +111,24 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert f"Claude Code 1.0.44 at {old_cli} is older than the oldest supported version 2.1.197" in (
         refused.stdout + refused.stderr)
 
+    # Editing one task's prompt rebinds that task and reruns exactly its cells; an unselected task's edit
+    # changes nothing.
+    suite = project.root / "tasks" / "demo" / "tasks.yaml"
+    text = suite.read_text()
+    unselected = text.replace("Add order cancellation.", "Add order cancellation (edited).", 1)
+    assert unselected != text
+    suite.write_text(unselected)
+    nothing = project.snakemake("--dry-run", config=TWO_TASKS)
+    assert "Nothing to be done" in nothing.stdout + nothing.stderr
+    edited = unselected.replace("A customer ordered exactly 10", "A customer (edited) ordered exactly 10", 1)
+    assert edited != unselected
+    suite.write_text(edited)
+    dry = project.snakemake("--dry-run", config=TWO_TASKS)
+    planned = dry.stdout + dry.stderr
+    assert sorted(planned_jobs(planned, "run_cell")) == [
+        f"cellset=cells, task=bulk-discount-threshold, arm={arm}, run=0" for arm in sorted(ARMS)]
+    assert planned_jobs(planned, "bind_task") == ["task=bulk-discount-threshold"]
+
 
 def reporting_cli(folder: Path, version: str) -> str:
     """A wrapper around the installed CLI that reports another version."""
@@ -100,9 +142,36 @@ def reporting_cli(folder: Path, version: str) -> str:
 
 def test_bad_config_key_fails_before_any_job(project):
     result = project.snakemake(config={"experiment": "bad", "agent": {"session_timeout": 5}, **SWEEP}, check=False)
+    output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "session_timeout" in result.stdout + result.stderr
+    assert "unknown key `agent.session_timeout`; did you mean `agent.session_timeout_s`?" in output
+    # One line, not a schema dump; the dump is in the log.
+    assert len(output.splitlines()) < 15, output
+    assert "additionalProperties" in (project.root / "logs" / "config-errors.log").read_text()
     assert not (project.root / "results" / "bad").exists()
+
+
+def test_design_mistakes_are_named_at_parse_time(project):
+    """A design that can never promote is a warning; a skill or overlay in a broken format is an error."""
+    never = project.snakemake("--dry-run", config={"experiment": "never", "runs": 2,
+                                                   "evolution": {"generations": 1}})
+    assert ("WARNING: runs is 2 but gate.min_runs is 3: no candidate can ever be promoted"
+            in never.stdout + never.stderr)
+
+    overlay = project.root / "bad-overlay" / ".claude" / "skills" / "change-work"
+    overlay.mkdir(parents=True)
+    (overlay / "SKILL.md").write_text("# change-work\n\nRun the verify command once.\n")
+    result = project.snakemake("--dry-run", check=False, config={
+        "experiment": "badoverlay", "evolution": {"generations": 1, "initial_overlay": "bad-overlay"}})
+    assert result.returncode != 0
+    assert "SKILL.md: SKILL.md must start with YAML frontmatter (---)" in result.stdout + result.stderr
+
+    incumbent = project.root / ".claude" / "skills" / "change-plan" / "SKILL.md"
+    incumbent.write_text(incumbent.read_text().replace("name: change-plan", "name: change_plan", 1))
+    result = project.snakemake("--dry-run", check=False, config={"experiment": "badskill", **SWEEP})
+    assert result.returncode != 0
+    assert "change-plan/SKILL.md: Skill name 'change_plan' contains invalid characters" in result.stdout + result.stderr
+    assert not (project.root / "results").exists()
 
 
 def test_bad_task_suite_fails_before_any_job(project):

@@ -4,19 +4,25 @@ import json
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
 from skillbench import gate as sb_gate  # noqa: E402
+from skillbench import configcheck as sb_configcheck  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
 from skillbench import process as sb_process  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
+from skillbench import skillformat as sb_skillformat  # noqa: E402
 from skillbench import tasks as sb_tasks  # noqa: E402
 
-validate(config, schema="../../schemas/config.schema.json", set_default=True)
+# One line per mistake (with the closest valid key for a typo); the full schema report goes to the log,
+# and to the terminal as well under `snakemake --verbose`.
+sb_configcheck.validate_config(
+    config,
+    log_path="logs/config-errors.log",
+    verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
+)
 sb_arms.check_arms(config)
 sb_pipeline.check_model_access(config)
 CLI_VERSION = sb_pipeline.check_cli(config)
@@ -45,6 +51,9 @@ RUNS_TEXT = (
     else str(RUN_DESIGN["max"])
 )
 SKILLS_ROOT = config["skills"]["root"]
+sb_skillformat.check_skill_root(SKILLS_ROOT)
+for _warning in sb_configcheck.design_warnings(config, len(TASK_IDS)):
+    print(f"WARNING: {_warning}", file=sys.stderr)
 
 
 GENERATIONS = config["evolution"]["generations"]
@@ -53,6 +62,16 @@ CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolutio
 GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
 sb_pipeline.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
+if config["model"]["provider"] == "scripted":
+    # A broken script or a task/role typo would otherwise surface in every cell, after the sessions ran.
+    sb_configcheck.check_model_script(
+        config["model"]["script"] or str(Path(SUITE).parent / "model-script.yaml"),
+        suite_tasks=[task["id"] for task in ALL_TASKS],
+        selected_tasks=TASK_IDS,
+        arm_roles={name: [session["role"] for session in arm["sessions"]] for name, arm in config["arms"].items()},
+        selected_arms=INCUMBENT_ARMS,
+        needs_proposer=GENERATIONS > 1 or (GENERATIONS == 1 and not INITIAL_OVERLAY),
+    )
 
 
 wildcard_constraints:
@@ -65,7 +84,8 @@ wildcard_constraints:
 
 
 def prepare_run():
-    """Fail closed before any session: containment must work. Then reset the outage breaker."""
+    """Fail closed before any session: containment must work. Then reset the outage breaker and take over
+    Ctrl-C (runs after Snakemake's scheduler installed its own SIGTERM handler, which the first Ctrl-C uses)."""
     if config["sandbox"]["backend"] == "bwrap":
         sb_sandbox.preflight(config["sandbox"]["bwrap"])
     else:
@@ -75,7 +95,8 @@ def prepare_run():
             file=sys.stderr,
         )
     sb_breaker.reset(Path(f"{RESULTS}/.outage-breaker.json"))
-    sb_process.forward_interrupts_to_descendants()
+    # First Ctrl-C: running cells finish (their sessions are paid for), nothing new starts; second: stop now.
+    sb_process.handle_interrupts()
 
 
 def get_cell_runtime(wildcards):
@@ -92,7 +113,29 @@ def get_proposer_runtime(wildcards):
 
 
 def get_task_definition(wildcards):
+    """What a binding and a cell depend on (a param: editing it reruns that task's jobs only)."""
+    return sb_tasks.run_definition(TASKS[wildcards.task])
+
+
+def get_check_definition(wildcards):
+    """The whole task, with the fields only the check reads (solution, verify_on_base)."""
     return TASKS[wildcards.task]
+
+
+def get_solution_files(wildcards):
+    solution = TASKS[wildcards.task].get("solution") or {}
+    return [str(Path(SUITE).parent / solution["patch"])] if "patch" in solution else []
+
+
+def get_check_runtime(wildcards):
+    agent = config["agent"]
+    return -(-(agent["setup_timeout_s"] + 4 * agent["verify_timeout_s"] + 300) // 60)
+
+
+def task_checks():
+    """Every task's check.json, as an order-only input: sessions wait for the checks, but a re-check that
+    changes nothing (or a check of another task) does not rerun a finished cell."""
+    return [ancient(f"{RESULTS}/tasks/{task}/check.json") for task in TASK_IDS]
 
 
 def get_oracle_sources(wildcards):
@@ -210,6 +253,7 @@ def get_cell_inputs(wildcards):
         "oracle": f"{RESULTS}/tasks/{wildcards.task}/oracle",
         "skills": get_skill_files(wildcards),
         "model_script": get_model_script(wildcards),
+        "checks": task_checks(),
     }
     if candidate:
         generation = wildcards.cellset.split("/")[0]

@@ -118,9 +118,13 @@ rule propose_overlay:
         evidence=f"{RESULTS}/gen{{gen}}/evidence",
         skills=get_skill_files,
         model_script=get_model_script,
-        # The proposer's clone is checked against every bound hidden oracle before the session.
-        bindings=f"{RESULTS}/tasks/bindings.json",
-        oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
+        # The proposer's clone is checked against every bound hidden oracle before the session. Order-only
+        # (ancient): rebinding a task (an edited prompt) must not buy a new proposer session; freeze_overlay
+        # re-checks the overlay against the oracles as they are now.
+        bindings=ancient(f"{RESULTS}/tasks/bindings.json"),
+        oracles=[ancient(path) for path in expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS)],
+        # No paid session before every task passed its check.
+        checks=task_checks(),
     output:
         proposal=f"{RESULTS}/gen{{gen}}/proposal.md",
         session=f"{RESULTS}/gen{{gen}}/proposer-session.json",

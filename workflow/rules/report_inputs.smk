@@ -71,4 +71,7 @@ def write_progress_plan():
 
 def announce_run_end(ok):
     """A few lines instead of Snakemake's list of every file: outcome, where to look, what to do next."""
-    print("\n".join(sb_progress.closing_lines(RESULTS, ok=ok, snakemake_bin=sys.argv[0])), file=sys.stderr)
+    lines = sb_progress.closing_lines(
+        RESULTS, ok=ok, snakemake_bin=sys.argv[0], interrupted=sb_process.INTERRUPTED.is_set()
+    )
+    print("\n".join(lines), file=sys.stderr)
