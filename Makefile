@@ -57,6 +57,8 @@ demo: setup
 
 test: setup
 	$(BIN)/ruff check scripts tests bench
+	$(BIN)/ruff format --check scripts tests bench
+	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 	$(BIN)/pytest -q
 

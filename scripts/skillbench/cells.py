@@ -62,8 +62,20 @@ MAX_FINGERPRINT_BYTES = 4 * 1024 * 1024
 SCRIPTED_KEY = "skillbench-scripted-offline-key"
 HASH_CHUNK_BYTES = 1024 * 1024
 # Files that configure the grader (pytest, the Python start-up) rather than being the agent's code.
-GRADER_CONFIG_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
-                                 "setup.cfg", "pyproject.toml", "sitecustomize.py", "usercustomize.py"})
+GRADER_CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
 # Compiled bytecode is not reviewable code: a planted __pycache__ entry whose header matches an
 # unchanged source would otherwise be imported instead of it (verify and the oracle also keep
 # their bytecode cache elsewhere, PYTHONPYCACHEPREFIX).
@@ -105,9 +117,11 @@ class WorkspaceLimits:
     def from_config(cls, section: dict | None) -> WorkspaceLimits:
         section = section or {}
         defaults = cls()
-        return cls(max_file_bytes=int(section.get("workspace_file_mb", defaults.max_file_bytes >> 20)) << 20,
-                   max_total_bytes=int(section.get("workspace_mb", defaults.max_total_bytes >> 20)) << 20,
-                   max_entries=int(section.get("workspace_entries", defaults.max_entries)))
+        return cls(
+            max_file_bytes=int(section.get("workspace_file_mb", defaults.max_file_bytes >> 20)) << 20,
+            max_total_bytes=int(section.get("workspace_mb", defaults.max_total_bytes >> 20)) << 20,
+            max_entries=int(section.get("workspace_entries", defaults.max_entries)),
+        )
 
 
 @dataclass
@@ -192,8 +206,9 @@ def _scan(root: Path, *, max_entries: int, skip_top_git: bool = False):
             yield key, path, info
             if stat.S_ISDIR(info.st_mode):
                 if depth + 1 > MAX_DEPTH:
-                    raise AgentWorkspaceError("workspace-oversized", f"folders nest deeper than {MAX_DEPTH} levels "
-                                                                     f"(at {key[:300]})")
+                    raise AgentWorkspaceError(
+                        "workspace-oversized", f"folders nest deeper than {MAX_DEPTH} levels (at {key[:300]})"
+                    )
                 stack.append((path, f"{key}/", depth + 1))
 
 
@@ -204,13 +219,15 @@ def _walk(clone: Path, limits: WorkspaceLimits):
         for key, path, info in _scan(clone, max_entries=limits.max_entries, skip_top_git=True):
             if stat.S_ISREG(info.st_mode):
                 if info.st_size > limits.max_file_bytes:
-                    raise AgentWorkspaceError("workspace-oversized",
-                                              f"{key} is {info.st_size} bytes; a workspace file may have at most "
-                                              f"{limits.max_file_bytes}")
+                    raise AgentWorkspaceError(
+                        "workspace-oversized",
+                        f"{key} is {info.st_size} bytes; a workspace file may have at most {limits.max_file_bytes}",
+                    )
                 total += info.st_size
                 if total > limits.max_total_bytes:
-                    raise AgentWorkspaceError("workspace-oversized",
-                                              f"the workspace exceeds {limits.max_total_bytes} bytes (at {key})")
+                    raise AgentWorkspaceError(
+                        "workspace-oversized", f"the workspace exceeds {limits.max_total_bytes} bytes (at {key})"
+                    )
             yield key, path, info
     except OSError as exc:
         raise AgentWorkspaceError("workspace-tampered", f"the workspace cannot be read: {exc}") from exc
@@ -263,7 +280,8 @@ def workspace_snapshot(clone: Path, limits: WorkspaceLimits | None = None) -> di
 def is_grader_config(relative: str) -> bool:
     """Whether a workspace path (relative, `/`-separated) configures the grader; fnmatch's `*` spans folders."""
     return relative.rsplit("/", 1)[-1] in GRADER_CONFIG_NAMES or any(
-        fnmatch.fnmatch(relative, pattern) for pattern in GRADER_CONFIG_GLOBS)
+        fnmatch.fnmatch(relative, pattern) for pattern in GRADER_CONFIG_GLOBS
+    )
 
 
 def grader_config_files(clone: Path, limits: WorkspaceLimits) -> dict[str, tuple[str, Path]]:
@@ -295,8 +313,9 @@ def save_grader_config(clone: Path, destination: Path, limits: WorkspaceLimits) 
     return fingerprints
 
 
-def grader_config_masks(clone: Path, saved: Path, before: dict[str, str], limits: WorkspaceLimits,
-                        empty: Path) -> tuple[list[tuple[Path, str]], list[str], list[str]]:
+def grader_config_masks(
+    clone: Path, saved: Path, before: dict[str, str], limits: WorkspaceLimits, empty: Path
+) -> tuple[list[tuple[Path, str]], list[str], list[str]]:
     """How the oracle run undoes the agent's grader-config changes.
 
     Returns (binds of (host file, path relative to the workspace), changes for the row, paths that
@@ -343,18 +362,27 @@ def plan_document_change(before: dict[str, str], after: dict[str, str]) -> str:
     """The one plan document a plan session produced; ValueError naming any other change."""
     changed = sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
     removed = [path for path in changed if path not in after]
-    plans = [path for path in changed if path in after and after[path].startswith("f:")
-             and path.startswith(f"{arm_config.PLAN_DIRECTORY}/") and path.endswith(".md")]
+    plans = [
+        path
+        for path in changed
+        if path in after
+        and after[path].startswith("f:")
+        and path.startswith(f"{arm_config.PLAN_DIRECTORY}/")
+        and path.endswith(".md")
+    ]
     new_dirs = [path for path in changed if path not in before and after[path].startswith("d:")]
     plan_parents = {str(Path(plan).parent) for plan in plans}
-    allowed_dirs = [path for path in new_dirs if any(parent == path or parent.startswith(f"{path}/")
-                                                     for parent in plan_parents)]
+    allowed_dirs = [
+        path for path in new_dirs if any(parent == path or parent.startswith(f"{path}/") for parent in plan_parents)
+    ]
     unauthorized = [path for path in changed if path not in plans and path not in allowed_dirs]
     if removed:
         raise ValueError(f"plan session deleted workspace path(s): {', '.join(removed[:8])}")
     if len(plans) != 1:
-        raise ValueError(f"plan session must produce exactly one plan document under "
-                         f"{arm_config.PLAN_DIRECTORY}/, found {len(plans)}")
+        raise ValueError(
+            f"plan session must produce exactly one plan document under "
+            f"{arm_config.PLAN_DIRECTORY}/, found {len(plans)}"
+        )
     if unauthorized:
         raise ValueError(f"plan session changed unauthorized workspace path(s): {', '.join(unauthorized[:8])}")
     return plans[0]
@@ -388,16 +416,23 @@ class VerifierRun:
     exit_code: int | None
 
 
-def run_checked(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
-                extra_read_only=()) -> VerifierRun:
+def run_checked(
+    sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str], extra_read_only=()
+) -> VerifierRun:
     """Run `verify` or the oracle with a read-only workspace and no network.
 
     A run that times out or leaves processes behind failed (the agent's code did that); only a
     cancelled run or one that never started is the harness's.
     """
     started = time.monotonic()
-    result = sandbox.run(["/bin/sh", "-c", command], timeout=timeout, env=env, read_only_workspace=True,
-                         network=False, extra_read_only=extra_read_only)
+    result = sandbox.run(
+        ["/bin/sh", "-c", command],
+        timeout=timeout,
+        env=env,
+        read_only_workspace=True,
+        network=False,
+        extra_read_only=extra_read_only,
+    )
     elapsed = time.monotonic() - started
     if result.state == "cancelled" or CANCEL.is_set():
         raise CellCancelled("interrupted while a verifier ran; the next run does this cell again")
@@ -409,8 +444,9 @@ def run_checked(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str
     return VerifierRun(result.ok, output, elapsed, result.state, result.returncode)
 
 
-def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str],
-                 extra_read_only=()) -> tuple[bool, str, float]:
+def run_verifier(
+    sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str], extra_read_only=()
+) -> tuple[bool, str, float]:
     """`run_checked` as (passed, output, elapsed)."""
     run = run_checked(sandbox, command, timeout=timeout, env=env, extra_read_only=extra_read_only)
     return run.passed, run.output, run.elapsed
@@ -419,20 +455,30 @@ def run_verifier(sandbox: Sandbox, command: str, *, timeout: float, env: dict[st
 def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A fresh, empty home and tmp, no user site-packages, no bytecode from the tree: nothing a session left runs."""
     sandbox.fresh_scratch(name)
-    return sandbox.environment({"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"{sandbox.tmp}/pycache",
-                                **(extra or {})})
+    return sandbox.environment(
+        {"PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": f"{sandbox.tmp}/pycache", **(extra or {})}
+    )
 
 
-def run_hidden_oracle(sandbox: Sandbox, task: dict[str, Any], files: list[tuple[str, bytes]], *,
-                      timeout: float, private_root: Path,
-                      masks: Sequence[tuple[Path, str]] = ()) -> VerifierRun:
+def run_hidden_oracle(
+    sandbox: Sandbox,
+    task: dict[str, Any],
+    files: list[tuple[str, bytes]],
+    *,
+    timeout: float,
+    private_root: Path,
+    masks: Sequence[tuple[Path, str]] = (),
+) -> VerifierRun:
     """Stage the oracle at a random path only now, run it, re-check it, remove it.
 
     `masks` binds (host file, workspace-relative path) over grader-config files the agent changed. The output
     is for the task author only (`oracle.log`, the task check): never a row, a transcript or evidence.
     """
-    extra = [(host, sandbox.to_sandbox(sandbox.clone / relative)) for host, relative in masks] \
-        if sandbox.backend == "bwrap" else []
+    extra = (
+        [(host, sandbox.to_sandbox(sandbox.clone / relative)) for host, relative in masks]
+        if sandbox.backend == "bwrap"
+        else []
+    )
     if sandbox.backend == "bwrap":
         stage_root = oracle.stage(private_root, files)
         mountpoint = sandbox.clone / stage_root.name
@@ -461,34 +507,62 @@ def write_oracle_log(context: CellContext, text: str) -> None:
     """The oracle's output tail for the task author, owner-only beside the record; never staged as evidence."""
     path = context.run_dir / ORACLE_LOG
     path.unlink(missing_ok=True)
-    write_exclusive(path, _tail(redact_text(text, context.secrets), VERIFY_TAIL_CHARS).encode("utf-8", "replace"),
-                    0o600)
+    write_exclusive(
+        path, _tail(redact_text(text, context.secrets), VERIFY_TAIL_CHARS).encode("utf-8", "replace"), 0o600
+    )
 
 
 def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext) -> dict[str, Any]:
     config = context.config
     return {
         "schema": "result-row/v1",
-        "task": task["id"], "class": task["class"], "run": run, "arm": arm,
-        "ok": False, "resolved": False,
-        "authored_tests_passed": False, "authored_test_output": "", "verify_output": "",
-        "oracle_passed": False, "oracle_output": "",
-        "error_kind": None, "error_detail": None, "evidence_diagnostics": [],
+        "task": task["id"],
+        "class": task["class"],
+        "run": run,
+        "arm": arm,
+        "ok": False,
+        "resolved": False,
+        "authored_tests_passed": False,
+        "authored_test_output": "",
+        "verify_output": "",
+        "oracle_passed": False,
+        "oracle_output": "",
+        "error_kind": None,
+        "error_detail": None,
+        "evidence_diagnostics": [],
         **dict.fromkeys(sessions.USAGE_FIELDS, 0),
-        "cost_usd": None, "cost_check": None, "duration_s": 0.0, "num_turns": 0,
-        "session_ids": [], "transcript_artifacts": [], "transcript_missing": False, "skill_invoked": None,
-        "tool_use_counts": {}, "mcp_tool_uses": {}, "mcp_semantic_errors": {}, "plugins": _row_plugins(config, arm),
+        "cost_usd": None,
+        "cost_check": None,
+        "duration_s": 0.0,
+        "num_turns": 0,
+        "session_ids": [],
+        "transcript_artifacts": [],
+        "transcript_missing": False,
+        "skill_invoked": None,
+        "tool_use_counts": {},
+        "mcp_tool_uses": {},
+        "mcp_semantic_errors": {},
+        "plugins": _row_plugins(config, arm),
         "plan_produced": False,
-        "diff_files": 0, "diff_insertions": 0, "diff_deletions": 0,
-        "model": config["model"]["name"], "effort": config["model"]["effort"],
-        "provider": config["model"]["provider"], "cli_version": context.cli_version,
-        "task_ref": binding["ref"], "task_base_sha": binding["resolved_sha"],
-        "sanitized_task_sha": binding["sanitized_sha"], "variant_head_sha": None,
+        "diff_files": 0,
+        "diff_insertions": 0,
+        "diff_deletions": 0,
+        "model": config["model"]["name"],
+        "effort": config["model"]["effort"],
+        "provider": config["model"]["provider"],
+        "cli_version": context.cli_version,
+        "task_ref": binding["ref"],
+        "task_base_sha": binding["resolved_sha"],
+        "sanitized_task_sha": binding["sanitized_sha"],
+        "variant_head_sha": None,
         "task_prompt_digest": binding["prompt_digest"],
-        "skill_digest": None, "candidate_overlay_digest": context.overlay_digest,
-        "oracle_digest": binding["oracle_digest"], "oracle_command_digest": binding["oracle_command_digest"],
+        "skill_digest": None,
+        "candidate_overlay_digest": context.overlay_digest,
+        "oracle_digest": binding["oracle_digest"],
+        "oracle_command_digest": binding["oracle_command_digest"],
         "oracle_manifest_digest": binding["oracle_manifest_digest"],
-        "sandbox_backend": config["sandbox"]["backend"], "recorded_at": now_iso(),
+        "sandbox_backend": config["sandbox"]["backend"],
+        "recorded_at": now_iso(),
     }
 
 
@@ -505,11 +579,18 @@ def cost_check(summed: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]
     reported, recomputed = summed.get("cost_usd"), summed.get("recomputed_cost_usd")
     agrees = difference = None
     if reported is not None and recomputed is not None:
-        difference = 0.0 if recomputed == reported == 0 else round(
-            100 * abs(reported - recomputed) / max(recomputed, reported), 3)
+        difference = (
+            0.0
+            if recomputed == reported == 0
+            else round(100 * abs(reported - recomputed) / max(recomputed, reported), 3)
+        )
         agrees = difference <= prices["tolerance_pct"]
-    return {"price_table": prices["table"], "recomputed_usd": recomputed, "agrees": agrees,
-            "difference_pct": difference}
+    return {
+        "price_table": prices["table"],
+        "recomputed_usd": recomputed,
+        "agrees": agrees,
+        "difference_pct": difference,
+    }
 
 
 def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) -> dict[str, str]:
@@ -519,8 +600,9 @@ def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) ->
     return sandbox.environment(extra)
 
 
-def session_launch(sandbox: Sandbox, config: dict[str, Any], arm: str,
-                   session: dict[str, Any]) -> tuple[list[str], list[tuple[Path, str]], dict[str, str], list[str]]:
+def session_launch(
+    sandbox: Sandbox, config: dict[str, Any], arm: str, session: dict[str, Any]
+) -> tuple[list[str], list[tuple[Path, str]], dict[str, str], list[str]]:
     """(CLI argv, read-only binds for the session's sandbox, extra CLI environment, MCP server names) of a session.
 
     The session's tool surface, its arm's MCP servers (each in a nested sandbox, `--mcp-config`
@@ -542,11 +624,17 @@ def session_launch(sandbox: Sandbox, config: dict[str, Any], arm: str,
             command = resolved[name]["command"]
             args = [_host_path(arg, mounts) for arg in server.get("args") or []]
             env = {key: _host_path(value, mounts) for key, value in mcp.server_environment(server).items()}
-            return sandbox.mcp_server_argv(command=_host_path(command, mounts), args=args, env=env, mounts=[],
-                                           network=True, workspace="read-write")
-        return sandbox.mcp_server_argv(command=resolved[name]["command"], args=server.get("args") or [],
-                                       env=mcp.server_environment(server), mounts=list(mounts),
-                                       network=server["network"], workspace=server["workspace"])
+            return sandbox.mcp_server_argv(
+                command=_host_path(command, mounts), args=args, env=env, mounts=[], network=True, workspace="read-write"
+            )
+        return sandbox.mcp_server_argv(
+            command=resolved[name]["command"],
+            args=server.get("args") or [],
+            env=mcp.server_environment(server),
+            mounts=list(mounts),
+            network=server["network"],
+            workspace=server["workspace"],
+        )
 
     plugin_dirs: list[str] = []
     for index, plugin in enumerate(plugins.arm_plugins(config, arm_config.incumbent_of(arm))):
@@ -557,15 +645,23 @@ def session_launch(sandbox: Sandbox, config: dict[str, Any], arm: str,
         else:
             plugin_dirs.append(plugin["path"])
     argv = sessions.cli_command(
-        sandbox.claude, tools=tools, disallowed_tools=disallowed,
-        model=config["model"]["name"], effort=config["model"]["effort"],
+        sandbox.claude,
+        tools=tools,
+        disallowed_tools=disallowed,
+        model=config["model"]["name"],
+        effort=config["model"]["effort"],
         settings_json=claude_settings(sandbox_backend=sandbox.backend),
-        mcp_config=mcp.mcp_config_json(servers, server_argv), plugin_dirs=plugin_dirs,
-        disable_slash_commands=bool(definition.get("disable_slash_commands")))
+        mcp_config=mcp.mcp_config_json(servers, server_argv),
+        plugin_dirs=plugin_dirs,
+        disable_slash_commands=bool(definition.get("disable_slash_commands")),
+    )
     # Servers connect before the first request (else their tools may be missing from it), and the CLI
     # passes a server no more than the allow-listed environment (the server's argv clears it anyway).
-    extra_env = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "30000",
-                 "CLAUDE_CODE_MCP_ALLOWLIST_ENV": "1"} if servers else {}
+    extra_env = (
+        {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_TIMEOUT": "30000", "CLAUDE_CODE_MCP_ALLOWLIST_ENV": "1"}
+        if servers
+        else {}
+    )
     for host, _target in binds:
         sandbox.share_read_only(host)
     return argv, binds, extra_env, list(servers)
@@ -575,12 +671,21 @@ def _host_path(value: str, mounts: dict[str, str]) -> str:
     """A mount-target path rewritten to its host path (the `none` backend has no mounts)."""
     for target, host in mounts.items():
         if value == target or value.startswith(f"{target}/"):
-            return host + value[len(target):]
+            return host + value[len(target) :]
     return value
 
 
-def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any], arm: str, run: int,
-                    sandbox: Sandbox, context: CellContext, disallowed: list[str] | None = None) -> dict[str, Any]:
+def run_one_session(
+    session: dict[str, Any],
+    prompt: str,
+    *,
+    task: dict[str, Any],
+    arm: str,
+    run: int,
+    sandbox: Sandbox,
+    context: CellContext,
+    disallowed: list[str] | None = None,
+) -> dict[str, Any]:
     """One session of the arm; `disallowed` is unused (the arm's and the session's surface decide)."""
     config = context.config
     argv, binds, extra_env, servers = session_launch(sandbox, config, arm, session)
@@ -588,43 +693,66 @@ def run_one_session(session: dict[str, Any], prompt: str, *, task: dict[str, Any
     with ExitStack() as stack:
         if config["model"]["provider"] == "scripted":
             steps = session_steps(context.model_script, task["id"], session["role"])
-            server = stack.enter_context(ScriptedModel(
-                steps, defaults=context.model_script.get("defaults", {}),
-                variables={"workspace": sandbox.workspace}, variation_key=label))
+            server = stack.enter_context(
+                ScriptedModel(
+                    steps,
+                    defaults=context.model_script.get("defaults", {}),
+                    variables={"workspace": sandbox.workspace},
+                    variation_key=label,
+                )
+            )
             base_url, api_key = server.base_url, context.api_key or SCRIPTED_KEY
         else:
             base_url, api_key = config["model"]["base_url"], context.api_key
-        progress = stack.enter_context(sessions.SessionProgress(
-            label, stream=context.log, secrets=context.secrets, heartbeat_s=config["agent"]["heartbeat_s"]))
+        progress = stack.enter_context(
+            sessions.SessionProgress(
+                label, stream=context.log, secrets=context.secrets, heartbeat_s=config["agent"]["heartbeat_s"]
+            )
+        )
         started, window_start = time.monotonic(), now_iso("milliseconds")
         env = {**session_environment(sandbox, base_url, api_key), **extra_env}
         record = sessions.run_session(
-            sandbox.command(argv, extra_read_only=binds), prompt=prompt, env=env,
+            sandbox.command(argv, extra_read_only=binds),
+            prompt=prompt,
+            env=env,
             cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
-            timeout=config["agent"]["session_timeout_s"], expected_skill=session.get("skill"),
-            transcript_dir=context.run_dir / "transcripts", transcript_prefix=f"{session['role']}",
-            secrets=context.secrets, prices=config["agent"]["prices"]["usd_per_mtok"], progress=progress,
-            mcp_servers=servers)
+            timeout=config["agent"]["session_timeout_s"],
+            expected_skill=session.get("skill"),
+            transcript_dir=context.run_dir / "transcripts",
+            transcript_prefix=f"{session['role']}",
+            secrets=context.secrets,
+            prices=config["agent"]["prices"]["usd_per_mtok"],
+            progress=progress,
+            mcp_servers=servers,
+        )
         context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
     from .mcp import server_log_tail
 
     for name, status in record.get("mcp_failed", {}).items():
         tail = server_log_tail(sandbox.home_host, name) or "(the CLI logged nothing for it)"
         _say(context, f"[{label}] MCP server {name} did not start (status {status}); its log tail:\n{tail}")
-    context.session_windows.append({"role": session["role"], "started_at": window_start,
-                                    "finished_at": now_iso("milliseconds")})
+    context.session_windows.append(
+        {"role": session["role"], "started_at": window_start, "finished_at": now_iso("milliseconds")}
+    )
     return record
 
 
-def execute_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int,
-                 context: CellContext, private_root: Path) -> dict[str, Any]:
+def execute_cell(
+    task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext, private_root: Path
+) -> dict[str, Any]:
     """The cell's work; raises InfraError/SandboxError/OSError/ValueError for harness failures."""
     config = context.config
     clone = private_root / "workspace"
     repo.clone_template(context.template, clone)
-    sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
-                      claude_bin=context.claude_bin, read_only_paths=[context.skills_root],
-                      limits=SandboxLimits.from_config(config["sandbox"].get("limits")))
+    sandbox = Sandbox(
+        config["sandbox"]["backend"],
+        clone,
+        private_root,
+        bwrap=config["sandbox"]["bwrap"],
+        claude_bin=context.claude_bin,
+        read_only_paths=[context.skills_root],
+        limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+    )
     try:
         return _execute_in(sandbox, task, binding, arm, run, context, private_root)
     finally:
@@ -637,13 +765,21 @@ def _harness_git_step(git, orig_sha: str, step):
         return step(git)
     except repo.GitError as exc:
         if git(["cat-file", "-e", f"{orig_sha}^{{tree}}"]).ok:
-            raise AgentWorkspaceError("workspace-tampered",
-                                      f"the harness's git cannot read the workspace: {exc}") from exc
+            raise AgentWorkspaceError(
+                "workspace-tampered", f"the harness's git cannot read the workspace: {exc}"
+            ) from exc
         raise
 
 
-def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any], arm: str, run: int,
-                context: CellContext, private_root: Path) -> dict[str, Any]:
+def _execute_in(
+    sandbox: Sandbox,
+    task: dict[str, Any],
+    binding: dict[str, Any],
+    arm: str,
+    run: int,
+    context: CellContext,
+    private_root: Path,
+) -> dict[str, Any]:
     config = context.config
     definition = arm_config.arm_definition(config, arm)
     row = base_row(task, binding, arm, run, context)
@@ -660,8 +796,10 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
         result = sandbox.run(["/bin/sh", "-lc", task["setup"]], timeout=config["agent"]["setup_timeout_s"])
         context.timings["setup"] = time.monotonic() - started
         if not result.ok:
-            raise InfraError(f"task setup failed ({result.state}, exit {result.returncode}): "
-                             f"{_tail(result.stderr_tail or result.stdout_tail, 1500)}")
+            raise InfraError(
+                f"task setup failed ({result.state}, exit {result.returncode}): "
+                f"{_tail(result.stderr_tail or result.stdout_tail, 1500)}"
+            )
         if skill_fingerprint(clone, context.skills_root, skills) != base_fingerprint:
             raise InfraError("task setup changed the evaluated skill fingerprint")
     if definition.get("no_mcp"):
@@ -676,8 +814,9 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
 
         if context.overlay is None:
             raise InfraError(f"candidate arm {arm} has no frozen overlay")
-        apply_overlay(context.overlay, clone, git, expected_digest=context.overlay_digest,
-                      evolvable=config["skills"]["evolvable"])
+        apply_overlay(
+            context.overlay, clone, git, expected_digest=context.overlay_digest, evolvable=config["skills"]["evolvable"]
+        )
     expected_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
     row["skill_digest"] = expected_fingerprint
     # From here on the harness's git uses its own copy of the repository, made before any session.
@@ -704,23 +843,38 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
             prompt = arm_config.render_prompt(config, session, task_prompt=task["prompt"], plan_path=plan_path)
             before = workspace_snapshot(clone, limits) if session.get("plan_document") else None
             home, _tmp = sandbox.fresh_scratch(f"session-{session['role']}")
-            record = run_one_session(session, prompt, task=task, arm=arm, run=run, sandbox=sandbox, context=context,
-                                     disallowed=definition.get("disallowed_tools", []))
+            record = run_one_session(
+                session,
+                prompt,
+                task=task,
+                arm=arm,
+                run=run,
+                sandbox=sandbox,
+                context=context,
+                disallowed=definition.get("disallowed_tools", []),
+            )
             records.append(record)
             if record["error_kind"] == "cancelled" or CANCEL.is_set():
-                raise CellCancelled(f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} "
-                                    "session; no record is written, so the next run does this cell again")
+                raise CellCancelled(
+                    f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} "
+                    "session; no record is written, so the next run does this cell again"
+                )
             planted = python_startup_files(home)
             if planted:
-                diagnostics.append(f"the {session['role']} session left Python start-up files in its home, which "
-                                   f"verify and the oracle never load: {', '.join(planted)}")
+                diagnostics.append(
+                    f"the {session['role']} session left Python start-up files in its home, which "
+                    f"verify and the oracle never load: {', '.join(planted)}"
+                )
             check_workspace(clone, limits)
             if skill_fingerprint(clone, context.skills_root, skills) != expected_fingerprint:
                 planning = bool(session.get("plan_document"))
                 message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
                 if record["ok"]:
-                    record.update(ok=False, error_detail=message,
-                                  error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid")
+                    record.update(
+                        ok=False,
+                        error_detail=message,
+                        error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid",
+                    )
                 else:
                     diagnostics.append(message)
             if not record["ok"]:
@@ -741,10 +895,26 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
 
     if records:
         summed = sessions.sum_sessions(records)
-        row.update({key: summed[key] for key in (
-            *sessions.USAGE_FIELDS, "cost_usd", "duration_s", "num_turns", "ok", "session_ids", "error_kind",
-            "skill_invoked", "transcript_missing", "transcript_artifacts", "tool_use_counts", "mcp_tool_uses",
-            "mcp_semantic_errors")})
+        row.update(
+            {
+                key: summed[key]
+                for key in (
+                    *sessions.USAGE_FIELDS,
+                    "cost_usd",
+                    "duration_s",
+                    "num_turns",
+                    "ok",
+                    "session_ids",
+                    "error_kind",
+                    "skill_invoked",
+                    "transcript_missing",
+                    "transcript_artifacts",
+                    "tool_use_counts",
+                    "mcp_tool_uses",
+                    "mcp_semantic_errors",
+                )
+            }
+        )
         row["error_detail"] = summed["error_detail"]
         row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *diagnostics]
         row["cost_check"] = cost_check(summed, config)
@@ -761,36 +931,50 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
         if changed:
             row["evidence_diagnostics"].append(
                 "the sessions changed the clone's git metadata, which the harness's git never reads: "
-                + ", ".join(changed[:12]))
+                + ", ".join(changed[:12])
+            )
 
     try:
         if workspace_error is not None:
             raise workspace_error
-        passed, output, elapsed = run_verifier(sandbox, task["verify"], timeout=config["agent"]["verify_timeout_s"],
-                                               env=verifier_environment(sandbox, "verify"))
+        passed, output, elapsed = run_verifier(
+            sandbox,
+            task["verify"],
+            timeout=config["agent"]["verify_timeout_s"],
+            env=verifier_environment(sandbox, "verify"),
+        )
         context.timings["verify"] = elapsed
         row["authored_tests_passed"] = passed
-        row["authored_test_output"] = row["verify_output"] = _tail(redact_text(output, context.secrets),
-                                                                   VERIFY_TAIL_CHARS)
-        masks, changes, unmaskable = grader_config_masks(clone, grader_base, grader_before, limits,
-                                                         sandbox.empty_file)
+        row["authored_test_output"] = row["verify_output"] = _tail(
+            redact_text(output, context.secrets), VERIFY_TAIL_CHARS
+        )
+        masks, changes, unmaskable = grader_config_masks(clone, grader_base, grader_before, limits, sandbox.empty_file)
         if changes:
             row["evidence_diagnostics"].append(
                 "grader-config files changed in the workspace did not take effect in the oracle run: "
-                + ", ".join(changes[:12]))
+                + ", ".join(changes[:12])
+            )
         if unmaskable:
             oracle_passed, oracle_elapsed = False, 0.0
             row["evidence_diagnostics"].append(
-                "hidden oracle not run: grader-config path(s) are no longer regular files: "
-                + ", ".join(unmaskable[:8]))
+                "hidden oracle not run: grader-config path(s) are no longer regular files: " + ", ".join(unmaskable[:8])
+            )
             write_oracle_log(context, "hidden oracle not run: grader-config path(s) are no longer regular files")
         else:
             oracle_run = run_hidden_oracle(
-                sandbox, task, oracle_files, timeout=config["agent"]["verify_timeout_s"], private_root=private_root,
-                masks=masks)
+                sandbox,
+                task,
+                oracle_files,
+                timeout=config["agent"]["verify_timeout_s"],
+                private_root=private_root,
+                masks=masks,
+            )
             oracle_passed, oracle_elapsed = oracle_run.passed, oracle_run.elapsed
-            write_oracle_log(context, f"$ {task['oracle']['command']}\n[{oracle_run.state}, exit "
-                                      f"{oracle_run.exit_code}]\n{oracle_run.output}")
+            write_oracle_log(
+                context,
+                f"$ {task['oracle']['command']}\n[{oracle_run.state}, exit "
+                f"{oracle_run.exit_code}]\n{oracle_run.output}",
+            )
         context.timings["oracle"] = oracle_elapsed
         row["oracle_passed"] = oracle_passed
         row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
@@ -801,17 +985,25 @@ def _execute_in(sandbox: Sandbox, task: dict[str, Any], binding: dict[str, Any],
         work = _harness_git_step(hgit, orig_sha, lambda _git: repo.measure_work(measure, orig_sha, CHURN_EXCLUDES))
         row.update(diff_files=work.files, diff_insertions=work.insertions, diff_deletions=work.deletions)
         if row["resolved"] and work.digest == before_work.digest:
-            row.update(resolved=False, error_kind="no-work-produced",
-                       error_detail="the arm reported success without any change outside plans and skills")
+            row.update(
+                resolved=False,
+                error_kind="no-work-produced",
+                error_detail="the arm reported success without any change outside plans and skills",
+            )
         patch, truncated = work.patch, work.truncated
     except AgentWorkspaceError as exc:
-        row.update(ok=False, resolved=False, error_kind=exc.kind,
-                   error_detail=_tail(redact_text(str(exc), context.secrets), MAX_DETAIL_CHARS))
+        row.update(
+            ok=False,
+            resolved=False,
+            error_kind=exc.kind,
+            error_detail=_tail(redact_text(str(exc), context.secrets), MAX_DETAIL_CHARS),
+        )
         return row
     if context.secrets:
         # surrogateescape keeps binary hunks byte-exact while secrets in text are replaced.
         patch = redact_text(patch.decode("utf-8", "surrogateescape"), context.secrets).encode(
-            "utf-8", "surrogateescape")
+            "utf-8", "surrogateescape"
+        )
     (context.run_dir / "patch.diff").write_bytes(patch)
     if truncated:
         row["evidence_diagnostics"].append(f"patch.diff truncated at {repo.MAX_PATCH_BYTES} bytes")
@@ -828,18 +1020,27 @@ def remove_private_root(path: Path) -> None:
         pass
     # coreutils walk any depth without recursion limits; an agent can nest folders thousands deep.
     for argv in (["chmod", "-R", "--", "u+rwx", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
-        subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, capture_output=True, check=False,
-                       timeout=600)
+        subprocess.run(
+            argv, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, capture_output=True, check=False, timeout=600
+        )
     if os.path.lexists(path):
         raise OSError(f"could not remove {path}")
 
 
-HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError,
-                    repo.GitError, oracle.OracleError)
+HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError, repo.GitError, oracle.OracleError)
 
 
-def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext, *,
-             attempt: int, attempts: int, breaker_state: Path) -> dict[str, Any]:
+def run_cell(
+    task: dict[str, Any],
+    binding: dict[str, Any],
+    arm: str,
+    run: int,
+    context: CellContext,
+    *,
+    attempt: int,
+    attempts: int,
+    breaker_state: Path,
+) -> dict[str, Any]:
     """Run one cell and return its record; raise RetryableCellFailure on non-final systemic failures."""
     config = context.config
     label = f"[{task['id']}][{arm}][run {run}]"
@@ -862,11 +1063,14 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
             raise CellCancelled(f"{label} interrupted; no record is written, so the next run does this cell again")
     except HARNESS_FAILURES as exc:
         if CANCEL.is_set():
-            raise CellCancelled(f"{label} interrupted ({type(exc).__name__}); the next run does this cell again") \
-                from exc
+            raise CellCancelled(
+                f"{label} interrupted ({type(exc).__name__}); the next run does this cell again"
+            ) from exc
         row = base_row(task, binding, arm, run, context)
-        row.update(error_kind="infra-error",
-                   error_detail=_tail(redact_text(f"{type(exc).__name__}: {exc}", context.secrets), MAX_DETAIL_CHARS))
+        row.update(
+            error_kind="infra-error",
+            error_detail=_tail(redact_text(f"{type(exc).__name__}: {exc}", context.secrets), MAX_DETAIL_CHARS),
+        )
     finally:
         cleanup_error = None
         try:
@@ -875,35 +1079,49 @@ def run_cell(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
             cleanup_error = exc
     if cleanup_error is not None:
         primary = f"primary={row['error_kind']}: {row['error_detail']}"
-        row.update(ok=False, resolved=False, error_kind="cleanup-failure",
-                   error_detail=_tail(f"{primary}; cleanup: {type(cleanup_error).__name__}: {cleanup_error}",
-                                      MAX_DETAIL_CHARS))
+        row.update(
+            ok=False,
+            resolved=False,
+            error_kind="cleanup-failure",
+            error_detail=_tail(
+                f"{primary}; cleanup: {type(cleanup_error).__name__}: {cleanup_error}", MAX_DETAIL_CHARS
+            ),
+        )
     if isinstance(row["error_detail"], str):
         row["error_detail"] = redact_text(row["error_detail"], context.secrets)
     wall = time.monotonic() - started
     streak = breaker.record(breaker_state, label, row["error_kind"])
     cost = "n/a" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
     tokens = row["input_tokens"] + row["output_tokens"]
-    _say(context, f"{label} resolved={row['resolved']} tokens={tokens} cost={cost} took={wall:.1f}s "
-                  f"error_kind={row['error_kind']}")
+    _say(
+        context,
+        f"{label} resolved={row['resolved']} tokens={tokens} cost={cost} took={wall:.1f}s "
+        f"error_kind={row['error_kind']}",
+    )
     if row["error_detail"]:
         detail = json.dumps(row["error_detail"]) if isinstance(row["error_detail"], dict) else row["error_detail"]
         _say(context, f"{label} detail: {detail[:1200].replace(chr(10), ' ⏎ ')}")
     if row["error_kind"] in SYSTEMIC_ERROR_KINDS and attempt < attempts:
-        raise RetryableCellFailure(f"{label} {row['error_kind']} on attempt {attempt}/{attempts} "
-                                   f"(outage streak {streak}): {row['error_detail']}")
+        raise RetryableCellFailure(
+            f"{label} {row['error_kind']} on attempt {attempt}/{attempts} "
+            f"(outage streak {streak}): {row['error_detail']}"
+        )
     in_sessions = context.timings.get("sessions", 0.0)
     return {
         "schema": "cell-record/v1",
         "row": row,
         "attempt": attempt,
         "timing": {
-            "started_at": started_at, "finished_at": now_iso(), "wall_s": round(wall, 3),
-            "sessions_s": round(in_sessions, 3), "setup_s": round(context.timings.get("setup", 0.0), 3),
+            "started_at": started_at,
+            "finished_at": now_iso(),
+            "wall_s": round(wall, 3),
+            "sessions_s": round(in_sessions, 3),
+            "setup_s": round(context.timings.get("setup", 0.0), 3),
             "verify_s": round(context.timings.get("verify", 0.0), 3),
             "oracle_s": round(context.timings.get("oracle", 0.0), 3),
-            "overhead_s": round(wall - in_sessions - context.timings.get("verify", 0.0)
-                                - context.timings.get("oracle", 0.0), 3),
+            "overhead_s": round(
+                wall - in_sessions - context.timings.get("verify", 0.0) - context.timings.get("oracle", 0.0), 3
+            ),
             "sessions": context.session_windows,
         },
     }

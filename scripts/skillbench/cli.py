@@ -1,14 +1,14 @@
 """The `skillbench` command: check artifacts against their schemas, and the offline tools.
 
-    skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path (JSON, JSONL or
-                                                  YAML: a config file, a task suite or a model script)
-    skillbench kinds                              list the artifact kinds
-    skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
-    skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
-    skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
-    skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
-    skillbench check-tasks [--configfile FILE]    verify and the hidden oracle on each task's base and reference
-                                                  solution, before any session is paid for (one line per task)
+skillbench validate KIND FILE                 exit 0, or exit 1 naming the first failing path (JSON, JSONL or
+                                              YAML: a config file, a task suite or a model script)
+skillbench kinds                              list the artifact kinds
+skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same decision as the pipeline)
+skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
+skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
+skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
+skillbench check-tasks [--configfile FILE]    verify and the hidden oracle on each task's base and reference
+                                              solution, before any session is paid for (one line per task)
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ def _validate_yaml(kind: str, path: Path) -> None:
         note = f" (merged over {DEFAULT_CONFIG})" if layers else ""
         print(f"{path}: valid config{note}")
         try:
-            selected = tasks.select_tasks(tasks.load_suite(config["tasks"]["suite"]),
-                                          include_expensive=config["tasks"]["include_expensive"],
-                                          only=config["tasks"]["only"]).tasks
+            selected = tasks.select_tasks(
+                tasks.load_suite(config["tasks"]["suite"]),
+                include_expensive=config["tasks"]["include_expensive"],
+                only=config["tasks"]["only"],
+            ).tasks
         except (artifacts.ArtifactError, OSError) as exc:
             print(f"warning: the task suite cannot be checked from here: {exc}")
             return
@@ -93,15 +95,29 @@ def _gate(args: argparse.Namespace) -> int:
         try:
             design = json.loads(args.runs)
         except json.JSONDecodeError:
-            print(f"--runs must be an integer or a JSON mapping like '{{\"min\": 2, \"max\": 10, \"step\": 1}}' "
-                  f"(got {args.runs!r})", file=sys.stderr)
+            print(
+                f'--runs must be an integer or a JSON mapping like \'{{"min": 2, "max": 10, "step": 1}}\' '
+                f"(got {args.runs!r})",
+                file=sys.stderr,
+            )
             return 1
     # A sequential generation keeps its looks beside the rows; the last one names the pairs a budget cut short.
-    looks = sorted((results.parent / "looks").glob("look*.json"), key=lambda path: int(path.stem[4:]) if
-                   path.stem[4:].isdigit() else 0)
+    looks = sorted(
+        (results.parent / "looks").glob("look*.json"),
+        key=lambda path: int(path.stem[4:]) if path.stem[4:].isdigit() else 0,
+    )
     last_look = str(looks[-1]) if looks and isinstance(design, dict) else None
-    for key in ("rule", "metric", "min_runs", "min_improvement_pct", "max_task_regression_pct",
-                "max_failed_task_regression_pct", "min_gated_task_ratio", "alpha", "quality_margin_pct"):
+    for key in (
+        "rule",
+        "metric",
+        "min_runs",
+        "min_improvement_pct",
+        "max_task_regression_pct",
+        "max_failed_task_regression_pct",
+        "min_gated_task_ratio",
+        "alpha",
+        "quality_margin_pct",
+    ):
         if getattr(args, key) is not None:
             policy[key] = getattr(args, key)
     if args.require_confidence:
@@ -115,10 +131,17 @@ def _gate(args: argparse.Namespace) -> int:
         print(f"{results}: rows mix models {models} or efforts {efforts}; cannot regrade", file=sys.stderr)
         return 1
     try:
-        document = pipeline.gate_promotion(results=str(results), overlay_json=str(overlay_json),
-                                           bindings=str(bindings), policy=policy, model=models[0],
-                                           effort=rows[0]["effort"], out=str(args.out), design=design,
-                                           look=last_look)
+        document = pipeline.gate_promotion(
+            results=str(results),
+            overlay_json=str(overlay_json),
+            bindings=str(bindings),
+            policy=policy,
+            model=models[0],
+            effort=rows[0]["effort"],
+            out=str(args.out),
+            design=design,
+            look=last_look,
+        )
     except (artifacts.ArtifactError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
@@ -170,13 +193,17 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     print(progress.format_line(state))
     median = "n/a" if state["median_cell_s"] is None else f"{state['median_cell_s']:.1f} s"
-    print(f"  state: {state['state']}; run started {state['started_at']}; median cell {median}; "
-          f"session cap {state['session_cap'] or 'unknown'}")
+    print(
+        f"  state: {state['state']}; run started {state['started_at']}; median cell {median}; "
+        f"session cap {state['session_cap'] or 'unknown'}"
+    )
     _running, interrupted = progress.running_cells(Path(root))
     if interrupted:
         print(f"  interrupted cells (their job died): {', '.join(interrupted)}")
-        print("  resume: `snakemake --unlock` if snakemake itself was killed, then run the same snakemake command "
-              "again: finished cells are kept")
+        print(
+            "  resume: `snakemake --unlock` if snakemake itself was killed, then run the same snakemake command "
+            "again: finished cells are kept"
+        )
     return 0
 
 
@@ -186,9 +213,11 @@ def _estimate(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(Path("config/config.yaml"), *args.configfile)
-        suite = tasks.select_tasks(tasks.load_suite(config["tasks"]["suite"]),
-                                   include_expensive=config["tasks"]["include_expensive"],
-                                   only=config["tasks"]["only"])
+        suite = tasks.select_tasks(
+            tasks.load_suite(config["tasks"]["suite"]),
+            include_expensive=config["tasks"]["include_expensive"],
+            only=config["tasks"]["only"],
+        )
         work = progress.planned_work(config, [task["id"] for task in suite.tasks])
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
@@ -197,26 +226,34 @@ def _estimate(args: argparse.Namespace) -> int:
     print(f"experiment {config['experiment']}: {len(work['tasks'])} task(s) × {work['runs']} run(s)")
     print(f"  incumbent arms {', '.join(work['incumbent_arms'])}: {len(work['incumbent_cells'])} cells")
     if generations:
-        print(f"  up to {generations} generation(s) of {', '.join(work['candidate_arms'])}: "
-              f"{len(work['candidate_cells_per_generation'])} cells each, {work['proposer_sessions']} proposer "
-              "session(s); the chain stops at the first promotion")
+        print(
+            f"  up to {generations} generation(s) of {', '.join(work['candidate_arms'])}: "
+            f"{len(work['candidate_cells_per_generation'])} cells each, {work['proposer_sessions']} proposer "
+            "session(s); the chain stops at the first promotion"
+        )
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
     source = args.results or Path("results") / config["experiment"]
     rows, proposers = progress.earlier_costs(source)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
         prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
-        print(f"  cost: no earlier measured rows under {source}, so no estimate. Run a small sweep first "
-              "(e.g. --config runs=1 'evolution={generations: 0}') and estimate again, or pass --results "
-              "results/<an earlier experiment>.")
+        print(
+            f"  cost: no earlier measured rows under {source}, so no estimate. Run a small sweep first "
+            "(e.g. --config runs=1 'evolution={generations: 0}') and estimate again, or pass --results "
+            "results/<an earlier experiment>."
+        )
         if prices:
-            print(f"  price table {config['agent']['prices']['table']} for {config['model']['name']} (USD per "
-                  f"million tokens): " + ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items())))
+            print(
+                f"  price table {config['agent']['prices']['table']} for {config['model']['name']} (USD per "
+                f"million tokens): " + ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items()))
+            )
         return 0
     note = "" if estimate["proposer_priced"] or not work["proposer_sessions"] else " (proposer sessions not priced)"
-    print(f"  expected cost ${estimate['expected_usd']:.2f} (range ${estimate['low_usd']:.2f} – "
-          f"${estimate['high_usd']:.2f}) if every generation runs, priced from {estimate['rows']} earlier "
-          f"row(s) under {source}{note}")
+    print(
+        f"  expected cost ${estimate['expected_usd']:.2f} (range ${estimate['low_usd']:.2f} – "
+        f"${estimate['high_usd']:.2f}) if every generation runs, priced from {estimate['rows']} earlier "
+        f"row(s) under {source}{note}"
+    )
     if config["model"]["provider"] == "scripted":
         print("  (model.provider is scripted: these are the scripted model's reported costs; nothing is billed)")
     return 0
@@ -231,9 +268,11 @@ def _check_tasks(args: argparse.Namespace) -> int:
     try:
         config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
         suite = config["tasks"]["suite"]
-        selected = tasks.select_tasks(tasks.load_suite(suite), include_expensive=True if args.all else
-                                      config["tasks"]["include_expensive"],
-                                      only=args.task or config["tasks"]["only"]).tasks
+        selected = tasks.select_tasks(
+            tasks.load_suite(suite),
+            include_expensive=True if args.all else config["tasks"]["include_expensive"],
+            only=args.task or config["tasks"]["only"],
+        ).tasks
         if config["sandbox"]["backend"] == "bwrap":
             sandbox.preflight(config["sandbox"]["bwrap"])
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
@@ -244,12 +283,21 @@ def _check_tasks(args: argparse.Namespace) -> int:
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
-                binding = tasks.bind_task(task, suite=Path(suite), template_dir=Path(scratch) / "template",
-                                          oracle_dir=Path(scratch) / "oracle")
+                binding = tasks.bind_task(
+                    task,
+                    suite=Path(suite),
+                    template_dir=Path(scratch) / "template",
+                    oracle_dir=Path(scratch) / "oracle",
+                )
                 document = taskcheck.check_task(
-                    task, binding, config=config, template=Path(scratch) / "template",
+                    task,
+                    binding,
+                    config=config,
+                    template=Path(scratch) / "template",
                     oracle_snapshot=Path(scratch) / "oracle",
-                    solution=taskcheck.solution_bytes(task, Path(suite), binding), secrets=secrets)
+                    solution=taskcheck.solution_bytes(task, Path(suite), binding),
+                    secrets=secrets,
+                )
             except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
                 print(f"{task['id']}: REFUSED — the check could not run: {exc}")
                 refused += 1
@@ -266,11 +314,14 @@ def _check_tasks(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skillbench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="skillbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check an artifact (JSON or JSONL) or a config, task suite or "
-                                   "model script (YAML) against its schema")
+    validate = commands.add_parser(
+        "validate",
+        help="check an artifact (JSON or JSONL) or a config, task suite or model script (YAML) against its schema",
+    )
     validate.add_argument("kind", help="artifact kind, e.g. result-row, cell-record, promotion")
     validate.add_argument("file", type=Path)
     commands.add_parser("kinds", help="list the artifact kinds")
@@ -280,39 +331,70 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--overlay", type=Path, help="overlay.json (default: beside the results)")
     regrade.add_argument("--bindings", type=Path, help="tasks/bindings.json (default: ../tasks/bindings.json)")
     regrade.add_argument("--configfile", type=Path, help="take the policy from this config's gate section")
-    regrade.add_argument("--rule", choices=["noise_aware", "upstream"],
-                         help="decision rule (default: the config's, else noise_aware); see docs/gate.md")
+    regrade.add_argument(
+        "--rule",
+        choices=["noise_aware", "upstream"],
+        help="decision rule (default: the config's, else noise_aware); see docs/gate.md",
+    )
     regrade.add_argument("--metric", choices=["cost_usd", "output_tokens", "duration_s", "num_turns"])
     regrade.add_argument("--min-runs", dest="min_runs", type=int)
     regrade.add_argument("--min-improvement-pct", dest="min_improvement_pct", type=float)
     regrade.add_argument("--max-task-regression-pct", dest="max_task_regression_pct", type=float)
     regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
     regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
-    regrade.add_argument("--alpha", type=float,
-                         help="false-promotion rate of an identical candidate (noise_aware rule; default 0.05)")
-    regrade.add_argument("--quality-margin-pct", dest="quality_margin_pct", type=float,
-                         help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)")
+    regrade.add_argument(
+        "--alpha", type=float, help="false-promotion rate of an identical candidate (noise_aware rule; default 0.05)"
+    )
+    regrade.add_argument(
+        "--quality-margin-pct",
+        dest="quality_margin_pct",
+        type=float,
+        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)",
+    )
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")
-    regrade.add_argument("--runs", help="the run design to replay: an integer (fixed) or a JSON mapping "
-                         "{\"min\": 2, \"max\": 10, \"step\": 1} (sequential; default: the config's runs)")
+    regrade.add_argument(
+        "--runs",
+        help="the run design to replay: an integer (fixed) or a JSON mapping "
+        '{"min": 2, "max": 10, "step": 1} (sequential; default: the config\'s runs)',
+    )
     promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
-    promote.add_argument("--configfile", type=Path, action="append", default=[],
-                         help="extra config files, merged over config/config.yaml as snakemake --configfile does")
+    promote.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
     promote.add_argument("--repository", type=Path, default=Path("."))
     status = commands.add_parser("status", help="progress of a run from the files on disk (during or after it)")
-    status.add_argument("results_dir", type=Path, nargs="?",
-                        help="results/<experiment> (default: the experiment of config/config.yaml)")
+    status.add_argument(
+        "results_dir", type=Path, nargs="?", help="results/<experiment> (default: the experiment of config/config.yaml)"
+    )
     estimate = commands.add_parser("estimate", help="cells, sessions and expected cost a config implies")
-    estimate.add_argument("--configfile", type=Path, action="append", default=[],
-                          help="extra config files, merged over config/config.yaml as snakemake --configfile does")
-    estimate.add_argument("--results", type=Path,
-                          help="price from the rows under this results folder (default: results/<experiment>)")
-    check = commands.add_parser("check-tasks", help="check every selected task before paying for sessions: verify "
-                                "and the hidden oracle on the base and on the reference solution")
-    check.add_argument("--configfile", type=Path, action="append", default=[],
-                       help="extra config files, merged over config/config.yaml as snakemake --configfile does")
+    estimate.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
+    estimate.add_argument(
+        "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
+    )
+    check = commands.add_parser(
+        "check-tasks",
+        help="check every selected task before paying for sessions: verify "
+        "and the hidden oracle on the base and on the reference solution",
+    )
+    check.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
     check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
     check.add_argument("--all", action="store_true", help="include tasks marked expensive")
     return parser

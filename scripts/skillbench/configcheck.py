@@ -113,13 +113,16 @@ def describe(error: jsonschema.ValidationError, what: str = "config") -> list[st
     line = f"{what}: key `{where}`: {error.message}"
     expected = error.schema.get("type") if isinstance(error.schema, dict) else None
     if error.validator == "type" and expected in ("integer", "number", "boolean") and _looks_typed(error.instance):
-        line += (" — a value nested in `--config key={...}` is read as text by Snakemake; put the value in a YAML file "
-                 "and pass it with --configfile")
+        line += (
+            " — a value nested in `--config key={...}` is read as text by Snakemake; put the value in a YAML file "
+            "and pass it with --configfile"
+        )
     return [line]
 
 
-def schema_problems(document: Any, kind: str, *, fill_defaults: bool = False, what: str | None = None
-                    ) -> tuple[list[str], str]:
+def schema_problems(
+    document: Any, kind: str, *, fill_defaults: bool = False, what: str | None = None
+) -> tuple[list[str], str]:
     """(short lines, full report) for every violation of `kind`'s schema; fills defaults in place when asked."""
     schema = load_schema(kind)
     validator = (_DefaultingValidator if fill_defaults else Draft202012Validator)(schema)
@@ -132,8 +135,9 @@ def schema_problems(document: Any, kind: str, *, fill_defaults: bool = False, wh
     return lines, "\n\n".join(str(error) for error in errors)
 
 
-def validate_config(config: dict[str, Any], *, source: str = "config", log_path: str | Path | None = None,
-                    verbose: bool = False) -> dict[str, Any]:
+def validate_config(
+    config: dict[str, Any], *, source: str = "config", log_path: str | Path | None = None, verbose: bool = False
+) -> dict[str, Any]:
     """Fill the schema's defaults into `config` and check it; raise ConfigError with one line per mistake.
 
     The full jsonschema report (schema excerpts included) is written to `log_path` when given, and added to the
@@ -162,8 +166,10 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     if isinstance(exc, yaml.composer.ComposerError) and "undefined alias" in problem:
-        return (f"{where}{problem} — an alias `*name` must come after the anchor `&name` it repeats, in the same "
-                "file (anchors and aliases are allowed)")
+        return (
+            f"{where}{problem} — an alias `*name` must come after the anchor `&name` it repeats, in the same "
+            "file (anchors and aliases are allowed)"
+        )
     return f"{where}{context + ': ' if context else ''}{problem}"
 
 
@@ -180,8 +186,9 @@ def read_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ArtifactError(f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); "
-                            "save it as UTF-8") from exc
+        raise ArtifactError(
+            f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8"
+        ) from exc
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -230,7 +237,8 @@ def design_warnings(config: dict[str, Any], task_count: int) -> list[str]:
     if runs < min_runs:
         warnings.append(
             f"runs is {runs} but gate.min_runs is {min_runs}: no candidate can ever be promoted (every task needs "
-            f"{min_runs} valid runs per arm); set runs to at least {min_runs}, or lower gate.min_runs")
+            f"{min_runs} valid runs per arm); set runs to at least {min_runs}, or lower gate.min_runs"
+        )
     ratio = gate["min_gated_task_ratio"]
     needed = math.ceil(ratio * task_count - 1e-9)
     # A ratio below 1 reads as "some tasks may fail"; with this few tasks it tolerates none.
@@ -238,7 +246,8 @@ def design_warnings(config: dict[str, Any], task_count: int) -> list[str]:
         warnings.append(
             f"only {task_count} task(s) selected for gate.min_gated_task_ratio {ratio:g}: every one of them must carry "
             "quality signal, so a single task that neither arm resolves blocks any promotion; add tasks (or lower "
-            "gate.min_gated_task_ratio)")
+            "gate.min_gated_task_ratio)"
+        )
     return warnings
 
 
@@ -247,16 +256,23 @@ def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> st
     promote at all. `reasons` are the gate's reasons of the last generation."""
     gate = config["gate"]
     if most_runs(config["runs"]) < gate["min_runs"]:
-        return (f"With runs: {most_runs(config['runs'])} no candidate can be promoted (gate.min_runs is {gate['min_runs']}), so "
-                f"more generations would not help: set `runs` to at least {gate['min_runs']} (or lower "
-                "`gate.min_runs`) and run again.")
+        return (
+            f"With runs: {most_runs(config['runs'])} no candidate can be promoted "
+            f"(gate.min_runs is {gate['min_runs']}), so "
+            f"more generations would not help: set `runs` to at least {gate['min_runs']} (or lower "
+            "`gate.min_runs`) and run again."
+        )
     text = " ".join(reasons)
     if "evidence base is too thin" in text or "no task supplied quality signal" in text:
-        return (f"Too few of the {task_count} task(s) carried quality signal (tasks neither arm resolves are not "
-                "gated): add tasks the arms can resolve, or lower `gate.min_gated_task_ratio`.")
+        return (
+            f"Too few of the {task_count} task(s) carried quality signal (tasks neither arm resolves are not "
+            "gated): add tasks the arms can resolve, or lower `gate.min_gated_task_ratio`."
+        )
     if "excluded runs" in text or "different valid run counts" in text:
-        return ("Some runs were excluded (session, infra or cleanup errors; see the report's error kinds): fix the "
-                "cause and run the same command again, which redoes only what is missing.")
+        return (
+            "Some runs were excluded (session, infra or cleanup errors; see the report's error kinds): fix the "
+            "cause and run the same command again, which redoes only what is missing."
+        )
     return "Raise `evolution.generations` to continue the chain."
 
 
@@ -265,9 +281,15 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
     return f"; did you mean `{hint}`?" if hint else f" (known: {', '.join(choices) or 'none'})"
 
 
-def check_model_script(path: str | Path, *, suite_tasks: list[str], selected_tasks: list[str],
-                       arm_roles: dict[str, list[str]], selected_arms: list[str], needs_proposer: bool
-                       ) -> dict[str, Any]:
+def check_model_script(
+    path: str | Path,
+    *,
+    suite_tasks: list[str],
+    selected_tasks: list[str],
+    arm_roles: dict[str, list[str]],
+    selected_arms: list[str],
+    needs_proposer: bool,
+) -> dict[str, Any]:
     """Read and check a scripted-model script before any job; return it, or raise ArtifactError listing every mistake.
 
     Checks the schema, that every task id and role it names exists (suite tasks; roles of the config's arms), and that
@@ -285,8 +307,10 @@ def check_model_script(path: str | Path, *, suite_tasks: list[str], selected_tas
             continue
         for role in roles or {}:
             if role not in known_roles:
-                problems.append(f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
-                                f"{_did_you_mean(role, known_roles)}")
+                problems.append(
+                    f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
+                    f"{_did_you_mean(role, known_roles)}"
+                )
     for task in selected_tasks:
         for arm in selected_arms:
             for role in arm_roles[arm]:

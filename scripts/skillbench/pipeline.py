@@ -52,8 +52,10 @@ def resolve_cli(name: str, project_root: Path = PROJECT_ROOT) -> Path:
     found = shutil.which(name)
     if found:
         return Path(found).resolve()
-    raise artifacts.ArtifactError(f"config agent.cli: {name!r} is neither in {local.parent} nor on PATH; "
-                                  "run `make setup` to install the Claude Code CLI")
+    raise artifacts.ArtifactError(
+        f"config agent.cli: {name!r} is neither in {local.parent} nor on PATH; "
+        "run `make setup` to install the Claude Code CLI"
+    )
 
 
 # The oldest Claude Code CLI the test suite runs (tools/package.json pins it); older ones are refused
@@ -75,9 +77,12 @@ def cli_version(cli: Path) -> str | None:
                 break
             if package.get("name") == "@anthropic-ai/claude-code":
                 return package.get("version")
-    result = run_managed([str(cli), "--version"], env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent",
-                                                      "DISABLE_AUTOUPDATER": "1"},
-                         timeout=CLI_VERSION_TIMEOUT_S, cwd="/")
+    result = run_managed(
+        [str(cli), "--version"],
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "DISABLE_AUTOUPDATER": "1"},
+        timeout=CLI_VERSION_TIMEOUT_S,
+        cwd="/",
+    )
     match = VERSION_PATTERN.match(result.stdout_tail) if result.ok else None
     return ".".join(match.groups()) if match else None
 
@@ -92,12 +97,16 @@ def check_cli(config: dict[str, Any]) -> str:
     cli = resolve_cli(config["agent"]["cli"])
     version = cli_version(cli)
     if version is None:
-        raise artifacts.ArtifactError(f"config agent.cli: cannot tell the version of {cli} (neither its npm "
-                                      "package.json nor `--version` names one); point agent.cli at a Claude Code CLI")
+        raise artifacts.ArtifactError(
+            f"config agent.cli: cannot tell the version of {cli} (neither its npm "
+            "package.json nor `--version` names one); point agent.cli at a Claude Code CLI"
+        )
     if _version_key(version) < _version_key(MIN_CLI_VERSION):
-        raise artifacts.ArtifactError(f"config agent.cli: Claude Code {version} at {cli} is older than the oldest "
-                                      f"supported version {MIN_CLI_VERSION}; run `make setup` (it installs the pinned "
-                                      "CLI into tools/) or point agent.cli at a newer one")
+        raise artifacts.ArtifactError(
+            f"config agent.cli: Claude Code {version} at {cli} is older than the oldest "
+            f"supported version {MIN_CLI_VERSION}; run `make setup` (it installs the pinned "
+            "CLI into tools/) or point agent.cli at a newer one"
+        )
     return version
 
 
@@ -111,16 +120,24 @@ def check_model_access(config: dict[str, Any]) -> None:
     if config["model"]["provider"] == "anthropic" and not api_key(config):
         raise artifacts.ArtifactError(
             f"model.provider is anthropic but the environment variable {config['model']['api_key_env']} is empty; "
-            "export the key (never put it in config), or use model.provider: scripted for an offline run")
+            "export the key (never put it in config), or use model.provider: scripted for an offline run"
+        )
     base_url = config["model"]["base_url"]
     if base_url:
         from urllib.parse import urlsplit
 
         parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password \
-                or parts.query or parts.fragment:
-            raise artifacts.ArtifactError(f"model.base_url must be a plain http(s) URL without credentials, query or "
-                                          f"fragment (got {base_url!r})")
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.username
+            or parts.password
+            or parts.query
+            or parts.fragment
+        ):
+            raise artifacts.ArtifactError(
+                f"model.base_url must be a plain http(s) URL without credentials, query or fragment (got {base_url!r})"
+            )
 
 
 def load_script(path: str | None) -> dict[str, Any] | None:
@@ -130,28 +147,62 @@ def load_script(path: str | None) -> dict[str, Any] | None:
     return load_model_script(path) if path else None
 
 
-def run_cell(*, config: dict[str, Any], task: dict[str, Any], arm: str, run: int, binding: str, template: str,
-             oracle_snapshot: str, skills_root: str, model_script: str | None, record_out: str, attempt: int,
-             breaker_state: str, cli_version: str, overlay_json: str | None = None, log=None) -> None:
+def run_cell(
+    *,
+    config: dict[str, Any],
+    task: dict[str, Any],
+    arm: str,
+    run: int,
+    binding: str,
+    template: str,
+    oracle_snapshot: str,
+    skills_root: str,
+    model_script: str | None,
+    record_out: str,
+    attempt: int,
+    breaker_state: str,
+    cli_version: str,
+    overlay_json: str | None = None,
+    log=None,
+) -> None:
     """`task` is the definition the workflow validated when it was parsed and `cli_version` the CLI's version
     it found then (the rule's params)."""
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     cli = resolve_cli(config["agent"]["cli"])
     context = cells.CellContext(
-        config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
-        run_dir=Path(record_out).parent, claude_bin=cli, cli_version=cli_version, api_key=api_key(config),
-        model_script=load_script(model_script), skills_source=Path(skills_root),
-        overlay=frozen_overlay_of(overlay_json) if overlay_json else None, overlay_digest=overlay_digest, log=log)
+        config=config,
+        template=Path(template),
+        oracle_snapshot=Path(oracle_snapshot),
+        run_dir=Path(record_out).parent,
+        claude_bin=cli,
+        cli_version=cli_version,
+        api_key=api_key(config),
+        model_script=load_script(model_script),
+        skills_source=Path(skills_root),
+        overlay=frozen_overlay_of(overlay_json) if overlay_json else None,
+        overlay_digest=overlay_digest,
+        log=log,
+    )
     run_dir = Path(record_out).parent
     # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
     with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
-        record = cells.run_cell(task, task_binding, arm, run, context, attempt=attempt,
-                                attempts=config["agent"]["attempts"], breaker_state=Path(breaker_state))
+        record = cells.run_cell(
+            task,
+            task_binding,
+            arm,
+            run,
+            context,
+            attempt=attempt,
+            attempts=config["agent"]["attempts"],
+            breaker_state=Path(breaker_state),
+        )
         artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
         if ORPHANED.is_set():
-            raise cells.CellCancelled(f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
-                                      "so the next run does this cell again")
+            raise cells.CellCancelled(
+                f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
+                "so the next run does this cell again"
+            )
         artifacts.write_artifact(Path(record_out), record, "cell-record")
 
 
@@ -181,8 +232,16 @@ def runs_text(runs: Any) -> Any:
     return f"{runs['min']} to {runs['max']}, step {runs['step']} (sequential; each pair's looks are in its decision)"
 
 
-def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_order: list[str], out: str,
-                  promotion: str | None = None, title: str = "skillbench benchmark") -> None:
+def render_report(
+    *,
+    results: str,
+    bindings: str,
+    config: dict[str, Any],
+    arm_order: list[str],
+    out: str,
+    promotion: str | None = None,
+    title: str = "skillbench benchmark",
+) -> None:
     from .report import render_report as render
 
     rows = artifacts.read_jsonl(Path(results), "result-row")
@@ -198,8 +257,15 @@ def render_report(*, results: str, bindings: str, config: dict[str, Any], arm_or
         "run_status": "complete",
         "tools": config["agent"]["tools"],
     }
-    text = render(rows, title=title, task_order=provenance["selected_tasks"], arm_order=arm_order,
-                  provenance=provenance, promotion=promotion_doc, baseline_arm=config["report"]["baseline_arm"])
+    text = render(
+        rows,
+        title=title,
+        task_order=provenance["selected_tasks"],
+        arm_order=arm_order,
+        provenance=provenance,
+        promotion=promotion_doc,
+        baseline_arm=config["report"]["baseline_arm"],
+    )
     artifacts.atomic_write_text(Path(out), text + oracle_log_section(rows, Path(out)))
 
 
@@ -223,11 +289,11 @@ def oracle_log_section(rows: list[dict[str, Any]], report: Path) -> str:
             links.append(f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})")
     if not links:
         return ""
-    return ("\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
-            "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
-            "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n"
-            + "\n".join(links) + "\n")
-
+    return (
+        "\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
+        "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
+        "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n" + "\n".join(links) + "\n"
+    )
 
 
 def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, bytes]]:
@@ -262,9 +328,19 @@ def suite_oracles(suite: str) -> list[tuple[str, bytes]]:
     return found
 
 
-def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, frozen_out: str, overlay_out: str,
-                   candidate_origin: str, proposer_model: str | None, bindings: str, oracle_dirs: list[str],
-                   repository: str = ".") -> None:
+def freeze_overlay(
+    *,
+    config: dict[str, Any],
+    generation: int,
+    source: str,
+    frozen_out: str,
+    overlay_out: str,
+    candidate_origin: str,
+    proposer_model: str | None,
+    bindings: str,
+    oracle_dirs: list[str],
+    repository: str = ".",
+) -> None:
     """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets.
 
     An overlay that carries any bound hidden oracle's content is refused before any cell runs."""
@@ -281,8 +357,9 @@ def freeze_overlay(*, config: dict[str, Any], generation: int, source: str, froz
     overlay.require_change(files, Path(config["skills"]["root"]))
     touched = overlay.touched_skills(files)
     candidates = required_candidate_arms(config, touched, source)
-    targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
-                                        mirrors=config["skills"]["mirrors"])
+    targets = overlay.promotion_targets(
+        files, skills_root=config["skills"]["root"], mirrors=config["skills"]["mirrors"]
+    )
     bases = overlay.committed_target_digests(Path(repository), targets)
     digest = overlay.freeze(Path(source), Path(frozen_out), evolvable)
     document = {
@@ -308,13 +385,17 @@ def required_candidate_arms(config: dict[str, Any], touched: set[str], source: s
     from . import overlay
 
     expected = [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)]
-    needed = [arm for arm in arm_config.candidate_arms_for(config, touched)
-              if arm_config.incumbent_of(arm) in arm_config.selected_arms(config)]
+    needed = [
+        arm
+        for arm in arm_config.candidate_arms_for(config, touched)
+        if arm_config.incumbent_of(arm) in arm_config.selected_arms(config)
+    ]
     if needed != expected:
         raise overlay.OverlayError(
             f"overlay {source} changes {sorted(touched)}, which needs the paired arms {needed or 'none'}; this "
             f"experiment benchmarks {expected} (evolution.arms). Change a skill of every one of those arms, or "
-            "set evolution.arms to the arms the overlay is about")
+            "set evolution.arms to the arms the overlay is about"
+        )
     return expected
 
 
@@ -329,8 +410,9 @@ def generation_arm_order(config: dict[str, Any], candidates: list[str]) -> list[
     return order
 
 
-def promotion_binding(model: str, effort: str | None, overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
-                      ) -> dict[str, Any]:
+def promotion_binding(
+    model: str, effort: str | None, overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "benchmark_model": model,
         "effort": effort,
@@ -359,9 +441,19 @@ def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) ->
     return "complete" if expected and all(found == expected for found in runs.values()) else "aborted"
 
 
-def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: dict[str, Any], model: str,
-                   effort: str | None, out: str, generated_at=None, design: Any = None,
-                   look: str | None = None) -> dict[str, Any]:
+def gate_promotion(
+    *,
+    results: str,
+    overlay_json: str,
+    bindings: str,
+    policy: dict[str, Any],
+    model: str,
+    effort: str | None,
+    out: str,
+    generated_at=None,
+    design: Any = None,
+    look: str | None = None,
+) -> dict[str, Any]:
     """Rows + policy → promotion.json (the same function `skillbench gate` calls offline).
 
     With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
@@ -384,13 +476,19 @@ def gate_promotion(*, results: str, overlay_json: str, bindings: str, policy: di
     cut_short = None
     if look is not None:
         look_doc = artifacts.read_artifact(Path(look), "look")
-        cut_short = {pair["candidate_arm"]: pair["reason"] for pair in look_doc["pairs"]
-                     if pair["status"] == "cut_short"}
+        cut_short = {
+            pair["candidate_arm"]: pair["reason"] for pair in look_doc["pairs"] if pair["status"] == "cut_short"
+        }
     document = gate.promotion_document(
-        rows, pairs=[tuple(pair) for pair in overlay_doc["pairs"]], policy=policy,
-        binding=promotion_binding(model, effort, overlay_doc, bindings_doc), run_status=status,
-        generated_at=generated_at or datetime.now(UTC), design=run_design if sequential else None,
-        cut_short=cut_short)
+        rows,
+        pairs=[tuple(pair) for pair in overlay_doc["pairs"]],
+        policy=policy,
+        binding=promotion_binding(model, effort, overlay_doc, bindings_doc),
+        run_status=status,
+        generated_at=generated_at or datetime.now(UTC),
+        design=run_design if sequential else None,
+        cut_short=cut_short,
+    )
     artifacts.write_artifact(Path(out), document, "promotion")
     return document
 
@@ -403,8 +501,15 @@ class HarnessHealthError(RuntimeError):
     """An incumbent arm resolved nothing on every task: the environment, not the skills, is broken."""
 
 
-def summarize_run(*, config: dict[str, Any], results: list[str], promotions: list[str], overlays: list[str],
-                  summary_out: str, markdown_out: str) -> dict[str, Any]:
+def summarize_run(
+    *,
+    config: dict[str, Any],
+    results: list[str],
+    promotions: list[str],
+    overlays: list[str],
+    summary_out: str,
+    markdown_out: str,
+) -> dict[str, Any]:
     """summary.json and summary.md for the whole run; then fail loudly if an incumbent arm is broken."""
     from . import arms as arm_config
     from .aggregate import aggregate_by_task, broken_incumbent_arms
@@ -414,19 +519,28 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
     for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
         promotion = artifacts.read_artifact(Path(promotion_path), "promotion")
         overlay_doc = artifacts.read_artifact(Path(overlay_path), "overlay")
-        generations.append({
-            "generation": overlay_doc["generation"],
-            "candidate_origin": overlay_doc["candidate_origin"],
-            "candidate_overlay_digest": overlay_doc["digest"],
-            "touched_skills": overlay_doc["touched_skills"],
-            "required_candidate_arms": overlay_doc["required_candidate_arms"],
-            "promoted": is_promoted(promotion),
-            "run_status": promotion["run_status"],
-            "decisions": [{"candidate_arm": d["candidate_arm"], "incumbent_arm": d["incumbent_arm"],
-                           "decision": d["decision"], "median_improvement_pct": d["median_improvement_pct"],
-                           "reasons": d["reasons"]} for d in promotion["decisions"]],
-            "gate_summary": summarize_gate(promotion),
-        })
+        generations.append(
+            {
+                "generation": overlay_doc["generation"],
+                "candidate_origin": overlay_doc["candidate_origin"],
+                "candidate_overlay_digest": overlay_doc["digest"],
+                "touched_skills": overlay_doc["touched_skills"],
+                "required_candidate_arms": overlay_doc["required_candidate_arms"],
+                "promoted": is_promoted(promotion),
+                "run_status": promotion["run_status"],
+                "decisions": [
+                    {
+                        "candidate_arm": d["candidate_arm"],
+                        "incumbent_arm": d["incumbent_arm"],
+                        "decision": d["decision"],
+                        "median_improvement_pct": d["median_improvement_pct"],
+                        "reasons": d["reasons"],
+                    }
+                    for d in promotion["decisions"]
+                ],
+                "gate_summary": summarize_gate(promotion),
+            }
+        )
     requested = config["evolution"]["generations"]
     promoted = next((g["generation"] for g in generations if g["promoted"]), None)
     if requested == 0:
@@ -459,7 +573,8 @@ def summarize_run(*, config: dict[str, Any], results: list[str], promotions: lis
         raise HarnessHealthError(
             f"[harness-health] incumbent arm(s) {', '.join(broken)} resolved no run on any task; the report and "
             "promotion evidence were written, but a harness that cannot solve anything measures nothing: check "
-            "the task suite, the sandbox and the model before trusting these results")
+            "the task suite, the sandbox and the model before trusting these results"
+        )
     return summary
 
 
@@ -471,9 +586,11 @@ def render_summary(summary: dict[str, Any]) -> str:
         lines += ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
         for generation in summary["generations"]:
             decisions = ", ".join(f"{d['candidate_arm']}: {d['decision']}" for d in generation["decisions"])
-            lines.append(f"| {generation['generation']} | {generation['candidate_origin']} | "
-                         f"`{generation['candidate_overlay_digest'][:16]}` | "
-                         f"{', '.join(generation['required_candidate_arms'])} | {decisions} |")
+            lines.append(
+                f"| {generation['generation']} | {generation['candidate_origin']} | "
+                f"`{generation['candidate_overlay_digest'][:16]}` | "
+                f"{', '.join(generation['required_candidate_arms'])} | {decisions} |"
+            )
         lines.append("")
         for generation in summary["generations"]:
             lines.append(f"## Generation {generation['generation']}")
@@ -481,17 +598,28 @@ def render_summary(summary: dict[str, Any]) -> str:
             lines += [f"- {line}" for line in generation["gate_summary"]]
             lines.append("")
         if summary["outcome"] == "promoted":
-            lines.append(f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
-                         f"Apply it with `skillbench apply results/{summary['experiment']}`.")
+            lines.append(
+                f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
+                f"Apply it with `skillbench apply results/{summary['experiment']}`."
+            )
         else:
             advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
-            lines.append(f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
-                         f"generation(s).** {advice}")
-    cut_short = [f"generation {g['generation']} {d['candidate_arm']}" for g in summary["generations"]
-                 for d in g["decisions"] if d["reasons"] and d["reasons"][0].startswith("cut short:")]
+            lines.append(
+                f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} "
+                f"generation(s).** {advice}"
+            )
+    cut_short = [
+        f"generation {g['generation']} {d['candidate_arm']}"
+        for g in summary["generations"]
+        for d in g["decisions"]
+        if d["reasons"] and d["reasons"][0].startswith("cut short:")
+    ]
     if cut_short:
-        lines += ["", f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
-                      f"{', '.join(cut_short)} (their reports show the looks taken)."]
+        lines += [
+            "",
+            f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
+            f"{', '.join(cut_short)} (their reports show the looks taken).",
+        ]
     if summary["broken_incumbent_arms"]:
         lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
     return "\n".join(lines).rstrip() + "\n"
@@ -507,8 +635,11 @@ def evidence_source(config: dict[str, Any], generation: int, results_root: str) 
         return {"results_root": None, "folder": None, "generation": None}
     folder = Path(seed)
     name = folder.name
-    return {"results_root": folder.parent, "folder": folder,
-            "generation": int(name[3:]) if name.startswith("gen") and name[3:].isdigit() else None}
+    return {
+        "results_root": folder.parent,
+        "folder": folder,
+        "generation": int(name[3:]) if name.startswith("gen") and name[3:].isdigit() else None,
+    }
 
 
 def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str, out: str) -> None:
@@ -517,8 +648,7 @@ def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str
     source = evidence_source(config, generation, results_root)
     folder = source["folder"]
     learnings_path = config["evolution"]["learnings"]
-    learnings = evidence.read_learnings(Path(learnings_path) if learnings_path else None,
-                                        config["skills"]["evolvable"])
+    learnings = evidence.read_learnings(Path(learnings_path) if learnings_path else None, config["skills"]["evolvable"])
 
     def existing(name: str) -> Path | None:
         if folder is None:
@@ -527,15 +657,31 @@ def stage_evidence(*, config: dict[str, Any], generation: int, results_root: str
         return path if path.is_file() else None
 
     evidence.stage_evidence(
-        destination=Path(out), results_root=source["results_root"], rows_path=existing("results.jsonl"),
-        generation=source["generation"], promotion_path=existing("promotion.json"),
-        prior_proposal=existing("proposal.md"), learnings=learnings,
-        secrets=[key for key in [api_key(config)] if key])
+        destination=Path(out),
+        results_root=source["results_root"],
+        rows_path=existing("results.jsonl"),
+        generation=source["generation"],
+        promotion_path=existing("promotion.json"),
+        prior_proposal=existing("proposal.md"),
+        learnings=learnings,
+        secrets=[key for key in [api_key(config)] if key],
+    )
 
 
-def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: str, model_script: str | None,
-                    proposal_out: str, session_out: str, prompt_out: str, bindings: str, oracle_dirs: list[str],
-                    repository: str = ".", log=None) -> None:
+def propose_overlay(
+    *,
+    config: dict[str, Any],
+    generation: int,
+    evidence_dir: str,
+    model_script: str | None,
+    proposal_out: str,
+    session_out: str,
+    prompt_out: str,
+    bindings: str,
+    oracle_dirs: list[str],
+    repository: str = ".",
+    log=None,
+) -> None:
     from .overlay import OverlayError
     from .proposer import ProposerError, run_proposer
 
@@ -545,10 +691,19 @@ def propose_overlay(*, config: dict[str, Any], generation: int, evidence_dir: st
     except OverlayError as exc:
         raise ProposerError(str(exc)) from exc
     record = run_proposer(
-        config=config, generation=generation, evidence=Path(evidence_dir), repository=Path(repository),
-        claude_bin=resolve_cli(config["agent"]["cli"]), model_script=load_script(model_script),
-        api_key=api_key(config), overlay_out=proposal.parent / "overlay", proposal_out=proposal,
-        prompt_out=Path(prompt_out), oracles=oracles, log=log)
+        config=config,
+        generation=generation,
+        evidence=Path(evidence_dir),
+        repository=Path(repository),
+        claude_bin=resolve_cli(config["agent"]["cli"]),
+        model_script=load_script(model_script),
+        api_key=api_key(config),
+        overlay_out=proposal.parent / "overlay",
+        proposal_out=proposal,
+        prompt_out=Path(prompt_out),
+        oracles=oracles,
+        log=log,
+    )
     document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
     artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)
 
@@ -567,8 +722,9 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
     skillformat.check_overlay(Path(source))
     overlay.require_change(files, Path(config["skills"]["root"]))
     required_candidate_arms(config, overlay.touched_skills(files), source)
-    targets = overlay.promotion_targets(files, skills_root=config["skills"]["root"],
-                                        mirrors=config["skills"]["mirrors"])
+    targets = overlay.promotion_targets(
+        files, skills_root=config["skills"]["root"], mirrors=config["skills"]["mirrors"]
+    )
     overlay.committed_target_digests(Path(repository), targets)
 
 
@@ -584,9 +740,20 @@ def recorded_spend(config: dict[str, Any], results_root: str) -> dict[str, Any]:
     return {"sessions": sessions, "usd": round(usd, 6)}
 
 
-def gate_look(*, config: dict[str, Any], records: list[str], pairs: list[tuple[str, str]], policy: dict[str, Any],
-              design: Any, budget: dict[str, Any], model: str, generation: int, look: int, results_root: str,
-              out: str) -> dict[str, Any]:
+def gate_look(
+    *,
+    config: dict[str, Any],
+    records: list[str],
+    pairs: list[tuple[str, str]],
+    policy: dict[str, Any],
+    design: Any,
+    budget: dict[str, Any],
+    model: str,
+    generation: int,
+    look: int,
+    results_root: str,
+    out: str,
+) -> dict[str, Any]:
     """One interim look: replay every pair's looks over its rows so far; a pair that continues gets its next
     batch unless that batch's sessions (or projected cost) would pass a budget cap, then it is cut short.
 
@@ -605,48 +772,74 @@ def gate_look(*, config: dict[str, Any], records: list[str], pairs: list[tuple[s
     planned_sessions, planned_usd, planned_cells = spend["sessions"], spend["usd"], set()
     entries = []
     for incumbent, candidate in pairs:
-        decision = gate.sequential_decision(rows, incumbent_arm=incumbent, candidate_arm=candidate, model=model,
-                                            policy=policy, design=run_design)
+        decision = gate.sequential_decision(
+            rows, incumbent_arm=incumbent, candidate_arm=candidate, model=model, policy=policy, design=run_design
+        )
         looks = decision["looks"]
         runs = looks[-1]["runs"] if looks else run_design["looks"][0]
         status, next_runs = decision["sequential"]["status"], decision["sequential"]["next_runs"]
         reason = looks[-1]["reason"] if looks else decision["reasons"][0]
         verdict = looks[-1]["decision"] if looks else "continue"
         if status == "continue":
-            batch = {(task, arm, run) for task in tasks for arm in (incumbent, candidate)
-                     for run in range(runs, next_runs)} - present - planned_cells
+            batch = (
+                {(task, arm, run) for task in tasks for arm in (incumbent, candidate) for run in range(runs, next_runs)}
+                - present
+                - planned_cells
+            )
             sessions = sum(len(arm_config.arm_definition(config, arm)["sessions"]) for _, arm, _ in batch)
             over = []
             if budget.get("max_sessions") is not None and planned_sessions + sessions > budget["max_sessions"]:
-                over.append(f"budget.max_sessions {budget['max_sessions']} (spent {spend['sessions']} sessions; the "
-                            f"next batch needs {sessions} more)")
+                over.append(
+                    f"budget.max_sessions {budget['max_sessions']} (spent {spend['sessions']} sessions; the "
+                    f"next batch needs {sessions} more)"
+                )
             if budget.get("max_usd") is not None and planned_usd + len(batch) * cost_per_cell > budget["max_usd"]:
-                over.append(f"budget.max_usd {budget['max_usd']:g} (spent ${spend['usd']:.4f}; the next batch is "
-                            f"projected at ${len(batch) * cost_per_cell:.4f})")
+                over.append(
+                    f"budget.max_usd {budget['max_usd']:g} (spent ${spend['usd']:.4f}; the next batch is "
+                    f"projected at ${len(batch) * cost_per_cell:.4f})"
+                )
             if over:
                 status, next_runs = "cut_short", None
-                reason = (f"cut short at look {len(looks)} after {runs} runs per (task, arm): the next batch would "
-                          f"pass {' and '.join(over)}")
+                reason = (
+                    f"cut short at look {len(looks)} after {runs} runs per (task, arm): the next batch would "
+                    f"pass {' and '.join(over)}"
+                )
             else:
                 planned_sessions += sessions
                 planned_usd += len(batch) * cost_per_cell
                 planned_cells |= batch
-        entries.append({"incumbent_arm": incumbent, "candidate_arm": candidate, "status": status,
-                        "decision": verdict, "runs": runs, "next_runs": next_runs, "reason": reason})
+        entries.append(
+            {
+                "incumbent_arm": incumbent,
+                "candidate_arm": candidate,
+                "status": status,
+                "decision": verdict,
+                "runs": runs,
+                "next_runs": next_runs,
+                "reason": reason,
+            }
+        )
     document = {
-        "schema": "look/v1", "generation": generation, "look": look, "looks_planned": run_design["looks"],
-        "pairs": entries, "spend": spend,
+        "schema": "look/v1",
+        "generation": generation,
+        "look": look,
+        "looks_planned": run_design["looks"],
+        "pairs": entries,
+        "spend": spend,
         "budget": {"max_sessions": budget.get("max_sessions"), "max_usd": budget.get("max_usd")},
     }
     artifacts.write_artifact(Path(out), document, "look")
     for entry in entries:
-        print(f"gen{generation} look {look}: {entry['candidate_arm']} {entry['status']} after {entry['runs']} runs "
-              f"({entry['decision']}): {entry['reason']}")
+        print(
+            f"gen{generation} look {look}: {entry['candidate_arm']} {entry['status']} after {entry['runs']} runs "
+            f"({entry['decision']}): {entry['reason']}"
+        )
     return document
 
 
-def check_budget(config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str],
-                 first_runs: int) -> None:
+def check_budget(
+    config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str], first_runs: int
+) -> None:
     """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
     first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
     first batch would be passed before any look could stop it."""
@@ -655,30 +848,47 @@ def check_budget(config: dict[str, Any], task_ids: list[str], incumbent_arms: li
     cap = config["budget"]["max_sessions"]
     if cap is None:
         return
-    sessions = sum(len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
-                   for arm in [*incumbent_arms, *candidate_arms])
+    sessions = sum(
+        len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
+        for arm in [*incumbent_arms, *candidate_arms]
+    )
     if sessions > cap:
         raise ValueError(
             f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
             f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
-            "raise the cap, or lower runs (runs.min) or the tasks/arms selected")
+            "raise the cap, or lower runs (runs.min) or the tasks/arms selected"
+        )
 
 
-def check_task(*, config: dict[str, Any], task: dict[str, Any], suite: str, binding: str, template: str,
-               oracle_snapshot: str, out: str) -> dict[str, Any]:
+def check_task(
+    *,
+    config: dict[str, Any],
+    task: dict[str, Any],
+    suite: str,
+    binding: str,
+    template: str,
+    oracle_snapshot: str,
+    out: str,
+) -> dict[str, Any]:
     """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why."""
     from . import taskcheck
 
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     document = taskcheck.check_task(
-        task, task_binding, config=config, template=Path(template), oracle_snapshot=Path(oracle_snapshot),
+        task,
+        task_binding,
+        config=config,
+        template=Path(template),
+        oracle_snapshot=Path(oracle_snapshot),
         solution=taskcheck.solution_bytes(task, Path(suite), task_binding),
-        secrets=[key for key in [api_key(config)] if key])
+        secrets=[key for key in [api_key(config)] if key],
+    )
     artifacts.validate(document, "task-check", source=out)
     print(document["summary"])
     if not document["ok"]:
         raise taskcheck.TaskCheckError(
             "\n".join(document["problems"]) + "\nNo session has run. Fix the task in the suite (or its oracle or "
-            "solution); `skillbench check-tasks` checks the suite without starting a run.")
+            "solution); `skillbench check-tasks` checks the suite without starting a run."
+        )
     artifacts.write_artifact(Path(out), document, "task-check", mode=0o600)
     return document

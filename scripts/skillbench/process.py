@@ -387,9 +387,11 @@ def descendants(root: int) -> list[int]:
 
 # In the snakemake process: set once the operator asked the run to stop (Ctrl-C, SIGTERM).
 INTERRUPTED = threading.Event()
-DRAIN_MESSAGE = ("skillbench: interrupted. No new cell starts; the running cells finish and keep their records "
-                 "(their sessions are paid for). Press Ctrl-C again to stop them now: their sessions are lost and "
-                 "run again next time.")
+DRAIN_MESSAGE = (
+    "skillbench: interrupted. No new cell starts; the running cells finish and keep their records "
+    "(their sessions are paid for). Press Ctrl-C again to stop them now: their sessions are lost and "
+    "run again next time."
+)
 
 
 def _stop_descendants() -> None:
@@ -514,9 +516,12 @@ def watch_parent(interval: float = PARENT_POLL_S, stream=None) -> threading.Thre
                 ORPHANED.set()
                 CANCEL.set()
                 try:
-                    print(f"[skillbench] the snakemake process that started this job (pid {chain[-1][0]}) is gone: "
-                          "stopping this job's sessions; it writes no record, so the next run redoes it",
-                          file=stream or sys.stderr, flush=True)
+                    print(
+                        f"[skillbench] the snakemake process that started this job (pid {chain[-1][0]}) is gone: "
+                        "stopping this job's sessions; it writes no record, so the next run redoes it",
+                        file=stream or sys.stderr,
+                        flush=True,
+                    )
                 except (OSError, ValueError):
                     pass
                 return
@@ -536,8 +541,9 @@ class WriterBusy(RuntimeError):
 
 
 @contextmanager
-def exclusive_writer(lock_path: Path, *, what: str, wait_s: float = WRITER_WAIT_S,
-                     poll_s: float = 0.2) -> Iterator[None]:
+def exclusive_writer(
+    lock_path: Path, *, what: str, wait_s: float = WRITER_WAIT_S, poll_s: float = 0.2
+) -> Iterator[None]:
     """Hold an exclusive flock on `lock_path` for the block; wait up to `wait_s` for a holder to go, then fail.
 
     The lock dies with its holder (the kernel drops it when the process does), so a crash never leaves
@@ -561,7 +567,8 @@ def exclusive_writer(lock_path: Path, *, what: str, wait_s: float = WRITER_WAIT_
                     raise WriterBusy(
                         f"{what} is being written by another process (pid {holder}, lock {lock_path}), still after "
                         f"{wait_s:g}s; two writers would corrupt it. Stop that process (a job of an earlier, crashed "
-                        "snakemake?) or wait for it to end, then rerun") from None
+                        "snakemake?) or wait for it to end, then rerun"
+                    ) from None
                 time.sleep(poll_s)
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)

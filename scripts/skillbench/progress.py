@@ -44,8 +44,17 @@ def _iso(moment: datetime) -> str:
 # ─── The plan ────────────────────────────────────────────────────────────────
 
 
-def run_plan(*, experiment: str, task_ids: list[str], arms: list[str], candidate_arms: list[str], runs: int,
-             generations: int, session_cap: int | None, started_at: str) -> dict[str, Any]:
+def run_plan(
+    *,
+    experiment: str,
+    task_ids: list[str],
+    arms: list[str],
+    candidate_arms: list[str],
+    runs: int,
+    generations: int,
+    session_cap: int | None,
+    started_at: str,
+) -> dict[str, Any]:
     """What a run will do, fixed when it starts: the cells of every arm and the generations it may run."""
     return {
         "schema": "progress-plan/v1",
@@ -175,9 +184,17 @@ def _proposer_costs(root: Path, generations: int) -> list[float | None]:
     return costs
 
 
-def summarize(*, plan: dict[str, Any], finished: list[dict[str, Any]], running: int, interrupted: int,
-              proposer_costs: list[float | None], generations: int, finished_run: bool,
-              now: datetime) -> dict[str, Any]:
+def summarize(
+    *,
+    plan: dict[str, Any],
+    finished: list[dict[str, Any]],
+    running: int,
+    interrupted: int,
+    proposer_costs: list[float | None],
+    generations: int,
+    finished_run: bool,
+    now: datetime,
+) -> dict[str, Any]:
     """The progress snapshot from plain values.
 
     ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell;
@@ -230,8 +247,10 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
     root = Path(results_dir)
     plan_path = root / PLAN
     if not plan_path.is_file():
-        raise artifacts.ArtifactError(f"{plan_path}: no run plan; start the run with snakemake first "
-                                      f"(or check that {root} is a results/<experiment> folder)")
+        raise artifacts.ArtifactError(
+            f"{plan_path}: no run plan; start the run with snakemake first "
+            f"(or check that {root} is a results/<experiment> folder)"
+        )
     plan = artifacts.read_json(plan_path)
     generations = effective_generations(root, plan)
     finished = []
@@ -247,9 +266,16 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
     running, interrupted = running_cells(root, host)
     # The run summary is made last, from every cell: with it present and nothing left, the run is over.
     finished_run = (root / "summary.json").is_file() and not running
-    return summarize(plan=plan, finished=finished, running=len(running), interrupted=len(interrupted),
-                     proposer_costs=_proposer_costs(root, generations), generations=generations,
-                     finished_run=finished_run, now=now or _now())
+    return summarize(
+        plan=plan,
+        finished=finished,
+        running=len(running),
+        interrupted=len(interrupted),
+        proposer_costs=_proposer_costs(root, generations),
+        generations=generations,
+        finished_run=finished_run,
+        now=now or _now(),
+    )
 
 
 def _duration(seconds: float) -> str:
@@ -343,8 +369,9 @@ def _command(snakemake_bin: str, name: str) -> str:
     return str(relative)
 
 
-def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake",
-                  interrupted: bool = False) -> list[str]:
+def closing_lines(
+    results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake", interrupted: bool = False
+) -> list[str]:
     """What the user reads when snakemake ends: outcome, where the reports are, the HTML report command and the
     next step."""
     root = Path(results_dir)
@@ -395,8 +422,9 @@ def closing_lines(results_dir: str | Path, *, ok: bool, snakemake_bin: str = "sn
         f"  HTML:      {snakemake} --report {root / 'report.html'}   (figures and every report; open it in a browser)",
     ]
     if summary is not None and summary["outcome"] == "promoted":
-        lines.append(f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, "
-                     "then commit)")
+        lines.append(
+            f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
+        )
     elif summary is not None and summary["outcome"] == "not_promoted":
         advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
         lines.append(f"  next:      {advice}")
@@ -412,18 +440,27 @@ def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
 
     incumbent = arm_config.selected_arms(config)
     generations = config["evolution"]["generations"]
-    candidates = [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)] \
-        if generations else []
+    candidates = (
+        [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)] if generations else []
+    )
     # A sequential design (runs: {min, max, step}) may run up to max.
     runs = config["runs"] if isinstance(config["runs"], int) else config["runs"]["max"]
 
     def sessions_of(arm: str) -> int:
         return len(arm_config.arm_definition(config, arm)["sessions"])
 
-    cells = [{"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
-             for task in task_ids for run in range(runs) for arm in incumbent]
-    candidate_cells = [{"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
-                       for task in task_ids for run in range(runs) for arm in candidates]
+    cells = [
+        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+        for task in task_ids
+        for run in range(runs)
+        for arm in incumbent
+    ]
+    candidate_cells = [
+        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+        for task in task_ids
+        for run in range(runs)
+        for arm in candidates
+    ]
     proposers = max(generations - (1 if config["evolution"]["initial_overlay"] else 0), 0)
     return {
         "tasks": list(task_ids),
@@ -435,13 +472,15 @@ def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
         "candidate_cells_per_generation": candidate_cells,
         "proposer_sessions": proposers,
         "cells": len(cells) + generations * len(candidate_cells),
-        "sessions": sum(c["sessions"] for c in cells) + generations * sum(c["sessions"] for c in candidate_cells)
+        "sessions": sum(c["sessions"] for c in cells)
+        + generations * sum(c["sessions"] for c in candidate_cells)
         + proposers,
     }
 
 
-def cost_estimate(work: dict[str, Any], previous: list[dict[str, Any]],
-                  proposer_costs: list[float]) -> dict[str, Any] | None:
+def cost_estimate(
+    work: dict[str, Any], previous: list[dict[str, Any]], proposer_costs: list[float]
+) -> dict[str, Any] | None:
     """Expected cost (and a low–high range) of ``planned_work`` from earlier rows: each planned cell costs what the
     same (task, incumbent arm) cost before (median; min and max for the range), falling back to the arm's, then
     every row's. A candidate cell is priced like its incumbent. None without a measured earlier row."""
@@ -456,14 +495,20 @@ def cost_estimate(work: dict[str, Any], previous: list[dict[str, Any]],
 
     def price(cell: dict[str, Any]) -> tuple[float, float, float]:
         arm = incumbent_of(cell["arm"])
-        found = costs(lambda r: r["task"] == cell["task"] and incumbent_of(r["arm"]) == arm) \
-            or costs(lambda r: incumbent_of(r["arm"]) == arm) or costs(lambda r: True)
+        found = (
+            costs(lambda r: r["task"] == cell["task"] and incumbent_of(r["arm"]) == arm)
+            or costs(lambda r: incumbent_of(r["arm"]) == arm)
+            or costs(lambda r: True)
+        )
         return min(found), statistics.median(found), max(found)
 
     cells = work["incumbent_cells"] + work["generations"] * work["candidate_cells_per_generation"]
     priced = [price(cell) for cell in cells]
-    proposer = (min(proposer_costs), statistics.median(proposer_costs), max(proposer_costs)) if proposer_costs \
+    proposer = (
+        (min(proposer_costs), statistics.median(proposer_costs), max(proposer_costs))
+        if proposer_costs
         else (0.0, 0.0, 0.0)
+    )
     extra = [value * work["proposer_sessions"] for value in proposer]
     return {
         "low_usd": round(sum(p[0] for p in priced) + extra[0], 4),

@@ -32,9 +32,12 @@ def check_skill_folders(folders: list[Path], *, what: str) -> None:
         if found:
             problems.append(f"{folder}/SKILL.md: {'; '.join(found)}")
     if problems:
-        raise SkillFormatError(f"{what} breaks the Agent Skills format: " + " | ".join(problems)
-                               + ". Fix the frontmatter: `---`, `name: <folder name>`, `description: <what the skill "
-                               "does and when to use it>`, `---`")
+        raise SkillFormatError(
+            f"{what} breaks the Agent Skills format: "
+            + " | ".join(problems)
+            + ". Fix the frontmatter: `---`, `name: <folder name>`, `description: <what the skill "
+            "does and when to use it>`, `---`"
+        )
 
 
 def check_skill_root(root: str | Path) -> None:
@@ -45,8 +48,9 @@ def check_skill_root(root: str | Path) -> None:
     folders = [path for path in root.iterdir() if path.is_dir() and not path.name.startswith(".")]
     missing = [folder for folder in folders if not (folder / "SKILL.md").is_file()]
     if missing:
-        raise SkillFormatError(f"skill folder(s) without a SKILL.md under {root}: "
-                               f"{', '.join(folder.name for folder in sorted(missing))}")
+        raise SkillFormatError(
+            f"skill folder(s) without a SKILL.md under {root}: {', '.join(folder.name for folder in sorted(missing))}"
+        )
     check_skill_folders(folders, what=f"the incumbent skill family {root}")
 
 

@@ -26,8 +26,12 @@ TAIL_CHARS = 1500
 NOT_RUNNABLE_EXIT_CODES = {126: "not executable", 127: "command not found"}
 # pytest: 2 interrupted (collection errors, an import error in a test file), 3 internal error, 4 usage error
 # (a test file or folder that does not exist), 5 no tests collected.
-PYTEST_NOT_RUN = {2: "collection error", 3: "internal error", 4: "usage error (a file that does not exist?)",
-                  5: "no tests collected"}
+PYTEST_NOT_RUN = {
+    2: "collection error",
+    3: "internal error",
+    4: "usage error (a file that does not exist?)",
+    5: "no tests collected",
+}
 
 
 class TaskCheckError(ArtifactError):
@@ -38,19 +42,29 @@ def _tail(text: str, secrets: list[str]) -> str:
     return redact_text(text, secrets)[-TAIL_CHARS:]
 
 
-def _step(name: str, command: str, run: cells.VerifierRun | Any, expected: str, met: bool, secrets: list[str]
-          ) -> dict[str, Any]:
+def _step(
+    name: str, command: str, run: cells.VerifierRun | Any, expected: str, met: bool, secrets: list[str]
+) -> dict[str, Any]:
     output = run.output if isinstance(run, cells.VerifierRun) else f"{run.stdout_tail}\n{run.stderr_tail}".strip()
     exit_code = run.exit_code if isinstance(run, cells.VerifierRun) else run.returncode
-    return {"step": name, "command": command, "state": run.state, "exit_code": exit_code, "expected": expected,
-            "met": met, "tail": _tail(output, secrets)}
+    return {
+        "step": name,
+        "command": command,
+        "state": run.state,
+        "exit_code": exit_code,
+        "expected": expected,
+        "met": met,
+        "tail": _tail(output, secrets),
+    }
 
 
 def _problem(task_id: str, step: dict[str, Any], why: str) -> str:
     tail = step["tail"].strip().splitlines()[-12:]
     shown = ("\n    " + "\n    ".join(tail)) if tail else " (no output)"
-    return (f"task {task_id}: {why}\n  command: {step['command']}\n  exit code: {step['exit_code']} "
-            f"({step['state']})\n  output tail:{shown}")
+    return (
+        f"task {task_id}: {why}\n  command: {step['command']}\n  exit code: {step['exit_code']} "
+        f"({step['state']})\n  output tail:{shown}"
+    )
 
 
 def cannot_run(command: str, run: cells.VerifierRun) -> str | None:
@@ -64,8 +78,16 @@ def cannot_run(command: str, run: cells.VerifierRun) -> str | None:
     return None
 
 
-def check_task(task: dict[str, Any], binding: dict[str, Any], *, config: dict[str, Any], template: Path,
-               oracle_snapshot: Path, solution: bytes | None, secrets: list[str] = ()) -> dict[str, Any]:
+def check_task(
+    task: dict[str, Any],
+    binding: dict[str, Any],
+    *,
+    config: dict[str, Any],
+    template: Path,
+    oracle_snapshot: Path,
+    solution: bytes | None,
+    secrets: list[str] = (),
+) -> dict[str, Any]:
     """Run the check in a fresh sandboxed clone of the template; return the `task-check` document (never raises for
     the task's own failures: `ok` is false and `problems` say why)."""
     secrets = list(secrets)
@@ -78,8 +100,13 @@ def check_task(task: dict[str, Any], binding: dict[str, Any], *, config: dict[st
     try:
         clone = private_root / "workspace"
         repo.clone_template(template, clone)
-        sandbox = Sandbox(config["sandbox"]["backend"], clone, private_root, bwrap=config["sandbox"]["bwrap"],
-                          limits=SandboxLimits.from_config(config["sandbox"].get("limits")))
+        sandbox = Sandbox(
+            config["sandbox"]["backend"],
+            clone,
+            private_root,
+            bwrap=config["sandbox"]["bwrap"],
+            limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+        )
         try:
             if task.get("setup"):
                 result = sandbox.run(["/bin/sh", "-lc", task["setup"]], timeout=agent["setup_timeout_s"])
@@ -87,22 +114,44 @@ def check_task(task: dict[str, Any], binding: dict[str, Any], *, config: dict[st
                 if not result.ok:
                     problems.append(_problem(task_id, steps[-1], "`setup` fails on the untouched code"))
                     return _document(task_id, steps, problems, solution is not None)
-            problems += _verify_and_oracle(task, sandbox, files, private_root, steps, secrets, stage="base",
-                                           has_solution=solution is not None, timeout=agent["verify_timeout_s"])
+            problems += _verify_and_oracle(
+                task,
+                sandbox,
+                files,
+                private_root,
+                steps,
+                secrets,
+                stage="base",
+                has_solution=solution is not None,
+                timeout=agent["verify_timeout_s"],
+            )
             if solution is not None and not problems:
                 from .repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
 
                 env = sandbox.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
-                result = sandbox.run([sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
-                                     timeout=120, env=env, stdin_data=solution)
+                result = sandbox.run(
+                    [sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
+                    timeout=120,
+                    env=env,
+                    stdin_data=solution,
+                )
                 steps.append(_step("apply-solution", "git apply <solution>", result, "pass", result.ok, secrets))
                 if not result.ok:
-                    problems.append(_problem(task_id, steps[-1], "the reference solution does not apply to the "
-                                                                 "task's commit"))
+                    problems.append(
+                        _problem(task_id, steps[-1], "the reference solution does not apply to the task's commit")
+                    )
                 else:
-                    problems += _verify_and_oracle(task, sandbox, files, private_root, steps, secrets,
-                                                   stage="solution", has_solution=True,
-                                                   timeout=agent["verify_timeout_s"])
+                    problems += _verify_and_oracle(
+                        task,
+                        sandbox,
+                        files,
+                        private_root,
+                        steps,
+                        secrets,
+                        stage="solution",
+                        has_solution=True,
+                        timeout=agent["verify_timeout_s"],
+                    )
         finally:
             sandbox.close()
     finally:
@@ -110,13 +159,23 @@ def check_task(task: dict[str, Any], binding: dict[str, Any], *, config: dict[st
     return _document(task_id, steps, problems, solution is not None)
 
 
-def _verify_and_oracle(task: dict[str, Any], sandbox: Sandbox, files, private_root: Path,
-                       steps: list[dict[str, Any]], secrets: list[str], *, stage: str, has_solution: bool,
-                       timeout: float) -> list[str]:
+def _verify_and_oracle(
+    task: dict[str, Any],
+    sandbox: Sandbox,
+    files,
+    private_root: Path,
+    steps: list[dict[str, Any]],
+    secrets: list[str],
+    *,
+    stage: str,
+    has_solution: bool,
+    timeout: float,
+) -> list[str]:
     task_id = task["id"]
     problems: list[str] = []
-    verify = cells.run_checked(sandbox, task["verify"], timeout=timeout,
-                               env=cells.verifier_environment(sandbox, "verify"))
+    verify = cells.run_checked(
+        sandbox, task["verify"], timeout=timeout, env=cells.verifier_environment(sandbox, "verify")
+    )
     if stage == "base":
         expected = task.get("verify_on_base", "any")
     else:
@@ -136,8 +195,13 @@ def _verify_and_oracle(task: dict[str, Any], sandbox: Sandbox, files, private_ro
         steps.append(_step("oracle-on-base", command, run, "pass", run.passed, secrets))
         if not run.passed:
             why = f"cannot run ({unrunnable})" if unrunnable else "fails"
-            problems.append(_problem(task_id, steps[-1], f"the hidden oracle {why} on the untouched code although "
-                                                         "the task declares `oracle_on_base: pass`"))
+            problems.append(
+                _problem(
+                    task_id,
+                    steps[-1],
+                    f"the hidden oracle {why} on the untouched code although the task declares `oracle_on_base: pass`",
+                )
+            )
     elif stage == "base":
         # A collection error on the base is what an oracle of not-yet-written code looks like; a reference
         # solution that passes proves the oracle runs, so it is accepted only then.
@@ -145,12 +209,21 @@ def _verify_and_oracle(task: dict[str, Any], sandbox: Sandbox, files, private_ro
         met = not run.passed and (unrunnable is None or tolerated)
         steps.append(_step("oracle-on-base", command, run, "fail", met, secrets))
         if run.passed:
-            problems.append(_problem(task_id, steps[-1], "the hidden oracle passes on the untouched code: there is "
-                                                         "nothing to fix (check the oracle, or bind the task to a "
-                                                         "commit before the fix)"))
+            problems.append(
+                _problem(
+                    task_id,
+                    steps[-1],
+                    "the hidden oracle passes on the untouched code: there is "
+                    "nothing to fix (check the oracle, or bind the task to a "
+                    "commit before the fix)",
+                )
+            )
         elif not met:
-            hint = (" (if it imports code the task asks for, give a reference `solution:` that makes it pass)"
-                    if run.exit_code == 2 else "")
+            hint = (
+                " (if it imports code the task asks for, give a reference `solution:` that makes it pass)"
+                if run.exit_code == 2
+                else ""
+            )
             problems.append(_problem(task_id, steps[-1], f"the hidden oracle cannot run ({unrunnable}){hint}"))
     else:
         steps.append(_step("oracle-on-solution", command, run, "pass", run.passed, secrets))
@@ -160,8 +233,14 @@ def _verify_and_oracle(task: dict[str, Any], sandbox: Sandbox, files, private_ro
 
 
 def _document(task_id: str, steps: list[dict[str, Any]], problems: list[str], has_solution: bool) -> dict[str, Any]:
-    return {"schema": "task-check/v1", "task": task_id, "ok": not problems, "steps": steps, "problems": problems,
-            "summary": summary_line(task_id, steps, problems, has_solution)}
+    return {
+        "schema": "task-check/v1",
+        "task": task_id,
+        "ok": not problems,
+        "steps": steps,
+        "problems": problems,
+        "summary": summary_line(task_id, steps, problems, has_solution),
+    }
 
 
 def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str], has_solution: bool) -> str:
@@ -193,9 +272,13 @@ def solution_bytes(task: dict[str, Any], suite: Path, binding: dict[str, Any]) -
     source = Path(task["repo"]).expanduser().resolve()
     git = repo.host_git(source)
     resolved = repo.resolve_commit(source, solution["ref"])
-    result = git(["diff", "--binary", "--no-ext-diff", "--no-textconv", binding["resolved_sha"], resolved],
-                 capture_stdout_bytes=64 * 1024 * 1024)
+    result = git(
+        ["diff", "--binary", "--no-ext-diff", "--no-textconv", binding["resolved_sha"], resolved],
+        capture_stdout_bytes=64 * 1024 * 1024,
+    )
     if not result.ok or result.stdout_capture is None:
-        raise TaskCheckError(f"task {task['id']}: solution.ref {solution['ref']!r}: cannot diff it against "
-                             f"{binding['resolved_sha']} in {source}")
+        raise TaskCheckError(
+            f"task {task['id']}: solution.ref {solution['ref']!r}: cannot diff it against "
+            f"{binding['resolved_sha']} in {source}"
+        )
     return result.stdout_capture

@@ -108,8 +108,12 @@ def _check_target(suite: Path, task: dict[str, Any]) -> None:
     has_repo, has_snapshot = "repo" in task, "snapshot" in task
     if has_repo == has_snapshot:
         problem = "both given" if has_repo else "neither given"
-        raise _fail(suite, task_id, "repo/snapshot", f"exactly one target is required ({problem}): "
-                    "`repo` (+ optional `ref`) or `snapshot: <dir>`")
+        raise _fail(
+            suite,
+            task_id,
+            "repo/snapshot",
+            f"exactly one target is required ({problem}): `repo` (+ optional `ref`) or `snapshot: <dir>`",
+        )
     if "ref" in task and not has_repo:
         raise _fail(suite, task_id, "ref", "only valid together with `repo`")
     if has_snapshot:
@@ -131,8 +135,12 @@ def _check_solution(suite: Path, task: dict[str, Any]) -> None:
         if problem:
             raise _fail(suite, task["id"], "solution.patch", problem)
     elif "repo" not in task:
-        raise _fail(suite, task["id"], "solution.ref", "a solution ref needs a `repo` target; for a `snapshot` task "
-                    "give `solution: {patch: <file>}`")
+        raise _fail(
+            suite,
+            task["id"],
+            "solution.ref",
+            "a solution ref needs a `repo` target; for a `snapshot` task give `solution: {patch: <file>}`",
+        )
 
 
 def _schema_field(error: str) -> tuple[str | None, str]:
@@ -185,8 +193,10 @@ def load_suite(path: str | Path) -> list[dict[str, Any]]:
         raise TaskError(f"{suite}: task suite file does not exist") from exc
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
-        raise TaskError(f"{suite}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}, offset "
-                        f"{exc.start}); save the task suite as UTF-8") from exc
+        raise TaskError(
+            f"{suite}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}, offset "
+            f"{exc.start}); save the task suite as UTF-8"
+        ) from exc
     except yaml.YAMLError as exc:
         raise TaskError(f"{suite}: not valid YAML: {exc}") from exc
     return validate_suite(document, suite)

@@ -46,8 +46,10 @@ def test_a_number_given_as_text_explains_the_config_flag():
 
 
 def test_a_six_line_file_over_the_default_is_a_whole_config_with_defaults(tmp_path):
-    path = user_config(tmp_path, {"experiment": "mine", "runs": 5, "tasks": {"only": ["money-thousands"]},
-                                  "evolution": {"generations": 0}})
+    path = user_config(
+        tmp_path,
+        {"experiment": "mine", "runs": 5, "tasks": {"only": ["money-thousands"]}, "evolution": {"generations": 0}},
+    )
     config = configcheck.load_config(DEFAULT, path)
     assert config["runs"] == 5 and config["tasks"]["suite"] == "tasks/demo/tasks.yaml"
     assert config["gate"]["min_runs"] == 3 and "baseline" in config["arms"]
@@ -78,7 +80,8 @@ def test_the_advice_after_no_promotion_matches_the_reason():
     thin = ["promotion evidence base is too thin: 1/3 paired tasks are gated (at least 50% required)"]
     assert "lower `gate.min_gated_task_ratio`" in configcheck.next_step(fine, 3, thin)
     assert configcheck.next_step(fine, 3, ["median cost_usd improvement is 0.0% (required 5.0%)"]) == (
-        "Raise `evolution.generations` to continue the chain.")
+        "Raise `evolution.generations` to continue the chain."
+    )
 
 
 def test_an_undefined_yaml_alias_is_named_as_such(tmp_path):
@@ -104,14 +107,17 @@ def test_the_incumbent_and_demo_overlay_skills_are_valid_agent_skills():
     skillformat.check_overlay(REPO / "tasks" / "demo" / "overlays" / "verify-once")
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("# no frontmatter\n", "must start with YAML frontmatter"),
-    ("---\nname: other-name\ndescription: d\n---\nbody\n", "must match skill name"),
-    ("---\nname: change-work\n---\nbody\n", "Missing required field in frontmatter: description"),
-    ("---\nname: change-work\ndescription: " + "x" * 1025 + "\n---\n", "exceeds 1024 character limit"),
-    ("---\nname: Change_Work\ndescription: d\n---\n", "must be lowercase"),
-    ("---\nname: [unclosed\ndescription: d\n---\n", "Invalid YAML in frontmatter"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("# no frontmatter\n", "must start with YAML frontmatter"),
+        ("---\nname: other-name\ndescription: d\n---\nbody\n", "must match skill name"),
+        ("---\nname: change-work\n---\nbody\n", "Missing required field in frontmatter: description"),
+        ("---\nname: change-work\ndescription: " + "x" * 1025 + "\n---\n", "exceeds 1024 character limit"),
+        ("---\nname: Change_Work\ndescription: d\n---\n", "must be lowercase"),
+        ("---\nname: [unclosed\ndescription: d\n---\n", "Invalid YAML in frontmatter"),
+    ],
+)
 def test_an_overlay_skill_that_breaks_the_format_is_refused(tmp_path, text, problem):
     overlay = tmp_path / "overlay"
     skill(overlay / ".claude" / "skills", "change-work", text)
@@ -122,35 +128,46 @@ def test_an_overlay_skill_that_breaks_the_format_is_refused(tmp_path, text, prob
 
 
 def script_check(path: Path, **overrides):
-    arguments = {"suite_tasks": ["money-thousands", "sku-normalization"], "selected_tasks": ["money-thousands"],
-                 "arm_roles": {"workflow_direct": ["direct"], "baseline": ["baseline"]},
-                 "selected_arms": ["workflow_direct", "baseline"], "needs_proposer": False, **overrides}
+    arguments = {
+        "suite_tasks": ["money-thousands", "sku-normalization"],
+        "selected_tasks": ["money-thousands"],
+        "arm_roles": {"workflow_direct": ["direct"], "baseline": ["baseline"]},
+        "selected_arms": ["workflow_direct", "baseline"],
+        "needs_proposer": False,
+        **overrides,
+    }
     return configcheck.check_model_script(path, **arguments)
 
 
-SCRIPT_HEAD = "schema: model-script/v1\ndefaults: {usage: {input_tokens: 1, output_tokens: 1, " \
-              "cache_read_input_tokens: 0, cache_creation_input_tokens: 0}, final_text: Done.}\n"
+SCRIPT_HEAD = (
+    "schema: model-script/v1\ndefaults: {usage: {input_tokens: 1, output_tokens: 1, "
+    "cache_read_input_tokens: 0, cache_creation_input_tokens: 0}, final_text: Done.}\n"
+)
 
 
 def test_a_model_script_with_anchors_that_covers_every_task_and_role_passes(tmp_path):
     path = tmp_path / "script.yaml"
-    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousands:\n    direct: &steps [{text: hi}]\n"
-                    "    baseline: *steps\n")
+    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousands:\n    direct: &steps [{text: hi}]\n    baseline: *steps\n")
     assert script_check(path)["tasks"]["money-thousands"]["baseline"] == [{"text": "hi"}]
 
 
 def test_model_script_typos_and_gaps_are_named_before_any_job(tmp_path):
     path = tmp_path / "script.yaml"
-    path.write_text(SCRIPT_HEAD + "tasks:\n  money-thousand:\n    direct: [{text: hi}]\n"
-                    "  sku-normalization:\n    drect: [{text: hi}]\n")
+    path.write_text(
+        SCRIPT_HEAD + "tasks:\n  money-thousand:\n    direct: [{text: hi}]\n"
+        "  sku-normalization:\n    drect: [{text: hi}]\n"
+    )
     with pytest.raises(ArtifactError) as caught:
         script_check(path, needs_proposer=True)
     lines = str(caught.value).splitlines()
     assert f"{path}: task `money-thousand` is not in the task suite; did you mean `money-thousands`?" in lines
-    assert f"{path}: task `sku-normalization`: role `drect` is not a session role of any arm; did you mean " \
-           "`direct`?" in lines
-    assert f"{path}: task `money-thousands` has no steps for role `direct` (a session of arm `workflow_direct`)" \
-        in lines
+    assert (
+        f"{path}: task `sku-normalization`: role `drect` is not a session role of any arm; did you mean "
+        "`direct`?" in lines
+    )
+    assert (
+        f"{path}: task `money-thousands` has no steps for role `direct` (a session of arm `workflow_direct`)" in lines
+    )
     assert f"{path}: no `proposer` steps, but this experiment runs a proposer session" in lines
 
 
@@ -165,7 +182,10 @@ def test_a_model_script_schema_error_names_the_field(tmp_path):
 def test_a_sequential_design_is_warned_about_by_its_most_runs():
     from skillbench.configcheck import design_warnings
 
-    config = {"evolution": {"generations": 1}, "gate": {"min_runs": 3, "min_gated_task_ratio": 0.0},
-              "runs": {"min": 2, "max": 2, "step": 1}}
+    config = {
+        "evolution": {"generations": 1},
+        "gate": {"min_runs": 3, "min_gated_task_ratio": 0.0},
+        "runs": {"min": 2, "max": 2, "step": 1},
+    }
     assert any("runs is 2 but gate.min_runs is 3" in line for line in design_warnings(config, 3))
     assert design_warnings({**config, "runs": {"min": 2, "max": 10, "step": 2}}, 3) == []

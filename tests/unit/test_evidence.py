@@ -33,8 +33,6 @@ NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-inval
 INC, CAND = "workflow", "candidate_workflow"
 
 
-
-
 def stream(*texts: str) -> bytes:
     """A small parent-captured event stream in the canonical compact form transcripts are written in."""
     events = [{"type": "system", "subtype": "init", "session_id": "s1"}]
@@ -791,8 +789,12 @@ def test_a_symlinked_prior_proposal_is_refused(tmp_path):
 
 def test_the_oracle_log_beside_a_failed_run_never_reaches_the_bundle(tmp_path, root):
     """oracle.log is for the task author: the proposer's evidence holds no oracle output."""
-    row = write_cell(root, make_row("t", INC, 0, resolved=False, error_kind="oracle-failed"),
-                     patch=b"diff --git a/x b/x\n+change\n", transcripts=(stream("x"),))
+    row = write_cell(
+        root,
+        make_row("t", INC, 0, resolved=False, error_kind="oracle-failed"),
+        patch=b"diff --git a/x b/x\n+change\n",
+        transcripts=(stream("x"),),
+    )
     secret = "ORACLE-LOG-ONLY assert quote(catalog, 'AB-1', 10) == 2250"
     log = run_folder(root, row, None) / "oracle.log"
     log.write_text(secret)

@@ -389,14 +389,16 @@ def test_without_a_snakemake_ancestor_only_the_parent_is_watched():
 def test_a_second_writer_waits_then_fails_naming_the_holder_and_gets_the_lock_once_the_holder_dies(tmp_path):
     lock = tmp_path / "cells" / ".run0.lock"
     ready = tmp_path / "ready"
-    holder = __import__("subprocess").Popen(py(f"""
+    holder = __import__("subprocess").Popen(
+        py(f"""
         import sys, time
         sys.path.insert(0, {SCRIPTS!r})
         from skillbench.process import exclusive_writer
         with exclusive_writer(__import__("pathlib").Path({str(lock)!r}), what="cell run0"):
             open({str(ready)!r}, "w").close()
             time.sleep(120)
-    """))
+    """)
+    )
     try:
         wait_for(ready, 20)
         started = time.monotonic()

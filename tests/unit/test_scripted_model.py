@@ -418,9 +418,7 @@ def test_usage_jitter_scales_every_token_count_reproducibly():
     assert first == vary("t/a/run0/r", jitter=0.2)
     report = first[-1]["usage"]  # a step without usage gets the jittered defaults
     assert set(report) == set(BASE_USAGE) and report != BASE_USAGE
-    factors = [
-        vary(f"t/a/run{run}/r", jitter=0.2)[0]["usage"]["output_tokens"] / 10 for run in range(400)
-    ]
+    factors = [vary(f"t/a/run{run}/r", jitter=0.2)[0]["usage"]["output_tokens"] / 10 for run in range(400)]
     logs = [math.log(max(factor, 0.05)) for factor in factors]
     mean = sum(logs) / len(logs)
     spread = (sum((value - mean) ** 2 for value in logs) / (len(logs) - 1)) ** 0.5

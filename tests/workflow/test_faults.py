@@ -106,8 +106,11 @@ def test_500_burst_is_retried_by_the_cli_and_the_cell_survives(project, suite):
     row = record(project, "burst", "burst-500")["row"]
     assert row["ok"] is True and row["resolved"] is True and row["error_kind"] is None
     assert row["skill_invoked"] is True
-    retries = [event for event in transcript_events(project, "burst", "burst-500")
-               if event.get("type") == "system" and event.get("subtype") == "api_retry"]
+    retries = [
+        event
+        for event in transcript_events(project, "burst", "burst-500")
+        if event.get("type") == "system" and event.get("subtype") == "api_retry"
+    ]
     assert [event["error_status"] for event in retries] == [500, 500]
     assert "API retry" in cell_log(project, "burst", "burst-500")
 
@@ -175,8 +178,9 @@ def test_a_plan_session_that_edits_code_stops_the_arm(project, suite):
     assert "double.py" in row["error_detail"]
     assert row["plan_produced"] is False and row["resolved"] is False
     assert len(row["session_ids"]) == 1
-    transcripts = sorted(p.name for p in (run_dir(project, "plancode", "plan-edits-code", "workflow")
-                                          / "transcripts").glob("*.jsonl"))
+    transcripts = sorted(
+        p.name for p in (run_dir(project, "plancode", "plan-edits-code", "workflow") / "transcripts").glob("*.jsonl")
+    )
     assert len(transcripts) == 1 and transcripts[0].startswith("plan-")
     assert "/work " not in cell_log(project, "plancode", "plan-edits-code", "workflow")
 
@@ -188,8 +192,9 @@ def test_a_work_session_that_edits_its_skill(project, suite, backend):
     project.snakemake(*sweep_targets(experiment), config=config)
 
     row = record(project, experiment, "work-edits-skill")["row"]
-    outputs = [text for text in tool_results(transcript_events(project, experiment, "work-edits-skill"))
-               if "exit=" in text]
+    outputs = [
+        text for text in tool_results(transcript_events(project, experiment, "work-edits-skill")) if "exit=" in text
+    ]
     assert len(outputs) == 1
     if backend == "bwrap":
         assert "Read-only file system" in outputs[0] and "exit=1" in outputs[0]
@@ -310,8 +315,9 @@ class WatchedSweep:
         self._stop = threading.Event()
 
     def __enter__(self) -> WatchedSweep:
-        self.proc = subprocess.Popen(self.command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.command, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._poller = threading.Thread(target=self._poll, daemon=True)
         self._reader.start()
@@ -372,8 +378,11 @@ def enter_sleep(sweep: WatchedSweep) -> None:
 
 def ctrl_c_twice(sweep: WatchedSweep, *, group: bool = True) -> None:
     """Two Ctrl-Cs: the first drains (running cells go on), the second stops the running cells."""
-    send = (lambda: os.killpg(sweep.proc.pid, signal.SIGINT)) if group else (
-        lambda: os.kill(sweep.proc.pid, signal.SIGINT))
+    send = (
+        (lambda: os.killpg(sweep.proc.pid, signal.SIGINT))
+        if group
+        else (lambda: os.kill(sweep.proc.pid, signal.SIGINT))
+    )
     send()
     time.sleep(1.0)
     # Draining: the session is still there after the first Ctrl-C.
@@ -385,8 +394,13 @@ def test_first_ctrl_c_lets_running_cells_finish_and_keeps_their_records(project)
     """A finished session is not paid for twice: the first Ctrl-C starts nothing new, the running cells finish
     and write their records, and the next run does only the cells that never started."""
     experiment = "drain"
-    config = {"experiment": experiment, "runs": 2, "tasks": {"only": ["money-thousands"]},
-              "selected_arms": ["workflow_direct", "baseline"], "evolution": {"generations": 0}}
+    config = {
+        "experiment": experiment,
+        "runs": 2,
+        "tasks": {"only": ["money-thousands"]},
+        "selected_arms": ["workflow_direct", "baseline"],
+        "evolution": {"generations": 0},
+    }
     running = project.root / "results" / experiment / ".progress" / "running"
     with WatchedSweep(project, config) as sweep:
         assert sweep.wait_for(lambda: len(list(running.glob("*.json"))) == 2, 120), sweep.output[-3000:]
@@ -426,7 +440,8 @@ def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(projec
         ctrl_c_twice(sweep, group=False)
         assert sweep.wait_for(lambda: not sweep.left_behind(), 15), (
             f"15 s after a 2nd SIGINT to snakemake (pid {sweep.proc.pid}, running: {sweep.proc.poll() is None}) "
-            f"its session still runs: {sweep.left_behind()}")
+            f"its session still runs: {sweep.left_behind()}"
+        )
 
 
 def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):

@@ -47,8 +47,9 @@ class Looked:
 def killed_half_way(project: Project, results: Path) -> None:
     """Run snakemake until a cell has finished while another is running, then kill it and all its processes."""
     command = [SNAKEMAKE, "--cores", "2", "--configfile", str(project.write_config(CONFIG))]
-    process = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     running = results / ".progress" / "running"
 
     def half_way() -> bool:
@@ -73,16 +74,23 @@ def looked(tmp_path_factory) -> Looked:
     project = copy_project(tmp_path_factory.mktemp("look") / "project")
     results = project.results("look")
     killed_half_way(project, results)
-    status_after_kill = subprocess.run([SKILLBENCH, "status", "results/look"], cwd=project.root, capture_output=True,
-                                       text=True)
+    status_after_kill = subprocess.run(
+        [SKILLBENCH, "status", "results/look"], cwd=project.root, capture_output=True, text=True
+    )
     progress_after_kill = json.loads((results / "progress.json").read_text())
     project.snakemake("--unlock", config=CONFIG)
     rerun = project.snakemake(config=CONFIG)
     # Without an argument: the run with a plan under results/ (config/config.yaml names another experiment).
     status_after_rerun = subprocess.run([SKILLBENCH, "status"], cwd=project.root, capture_output=True, text=True)
     project.snakemake("--report", "report.html", config=CONFIG)
-    return Looked(project, status_after_kill, progress_after_kill, rerun, status_after_rerun,
-                  (project.root / "report.html").read_text())
+    return Looked(
+        project,
+        status_after_kill,
+        progress_after_kill,
+        rerun,
+        status_after_rerun,
+        (project.root / "report.html").read_text(),
+    )
 
 
 def test_status_of_a_run_killed_half_way(looked):
@@ -92,12 +100,16 @@ def test_status_of_a_run_killed_half_way(looked):
     assert planned == CELLS and 1 <= done < CELLS, line
     assert re.search(r"0 running, \d+ interrupted, \$\d+\.\d\d spent, ETA \d+", line), line
     # The killed cell is an incumbent cell or (scheduled first) one of generation 0's candidate cells.
-    assert re.search(r"interrupted cells \(their job died\): (gen0/)?cells/money-thousands/",
-                     looked.status_after_kill.stdout), looked.status_after_kill.stdout
+    assert re.search(
+        r"interrupted cells \(their job died\): (gen0/)?cells/money-thousands/", looked.status_after_kill.stdout
+    ), looked.status_after_kill.stdout
     assert "--unlock" in looked.status_after_kill.stdout
     # progress.json, written by the last cell that finished before the kill, is a valid snapshot of that moment.
-    check = subprocess.run([SKILLBENCH, "validate", "progress", str(looked.project.results("look", "progress.json"))],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [SKILLBENCH, "validate", "progress", str(looked.project.results("look", "progress.json"))],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stderr
     assert 1 <= looked.progress_after_kill["cells_done"] <= done
     assert looked.progress_after_kill["spend_usd"] > 0
@@ -111,7 +123,7 @@ def test_a_run_prints_progress_lines_and_ends_with_a_few_lines_instead_of_every_
     assert re.search(r"\$\d+\.\d\d spent", lines[-1])
     assert "all outputs of the run are up to date" in stderr
     assert "localrule all:" not in stderr
-    closing = stderr[stderr.index("skillbench: "):].splitlines()
+    closing = stderr[stderr.index("skillbench: ") :].splitlines()
     assert closing[0].startswith("skillbench: generation 0's candidate was PROMOTED")
     assert closing[1].split() == ["summary:", "results/look/summary.md"]
     assert "results/look/sweep/report.md, results/look/gen0/report.md" in closing[2]
@@ -134,9 +146,14 @@ def decoded(entry: dict) -> str:
 def test_the_html_report_holds_the_figures_and_the_rendered_reports(looked):
     results = report_results(looked.report)
     by_path = {path.removeprefix("results/look/"): entry for path, entry in results.items()}
-    figures = ["sweep/figures/cost-resolution.svg", "gen0/figures/cost-resolution.svg",
-               "gen0/figures/forest-candidate_workflow_direct.svg", "figures/generations.svg", "figures/spend.svg",
-               "figures/timeline.svg"]
+    figures = [
+        "sweep/figures/cost-resolution.svg",
+        "gen0/figures/cost-resolution.svg",
+        "gen0/figures/forest-candidate_workflow_direct.svg",
+        "figures/generations.svg",
+        "figures/spend.svg",
+        "figures/timeline.svg",
+    ]
     pages = ["sweep/report.html", "gen0/report.html", "summary.html"]
     assert set(figures + pages) <= set(by_path), sorted(by_path)
     for figure in figures:

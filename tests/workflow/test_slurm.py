@@ -33,8 +33,10 @@ CAP = ("--resources", "agent_sessions=1")
 
 
 def outcome(project) -> tuple[list, list]:
-    rows = [(r["task"], r["arm"], r["run"], r["resolved"], r["error_kind"], r["num_turns"], r["cost_usd"])
-            for r in project.rows("cluster", "gen0")]
+    rows = [
+        (r["task"], r["arm"], r["run"], r["resolved"], r["error_kind"], r["num_turns"], r["cost_usd"])
+        for r in project.rows("cluster", "gen0")
+    ]
     decided = json.loads(project.results("cluster", "gen0", "promotion.json").read_text())
     return rows, [(d["candidate_arm"], d["decision"], d["reasons"]) for d in decided["decisions"]]
 
@@ -49,8 +51,20 @@ def windows(project) -> list[tuple[str, str, str]]:
 
 def slurm_snakemake(project, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     # SIGINT on timeout: the plugin cancels its SLURM jobs and releases the lock.
-    command = ["timeout", "-s", "INT", "-k", "30", str(timeout), SNAKEMAKE, "--profile", "profiles/slurm",
-               "--configfile", str(project.write_config(CONFIG)), *args]
+    command = [
+        "timeout",
+        "-s",
+        "INT",
+        "-k",
+        "30",
+        str(timeout),
+        SNAKEMAKE,
+        "--profile",
+        "profiles/slurm",
+        "--configfile",
+        str(project.write_config(CONFIG)),
+        *args,
+    ]
     return subprocess.run(command, cwd=project.root, capture_output=True, text=True)
 
 
@@ -64,10 +78,10 @@ def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(p
     assert_no_overlap(windows(local))
 
     with slurm_cluster(tmp_path / "slurm") as state:
-        command = [SNAKEMAKE, "--profile", "profiles/slurm", *CAP, "--configfile",
-                   str(project.write_config(CONFIG))]
-        crashed = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        command = [SNAKEMAKE, "--profile", "profiles/slurm", *CAP, "--configfile", str(project.write_config(CONFIG))]
+        crashed = subprocess.Popen(
+            command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + 300
         while not any(job["rule"] == "run_cell" for job in slurm_job_history(state, workdir=project.root)):
             assert crashed.poll() is None, "snakemake ended before any cell was submitted"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 SWEEP = {"evolution": {"generations": 0}}
-TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1,
-             **SWEEP}
+TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1, **SWEEP}
 ARMS = ["workflow", "workflow_direct", "baseline"]
 
 
@@ -44,7 +43,8 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
 
     rows = project.rows("one")
     assert [(row["task"], row["arm"], row["run"]) for row in rows] == [
-        (task, arm, 0) for task in TWO_TASKS["tasks"]["only"] for arm in ARMS]
+        (task, arm, 0) for task in TWO_TASKS["tasks"]["only"] for arm in ARMS
+    ]
     results = project.results("one", "sweep", "results.jsonl")
     check = subprocess.run([SKILLBENCH, "validate", "result-row", str(results)], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
@@ -109,7 +109,8 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     refused = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"cli": old_cli}}, check=False)
     assert refused.returncode != 0
     assert f"Claude Code 1.0.44 at {old_cli} is older than the oldest supported version 2.1.197" in (
-        refused.stdout + refused.stderr)
+        refused.stdout + refused.stderr
+    )
 
     # Editing one task's prompt rebinds that task and reruns exactly its cells; an unselected task's edit
     # changes nothing.
@@ -126,7 +127,8 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     dry = project.snakemake("--dry-run", config=TWO_TASKS)
     planned = dry.stdout + dry.stderr
     assert sorted(planned_jobs(planned, "run_cell")) == [
-        f"cellset=cells, task=bulk-discount-threshold, arm={arm}, run=0" for arm in sorted(ARMS)]
+        f"cellset=cells, task=bulk-discount-threshold, arm={arm}, run=0" for arm in sorted(ARMS)
+    ]
     assert planned_jobs(planned, "bind_task") == ["task=bulk-discount-threshold"]
 
 
@@ -134,8 +136,9 @@ def reporting_cli(folder: Path, version: str) -> str:
     """A wrapper around the installed CLI that reports another version."""
     real = (Path(__file__).resolve().parents[2] / "tools" / "node_modules" / ".bin" / "claude").resolve()
     wrapper = folder / f"claude-{version}"
-    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version} (Claude Code)"; exit 0; fi\n'
-                       f'exec {real} "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version} (Claude Code)"; exit 0; fi\nexec {real} "$@"\n'
+    )
     wrapper.chmod(0o755)
     return str(wrapper)
 
@@ -153,16 +156,17 @@ def test_bad_config_key_fails_before_any_job(project):
 
 def test_design_mistakes_are_named_at_parse_time(project):
     """A design that can never promote is a warning; a skill or overlay in a broken format is an error."""
-    never = project.snakemake("--dry-run", config={"experiment": "never", "runs": 2,
-                                                   "evolution": {"generations": 1}})
-    assert ("WARNING: runs is 2 but gate.min_runs is 3: no candidate can ever be promoted"
-            in never.stdout + never.stderr)
+    never = project.snakemake("--dry-run", config={"experiment": "never", "runs": 2, "evolution": {"generations": 1}})
+    assert "WARNING: runs is 2 but gate.min_runs is 3: no candidate can ever be promoted" in never.stdout + never.stderr
 
     overlay = project.root / "bad-overlay" / ".claude" / "skills" / "change-work"
     overlay.mkdir(parents=True)
     (overlay / "SKILL.md").write_text("# change-work\n\nRun the verify command once.\n")
-    result = project.snakemake("--dry-run", check=False, config={
-        "experiment": "badoverlay", "evolution": {"generations": 1, "initial_overlay": "bad-overlay"}})
+    result = project.snakemake(
+        "--dry-run",
+        check=False,
+        config={"experiment": "badoverlay", "evolution": {"generations": 1, "initial_overlay": "bad-overlay"}},
+    )
     assert result.returncode != 0
     assert "SKILL.md: SKILL.md must start with YAML frontmatter (---)" in result.stdout + result.stderr
 
@@ -198,15 +202,21 @@ def assert_no_overlap(windows):
 
 
 def test_session_cap_of_one_serialises_sessions_on_two_cores(project):
-    config = {"experiment": "cap", "runs": 1, "selected_arms": ["workflow_direct", "baseline"], **SWEEP,
-              "tasks": {"only": ["money-thousands", "sku-normalization"]}}
+    config = {
+        "experiment": "cap",
+        "runs": 1,
+        "selected_arms": ["workflow_direct", "baseline"],
+        **SWEEP,
+        "tasks": {"only": ["money-thousands", "sku-normalization"]},
+    }
     project.snakemake("--resources", "agent_sessions=1", config=config)
     assert_no_overlap(session_windows(project, "cap"))
 
 
 def test_anthropic_provider_without_a_key_fails_before_any_job(project):
-    result = project.snakemake(config={"experiment": "nokey", "model": {"provider": "anthropic"}},
-                               env={"ANTHROPIC_API_KEY": ""}, check=False)
+    result = project.snakemake(
+        config={"experiment": "nokey", "model": {"provider": "anthropic"}}, env={"ANTHROPIC_API_KEY": ""}, check=False
+    )
     assert result.returncode != 0
     assert "ANTHROPIC_API_KEY is empty" in result.stdout + result.stderr
     assert not (project.root / "results" / "nokey").exists()

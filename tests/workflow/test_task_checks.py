@@ -53,10 +53,18 @@ def write_authoring_suite(project) -> str:
     pytest = "python3 -m pytest -q -p no:cacheprovider"
 
     def task(task_id, *, verify="tests/test_pricing.py", oracle=money, target="money_test.py", command=None, **extra):
-        return {"id": task_id, "class": "authoring", "snapshot": "project", "prompt": "Group thousands in money.",
-                "verify": f"{pytest} {verify}",
-                "oracle": {"command": command or f'{pytest} "$SKILLBENCH_ORACLE_ROOT/{target}"',
-                           "files": [{"source": oracle, "target": target}]}, **extra}
+        return {
+            "id": task_id,
+            "class": "authoring",
+            "snapshot": "project",
+            "prompt": "Group thousands in money.",
+            "verify": f"{pytest} {verify}",
+            "oracle": {
+                "command": command or f'{pytest} "$SKILLBENCH_ORACLE_ROOT/{target}"',
+                "files": [{"source": oracle, "target": target}],
+            },
+            **extra,
+        }
 
     tasks = [
         task("sound", solution={"patch": "solutions/money-thousands.patch"}, verify_on_base="pass"),
@@ -66,10 +74,19 @@ def write_authoring_suite(project) -> str:
         task("solution-does-not-pass", solution={"patch": "solutions/bulk-discount-threshold.patch"}),
     ]
     (suite / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}, sort_keys=False))
-    script = {"schema": "model-script/v1",
-              "defaults": {"usage": {"input_tokens": 10, "output_tokens": 10, "cache_read_input_tokens": 0,
-                                     "cache_creation_input_tokens": 0}, "final_text": "Done."},
-              "tasks": {entry["id"]: {"baseline": [{"text": "Done."}]} for entry in tasks}}
+    script = {
+        "schema": "model-script/v1",
+        "defaults": {
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 10,
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 0,
+            },
+            "final_text": "Done.",
+        },
+        "tasks": {entry["id"]: {"baseline": [{"text": "Done."}]} for entry in tasks},
+    }
     (suite / "model-script.yaml").write_text(yaml.safe_dump(script, sort_keys=False))
     return str(suite.relative_to(project.root) / "tasks.yaml")
 
@@ -80,12 +97,15 @@ def test_broken_tasks_are_refused_before_any_session(project):
     result = project.snakemake(config=config, check=False)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert ("task verify-fails-on-base: `verify` fails on the untouched code although the task declares "
-            "`verify_on_base: pass`") in output
+    assert (
+        "task verify-fails-on-base: `verify` fails on the untouched code although the task declares "
+        "`verify_on_base: pass`"
+    ) in output
     assert "command: python3 -m pytest -q -p no:cacheprovider tests/test_missing.py" in output
     assert "exit code: 4" in output
-    assert ("task oracle-passes-on-base: the hidden oracle passes on the untouched code: there is nothing to fix"
-            in output)
+    assert (
+        "task oracle-passes-on-base: the hidden oracle passes on the untouched code: there is nothing to fix" in output
+    )
     assert "task oracle-cannot-run: the hidden oracle cannot run (pytest exit 4: usage error" in output
     assert "money_tset.py" in output  # the output tail names the file that is not there
     assert "task solution-does-not-pass: the hidden oracle fails on the reference solution" in output
@@ -96,8 +116,13 @@ def test_broken_tasks_are_refused_before_any_session(project):
     assert not project.results("authoring", "cells").exists()
 
     # The author's command says the same, one line per task, without starting a run.
-    checked = subprocess.run([SKILLBENCH, "check-tasks", "--configfile", str(project.root / "test-config.yaml")],
-                             cwd=project.root, capture_output=True, text=True, timeout=600)
+    checked = subprocess.run(
+        [SKILLBENCH, "check-tasks", "--configfile", str(project.root / "test-config.yaml")],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [line for line in checked.stdout.splitlines() if not line.startswith(" ")]
     assert checked.returncode == 1
     assert lines == [

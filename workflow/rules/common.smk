@@ -206,7 +206,9 @@ def look_pair_runs(gen, look):
         return {pair: RUN_DESIGN["looks"][0] for pair in candidate_pairs()}
     previous = read_json(checkpoints.gate_look.get(gen=gen, look=look - 1).output.look)
     return {
-        (pair["incumbent_arm"], pair["candidate_arm"]): pair["next_runs"] if pair["status"] == "continue" else pair["runs"]
+        (pair["incumbent_arm"], pair["candidate_arm"]): (
+            pair["next_runs"] if pair["status"] == "continue" else pair["runs"]
+        )
         for pair in previous["pairs"]
     }
 

@@ -13,6 +13,11 @@ rule freeze_overlay:
         oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
     output:
         overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
+    log:
+        f"logs/{EXPERIMENT}/freeze_overlay/gen{{gen}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
     params:
         source=get_overlay_folder,
         # The read-only copy beside overlay.json; overlay.json (the declared output) holds its
@@ -24,11 +29,6 @@ rule freeze_overlay:
         evolvable=config["skills"]["evolvable"],
         mirrors=config["skills"]["mirrors"],
         arms=CANDIDATE_ARMS,
-    log:
-        f"logs/{EXPERIMENT}/freeze_overlay/gen{{gen}}.log",
-    localrule: True
-    conda:
-        "../envs/skillbench.yaml"
     script:
         "../../scripts/freeze_overlay.py"
 
@@ -44,17 +44,17 @@ checkpoint gate_look:
         bindings=f"{RESULTS}/tasks/bindings.json",
     output:
         look=f"{RESULTS}/gen{{gen}}/looks/look{{look}}.json",
+    log:
+        f"logs/{EXPERIMENT}/gate_look/gen{{gen}}/look{{look}}.log",
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
     params:
         policy=config["gate"],
         design=config["runs"],
         budget=config["budget"],
         pairs=[list(pair) for pair in candidate_pairs()],
         model=config["model"]["name"],
-    log:
-        f"logs/{EXPERIMENT}/gate_look/gen{{gen}}/look{{look}}.log",
-    localrule: True
-    conda:
-        "../envs/skillbench.yaml"
     script:
         "../../scripts/gate_look.py"
 
@@ -64,16 +64,16 @@ checkpoint gate_promotion:
         unpack(get_gate_inputs),
     output:
         promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
-    params:
-        policy=config["gate"],
-        design=config["runs"],
-        model=config["model"]["name"],
-        effort=config["model"]["effort"],
     log:
         f"logs/{EXPERIMENT}/gate_promotion/gen{{gen}}.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        policy=config["gate"],
+        design=config["runs"],
+        model=config["model"]["name"],
+        effort=config["model"]["effort"],
     script:
         "../../scripts/gate_promotion.py"
 
@@ -84,14 +84,14 @@ rule summarize_run:
     output:
         summary=report(f"{RESULTS}/summary.json", caption="../report/summary.rst", category="Run"),
         markdown=f"{RESULTS}/summary.md",
-    params:
-        generations=GENERATIONS,
-        arms=INCUMBENT_ARMS,
     log:
         f"logs/{EXPERIMENT}/summarize_run.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        generations=GENERATIONS,
+        arms=INCUMBENT_ARMS,
     script:
         "../../scripts/summarize_run.py"
 
@@ -101,14 +101,14 @@ rule stage_evidence:
         unpack(get_evidence_inputs),
     output:
         evidence=directory(f"{RESULTS}/gen{{gen}}/evidence"),
-    params:
-        learnings=config["evolution"]["learnings"],
-        seed=config["evolution"]["seed_results"],
     log:
         f"logs/{EXPERIMENT}/stage_evidence/gen{{gen}}.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        learnings=config["evolution"]["learnings"],
+        seed=config["evolution"]["seed_results"],
     script:
         "../../scripts/stage_evidence.py"
 
@@ -130,6 +130,14 @@ rule propose_overlay:
         session=f"{RESULTS}/gen{{gen}}/proposer-session.json",
         prompt=f"{RESULTS}/gen{{gen}}/proposer-prompt.md",
         transcripts=directory(f"{RESULTS}/gen{{gen}}/transcripts"),
+    log:
+        f"logs/{EXPERIMENT}/propose_overlay/gen{{gen}}.log",
+    retries: config["agent"]["attempts"] - 1
+    conda:
+        "../envs/skillbench.yaml"
+    resources:
+        agent_sessions=1,
+        runtime=get_proposer_runtime,
     params:
         # The overlay folder beside proposal.md is read by freeze_overlay; it is not a declared
         # directory output so Snakemake's timestamp file never lands inside the candidate.
@@ -137,13 +145,5 @@ rule propose_overlay:
         model=get_proposer_model,
         evolvable=config["skills"]["evolvable"],
         sandbox=config["sandbox"]["backend"],
-    log:
-        f"logs/{EXPERIMENT}/propose_overlay/gen{{gen}}.log",
-    resources:
-        agent_sessions=1,
-        runtime=get_proposer_runtime,
-    retries: config["agent"]["attempts"] - 1
-    conda:
-        "../envs/skillbench.yaml"
     script:
         "../../scripts/propose_overlay.py"

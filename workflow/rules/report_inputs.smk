@@ -14,9 +14,7 @@ def get_run_results(wildcards):
 
 def get_proposer_sessions(wildcards):
     return [
-        f"{RESULTS}/gen{gen}/proposer-session.json"
-        for gen in generation_chain()
-        if not (gen == 0 and INITIAL_OVERLAY)
+        f"{RESULTS}/gen{gen}/proposer-session.json" for gen in generation_chain() if not (gen == 0 and INITIAL_OVERLAY)
     ]
 
 

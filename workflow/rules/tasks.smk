@@ -13,15 +13,15 @@ rule bind_task:
         binding=f"{RESULTS}/tasks/{{task}}/binding.json",
         template=directory(f"{RESULTS}/tasks/{{task}}/template"),
         oracle=directory(f"{RESULTS}/tasks/{{task}}/oracle"),
-    params:
-        task=get_task_definition,
-        # Oracle sources and snapshots resolve from the suite folder.
-        suite=SUITE,
     log:
         f"logs/{EXPERIMENT}/bind_task/{{task}}.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        task=get_task_definition,
+        # Oracle sources and snapshots resolve from the suite folder.
+        suite=SUITE,
     script:
         "../../scripts/bind_task.py"
 
@@ -37,17 +37,17 @@ rule check_task:
         solution=get_solution_files,
     output:
         check=f"{RESULTS}/tasks/{{task}}/check.json",
+    log:
+        f"logs/{EXPERIMENT}/check_task/{{task}}.log",
+    conda:
+        "../envs/skillbench.yaml"
+    resources:
+        runtime=get_check_runtime,
     params:
         task=get_check_definition,
         suite=SUITE,
         sandbox=config["sandbox"]["backend"],
         timeouts=[config["agent"]["setup_timeout_s"], config["agent"]["verify_timeout_s"]],
-    log:
-        f"logs/{EXPERIMENT}/check_task/{{task}}.log",
-    resources:
-        runtime=get_check_runtime,
-    conda:
-        "../envs/skillbench.yaml"
     script:
         "../../scripts/check_task.py"
 
@@ -57,12 +57,12 @@ rule merge_bindings:
         bindings=expand(f"{RESULTS}/tasks/{{task}}/binding.json", task=TASK_IDS),
     output:
         bindings=f"{RESULTS}/tasks/bindings.json",
-    params:
-        skipped_expensive=SELECTION.skipped_expensive,
     log:
         f"logs/{EXPERIMENT}/merge_bindings.log",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
+    params:
+        skipped_expensive=SELECTION.skipped_expensive,
     script:
         "../../scripts/merge_bindings.py"
