@@ -192,6 +192,28 @@ def _unsandboxed_runs(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[
     )
 
 
+def evidence_base(gated_tasks: list[str], ungated_tasks: list[str], min_gated_ratio: float) -> tuple[bool, list[str]]:
+    """Both rules' check that enough paired tasks carry quality signal: (insufficient, reasons)."""
+    paired = len(gated_tasks) + len(ungated_tasks)
+    reasons = []
+    if ungated_tasks:
+        reasons.append(
+            f"not gated on {len(ungated_tasks)} task(s) neither arm resolved: {', '.join(ungated_tasks)} "
+            f"(evidence base: {len(gated_tasks)}/{paired} paired tasks gated)"
+        )
+    if not paired:
+        return True, [*reasons, "no paired task results were found"]
+    if not gated_tasks:
+        return True, [*reasons, "no task supplied quality signal: neither arm resolved a run anywhere in the set"]
+    if len(gated_tasks) < min_gated_ratio * paired:
+        return True, [
+            *reasons,
+            f"promotion evidence base is too thin: {len(gated_tasks)}/{paired} paired tasks are gated "
+            f"(at least {min_gated_ratio:.0%} required)",
+        ]
+    return False, reasons
+
+
 def _upstream_decision(
     by_task: dict[str, dict[str, dict[str, Any]]],
     *,
@@ -352,23 +374,9 @@ def _upstream_decision(
 
     gated_tasks = [row["task"] for row in task_rows if row["gated"]]
     ungated_tasks = [row["task"] for row in task_rows if not row["gated"]]
-    if ungated_tasks:
-        reasons.append(
-            f"not gated on {len(ungated_tasks)} task(s) neither arm resolved: {', '.join(ungated_tasks)} "
-            f"(evidence base: {len(gated_tasks)}/{len(task_rows)} paired tasks gated)"
-        )
-    if not task_rows:
-        insufficient = True
-        reasons.append("no paired task results were found")
-    elif not gated_tasks:
-        insufficient = True
-        reasons.append("no task supplied quality signal: neither arm resolved a run anywhere in the set")
-    elif len(gated_tasks) < min_gated_ratio * len(task_rows):
-        insufficient = True
-        reasons.append(
-            f"promotion evidence base is too thin: {len(gated_tasks)}/{len(task_rows)} paired tasks are gated "
-            f"(at least {min_gated_ratio:.0%} required)"
-        )
+    thin, base_reasons = evidence_base(gated_tasks, ungated_tasks, min_gated_ratio)
+    insufficient = insufficient or thin
+    reasons += base_reasons
 
     gated_improvements = [
         row["improvement_pct"] for row in task_rows if row["gated"] and row["improvement_pct"] is not None
@@ -746,23 +754,9 @@ def _noise_aware_decision(
                 f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
             )
 
-    if ungated_tasks:
-        reasons.append(
-            f"not gated on {len(ungated_tasks)} task(s) neither arm resolved: {', '.join(ungated_tasks)} "
-            f"(evidence base: {len(gated_tasks)}/{len(task_rows)} paired tasks gated)"
-        )
-    if not task_rows:
-        insufficient = True
-        reasons.append("no paired task results were found")
-    elif not gated_tasks:
-        insufficient = True
-        reasons.append("no task supplied quality signal: neither arm resolved a run anywhere in the set")
-    elif len(gated_tasks) < min_gated_ratio * len(task_rows):
-        insufficient = True
-        reasons.append(
-            f"promotion evidence base is too thin: {len(gated_tasks)}/{len(task_rows)} paired tasks are gated "
-            f"(at least {min_gated_ratio:.0%} required)"
-        )
+    thin, base_reasons = evidence_base(gated_tasks, ungated_tasks, min_gated_ratio)
+    insufficient = insufficient or thin
+    reasons += base_reasons
 
     cost, quality, design = tests["cost"], tests["quality"], tests["design"]["text"]
     if insufficient:
