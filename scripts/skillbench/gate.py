@@ -992,6 +992,9 @@ def promotion_document(
         if run_status != "complete":
             decision["decision"] = "insufficient_evidence"
             decision["reasons"] = [ABORTED_REASON, *decision["reasons"]]
+        pins = plugin_pins(rows, incumbent_arm, candidate_arm)
+        if pins["incumbent"] or pins["candidate"]:
+            decision["plugins"] = pins
         decisions.append(decision)
 
     generated = generated_at.astimezone(UTC)
@@ -1008,6 +1011,22 @@ def promotion_document(
         "decisions": decisions,
         **{field: binding[field] for field in BINDING_FIELDS},
     }
+
+
+def plugin_pins(rows: list[dict[str, Any]], incumbent_arm: str, candidate_arm: str) -> dict[str, list[dict]]:
+    """The Claude Code plugins each arm of a pair loaded (name, version, digest), as its rows recorded them:
+    a decision names the exact plugin bytes it was made on."""
+
+    def pins(arm: str) -> list[dict]:
+        seen = {
+            (plugin["name"], plugin["digest"]): plugin
+            for row in rows
+            if row["arm"] == arm
+            for plugin in row.get("plugins") or []
+        }
+        return [seen[key] for key in sorted(seen)]
+
+    return {"incumbent": pins(incumbent_arm), "candidate": pins(candidate_arm)}
 
 
 def summarize_gate(promotion: dict[str, Any]) -> list[str]:

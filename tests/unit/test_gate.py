@@ -851,3 +851,12 @@ def test_one_run_per_cell_takes_the_difference_at_face_value():
     cost = result["tests"]["cost"]
     assert cost["noise_measured"] is False and cost["df"] is None
     assert "no run-to-run noise was measured, so the difference counts as exact" in result["reasons"][0]
+
+
+def test_a_decision_names_the_plugins_each_arm_loaded_by_digest():
+    lean = {"name": "lookup-kit", "version": "1.0.0", "digest": "d" * 64}
+    rows = arm_rows("t1", INC) + [{**row, "plugins": [lean]} for row in arm_rows("t1", CAND, cost_usd=0.5)]
+    decision = document(rows)["decisions"][0]  # validated against the promotion schema
+    assert decision["plugins"] == {"incumbent": [], "candidate": [lean]}
+    # Without plugins the document is as before.
+    assert "plugins" not in document(arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5))["decisions"][0]
