@@ -35,7 +35,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -1011,22 +1010,6 @@ def _execute_in(
     return row
 
 
-def remove_private_root(path: Path) -> None:
-    """Remove a cell's private root, including folder trees nested deeper than Python's recursion limit."""
-    try:
-        remove_tree(path)
-        return
-    except RecursionError:
-        pass
-    # coreutils walk any depth without recursion limits; an agent can nest folders thousands deep.
-    for argv in (["chmod", "-R", "--", "u+rwx", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
-        subprocess.run(
-            argv, env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"}, capture_output=True, check=False, timeout=600
-        )
-    if os.path.lexists(path):
-        raise OSError(f"could not remove {path}")
-
-
 HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError, repo.GitError, oracle.OracleError)
 
 
@@ -1074,7 +1057,7 @@ def run_cell(
     finally:
         cleanup_error = None
         try:
-            remove_private_root(private_root)
+            remove_tree(private_root)
         except OSError as exc:
             cleanup_error = exc
     if cleanup_error is not None:

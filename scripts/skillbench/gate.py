@@ -192,6 +192,20 @@ def _unsandboxed_runs(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[
     )
 
 
+def run_count_reasons(task: str, n_inc: int, n_cand: int, x_inc: int, x_cand: int, min_runs: int) -> list[str]:
+    """Both rules' per-task run-count guards (valid runs n, excluded runs x): why the evidence is insufficient."""
+    reasons = []
+    if n_inc < min_runs or n_cand < min_runs:
+        reasons.append(f"{task}: needs at least {min_runs} valid runs per arm (got {n_inc}/{n_cand})")
+    if x_inc or x_cand:
+        reasons.append(f"{task}: promotion requires zero excluded runs in both paired arms (got {x_inc}/{x_cand})")
+    if n_inc != n_cand:
+        reasons.append(
+            f"{task}: paired arms have different valid run counts ({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
+        )
+    return reasons
+
+
 def evidence_base(gated_tasks: list[str], ungated_tasks: list[str], min_gated_ratio: float) -> tuple[bool, list[str]]:
     """Both rules' check that enough paired tasks carry quality signal: (insufficient, reasons)."""
     paired = len(gated_tasks) + len(ungated_tasks)
@@ -333,18 +347,9 @@ def _upstream_decision(
                 )
             continue
 
-        if n_inc < min_runs or n_cand < min_runs:
-            insufficient = True
-            reasons.append(f"{task}: needs at least {min_runs} valid runs per arm (got {n_inc}/{n_cand})")
-        if x_inc or x_cand:
-            insufficient = True
-            reasons.append(f"{task}: promotion requires zero excluded runs in both paired arms (got {x_inc}/{x_cand})")
-        if n_inc != n_cand:
-            insufficient = True
-            reasons.append(
-                f"{task}: paired arms have different valid run counts "
-                f"({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
-            )
+        count_reasons = run_count_reasons(task, n_inc, n_cand, x_inc, x_cand, min_runs)
+        insufficient = insufficient or bool(count_reasons)
+        reasons += count_reasons
         if rate_cand < rate_inc:
             quality_regression = True
             reasons.append(f"{task}: resolution regressed from {rate_inc:.0%} to {rate_cand:.0%}")
@@ -713,18 +718,9 @@ def _noise_aware_decision(
                     f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
                 )
             continue
-        if n_inc < min_runs or n_cand < min_runs:
-            insufficient = True
-            reasons.append(f"{task}: needs at least {min_runs} valid runs per arm (got {n_inc}/{n_cand})")
-        if x_inc or x_cand:
-            insufficient = True
-            reasons.append(f"{task}: promotion requires zero excluded runs in both paired arms (got {x_inc}/{x_cand})")
-        if n_inc != n_cand:
-            insufficient = True
-            reasons.append(
-                f"{task}: paired arms have different valid run counts "
-                f"({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
-            )
+        count_reasons = run_count_reasons(task, n_inc, n_cand, x_inc, x_cand, min_runs)
+        insufficient = insufficient or bool(count_reasons)
+        reasons += count_reasons
         if info["metric_unavailable"]:
             insufficient = True
             reasons.append(

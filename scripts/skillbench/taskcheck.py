@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cells, oracle, repo
-from .artifacts import ArtifactError
+from .artifacts import ArtifactError, remove_tree
 from .redaction import redact_text
 from .sandbox import Sandbox, SandboxLimits
 
@@ -155,7 +155,7 @@ def check_task(
         finally:
             sandbox.close()
     finally:
-        cells.remove_private_root(private_root)
+        remove_tree(private_root)
     return _document(task_id, steps, problems, solution is not None)
 
 

@@ -6,6 +6,7 @@ import os
 
 import pytest
 from skillbench import cells, repo
+from skillbench.artifacts import remove_tree
 from skillbench.cells import AgentWorkspaceError, WorkspaceLimits
 
 SMALL = WorkspaceLimits(max_file_bytes=1 << 20, max_total_bytes=4 << 20, max_entries=50)
@@ -156,7 +157,7 @@ def test_a_tree_nested_past_pythons_recursion_limit_is_still_removed(tmp_path):
         os.chmod(".", 0o500)
     finally:
         os.chdir(tmp_path)
-    cells.remove_private_root(root)
+    remove_tree(root)
     assert not root.exists()
 
 
