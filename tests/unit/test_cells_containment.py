@@ -45,6 +45,8 @@ def test_total_size_entry_count_and_depth_are_bounded(tmp_path):
         os.chdir(tmp_path)
     with pytest.raises(AgentWorkspaceError, match="nest deeper"):
         cells.check_workspace(deep, WorkspaceLimits())
+    # pytest's own clean-up of old tmp folders recurses and would fail on a tree this deep in a later session.
+    remove_tree(deep)
 
 
 def test_snapshot_skips_only_the_top_level_git_and_hashes_in_chunks(tmp_path):
