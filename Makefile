@@ -60,6 +60,7 @@ test: setup
 	$(BIN)/ruff format --check scripts tests bench
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 # The HTML report of the demo run (`snakemake --report`), and a PNG of its run page taken with headless
