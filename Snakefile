@@ -17,19 +17,8 @@ include: "workflow/rules/sweep.smk"
 include: "workflow/rules/evolve.smk"
 include: "workflow/rules/report_inputs.smk"
 include: "workflow/rules/report.smk"
-
-
-onstart:
-    prepare_run()
-    write_progress_plan()
-
-
-onsuccess:
-    announce_run_end(ok=True)
-
-
-onerror:
-    announce_run_end(ok=False)
+# The start and end of a run (preflight, Ctrl-C handling, closing lines), also when this workflow is a module.
+include: "workflow/rules/run_hooks.smk"
 
 
 rule all:

@@ -4,7 +4,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
+# The library beside the workflow's own files: workflow.basedir is the top-level Snakefile's folder, which is the
+# consumer's when this workflow is used as a module; current_basedir is this file's folder (workflow/rules).
+sys.path.insert(0, str(Path(str(workflow.current_basedir)).parents[1] / "scripts"))
 
 from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
