@@ -3,6 +3,8 @@
 # onstart/onsuccess/onerror and drops a module's, so `onstart:` here would be lost when this workflow is used as a
 # module (`module skillbench: ...; use rule * from skillbench`). The handlers are therefore added to the top-level
 # workflow's, whichever Snakefile includes this file, after any the consumer defined before its `use rule`.
+# Snakemake (9.27) offers no public call for that, so its private _onstart/_onsuccess/_onerror are wrapped; a
+# Snakemake without them is refused rather than run without the preflight.
 from snakemake.exceptions import WorkflowError  # noqa: E402
 
 
