@@ -499,19 +499,12 @@ def test_harness_git_reads_nothing_the_clone_configures(private_root):
 
 AGENT_NAMESPACES = ["--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc"]
 # Only system folders are visible, read-only; merged-/usr links stay links.
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# (A second, independent statement of the list: the test fails when the code's list changes.)
+SYSTEM_PATHS = "/usr /bin /sbin /lib /lib32 /lib64 /libx32".split()
 ETC_PATHS = (
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/hosts",
-    "/etc/resolv.conf",
-    "/etc/nsswitch.conf",
-    "/etc/alternatives",
-    "/etc/ld.so.cache",
-    "/etc/localtime",
-    "/etc/python3",
-    "/etc/python3.11",
-)
+    "/etc/ssl /etc/ca-certificates /etc/hosts /etc/resolv.conf /etc/nsswitch.conf /etc/alternatives "
+    "/etc/ld.so.cache /etc/localtime /etc/python3 /etc/python3.11"
+).split()
 STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout")
 STARTUP_FILES += (".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout")
 CLI_STATE = ("/home/agent/.claude", "/home/agent/.claude.json", "/workspace/.claude")
@@ -523,13 +516,10 @@ TOOL_VARIABLES = (
 
 
 def expected_system_mounts() -> list[str]:
-    args: list[str] = []
-    for entry in (*SYSTEM_PATHS, *ETC_PATHS):
-        if os.path.islink(entry):
-            args += ["--symlink", os.readlink(entry), entry]
-        elif os.path.exists(entry):
-            args += ["--ro-bind", entry, entry]
-    return args
+    """Each system path this machine has: a link recreated as the same link, anything else bound read-only."""
+    present = [entry for entry in (*SYSTEM_PATHS, *ETC_PATHS) if os.path.lexists(entry)]
+    as_link = {entry: ["--symlink", os.readlink(entry), entry] for entry in present if os.path.islink(entry)}
+    return [arg for entry in present for arg in as_link.get(entry, ["--ro-bind", entry, entry])]
 
 
 def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list[str]:
