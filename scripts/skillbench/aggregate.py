@@ -8,7 +8,7 @@ the median-based summary of one (task, arm) group, savings against the baseline 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 EXCLUDED_ERROR_KINDS = frozenset(
@@ -21,7 +21,7 @@ MEDIAN_FIELDS = (*USAGE_FIELDS, "duration_s", "num_turns", "diff_files", "diff_i
 SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")
 
 
-def is_valid(row: dict[str, Any]) -> bool:
+def is_valid(row: Mapping[str, Any]) -> bool:
     """A row is evidence unless its error kind is one of the excluded kinds."""
     return row.get("error_kind") not in EXCLUDED_ERROR_KINDS
 

@@ -13,16 +13,20 @@ from __future__ import annotations
 import io
 import random
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import artifacts
 from .aggregate import is_valid
+from .records import CellRecord, ProposerSession, ResultRow, TaskBindings
 
 DECISION_COLOURS = {"promote": "#1a7f37", "keep_incumbent": "#8c959f", "insufficient_evidence": "#bf8700"}
 ARM_COLOURS = ["#0969da", "#cf222e", "#8250df", "#1a7f37", "#bf8700", "#57606a", "#e16f24", "#1b7c83"]
+# The gate's two reference lines, drawn alike in every figure that shows them.
+THRESHOLD_LINE_STYLE = {"color": "#1a7f37", "linestyle": "--", "linewidth": 1}
+REGRESSION_LINE_STYLE = {"color": "#cf222e", "linestyle": ":", "linewidth": 1}
 
 
 # ─── Figure data (pure) ──────────────────────────────────────────────────────
@@ -34,7 +38,7 @@ def _ordered(preferred: Iterable[str], present: Iterable[str]) -> list[str]:
     return named + [item for item in present if item not in named]
 
 
-def cost_resolution_data(rows: list[dict[str, Any]], task_order: list[str], arm_order: list[str]) -> list[dict]:
+def cost_resolution_data(rows: Sequence[ResultRow], task_order: list[str], arm_order: list[str]) -> list[dict]:
     """Per task (a facet), per arm: every run's cost and outcome, the median cost over valid runs, the resolved
     count and the cost per resolved run (all valid runs' cost / resolved runs; None when nothing resolved or
     a cost was not measured).
@@ -47,30 +51,33 @@ def cost_resolution_data(rows: list[dict[str, Any]], task_order: list[str], arm_
         arms = []
         for arm in _ordered(arm_order, (row["arm"] for row in task_rows)):
             group = sorted((row for row in task_rows if row["arm"] == arm), key=lambda row: row["run"])
-            valid = [row for row in group if is_valid(row)]
-            costs = [row["cost_usd"] for row in valid]
-            measured = all(cost is not None for cost in costs) and bool(costs)
-            resolved = sum(1 for row in valid if row["resolved"])
-            arms.append(
-                {
-                    "arm": arm,
-                    "runs": [
-                        {
-                            "run": row["run"],
-                            "cost_usd": row["cost_usd"],
-                            "resolved": bool(row["resolved"]),
-                            "excluded": not is_valid(row),
-                        }
-                        for row in group
-                    ],
-                    "median_cost_usd": statistics.median(costs) if measured else None,
-                    "resolved": resolved,
-                    "valid_runs": len(valid),
-                    "cost_per_resolved_usd": sum(costs) / resolved if measured and resolved else None,
-                }
-            )
+            arms.append(_arm_costs(arm, group))
         facets.append({"task": task, "arms": arms})
     return facets
+
+
+def _arm_costs(arm: str, group: list[ResultRow]) -> dict[str, Any]:
+    """One arm's runs of one task (in run order) as the cost/resolution figure shows them."""
+    valid = [row for row in group if is_valid(row)]
+    costs = [row["cost_usd"] for row in valid if row["cost_usd"] is not None]
+    measured = len(costs) == len(valid) and bool(costs)
+    resolved = sum(1 for row in valid if row["resolved"])
+    return {
+        "arm": arm,
+        "runs": [
+            {
+                "run": row["run"],
+                "cost_usd": row["cost_usd"],
+                "resolved": bool(row["resolved"]),
+                "excluded": not is_valid(row),
+            }
+            for row in group
+        ],
+        "median_cost_usd": statistics.median(costs) if measured else None,
+        "resolved": resolved,
+        "valid_runs": len(valid),
+        "cost_per_resolved_usd": sum(costs) / resolved if measured and resolved else None,
+    }
 
 
 def _improvement(incumbent: list[float], candidate: list[float]) -> float | None:
@@ -254,7 +261,8 @@ def timeline_data(cells: list[dict[str, Any]]) -> dict[str, Any]:
     if not cells:
         return {"origin": None, "slots": 0, "cells": []}
     origin = min(datetime.fromisoformat(cell["started_at"].replace("Z", "+00:00")) for cell in cells)
-    placed, slot_ends = [], []
+    placed: list[dict[str, Any]] = []
+    slot_ends: list[float] = []
     for cell in sorted(cells, key=lambda c: (c["started_at"], c["finished_at"], c["label"])):
         start, end = _seconds(cell["started_at"], origin), _seconds(cell["finished_at"], origin)
         slot = next((index for index, free_at in enumerate(slot_ends) if free_at <= start), len(slot_ends))
@@ -416,20 +424,9 @@ def plot_forest(data: dict[str, Any]) -> str:
     if pooled["improvement_pct"] is not None:
         axis.scatter(pooled["improvement_pct"], 0, marker="D", s=70, zorder=3, color=colour)
     axis.axvline(0, color="#57606a", linewidth=0.8)
-    axis.axvline(
-        data["threshold_pct"],
-        color="#1a7f37",
-        linestyle="--",
-        linewidth=1,
-        label=f"promotion threshold {data['threshold_pct']:g}%",
-    )
-    axis.axvline(
-        data["regression_limit_pct"],
-        color="#cf222e",
-        linestyle=":",
-        linewidth=1,
-        label=f"per-task regression limit {data['regression_limit_pct']:g}%",
-    )
+    threshold, limit = data["threshold_pct"], data["regression_limit_pct"]
+    axis.axvline(threshold, **THRESHOLD_LINE_STYLE, label=f"promotion threshold {threshold:g}%")
+    axis.axvline(limit, **REGRESSION_LINE_STYLE, label=f"per-task regression limit {limit:g}%")
     labels = [task["label"] + ("" if task["gated"] else "  [not gated]") for task in tasks]
     axis.set_yticks([*rows, 0], [*labels, f"median over gated tasks: {data['decision']}"])
     axis.set_ylim(-0.8, len(tasks) + 0.8)
@@ -473,11 +470,7 @@ def plot_generations(data: dict[str, Any]) -> str:
             )
     if data["threshold_pct"] is not None:
         axis.axhline(
-            data["threshold_pct"],
-            color="#1a7f37",
-            linestyle="--",
-            linewidth=1,
-            label=f"promotion threshold {data['threshold_pct']:g}%",
+            data["threshold_pct"], **THRESHOLD_LINE_STYLE, label=f"promotion threshold {data['threshold_pct']:g}%"
         )
     axis.axhline(0, color="#57606a", linewidth=0.8)
     ticks = [g["generation"] for g in data["generations"]]
@@ -592,12 +585,21 @@ def plot_timeline(data: dict[str, Any], *, title: str) -> str:
 # ─── Rule steps (I/O edge) ───────────────────────────────────────────────────
 
 
+def _read_rows(path: Path) -> list[ResultRow]:
+    return cast(list[ResultRow], artifacts.read_jsonl(path, "result-row"))  # validated against its schema
+
+
+def _read_cell_record(path: Path) -> CellRecord:
+    return cast(CellRecord, artifacts.read_artifact(path, "cell-record"))  # validated against its schema
+
+
 def _task_order(bindings: str) -> list[str]:
-    return [task["id"] for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]]
+    document = cast(TaskBindings, artifacts.read_artifact(Path(bindings), "task-bindings"))
+    return [task["id"] for task in document["tasks"]]
 
 
 def make_cost_resolution(*, results: str, bindings: str, arm_order: list[str], title: str, out: str) -> None:
-    rows = artifacts.read_jsonl(Path(results), "result-row")
+    rows = _read_rows(Path(results))
     facets = cost_resolution_data(rows, _task_order(bindings), arm_order)
     artifacts.atomic_write_text(Path(out), plot_cost_resolution(facets, title=title))
 
@@ -613,12 +615,12 @@ def make_generation_chain(*, summary: str, promotions: list[str], out: str) -> N
     artifacts.atomic_write_text(Path(out), plot_generations(generation_chain_data(document, gates)))
 
 
-def _record_sessions(record_path: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, Any]]:
     from .sessions import parse_event_stream
 
     row = record["row"]
     roles = [session["role"] for session in record["timing"]["sessions"]]
-    found = []
+    found: list[dict[str, Any]] = []
     for index, artifact in enumerate(row["transcript_artifacts"]):
         name = Path(artifact["path"]).name
         role = next((r for r in roles if name.startswith(f"{r}-")), roles[index] if index < len(roles) else "session")
@@ -638,18 +640,18 @@ def run_records(results: list[str]) -> list[Path]:
     records: dict[Path, None] = {}
     for path in map(Path, results):
         root = path.parent.parent
-        for row in artifacts.read_jsonl(path, "result-row"):
+        for row in _read_rows(path):
             cellset = path.parent.name + "/cells" if is_candidate(row["arm"]) else "cells"
             records[root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / "record.json"] = None
     return list(records)
 
 
 def make_spend(*, results: list[str], proposer_sessions: list[str], title: str, out: str) -> None:
-    sessions = []
+    sessions: list[dict[str, Any]] = []
     for path in run_records(results):
-        sessions += _record_sessions(path, artifacts.read_artifact(path, "cell-record"))
+        sessions += _record_sessions(path, _read_cell_record(path))
     for path in map(Path, proposer_sessions):
-        session = artifacts.read_artifact(path, "proposer-session")["session"]
+        session = cast(ProposerSession, artifacts.read_artifact(path, "proposer-session"))["session"]
         sessions.append(
             {"role": "proposer", "cost_usd": session.get("cost_usd"), "num_turns": session.get("num_turns")}
         )
@@ -657,9 +659,9 @@ def make_spend(*, results: list[str], proposer_sessions: list[str], title: str, 
 
 
 def make_timeline(*, results: list[str], title: str, out: str) -> None:
-    cells = []
+    cells: list[dict[str, Any]] = []
     for path in run_records(results):
-        record = artifacts.read_artifact(path, "cell-record")
+        record = _read_cell_record(path)
         row, timing = record["row"], record["timing"]
         generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""
         label = "/".join(part for part in (generation, row["task"], row["arm"], f"run{row['run']}") if part)

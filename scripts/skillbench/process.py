@@ -305,63 +305,98 @@ def _supervise(
         writer = threading.Thread(target=_write_stdin, args=(proc.stdin, stdin_data, stdin_errors), daemon=True)
         writer.start()
 
+    interrupted = _wait_for_exit(proc, timeout, cancel_event)
+    if interrupted is not None:
+        state, details = _stop_interrupted(proc, interrupted, timeout, grace)
+    else:
+        state, details = _exit_state(proc.returncode)
+        if _group_alive(proc.pid):
+            state, details = _kill_leftover_descendants(proc, state, details)
+    state, details = _join_readers(proc, readers, grace, state, details)
+    state, details = _check_stdin(writer, stdin_errors, state, details)
+    return result(state, proc.returncode, "; ".join(details) or None, stdout_sink, stderr_sink)
+
+
+def _wait_for_exit(proc: subprocess.Popen[bytes], timeout: float, cancel_event: threading.Event) -> str | None:
+    """Wait for the main process; "cancelled" or "timeout" when it had to be given up on, else None."""
     deadline = time.monotonic() + timeout
-    interrupted: str | None = None
     while True:
         if cancel_event.is_set():
-            interrupted = "cancelled"
-            break
+            return "cancelled"
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            interrupted = "timeout"
-            break
+            return "timeout"
         try:
             proc.wait(min(CANCEL_POLL_S, remaining))
-            break
+            return None
         except subprocess.TimeoutExpired:
             continue
 
-    details: list[str] = []
-    if interrupted is not None:
-        state = interrupted
-        details.append("cancelled" if interrupted == "cancelled" else f"timed out after {timeout:g}s")
-        if _terminate_group(proc, grace):
-            details.append(f"process group still alive {grace:g}s after SIGTERM; sent SIGKILL")
-    elif proc.returncode is not None and proc.returncode < 0:
-        state = "killed"
-        details.append(f"terminated by signal {-proc.returncode}")
-    else:
-        state = "ok" if proc.returncode == 0 else "failed"
-        if proc.returncode:
-            details.append(f"exited with status {proc.returncode}")
-    if interrupted is None and _group_alive(proc.pid):
-        # A descendant that closed its pipes would otherwise outlive the cell unnoticed.
-        _signal_group(proc.pid, signal.SIGKILL)
-        # A non-zero exit stays "failed": the child's own failure is the primary cause.
-        state = "killed" if state == "ok" else state
-        details.append("descendants outlived the main process; killed its process group")
 
+def _stop_interrupted(
+    proc: subprocess.Popen[bytes], interrupted: str, timeout: float, grace: float
+) -> tuple[str, list[str]]:
+    """Take the process group of a cancelled or timed-out process down; (state, details)."""
+    details = ["cancelled" if interrupted == "cancelled" else f"timed out after {timeout:g}s"]
+    if _terminate_group(proc, grace):
+        details.append(f"process group still alive {grace:g}s after SIGTERM; sent SIGKILL")
+    return interrupted, details
+
+
+def _exit_state(returncode: int | None) -> tuple[str, list[str]]:
+    """(state, details) of a main process that ended on its own."""
+    if returncode is not None and returncode < 0:
+        return "killed", [f"terminated by signal {-returncode}"]
+    if returncode == 0:
+        return "ok", []
+    # (wait() has set a return code by now; None would count as a failure without a status.)
+    return "failed", [f"exited with status {returncode}"] if returncode else []
+
+
+def _kill_leftover_descendants(proc: subprocess.Popen[bytes], state: str, details: list[str]) -> tuple[str, list[str]]:
+    # A descendant that closed its pipes would otherwise outlive the cell unnoticed.
+    _signal_group(proc.pid, signal.SIGKILL)
+    # A non-zero exit stays "failed": the child's own failure is the primary cause.
+    return _worsened(state, "killed"), [*details, "descendants outlived the main process; killed its process group"]
+
+
+def _join_readers(
+    proc: subprocess.Popen[bytes], readers: list[threading.Thread], grace: float, state: str, details: list[str]
+) -> tuple[str, list[str]]:
+    """Wait for the output readers; a pipe held open from outside the group is killed, then reported."""
     for thread in readers:
         thread.join(READER_JOIN_S)
+    if not any(thread.is_alive() for thread in readers):
+        return state, details
+    # Something outside the group (it started its own session) still holds our pipes.
+    _signal_group(proc.pid, signal.SIGKILL)
+    join_deadline = time.monotonic() + max(1.0, grace)
+    for thread in readers:
+        thread.join(max(0.0, join_deadline - time.monotonic()))
     if any(thread.is_alive() for thread in readers):
-        # Something outside the group (it started its own session) still holds our pipes.
-        _signal_group(proc.pid, signal.SIGKILL)
-        join_deadline = time.monotonic() + max(1.0, grace)
-        for thread in readers:
-            thread.join(max(0.0, join_deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in readers):
-            state = "killed" if state == "ok" else state
-            details.append("output pipes stayed open after the process group ended; output may be incomplete")
+        note = "output pipes stayed open after the process group ended; output may be incomplete"
+        return _worsened(state, "killed"), [*details, note]
+    return state, details
+
+
+def _check_stdin(
+    writer: threading.Thread | None, stdin_errors: list[str], state: str, details: list[str]
+) -> tuple[str, list[str]]:
+    """An undelivered prompt means the child worked on something else: never report success."""
     if writer is not None:
         writer.join(READER_JOIN_S)
         if writer.is_alive():
-            details.append("stdin writer still blocked after the process ended")
-            state = "failed" if state == "ok" else state
+            details = [*details, "stdin writer still blocked after the process ended"]
+            state = _worsened(state, "failed")
     if stdin_errors:
-        details.extend(stdin_errors)
-        # An undelivered prompt means the child worked on something else: never report success.
-        state = "failed" if state == "ok" else state
-    return result(state, proc.returncode, "; ".join(details) or None, stdout_sink, stderr_sink)
+        details = [*details, *stdin_errors]
+        state = _worsened(state, "failed")
+    return state, details
+
+
+def _worsened(state: str, problem: str) -> str:
+    """`problem` replaces "ok"; an earlier failure stays the state, as the primary cause."""
+    return problem if state == "ok" else state
 
 
 def descendants(root: int) -> list[int]:

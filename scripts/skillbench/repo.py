@@ -57,8 +57,8 @@ SAFE_GIT_CONFIG = (
 )
 # The harness's own git after a session: on top of SAFE_GIT_CONFIG, no attributes or excludes
 # file outside the repository, and no pager.
-HARNESS_GIT_SETTINGS = (
-    *(tuple(SAFE_GIT_CONFIG[index + 1].split("=", 1)) for index in range(0, len(SAFE_GIT_CONFIG), 2)),
+HARNESS_GIT_SETTINGS: tuple[tuple[str, str], ...] = (
+    *((key, value) for key, _, value in (option.partition("=") for option in SAFE_GIT_CONFIG[1::2])),
     ("core.attributesFile", "/dev/null"),
     ("core.excludesFile", "/dev/null"),
     ("core.pager", "cat"),
@@ -191,13 +191,15 @@ def build_template(
     """Build the sanitized template of a task from a snapshot folder or a repository commit."""
     if (snapshot is None) == (repo is None):
         raise ValueError("exactly one of snapshot or repo is required")
+    if repo is not None and sha is None:
+        raise ValueError("a template from a repository needs the commit (sha)")
     if destination.exists():
         shutil.rmtree(destination)
     if snapshot is not None:
         shutil.copytree(snapshot, destination, symlinks=True)
         if (destination / ".git").exists():
             raise GitError(f"snapshot folder {snapshot} must not contain a .git entry")
-    else:
+    elif repo is not None and sha is not None:
         export_tree(repo, sha, destination)
     # A task repository's own Claude Code settings could point the CLI at another endpoint
     # (settings.env) or grant it tools; the harness passes its own settings, so the target's go.

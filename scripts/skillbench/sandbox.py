@@ -70,6 +70,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from .process import run_managed
 
@@ -255,8 +256,14 @@ SHELL_STARTUP_FILES = (
 CLI_STATE_PATHS = (f"{SANDBOX_HOME}/.claude", f"{SANDBOX_HOME}/.claude.json", f"{SANDBOX_WORKSPACE}/.claude")
 
 
-def nested_namespace_args() -> list[str]:
-    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
+def namespace_args(*, network: bool, outer: bool = False) -> list[str]:
+    """Bubblewrap's namespace and privilege options, for every sandbox the harness builds.
+
+    Each sandbox runs as `agent` in a new user namespace with its own PID and IPC namespaces, dies
+    with its parent and drops every capability; `network` False adds a network namespace of its
+    own (no network). The `outer` sandbox (a cell's) also gets its own host name, cgroup namespace
+    and terminal session; the sandboxes nested inside it share those with it.
+    """
     args = [
         "--unshare-user",
         "--uid",
@@ -265,19 +272,47 @@ def nested_namespace_args() -> list[str]:
         str(SANDBOX_GID),
         "--unshare-pid",
         "--unshare-ipc",
-        "--unshare-net",
-        "--die-with-parent",
-        "--cap-drop",
-        "ALL",
-        "--dev-bind",
-        "/",
-        "/",
-        "--proc",
-        "/proc",
     ]
+    if outer:
+        args += ["--unshare-uts", "--hostname", SANDBOX_HOSTNAME, "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    args.append("--die-with-parent")
+    if outer:
+        args.append("--new-session")
+    return [*args, "--cap-drop", "ALL"]
+
+
+def kernel_filesystem_args(tmpfs: str) -> list[str]:
+    """A /proc of the sandbox's own PID namespace, a minimal /dev, and an empty tmpfs at `tmpfs`."""
+    return ["--proc", "/proc", "--dev", "/dev", "--tmpfs", tmpfs]
+
+
+def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
+    """The root (a tmpfs holding the mount points) made read-only, so nothing can be created beside
+    the binds; then the working folder and the command."""
+    return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
+
+
+def nested_namespace_args() -> list[str]:
+    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
+    args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     return args
+
+
+def _credential_free_exec(
+    command: str, *, home: str, tmp: str, path: str, nested_bwrap: str | None, prlimit: list[str] | None
+) -> str:
+    """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
+    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given."""
+    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
+    if nested_bwrap:
+        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
+    if prlimit:
+        command = f"{' '.join(prlimit)} -- {command}"
+    return f"exec /usr/bin/env -i {variables} {command}\n"
 
 
 def shell_prefix_script(
@@ -292,17 +327,13 @@ def shell_prefix_script(
     sandbox shows. `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself
     does not get.
     """
-    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
-    command = '/bin/bash -c "$1"'
-    if nested_bwrap:
-        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
-    if prlimit:
-        command = f"{' '.join(prlimit)} -- {command}"
     return (
         "#!/bin/sh\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
-        f"exec /usr/bin/env -i {variables} {command}\n"
+        + _credential_free_exec(
+            '/bin/bash -c "$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
+        )
     )
 
 
@@ -316,17 +347,23 @@ def git_wrapper_script(
     first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
     environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
     """
-    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
     command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
-    if nested_bwrap:
-        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
-    if prlimit:
-        command = f"{' '.join(prlimit)} -- {command}"
     return (
         "#!/bin/sh\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
-        f"exec /usr/bin/env -i {variables} {command}\n"
+        + _credential_free_exec(command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit)
     )
+
+
+class McpServerLaunch(TypedDict):
+    """What `mcp_server_argv` needs to know about one MCP server (see there)."""
+
+    command: str
+    args: Sequence[str]
+    env: dict[str, str]
+    mounts: Sequence[str]
+    network: bool
+    workspace: str
 
 
 def mcp_server_argv(
@@ -351,42 +388,16 @@ def mcp_server_argv(
     argv = ["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
     if prlimit:
         argv += [*prlimit, "--"]
-    argv += [
-        nested_bwrap,
-        "--unshare-user",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_GID),
-        "--unshare-pid",
-        "--unshare-ipc",
-    ]
-    if not network:
-        argv.append("--unshare-net")
-    argv += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv"]
+    argv += [nested_bwrap, *namespace_args(network=network), "--clearenv"]
     for name, value in env.items():
         argv += ["--setenv", name, value]
-    argv += [
-        *system_mount_args(),
-        "--ro-bind",
-        "/etc/passwd",
-        "/etc/passwd",
-        "--ro-bind",
-        "/etc/group",
-        "/etc/group",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-    ]
+    # The session's sandbox already shows its synthetic passwd and group at the usual paths.
+    argv += [*system_mount_args(), *account_file_args("/etc/passwd", "/etc/group"), *kernel_filesystem_args("/tmp")]
     for target in mounts:
         argv += ["--ro-bind", target, target]
     if workspace != "none":
         argv += ["--bind" if workspace == "read-write" else "--ro-bind", SANDBOX_WORKSPACE, SANDBOX_WORKSPACE]
-    argv += ["--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE if workspace != "none" else "/tmp", "--", command, *args]
-    return argv
+    return [*argv, *closing_args(chdir=SANDBOX_WORKSPACE if workspace != "none" else "/tmp", argv=[command, *args])]
 
 
 def world_readable_tree(root: Path) -> bool:
@@ -407,23 +418,9 @@ def world_readable_tree(root: Path) -> bool:
     return True
 
 
-def bwrap_namespace_args(*, network: bool) -> list[str]:
-    args = [
-        "--unshare-user",
-        "--uid",
-        str(SANDBOX_UID),
-        "--gid",
-        str(SANDBOX_GID),
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--hostname",
-        SANDBOX_HOSTNAME,
-        "--unshare-cgroup-try",
-    ]
-    if not network:
-        args.append("--unshare-net")
-    return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+def account_file_args(passwd: str, group: str) -> list[str]:
+    """`passwd` and `group` bound read-only as the sandbox's /etc/passwd and /etc/group."""
+    return ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
 
 
 def system_mount_args() -> list[str]:
@@ -487,14 +484,9 @@ def preflight(bwrap: str) -> None:
     argv = [
         *launcher_args(),
         executable,
-        *bwrap_namespace_args(network=False),
+        *namespace_args(network=False, outer=True),
         *system_mount_args(),
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
+        *kernel_filesystem_args("/tmp"),
         "--ro-bind",
         executable,
         SANDBOX_BWRAP,
@@ -606,19 +598,7 @@ class Sandbox:
         self._id_lock: int | None = None
         self.git_executable = resolve_git()
         if self.backend == "bwrap":
-            # Project settings live in <clone>/.claude; it must exist so that tool commands get it
-            # read-only (an empty folder is invisible to git, churn and patches).
-            project_claude = self.clone / ".claude"
-            if project_claude.is_symlink() or (project_claude.exists() and not project_claude.is_dir()):
-                raise SandboxError(f"{project_claude} must be a real directory")
-            project_claude.mkdir(exist_ok=True)
-            self.bwrap = resolve_bwrap(self.bwrap)
-            if os.geteuid() == 0:
-                uid, self._id_lock = allocate_host_id(str(self.private_root))
-                self.launcher = launcher_args(uid)
-                self.host_uid = self.host_gid = uid
-            else:
-                self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+            self._prepare_bubblewrap()
         else:
             self.host_uid, self.host_gid = os.geteuid(), os.getegid()
         # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
@@ -628,12 +608,33 @@ class Sandbox:
             self.limits.prlimit_args(memory=True, processes=self._limit_processes)
         )
         self.prlimit = resolve_prlimit() if wanted else None
+        self._write_tools()
+        self._scratch_count = 0
+        self._shared: set[Path] = set()
+        if self.launcher:
+            self._hand_over_private_trees()
+            self._check_cli_is_readable()
+
+    def _prepare_bubblewrap(self) -> None:
+        """The project settings folder, the Bubblewrap executable and (as root) a host id of the sandbox's own."""
+        # Project settings live in <clone>/.claude; it must exist so that tool commands get it
+        # read-only (an empty folder is invisible to git, churn and patches).
+        project_claude = self.clone / ".claude"
+        if project_claude.is_symlink() or (project_claude.exists() and not project_claude.is_dir()):
+            raise SandboxError(f"{project_claude} must be a real directory")
+        project_claude.mkdir(exist_ok=True)
+        self.bwrap = resolve_bwrap(self.bwrap)
+        if os.geteuid() == 0:
+            uid, self._id_lock = allocate_host_id(str(self.private_root))
+            self.launcher = launcher_args(uid)
+            self.host_uid = self.host_gid = uid
+        else:
+            self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+
+    def _write_tools(self) -> None:
+        """The shell-prefix and git wrappers, the synthetic passwd and group, and the empty file, in `tools_host`."""
         nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
-        inner_limits = (
-            [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
-            if self.prlimit and self.limits.memory_mb > 0
-            else None
-        )
+        inner_limits = self._inner_memory_limit()
         prefix = self.tools_host / "shell-prefix"
         prefix.write_text(
             shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested, prlimit=inner_limits)
@@ -654,27 +655,29 @@ class Sandbox:
         (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         (self.tools_host / "empty").write_bytes(b"")
-        self._scratch_count = 0
-        self._shared: set[Path] = set()
-        if self.launcher:
-            for tree in (self.private_root, self.clone):
-                if tree != self.private_root and tree.is_relative_to(self.private_root):
-                    continue
-                if not all(self._allows(parent, stat.S_IXOTH) for parent in tree.parents):
-                    raise SandboxError(
-                        f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
-                        "cannot enter; put private roots under a world-searchable folder such as /tmp"
-                    )
-                _hand_over(tree, self.host_uid, self.host_gid)
-            claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
-            if claude is not None and not (
-                all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
-                and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)
-            ):
+
+    def _hand_over_private_trees(self) -> None:
+        """Give the private root and the clone to the sandbox's host id (which must be able to reach them)."""
+        for tree in (self.private_root, self.clone):
+            if tree != self.private_root and tree.is_relative_to(self.private_root):
+                continue
+            if not all(self._allows(parent, stat.S_IXOTH) for parent in tree.parents):
                 raise SandboxError(
-                    f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
-                    f"(host uid {self.host_uid}); install it under world-readable folders"
+                    f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
+                    "cannot enter; put private roots under a world-searchable folder such as /tmp"
                 )
+            _hand_over(tree, self.host_uid, self.host_gid)
+
+    def _check_cli_is_readable(self) -> None:
+        claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
+        if claude is not None and not (
+            all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
+            and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)
+        ):
+            raise SandboxError(
+                f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
+                f"(host uid {self.host_uid}); install it under world-readable folders"
+            )
 
     def close(self) -> None:
         """Release the host id (idempotent)."""
@@ -780,28 +783,20 @@ class Sandbox:
         if host not in self._shared and world_readable_tree(host):
             self._shared.add(host)
 
-    def mcp_server_argv(
-        self,
-        *,
-        command: str,
-        args: Sequence[str],
-        env: dict[str, str],
-        mounts: Sequence[str],
-        network: bool,
-        workspace: str,
-    ) -> list[str]:
+    def mcp_server_argv(self, **server: Unpack[McpServerLaunch]) -> list[str]:
         """`mcp_server_argv` for this sandbox (the address-space limit included); the `none` backend runs the
         server on the host with only its environment."""
         if self.backend == "none":
-            return ["/usr/bin/env", "-i", *(f"{name}={value}" for name, value in env.items()), command, *args]
-        memory = (
-            [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
-            if self.prlimit and self.limits.memory_mb > 0
-            else None
-        )
-        return mcp_server_argv(
-            command=command, args=args, env=env, mounts=mounts, network=network, workspace=workspace, prlimit=memory
-        )
+            variables = (f"{name}={value}" for name, value in server["env"].items())
+            return ["/usr/bin/env", "-i", *variables, server["command"], *server["args"]]
+        return mcp_server_argv(**server, prlimit=self._inner_memory_limit())
+
+    def _inner_memory_limit(self) -> list[str] | None:
+        """The prlimit call (argv before `--`) that gives a process the agent starts inside the sandbox
+        the address-space limit, or None when there is none."""
+        if self.prlimit and self.limits.memory_mb > 0:
+            return [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
+        return None
 
     def _limit_prefix(self, memory: bool) -> list[str]:
         if not self.prlimit:
@@ -825,24 +820,23 @@ class Sandbox:
         """
         if self.backend == "none":
             return list(argv)
-        args = [
+        return [
             *self._limit_prefix(limit_memory),
             *self.launcher,
             self.bwrap,
-            *bwrap_namespace_args(network=network),
+            *namespace_args(network=network, outer=True),
             *system_mount_args(),
-            "--ro-bind",
-            str(self.tools_host / "passwd"),
-            "/etc/passwd",
-            "--ro-bind",
-            str(self.tools_host / "group"),
-            "/etc/group",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--tmpfs",
-            "/run",
+            *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
+            *kernel_filesystem_args("/run"),
+            *self._cell_binds(read_only_workspace),
+            *self._skill_root_binds(),
+            *self._extra_binds(extra_read_only, extra_writable),
+            *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
+        ]
+
+    def _cell_binds(self, read_only_workspace: bool) -> list[str]:
+        """The clone, the current home and tmp, the harness's wrappers and CLI, and the empty shell start-up files."""
+        args = [
             "--ro-bind" if read_only_workspace else "--bind",
             str(self.clone),
             SANDBOX_WORKSPACE,
@@ -866,21 +860,27 @@ class Sandbox:
             args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
         for name in SHELL_STARTUP_FILES:
             args += ["--ro-bind", str(self.empty_file), f"{SANDBOX_HOME}/{name}"]
-        # Skill roots stay read-only even while the workspace is writable: a session must not
-        # rewrite the skills it is being measured on.
+        return args
+
+    def _skill_root_binds(self) -> list[str]:
+        """Skill roots stay read-only even while the workspace is writable: a session must not
+        rewrite the skills it is being measured on. (Binds over the workspace, so they come after it.)"""
+        args: list[str] = []
         for relative in self.read_only_paths:
             host = self.clone / relative
             if host.is_dir() and not host.is_symlink():
                 if self.launcher:
                     _hand_over(host, self.host_uid, self.host_gid)
                 args += ["--ro-bind", str(host), f"{SANDBOX_WORKSPACE}/{relative}"]
-        for host, target in extra_read_only:
+        return args
+
+    def _extra_binds(self, read_only: Sequence[tuple[Path, str]], writable: Sequence[tuple[Path, str]]) -> list[str]:
+        args: list[str] = []
+        for host, target in read_only:
             args += ["--ro-bind", str(self._readable_source(host)), target]
-        for host, target in extra_writable:
+        for host, target in writable:
             args += ["--bind", str(self._readable_source(host)), target]
-        # The root itself (a tmpfs holding the mount points) is read-only too: nothing can be
-        # created beside the binds.
-        return [*args, "--remount-ro", "/", "--chdir", SANDBOX_WORKSPACE, "--", *argv]
+        return args
 
     def run(
         self,

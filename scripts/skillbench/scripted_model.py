@@ -299,6 +299,7 @@ def render_sse(message: dict[str, Any]) -> bytes:
     start = dict(message, content=[], stop_reason=None, stop_sequence=None, usage=dict(usage, output_tokens=1))
     frames = [_sse("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message["content"]):
+        opening: dict[str, Any]
         if block["type"] == "text":
             opening = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}
@@ -505,136 +506,164 @@ class ScriptedModel:
         }
 
 
-def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "skillbench-scripted-model"
-        sys_version = ""
-        # No idle timeout: a tool call (a long test run) may keep the CLI away for minutes, and a dropped
-        # keep-alive connection would surface as a spurious retry. stop() shuts open connections down.
-        timeout = None
+class _ModelHandler(BaseHTTPRequestHandler):
+    """Serves one connection for `model` (set on the subclass `_make_handler` builds)."""
 
-        def setup(self) -> None:
-            super().setup()
-            model._track(self.connection, True)
+    model: ScriptedModel
+    protocol_version = "HTTP/1.1"
+    server_version = "skillbench-scripted-model"
+    sys_version = ""
+    # No idle timeout: a tool call (a long test run) may keep the CLI away for minutes, and a dropped
+    # keep-alive connection would surface as a spurious retry. stop() shuts open connections down.
+    timeout = None
 
-        def finish(self) -> None:
-            try:
-                super().finish()
-            finally:
-                model._track(self.connection, False)
+    def setup(self) -> None:
+        super().setup()
+        self.model._track(self.connection, True)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # the request log is the only record; never echo headers to stderr
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.model._track(self.connection, False)
 
-        # -- transport helpers -----------------------------------------------------------------
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # the request log is the only record; never echo headers to stderr
 
-        def _read_body(self) -> bytes:
-            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                chunks = []
-                total = 0
-                while True:
-                    size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        break
-                    total += size
-                    if total > MAX_BODY_BYTES:
-                        raise ValueError("request body too large")
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
+    # -- transport helpers ---------------------------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked_body()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            raise ValueError("request body too large")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _read_chunked_body(self) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
                 return b"".join(chunks)
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
+            total += size
+            if total > MAX_BODY_BYTES:
                 raise ValueError("request body too large")
-            return self.rfile.read(length) if length > 0 else b""
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
 
-        def _send(self, status: int, payload: bytes, content_type: str, request_id: str | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            if content_type.startswith("text/event-stream"):
-                self.send_header("Cache-Control", "no-cache")
-            if request_id:
-                self.send_header("request-id", request_id)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
-            self.wfile.flush()
+    def _read_body_quietly(self) -> bytes | None:
+        try:
+            return self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            return None
 
-        def _send_json(self, status: int, document: dict[str, Any], request_id: str | None = None) -> None:
-            self._send(status, json.dumps(document).encode("utf-8"), "application/json", request_id)
+    def _send(self, status: int, payload: bytes, content_type: str, request_id: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        if content_type.startswith("text/event-stream"):
+            self.send_header("Cache-Control", "no-cache")
+        if request_id:
+            self.send_header("request-id", request_id)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        self.wfile.flush()
 
-        def _not_found(self, stream: bool = False) -> None:
-            route = self.path.split("?", 1)[0]
-            model._record(self.path, stream=stream, step=None, kind="not-found", status=404)
-            self._send_json(404, _error_body(404, f"scripted model: no route for {self.command} {route}"))
+    def _send_json(self, status: int, document: dict[str, Any], request_id: str | None = None) -> None:
+        self._send(status, json.dumps(document).encode("utf-8"), "application/json", request_id)
 
-        # -- verbs -----------------------------------------------------------------------------
+    def _not_found(self, stream: bool = False) -> None:
+        route = self.path.split("?", 1)[0]
+        self.model._record(self.path, stream=stream, step=None, kind="not-found", status=404)
+        self._send_json(404, _error_body(404, f"scripted model: no route for {self.command} {route}"))
 
-        def do_HEAD(self) -> None:
-            if self.path.split("?", 1)[0] in ("", "/"):
-                model._record(self.path, stream=False, step=None, kind="head", status=200)
-                self._send(200, b"", "text/plain")
-            else:
-                self._not_found()
+    def _api_key(self) -> str:
+        """The request's key: `x-api-key`, else a bearer token."""
+        api_key = self.headers.get("x-api-key") or ""
+        if not api_key:
+            authorization = self.headers.get("Authorization") or ""
+            if authorization.lower().startswith("bearer "):
+                api_key = authorization[7:].strip()
+        return api_key
 
-        def _drain_and_404(self) -> None:
-            self._read_body_quietly()  # keep the keep-alive stream in sync even for unexpected bodies
+    # -- verbs ---------------------------------------------------------------------------------
+
+    def do_HEAD(self) -> None:
+        if self.path.split("?", 1)[0] in ("", "/"):
+            self.model._record(self.path, stream=False, step=None, kind="head", status=200)
+            self._send(200, b"", "text/plain")
+        else:
             self._not_found()
 
-        do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _drain_and_404
+    def _drain_and_404(self) -> None:
+        self._read_body_quietly()  # keep the keep-alive stream in sync even for unexpected bodies
+        self._not_found()
 
-        def _read_body_quietly(self) -> bytes | None:
-            try:
-                return self._read_body()
-            except (ValueError, OSError):
-                self.close_connection = True
-                return None
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _drain_and_404
 
-        def do_POST(self) -> None:
-            raw = self._read_body_quietly()
-            route = self.path.split("?", 1)[0].rstrip("/")
-            if route.endswith("/count_tokens"):
-                model._record(self.path, stream=False, step=None, kind="count-tokens", status=200)
-                self._send_json(200, COUNT_TOKENS_REPLY)
-                return
-            if not route.endswith("/v1/messages"):
-                self._not_found()
-                return
-            try:
-                body = json.loads(raw.decode("utf-8")) if raw is not None else None
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                body = None
-            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                model._record(self.path, stream=False, step=None, kind="invalid", status=400)
-                self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
-                return
-            stream = body.get("stream") is True
-            kind, index = model.choose(body, subagent=bool(self.headers.get("x-claude-code-agent-id")))
-            if index is not None:
-                fail = model._scripted_failure(index)
-                if fail is not None:
-                    status = int(fail["status"])
-                    message = str(fail.get("message") or _status_phrase(status))
-                    model._record(self.path, stream=stream, step=index, kind="fail", status=status)
-                    self._send_json(status, _error_body(status, message, fail.get("type")))
-                    return
-            api_key = self.headers.get("x-api-key") or ""
-            if not api_key:
-                authorization = self.headers.get("Authorization") or ""
-                if authorization.lower().startswith("bearer "):
-                    api_key = authorization[7:].strip()
-            message = model.build_message(body, kind, index, api_key)
-            request_id = f"req_scripted_{message['id'].rsplit('_', 1)[-1]}"
-            model._record(self.path, stream=stream, step=index, kind=kind, status=200)
-            if stream:
-                self._send(200, render_sse(message), "text/event-stream; charset=utf-8", request_id)
-            else:
-                self._send_json(200, message, request_id)
+    def do_POST(self) -> None:
+        raw = self._read_body_quietly()
+        route = self.path.split("?", 1)[0].rstrip("/")
+        if route.endswith("/count_tokens"):
+            self.model._record(self.path, stream=False, step=None, kind="count-tokens", status=200)
+            self._send_json(200, COUNT_TOKENS_REPLY)
+        elif route.endswith("/v1/messages"):
+            self._answer_messages(raw)
+        else:
+            self._not_found()
 
-    return Handler
+    # -- POST /v1/messages ---------------------------------------------------------------------
+
+    def _answer_messages(self, raw: bytes | None) -> None:
+        body = _messages_body(raw)
+        if body is None:
+            self.model._record(self.path, stream=False, step=None, kind="invalid", status=400)
+            self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
+            return
+        stream = body.get("stream") is True
+        kind, index = self.model.choose(body, subagent=bool(self.headers.get("x-claude-code-agent-id")))
+        fail = self.model._scripted_failure(index) if index is not None else None
+        if fail is not None:
+            self._send_scripted_failure(fail, index, stream)
+        else:
+            self._send_message(body, kind, index, stream)
+
+    def _send_scripted_failure(self, fail: dict[str, Any], index: int | None, stream: bool) -> None:
+        status = int(fail["status"])
+        text = str(fail.get("message") or _status_phrase(status))
+        self.model._record(self.path, stream=stream, step=index, kind="fail", status=status)
+        self._send_json(status, _error_body(status, text, fail.get("type")))
+
+    def _send_message(self, body: dict[str, Any], kind: str, index: int | None, stream: bool) -> None:
+        message = self.model.build_message(body, kind, index, self._api_key())
+        request_id = f"req_scripted_{message['id'].rsplit('_', 1)[-1]}"
+        self.model._record(self.path, stream=stream, step=index, kind=kind, status=200)
+        if stream:
+            self._send(200, render_sse(message), "text/event-stream; charset=utf-8", request_id)
+        else:
+            self._send_json(200, message, request_id)
+
+
+def _messages_body(raw: bytes | None) -> dict[str, Any] | None:
+    """The JSON body of a messages request, or None unless it is an object with a `messages` list."""
+    try:
+        body = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    return body
+
+
+def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
+    """A handler class serving `model` (the server builds one handler per connection)."""
+    return type("Handler", (_ModelHandler,), {"model": model})
 
 
 # ---------------------------------------------------------------------------------------------

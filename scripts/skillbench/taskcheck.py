@@ -13,6 +13,8 @@ validation. Every unmet expectation is one sentence with the command, its exit c
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,15 +88,11 @@ def check_task(
     template: Path,
     oracle_snapshot: Path,
     solution: bytes | None,
-    secrets: list[str] = (),
+    secrets: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the check in a fresh sandboxed clone of the template; return the `task-check` document (never raises for
     the task's own failures: `ok` is false and `problems` say why)."""
-    secrets = list(secrets)
-    agent = config["agent"]
-    task_id = task["id"]
     steps: list[dict[str, Any]] = []
-    problems: list[str] = []
     files = oracle.load_snapshot(oracle_snapshot, binding)
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-check-"))
     try:
@@ -108,61 +106,78 @@ def check_task(
             limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
         )
         try:
-            if task.get("setup"):
-                result = sandbox.run(["/bin/sh", "-lc", task["setup"]], timeout=agent["setup_timeout_s"])
-                steps.append(_step("setup", task["setup"], result, "pass", result.ok, secrets))
-                if not result.ok:
-                    problems.append(_problem(task_id, steps[-1], "`setup` fails on the untouched code"))
-                    return _document(task_id, steps, problems, solution is not None)
-            problems += _verify_and_oracle(
-                task,
-                sandbox,
-                files,
-                private_root,
-                steps,
-                secrets,
-                stage="base",
-                has_solution=solution is not None,
-                timeout=agent["verify_timeout_s"],
-            )
-            if solution is not None and not problems:
-                from .repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
-
-                env = sandbox.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
-                result = sandbox.run(
-                    [sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
-                    timeout=120,
-                    env=env,
-                    stdin_data=solution,
-                )
-                steps.append(_step("apply-solution", "git apply <solution>", result, "pass", result.ok, secrets))
-                if not result.ok:
-                    problems.append(
-                        _problem(task_id, steps[-1], "the reference solution does not apply to the task's commit")
-                    )
-                else:
-                    problems += _verify_and_oracle(
-                        task,
-                        sandbox,
-                        files,
-                        private_root,
-                        steps,
-                        secrets,
-                        stage="solution",
-                        has_solution=True,
-                        timeout=agent["verify_timeout_s"],
-                    )
+            checks = _Checks(task, sandbox, files, private_root, steps, list(secrets), config["agent"])
+            problems = checks.run(solution)
         finally:
             sandbox.close()
     finally:
         remove_tree(private_root)
-    return _document(task_id, steps, problems, solution is not None)
+    return _document(task["id"], steps, problems, solution is not None)
+
+
+@dataclass
+class _Checks:
+    """One task's checks in one sandbox; every step run is appended to `steps`."""
+
+    task: dict[str, Any]
+    sandbox: Sandbox
+    files: list[tuple[str, bytes]]
+    private_root: Path
+    steps: list[dict[str, Any]]
+    secrets: list[str]
+    agent: dict[str, Any]
+
+    def run(self, solution: bytes | None) -> list[str]:
+        """The problems found: setup, then verify and the oracle on the base, then (with a solution that
+        applies) on the solution."""
+        if self.task.get("setup") and not self._setup():
+            return [_problem(self.task["id"], self.steps[-1], "`setup` fails on the untouched code")]
+        problems = self._stage("base", has_solution=solution is not None)
+        if solution is None or problems:
+            return problems
+        if not self._apply(solution):
+            return [
+                _problem(self.task["id"], self.steps[-1], "the reference solution does not apply to the task's commit")
+            ]
+        return self._stage("solution", has_solution=True)
+
+    def _setup(self) -> bool:
+        command = self.task["setup"]
+        result = self.sandbox.run(["/bin/sh", "-lc", command], timeout=self.agent["setup_timeout_s"])
+        self.steps.append(_step("setup", command, result, "pass", result.ok, self.secrets))
+        return result.ok
+
+    def _apply(self, solution: bytes) -> bool:
+        from .repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
+
+        env = self.sandbox.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
+        result = self.sandbox.run(
+            [self.sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
+            timeout=120,
+            env=env,
+            stdin_data=solution,
+        )
+        self.steps.append(_step("apply-solution", "git apply <solution>", result, "pass", result.ok, self.secrets))
+        return result.ok
+
+    def _stage(self, stage: str, *, has_solution: bool) -> list[str]:
+        return _verify_and_oracle(
+            self.task,
+            self.sandbox,
+            self.files,
+            self.private_root,
+            self.steps,
+            self.secrets,
+            stage=stage,
+            has_solution=has_solution,
+            timeout=self.agent["verify_timeout_s"],
+        )
 
 
 def _verify_and_oracle(
     task: dict[str, Any],
     sandbox: Sandbox,
-    files,
+    files: list[tuple[str, bytes]],
     private_root: Path,
     steps: list[dict[str, Any]],
     secrets: list[str],

@@ -129,6 +129,26 @@ def test_detached_grandchild_left_after_exit_is_killed(tmp_path, exit_code, stat
     assert not sentinel.exists()
 
 
+@pytest.mark.parametrize(("exit_code", "state"), [(0, "killed"), (3, "failed")])
+def test_output_held_open_outside_the_group_is_reported_and_never_ok(tmp_path, exit_code, state):
+    """A descendant in a session of its own is out of the group's reach but may keep our pipes open."""
+    holder_pid = tmp_path / "holder.pid"
+    code = f"""
+    import pathlib, subprocess, sys
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    pathlib.Path({str(holder_pid)!r}).write_text(str(holder.pid))
+    sys.exit({exit_code})
+    """
+    try:
+        result = run_managed(py(code), env=ENV, timeout=10, terminate_grace=0)
+    finally:
+        if holder_pid.exists():
+            os.kill(int(holder_pid.read_text()), signal.SIGKILL)
+    assert result.returncode == exit_code
+    assert result.state == state and not result.ok
+    assert "output pipes stayed open" in result.detail
+
+
 def test_an_already_exited_grandchild_is_not_a_leftover():
     # The grandchild exits at once and is never waited for: an unreaped orphan zombie is not a live process.
     code = """

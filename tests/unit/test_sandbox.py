@@ -491,3 +491,129 @@ def test_harness_git_reads_nothing_the_clone_configures(private_root):
     assert (box.tmp_host / "ran-clean").exists()
     shutil.rmtree(clone / ".git")  # the agent deleting its repository changes nothing for the harness
     assert repo.measure_work(box.harness_script(harness), work.base, [".claude/skills"]).digest == work.digest
+
+
+# ─── The exact argv, pinned ──────────────────────────────────────────────────
+# Spelled out here from the containment rules (the module docstring and docs/threat-model.md), not
+# taken from the code under test: a change to any Bubblewrap option, mount or limit must show up here.
+
+AGENT_NAMESPACES = ["--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc"]
+# Only system folders are visible, read-only; merged-/usr links stay links.
+# (A second, independent statement of the list: the test fails when the code's list changes.)
+SYSTEM_PATHS = "/usr /bin /sbin /lib /lib32 /lib64 /libx32".split()
+ETC_PATHS = (
+    "/etc/ssl /etc/ca-certificates /etc/hosts /etc/resolv.conf /etc/nsswitch.conf /etc/alternatives "
+    "/etc/ld.so.cache /etc/localtime /etc/python3 /etc/python3.11"
+).split()
+STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout")
+STARTUP_FILES += (".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout")
+CLI_STATE = ("/home/agent/.claude", "/home/agent/.claude.json", "/workspace/.claude")
+TOOL_VARIABLES = (
+    "HOME=/home/agent USER=agent LOGNAME=agent TMPDIR=/tmp PATH=/opt/claude:/usr/local/bin:/usr/bin:/bin "
+    "LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb CI=1 NO_COLOR=1 GIT_TERMINAL_PROMPT=0 GIT_CONFIG_NOSYSTEM=1 "
+    "PYTHONDONTWRITEBYTECODE=1"
+)
+
+
+def expected_system_mounts() -> list[str]:
+    """Each system path this machine has: a link recreated as the same link, anything else bound read-only."""
+    present = [entry for entry in (*SYSTEM_PATHS, *ETC_PATHS) if os.path.lexists(entry)]
+    as_link = {entry: ["--symlink", os.readlink(entry), entry] for entry in present if os.path.islink(entry)}
+    return [arg for entry in present for arg in as_link.get(entry, ["--ro-bind", entry, entry])]
+
+
+def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list[str]:
+    """A session (writable workspace, network, no address-space limit) or a verifier (read-only, neither)."""
+    tools = box.tools_host
+    as_root = os.geteuid() == 0
+    limits = ["--nproc=64"] if as_root else []  # RLIMIT_NPROC only with a host uid of the sandbox's own
+    limits += ["--fsize=1048576"] + ([f"--as={256 << 20}"] if verifier else [])
+    prlimit = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    launcher = []
+    if as_root:
+        setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+        uid = box.host_uid
+        launcher = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
+        launcher += ["--bounding-set=-all", "--no-new-privs", "--"]
+    namespaces = [*AGENT_NAMESPACES, "--unshare-uts", "--hostname", "skillbench", "--unshare-cgroup-try"]
+    namespaces += (["--unshare-net"] if verifier else []) + ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    startup = [arg for name in STARTUP_FILES for arg in ("--ro-bind", str(tools / "empty"), f"/home/agent/{name}")]
+    return [
+        *[prlimit, *limits, "--"],
+        *launcher,
+        str(Path(BWRAP).resolve()),
+        *namespaces,
+        *expected_system_mounts(),
+        *["--ro-bind", str(tools / "passwd"), "/etc/passwd", "--ro-bind", str(tools / "group"), "/etc/group"],
+        *["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"],
+        *["--ro-bind" if verifier else "--bind", str(box.clone), "/workspace"],
+        *["--bind", str(box.home_host), "/home/agent", "--bind", str(box.tmp_host), "/tmp"],
+        *["--ro-bind", str(tools / "shell-prefix"), "/opt/claude/shell-prefix"],
+        *["--ro-bind", str(tools / "git"), "/opt/claude/git"],
+        *["--ro-bind", str(Path(BWRAP).resolve()), "/opt/claude/bwrap"],
+        *["--ro-bind", str(Path("/bin/true").resolve()), "/opt/claude/claude"],
+        *startup,
+        *["--ro-bind", str(box.clone / ".claude/skills"), "/workspace/.claude/skills"],
+        *["--remount-ro", "/", "--chdir", "/workspace", "--", *argv],
+    ]
+
+
+@needs_bwrap
+def test_a_cell_sandbox_argv_is_exactly_the_documented_one(private_root):
+    limits = sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1)
+    box = make_sandbox(private_root, claude_bin=Path("/bin/true"), limits=limits)
+    box.fresh_scratch("session")
+    try:
+        assert box.command(["claude", "-p"]) == expected_cell_argv(box, ["claude", "-p"], verifier=False)
+        verifier = box.command(["sh", "-c", "true"], read_only_workspace=True, network=False, limit_memory=True)
+        assert verifier == expected_cell_argv(box, ["sh", "-c", "true"], verifier=True)
+    finally:
+        box.close()
+
+
+@needs_bwrap
+def test_the_git_wrapper_is_exactly_the_documented_one(private_root):
+    box = make_sandbox(private_root, limits=sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1))
+    box.close()
+    prlimit = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    git = shutil.which("git", path="/usr/bin:/bin:/usr/local/bin")
+    # Tool commands and git share the cell's uid (no second process limit) but get the address-space limit.
+    limits = f"{prlimit} --fsize=1048576 --as={256 << 20} --"
+    nested = " ".join(
+        [
+            "/opt/claude/bwrap",
+            *AGENT_NAMESPACES,
+            "--unshare-net --die-with-parent --cap-drop ALL --dev-bind / / --proc /proc",
+            *(f"--ro-bind-try {path} {path}" for path in CLI_STATE),
+        ]
+    )
+    assert (box.tools_host / "git").read_text() == (
+        "#!/bin/sh\n"
+        "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
+        f"exec /usr/bin/env -i {TOOL_VARIABLES} {limits} {nested} -- "
+        f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"\n'
+    )
+    prefix_exec = (box.tools_host / "shell-prefix").read_text().splitlines()[-1]
+    assert prefix_exec == f'exec /usr/bin/env -i {TOOL_VARIABLES} {limits} {nested} -- /bin/bash -c "$1"'
+
+
+def test_an_mcp_server_argv_is_exactly_the_documented_one():
+    argv = sb.mcp_server_argv(
+        command="/usr/bin/python3",
+        args=["-m", "srv"],
+        env={"PYTHONPATH": "/opt/sdk"},
+        mounts=["/opt/sdk"],
+        network=False,
+        workspace="read-only",
+        prlimit=["/usr/bin/prlimit", "--as=1024"],
+    )
+    assert argv == [
+        *["/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "/usr/bin/prlimit", "--as=1024", "--"],
+        *["/opt/claude/bwrap", *AGENT_NAMESPACES, "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"],
+        *["--clearenv", "--setenv", "PYTHONPATH", "/opt/sdk"],
+        *expected_system_mounts(),
+        *["--ro-bind", "/etc/passwd", "/etc/passwd", "--ro-bind", "/etc/group", "/etc/group"],
+        *["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"],
+        *["--ro-bind", "/opt/sdk", "/opt/sdk", "--ro-bind", "/workspace", "/workspace"],
+        *["--remount-ro", "/", "--chdir", "/workspace", "--", "/usr/bin/python3", "-m", "srv"],
+    ]

@@ -267,6 +267,15 @@ def test_variables_and_api_key_are_substituted_and_never_logged(tmp_path):
         ScriptedModel(steps, defaults=DEFAULTS)
 
 
+def test_a_bearer_token_is_the_key_when_no_x_api_key_is_sent():
+    """A CLI given an auth token (not an API key) sends `Authorization: Bearer`; `{{api_key}}` is that token."""
+    with ScriptedModel([{"text": "key={{api_key}}"}], defaults=DEFAULTS) as model:
+        bearer = reply_json(model.base_url, messages_body(), {"Authorization": "Bearer  tok-1 "})
+        both = reply_json(model.base_url, messages_body(), {"x-api-key": "k-2", "Authorization": "Bearer tok-3"})
+        neither = reply_json(model.base_url, messages_body(), {"Authorization": "Basic dXNlcg=="})
+    assert [m["content"][0]["text"] for m in (bearer, both, neither)] == ["key=tok-1", "key=k-2", "key="]
+
+
 def test_side_query_gets_ok_and_does_not_touch_the_script():
     steps = [{"text": "scripted", "fail": {"status": 529, "times": 1}}]
     with ScriptedModel(steps, defaults=DEFAULTS) as model:
