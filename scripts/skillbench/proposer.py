@@ -25,8 +25,9 @@ from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
 from .artifacts import atomic_write_text, remove_tree
-from .evidence import EvidenceManifest, read_manifest
+from .evidence import read_manifest
 from .oracle import OracleError, read_bounded_regular
+from .records import EvidenceManifest
 from .redaction import redact_text, redact_value
 from .sandbox import Sandbox, SandboxLimits, claude_settings
 
