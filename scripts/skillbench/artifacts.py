@@ -156,7 +156,7 @@ def read_jsonl(path: Path, kind: str) -> list[dict[str, Any]]:
 def utc_timestamp(
     moment: datetime | None = None,
     *,
-    timespec: Literal["seconds", "milliseconds", "microseconds"] = "seconds",
+    timespec: str = "seconds",
     for_filename: bool = False,
 ) -> str:
     """``moment`` (default: now) in UTC as ISO 8601 with a ``Z`` suffix: ``2026-01-31T09:05:00Z``.

@@ -25,6 +25,7 @@ from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
 from .artifacts import atomic_write_text, remove_tree
+from .errors import SkillbenchError
 from .evidence import read_manifest
 from .oracle import OracleError, read_bounded_regular
 from .records import EvidenceManifest
@@ -41,7 +42,7 @@ MAX_CLONE_FILE_BYTES = 8 * 1024 * 1024
 REGULAR_BLOB_MODES = ("100644", "100755")
 
 
-class ProposerError(RuntimeError):
+class ProposerError(SkillbenchError, RuntimeError):
     """The proposer failed or produced an invalid overlay; the evolution loop stops here."""
 
 

@@ -71,6 +71,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import SkillbenchError
 from .process import run_managed
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -124,7 +125,7 @@ DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
 PROTECTED_PATHS = ("/proc", "/sys", "/dev")
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SkillbenchError, RuntimeError):
     """The sandbox cannot be built or does not work on this machine."""
 
 
