@@ -45,8 +45,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for field in MEDIAN_FIELDS:
         values = [row.get(field) or 0 for row in valid]
         summary[field] = statistics.median(values) if values else 0
-    costs = [row.get("cost_usd") for row in valid]
-    measured = bool(costs) and all(cost is not None for cost in costs)
+    costs = [cost for row in valid if (cost := row.get("cost_usd")) is not None]
+    measured = bool(valid) and len(costs) == len(valid)
     summary["cost_usd"] = statistics.median(costs) if measured else None
     resolved = sum(1 for row in rows if row.get("resolved"))
     # What one resolved run costs once failures are paid for too: the fair price when arms differ in quality.

@@ -39,10 +39,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NoReturn
 
 from . import artifacts, overlay, repo
 from .arms import ArmError, incumbent_of
+from .errors import SkillbenchError, raised_as
 from .gate import resolve_policy
 
 CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
@@ -61,7 +62,7 @@ CRASH_HOOK_ENV = "SKILLBENCH_APPLY_CRASH_AFTER_SWAP"
 Swap = Callable[[Path, Path], None]
 
 
-class ApplyError(ValueError):
+class ApplyError(SkillbenchError, ValueError):
     """The promotion cannot be applied (or the apply failed); the message says why and what state the tree is in."""
 
 
@@ -96,11 +97,11 @@ def load_config(*paths: Path) -> dict[str, Any]:
         if not isinstance(document, dict):
             raise ApplyError(f"config file {path} must hold a mapping at the top level")
         config = _merge(config, document)
-    path = ", ".join(map(str, paths))
+    named = ", ".join(map(str, paths))
     try:
         validate(config, str(CONFIG_SCHEMA), set_default=True)
     except WorkflowError as exc:
-        raise ApplyError(f"config file {path} does not match schemas/config.schema.json: {exc}") from exc
+        raise ApplyError(f"config file {named} does not match schemas/config.schema.json: {exc}") from exc
     return config
 
 
@@ -121,10 +122,8 @@ def promoted_generation(results_dir: Path) -> tuple[int, Path]:
         path = folder / "promotion.json"
         if not path.is_file():
             continue
-        try:
+        with raised_as(ApplyError, artifacts.ArtifactError):
             document = artifacts.read_json(path)
-        except artifacts.ArtifactError as exc:
-            raise ApplyError(f"cannot read {path}: {exc}") from exc
         decisions = document.get("decisions") if isinstance(document, dict) else None
         if (
             isinstance(decisions, list)
@@ -197,29 +196,34 @@ def validate_promotion_for_apply(
 ) -> None:
     """Raise ApplyError unless ``promotion`` is complete, current, promotes every required arm, and is
     bound to exactly these values (the caller's freshly derived ones, never the document's own)."""
-    try:
+    with raised_as(ApplyError, artifacts.ArtifactError):
         artifacts.validate(promotion, "promotion", source="promotion document")
-    except artifacts.ArtifactError as exc:
-        raise ApplyError(str(exc)) from exc
     if promotion["run_status"] != "complete":
         raise ApplyError(f"promotion run_status is {promotion['run_status']!r}; only a complete run can be applied")
     _check_selected_tasks(selected_tasks)
 
     required = list(required_candidate_arms)
-    paired_incumbent = {candidate: incumbent for incumbent, candidate in pairs}
     if [candidate for _, candidate in pairs] != required:
         raise ApplyError(f"candidate pairs {list(pairs)} do not list the required candidate arms {required} in order")
+    _check_binding(
+        promotion,
+        {
+            "benchmark_model": benchmark_model,
+            "effort": effort,
+            "proposer_model": proposer_model,
+            "candidate_origin": candidate_origin,
+            "candidate_overlay_digest": overlay_digest,
+            "required_candidate_arms": required,
+            "selected_tasks": list(selected_tasks),
+            "target_base_digests": dict(target_base_digests),
+        },
+        policy,
+    )
+    _check_evidence_window(promotion, datetime.now(UTC) if now is None else now)
+    _check_decisions(promotion["decisions"], required, {candidate: incumbent for incumbent, candidate in pairs}, policy)
 
-    expected = {
-        "benchmark_model": benchmark_model,
-        "effort": effort,
-        "proposer_model": proposer_model,
-        "candidate_origin": candidate_origin,
-        "candidate_overlay_digest": overlay_digest,
-        "required_candidate_arms": required,
-        "selected_tasks": list(selected_tasks),
-        "target_base_digests": dict(target_base_digests),
-    }
+
+def _check_binding(promotion: dict[str, Any], expected: dict[str, Any], policy: dict[str, Any]) -> None:
     for field, value in expected.items():
         if promotion[field] != value:
             raise ApplyError(f"promotion binding mismatch for {field}")
@@ -227,9 +231,11 @@ def validate_promotion_for_apply(
     if any(key not in bound_policy or not _same(bound_policy[key], value) for key, value in policy.items()):
         raise ApplyError("promotion binding mismatch for policy")
 
+
+def _check_evidence_window(promotion: dict[str, Any], current: datetime) -> None:
+    """The evidence was generated no later than now (within clock skew), spans a sane window, and has not expired."""
     generated_at = _parse_timestamp(promotion["generated_at"], "generated_at")
     expires_at = _parse_timestamp(promotion["evidence_expires_at"], "evidence_expires_at")
-    current = datetime.now(UTC) if now is None else now
     if current.tzinfo is None or current.utcoffset() is None:
         raise ApplyError("the current time must be timezone-aware")
     if generated_at > current + CLOCK_SKEW:
@@ -245,8 +251,14 @@ def validate_promotion_for_apply(
             "rerun the benchmark to gather fresh evidence"
         )
 
+
+def _check_decisions(
+    decisions: list[dict[str, Any]], required: list[str], paired_incumbent: dict[str, str], policy: dict[str, Any]
+) -> None:
+    """One decision per required candidate arm, in order, each paired as configured, promoting, on the policy's
+    metric."""
     decided: list[str] = []
-    for decision in promotion["decisions"]:
+    for decision in decisions:
         candidate = decision["candidate_arm"]
         if candidate not in paired_incumbent:
             raise ApplyError(f"unrelated promotion decision: {candidate}")
@@ -255,7 +267,7 @@ def validate_promotion_for_apply(
         decided.append(candidate)
     if decided != required:
         raise ApplyError(f"promotion decisions {decided} do not cover exactly the required candidate arms {required}")
-    for decision in promotion["decisions"]:
+    for decision in decisions:
         candidate = decision["candidate_arm"]
         if decision["incumbent_arm"] != paired_incumbent[candidate]:
             raise ApplyError(
@@ -276,10 +288,8 @@ def validate_promotion_for_apply(
 
 
 def _read(path: Path, kind: str) -> dict[str, Any]:
-    try:
+    with raised_as(ApplyError, artifacts.ArtifactError):
         return artifacts.read_artifact(path, kind)
-    except artifacts.ArtifactError as exc:
-        raise ApplyError(str(exc)) from exc
 
 
 def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | None:
@@ -331,19 +341,18 @@ def _check_target_path(root: Path, target: str) -> Path:
     here = root
     for part in pure.parts[:-1]:
         here = here / part
-        try:
-            info = os.lstat(here)
-        except FileNotFoundError as exc:
-            raise ApplyError(f"promotion target folder {here} does not exist") from exc
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            raise ApplyError(f"promotion target {target} passes through {here}, which is not a real folder")
+        kind = artifacts.path_kind(here)
+        if kind != "folder":
+            raise ApplyError(
+                f"promotion target folder {here} does not exist"
+                if kind == "missing"
+                else f"promotion target {target} passes through {here}, which is not a real folder"
+            )
     path = root / target
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError as exc:
-        raise ApplyError(f"promotion target {target} does not exist in the working tree") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ApplyError(f"promotion target {target} is not a regular file")
+    kind = artifacts.path_kind(path)
+    if kind != "file":
+        problem = "does not exist in the working tree" if kind == "missing" else "is not a regular file"
+        raise ApplyError(f"promotion target {target} {problem}")
     return path
 
 
@@ -362,27 +371,13 @@ def apply_promotion(
     record = _read(folder / "overlay.json", "overlay")
     bindings = _read(results_dir / "tasks" / "bindings.json", "task-bindings")
     for index, task in enumerate(bindings["tasks"]):
-        try:
+        with raised_as(ApplyError, artifacts.ArtifactError):
             artifacts.validate(task, "task-binding", source=f"{results_dir / 'tasks' / 'bindings.json'} tasks[{index}]")
-        except artifacts.ArtifactError as exc:
-            raise ApplyError(str(exc)) from exc
     if record["generation"] != generation:
         raise ApplyError(f"{folder / 'overlay.json'} names generation {record['generation']}, not {generation}")
 
     skills = config["skills"]
-    frozen = folder / "frozen-overlay"
-    try:
-        files = overlay.overlay_files(frozen, list(skills["evolvable"]))
-    except (ValueError, OSError, RuntimeError) as exc:
-        raise ApplyError(f"frozen overlay {frozen} is not a valid overlay for the current config: {exc}") from exc
-    actual = overlay.digest(files)
-    if actual != record["digest"] or actual != promotion["candidate_overlay_digest"]:
-        raise ApplyError(
-            f"frozen overlay was tampered with: {frozen} now has digest {actual}; overlay.json records "
-            f"{record['digest']} and promotion.json {promotion['candidate_overlay_digest']}"
-        )
-    if record["files"] != overlay.overlay_summary(files):
-        raise ApplyError(f"frozen overlay was tampered with: {frozen} does not match the files in overlay.json")
+    files = _frozen_overlay(folder / "frozen-overlay", list(skills["evolvable"]), record, promotion)
     touched = sorted(overlay.touched_skills(files))
     if record["touched_skills"] != touched:
         raise ApplyError(f"overlay.json touched_skills {record['touched_skills']} differ from the overlay's {touched}")
@@ -393,28 +388,9 @@ def apply_promotion(
             f"overlay.json pairs {record['pairs']} differ from the candidate arms the current config "
             f"derives for skills {touched}: {derived} (were arms or selected_arms changed?)"
         )
-
-    try:
-        targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=list(skills["mirrors"]))
-    except overlay.OverlayError as exc:
-        raise ApplyError(str(exc)) from exc
-    if record["targets"] != targets:
-        raise ApplyError(
-            f"promotion targets {targets} under the current skills.root/skills.mirrors differ from "
-            f"those the candidate was benchmarked for ({record['targets']})"
-        )
+    targets = _checked_targets(files, skills, record)
     root = _repository_root(repository)
-    for target in targets:
-        _check_target_path(root, target)
-    try:
-        base_digests = overlay.committed_target_digests(root, targets)
-    except overlay.OverlayError as exc:
-        raise ApplyError(str(exc)) from exc
-    if record["target_base_digests"] != base_digests:
-        raise ApplyError(
-            "promotion targets changed at HEAD since the candidate was frozen "
-            "(overlay.json target_base_digests differ); rerun the benchmark"
-        )
+    base_digests = _base_digests(root, targets, record)
 
     try:
         policy = resolve_policy(config.get("gate"))
@@ -422,7 +398,7 @@ def apply_promotion(
         raise ApplyError(f"config gate: {exc}") from exc
     validate_promotion_for_apply(
         promotion,
-        overlay_digest=actual,
+        overlay_digest=overlay.digest(files),
         benchmark_model=config["model"]["name"],
         effort=config["model"]["effort"],
         proposer_model=_expected_proposer(record, config),
@@ -434,17 +410,67 @@ def apply_promotion(
         policy=policy,
         now=now,
     )
+    return write_transaction(root, _write_plan(files, skills, targets, base_digests), swap=swap)
 
-    contents = dict(files)
+
+def _frozen_overlay(
+    frozen: Path, evolvable: list[str], record: dict[str, Any], promotion: dict[str, Any]
+) -> list[tuple[str, bytes]]:
+    """The frozen overlay's files, only if they are still exactly what overlay.json and promotion.json record."""
+    try:
+        files = overlay.overlay_files(frozen, evolvable)
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise ApplyError(f"frozen overlay {frozen} is not a valid overlay for the current config: {exc}") from exc
+    actual = overlay.digest(files)
+    if actual != record["digest"] or actual != promotion["candidate_overlay_digest"]:
+        raise ApplyError(
+            f"frozen overlay was tampered with: {frozen} now has digest {actual}; overlay.json records "
+            f"{record['digest']} and promotion.json {promotion['candidate_overlay_digest']}"
+        )
+    if record["files"] != overlay.overlay_summary(files):
+        raise ApplyError(f"frozen overlay was tampered with: {frozen} does not match the files in overlay.json")
+    return files
+
+
+def _checked_targets(files: list[tuple[str, bytes]], skills: dict[str, Any], record: dict[str, Any]) -> list[str]:
+    """The promotion targets under the current skills config, as overlay.json records them."""
+    with raised_as(ApplyError, overlay.OverlayError):
+        targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=list(skills["mirrors"]))
+    if record["targets"] != targets:
+        raise ApplyError(
+            f"promotion targets {targets} under the current skills.root/skills.mirrors differ from "
+            f"those the candidate was benchmarked for ({record['targets']})"
+        )
+    return targets
+
+
+def _base_digests(root: Path, targets: list[str], record: dict[str, Any]) -> dict[str, str]:
+    """The targets' committed digests, as overlay.json records them."""
+    for target in targets:
+        _check_target_path(root, target)
+    with raised_as(ApplyError, overlay.OverlayError):
+        base_digests = overlay.committed_target_digests(root, targets)
+    if record["target_base_digests"] != base_digests:
+        raise ApplyError(
+            "promotion targets changed at HEAD since the candidate was frozen "
+            "(overlay.json target_base_digests differ); rerun the benchmark"
+        )
+    return base_digests
+
+
+def _write_plan(
+    files: list[tuple[str, bytes]], skills: dict[str, Any], targets: list[str], base_digests: dict[str, str]
+) -> list[tuple[str, bytes, str]]:
+    """(target, candidate bytes, base digest) per target, in the promotion targets' order (the contract)."""
     plan = []
-    for relative, _ in files:
+    for relative, content in files:
         rest = overlay.skill_relative(relative)
         for tree in (skills["root"], *skills["mirrors"]):
             target = (PurePosixPath(tree) / rest).as_posix()
-            plan.append((target, contents[relative], base_digests[target]))
-    if [target for target, _, _ in plan] != targets:  # promotion_targets' order is the contract
+            plan.append((target, content, base_digests[target]))
+    if [target for target, _, _ in plan] != targets:
         raise ApplyError("internal error: promotion targets and the write plan disagree")
-    return write_transaction(root, plan, swap=swap)
+    return plan
 
 
 # ─── The transaction ────────────────────────────────────────────────────────
@@ -463,20 +489,11 @@ class _Slot:
 
 
 def _current(path: Path) -> bytes | None:
-    """The file's bytes, or None when it is missing, a symlink or not a regular file."""
+    """The file's bytes, or None when it is missing, a symlink, not a regular file or larger than any overlay."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
+        return artifacts.read_regular_file(path, overlay.MAX_TOTAL_BYTES)
+    except artifacts.ArtifactError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(descriptor, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
 
 
 def _state(slot: _Slot) -> str:
@@ -575,6 +592,20 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
         )
     slots = _prepare(root, plan)
     _write_journal(root, slots)
+    _stage_all(root, slots)
+    failure = _swap_all(slots, swap)
+    if failure is not None:
+        _roll_back(root, slots, swap, failure)
+    problems = _remove_temporaries(slots)
+    if problems:
+        recovery = _write_recovery(root, slots, "temporary files could not be removed", "published", problems)
+        raise ApplyError(f"the overlay was applied but temporary files could not be removed; recovery: {recovery}")
+    _finish_journal(root, slots)
+    return [slot.target for slot in slots]
+
+
+def _stage_all(root: Path, slots: list[_Slot]) -> None:
+    """Stage every candidate and a backup of every original beside its target; on failure remove them all."""
     try:
         for slot in slots:
             slot.staged = _stage_file(slot.path, "candidate", slot.candidate, slot.mode)
@@ -595,7 +626,9 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
             + (f"; {'; '.join(problems)}" if problems else "")
         ) from exc
 
-    failure: BaseException | None = None
+
+def _swap_all(slots: list[_Slot], swap: Swap) -> BaseException | None:
+    """Swap every staged candidate in, checking each target before and after; return what stopped it, if anything."""
     try:
         _crash_hook(0)
         for number, slot in enumerate(slots, start=1):
@@ -615,25 +648,24 @@ def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, s
         if unpublished:
             raise ApplyError(f"targets lost their candidate bytes during the apply: {', '.join(unpublished)}")
     except BaseException as exc:  # every failure, even an interrupt, must roll back first
-        failure = exc
+        return exc
+    return None
 
-    if failure is None:
-        problems = []
-        for slot in slots:
-            _remove(slot.staged, problems)
-            _remove(slot.backup, problems)
-        if problems:
-            recovery = _write_recovery(root, slots, "temporary files could not be removed", "published", problems)
-            raise ApplyError(f"the overlay was applied but temporary files could not be removed; recovery: {recovery}")
-        _finish_journal(root, slots)
-        return [slot.target for slot in slots]
 
+def _remove_temporaries(slots: list[_Slot]) -> list[str]:
+    problems: list[str] = []
+    for slot in slots:
+        _remove(slot.staged, problems)
+        _remove(slot.backup, problems)
+    return problems
+
+
+def _roll_back(root: Path, slots: list[_Slot], swap: Swap, failure: BaseException) -> NoReturn:
+    """Undo every swap after ``failure`` and raise it (an ApplyError saying so); a rollback that cannot finish
+    leaves a recovery file naming each target's state."""
     rollback_failures = _rollback(slots, swap)
     if not rollback_failures:
-        problems = []
-        for slot in slots:
-            _remove(slot.staged, problems)
-            _remove(slot.backup, problems)
+        problems = _remove_temporaries(slots)
         if not problems:
             _finish_journal(root, slots)
         if not isinstance(failure, Exception):
@@ -683,7 +715,7 @@ def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_st
     moment = datetime.now(UTC)
     document = {
         "kind": "skillbench-apply-recovery",
-        "created_at": moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "created_at": artifacts.utc_timestamp(moment),
         "repository": str(root),
         "failure": failure,
         "transaction_state": transaction_state,
@@ -703,7 +735,7 @@ def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_st
         "overlay) from its backup with `mv <backup> <path>`, or with `git checkout -- <path>`; "
         "then delete the leftover .skillbench-apply-* files and this file",
     }
-    path = root / f"{RECOVERY_PREFIX}{moment.strftime('%Y%m%dT%H%M%S%fZ')}.json"
+    path = root / f"{RECOVERY_PREFIX}{artifacts.utc_timestamp(moment, timespec='microseconds', for_filename=True)}.json"
     try:
         artifacts.atomic_write_text(path, artifacts.canonical_json(document), mode=0o600)
     except OSError as exc:
@@ -721,7 +753,7 @@ def _write_journal(root: Path, slots: list[_Slot]) -> None:
     """Durably record the whole transaction before anything is staged: temp file, fsync, rename, fsync folder."""
     document = {
         "schema": JOURNAL_SCHEMA,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "created_at": artifacts.utc_timestamp(),
         "targets": [
             {
                 "path": slot.target,

@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .errors import SkillbenchError
+
 CANDIDATE_PREFIX = "candidate_"
 PLAN_DIRECTORY = "docs/plans"
 
 
-class ArmError(ValueError):
+class ArmError(SkillbenchError, ValueError):
     """An arm definition or an arm name does not match the configuration."""
 
 

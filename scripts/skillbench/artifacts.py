@@ -1,4 +1,4 @@
-"""Artifact I/O: canonical JSON, atomic writes, and schema validation.
+"""Artifact I/O: canonical JSON, atomic writes, schema validation, bounded no-follow reads and UTC timestamps.
 
 Every JSON artifact names its kind in a ``schema`` field (``<kind>/v<N>``), is
 validated against ``schemas/<kind>.schema.json`` by its producer before an
@@ -12,14 +12,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
+
+from .errors import SkillbenchError
 
 
 def _schema_dir() -> Path:
@@ -33,7 +38,7 @@ def _schema_dir() -> Path:
 SCHEMA_DIR = _schema_dir()
 
 
-class ArtifactError(ValueError):
+class ArtifactError(SkillbenchError, ValueError):
     """An artifact (or input document) failed validation; the message names file, field and fix."""
 
 
@@ -109,12 +114,17 @@ def write_artifact(path: Path, document: dict[str, Any], kind: str, *, mode: int
     atomic_write_text(Path(path), canonical_json(document), mode=mode)
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: file is missing") from exc
+
+
 def read_json(path: Path) -> Any:
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ArtifactError(f"{path}: file is missing") from exc
+        return json.loads(_read_text(path))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArtifactError(f"{path}: not valid UTF-8 JSON ({exc})") from exc
 
@@ -132,11 +142,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]], kind: str) -> None:
 def read_jsonl(path: Path, kind: str) -> list[dict[str, Any]]:
     path = Path(path)
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise ArtifactError(f"{path}: file is missing") from exc
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -145,6 +151,108 @@ def read_jsonl(path: Path, kind: str) -> list[dict[str, Any]]:
             raise ArtifactError(f"{path} line {number}: not valid JSON ({exc})") from exc
         rows.append(validate(row, kind, source=f"{path} line {number}"))
     return rows
+
+
+def utc_timestamp(
+    moment: datetime | None = None,
+    *,
+    timespec: str = "seconds",
+    for_filename: bool = False,
+) -> str:
+    """``moment`` (default: now) in UTC as ISO 8601 with a ``Z`` suffix: ``2026-01-31T09:05:00Z``.
+
+    Every timestamp an artifact records has this form (sessions' start and finish are recorded to the
+    millisecond). ``for_filename`` gives ISO 8601's basic form instead (``20260131T090500123456Z`` with
+    microseconds): no ``:``, which some file systems and tools refuse in names, and it sorts by time.
+    """
+    current = datetime.now(UTC) if moment is None else moment.astimezone(UTC)
+    text = current.isoformat(timespec=timespec).replace("+00:00", "Z")
+    return text.replace("-", "").replace(":", "").replace(".", "") if for_filename else text
+
+
+PathKind = Literal["missing", "symlink", "folder", "file", "other"]
+
+
+def path_kind(path: Path) -> PathKind:
+    """What is at ``path`` itself, never following a symlink there."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def read_regular_file(
+    path: Path,
+    limit: int,
+    *,
+    what: str = "file",
+    error: type[Exception] = ArtifactError,
+    keep_tail: bool = False,
+    inspect: Callable[[os.stat_result], None] | None = None,
+) -> bytes:
+    """The bytes of a regular, non-symlink file of at most ``limit`` bytes, read through one descriptor.
+
+    Raises ``error`` (its message names ``what``, the path and, for size, the limit) when nothing is
+    there, when it is a symlink or not a regular file, when it is swapped between the check and the
+    open, when it is larger than ``limit``, and when it changes while being read. With ``keep_tail`` a
+    larger file is not refused: its last ``limit`` bytes are read, from the first whole line in them.
+    ``inspect`` sees the opened file's status before anything is read, and raises to refuse it.
+    """
+    path = Path(path)
+    descriptor, opened = _open_regular(path, what, error)
+    try:
+        if inspect is not None:
+            inspect(opened)
+        start = 0
+        if opened.st_size > limit:
+            if not keep_tail:
+                raise error(f"{what} is {opened.st_size} bytes, over the limit of {limit} bytes: {path}")
+            start = opened.st_size - limit
+            os.lseek(descriptor, start, os.SEEK_SET)
+        payload = _read_to_end(
+            descriptor, limit, lambda: error(f"{what} grew past {limit} bytes while being read: {path}")
+        )
+        after = os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+    if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        raise error(f"{what} changed while being read: {path}")
+    if start:
+        newline = payload.find(b"\n")
+        payload = payload[newline + 1 :] if newline >= 0 else b""
+    return payload
+
+
+def _open_regular(path: Path, what: str, error: type[Exception]) -> tuple[int, os.stat_result]:
+    try:
+        before = path.lstat()
+    except OSError as exc:
+        raise error(f"{what} is unavailable: {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(before.st_mode):
+        raise error(f"{what} must be a regular non-symlink file: {path}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise error(f"{what} cannot be opened: {path}: {exc.strerror}") from exc
+    opened = os.fstat(descriptor)
+    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
+        os.close(descriptor)
+        raise error(f"{what} changed while being opened: {path}")
+    return descriptor, opened
+
+
+def _read_to_end(descriptor: int, limit: int, too_long: Callable[[], Exception]) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := os.read(descriptor, 64 * 1024):
+        total += len(chunk)
+        if total > limit:
+            raise too_long()
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def write_exclusive(path: Path, payload: bytes, mode: int) -> None:

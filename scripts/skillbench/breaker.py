@@ -15,9 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .aggregate import SYSTEMIC_ERROR_KINDS
+from .errors import SkillbenchError
 
 
-class OutageTripped(RuntimeError):
+class OutageTripped(SkillbenchError, RuntimeError):
     """The breaker is open: this cell must not start a session."""
 
 

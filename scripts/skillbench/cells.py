@@ -40,14 +40,14 @@ import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import arms as arm_config
 from . import breaker, oracle, repo, sessions
 from .aggregate import SYSTEMIC_ERROR_KINDS
-from .artifacts import ArtifactError, remove_tree, write_exclusive
+from .artifacts import ArtifactError, remove_tree, utc_timestamp, write_exclusive
+from .errors import SkillbenchError
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL
 from .redaction import redact_text
@@ -84,19 +84,19 @@ MAX_HOME_ENTRIES = 20_000
 MAX_DEPTH = 200
 
 
-class InfraError(RuntimeError):
+class InfraError(SkillbenchError, RuntimeError):
     """A harness-side failure (clone, setup, sandbox, verifier crash): the cell is excluded evidence."""
 
 
-class RetryableCellFailure(RuntimeError):
+class RetryableCellFailure(SkillbenchError, RuntimeError):
     """A systemic failure on a non-final attempt: fail the job so Snakemake retries it."""
 
 
-class CellCancelled(RuntimeError):
+class CellCancelled(SkillbenchError, RuntimeError):
     """The run was interrupted: the cell writes no record, so the next run does it again."""
 
 
-class AgentWorkspaceError(RuntimeError):
+class AgentWorkspaceError(SkillbenchError, RuntimeError):
     """What the agent left in its workspace makes the cell ungradable: a counted error kind, never excluded."""
 
     def __init__(self, kind: str, detail: str) -> None:
@@ -149,7 +149,7 @@ class CellContext:
 
 
 def now_iso(timespec: str = "seconds") -> str:
-    return datetime.now(UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
+    return utc_timestamp(timespec=timespec)
 
 
 def _say(context: CellContext, message: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def _unknown_keys(error: jsonschema.ValidationError) -> list[str] | None:
     """One line per unexpected key of an `additionalProperties: false` violation, or None for other errors."""
     if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
         return None
-    known = list(error.schema.get("properties", {}))
+    known = list(error.schema.get("properties", {})) if isinstance(error.schema, Mapping) else []
     where = _key_path(error.absolute_path)
     lines = []
     for key in sorted(set(error.instance) - set(known), key=str):

@@ -20,12 +20,15 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from . import artifacts
 from .aggregate import EXCLUDED_ERROR_KINDS
+from .errors import SkillbenchError, raised_as
 from .gate import summarize_gate
+from .records import EvidenceFile, EvidenceManifest, EvidenceSources
 from .redaction import redact_text, redact_value
 from .sessions import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
 
@@ -53,66 +56,14 @@ _TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
 _GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 
 
-class EvidenceSources(TypedDict):
-    results_root: str | None
-    rows: str | None
-    promotion: str | None
-    prior_proposal: str | None
-
-
-class EvidenceLimits(TypedDict):
-    max_rows: int
-    max_transcripts_per_row: int
-    max_learnings: int
-    verify_tail_chars: int
-    max_file_bytes: int
-    max_bundle_bytes: int
-
-
-class EvidenceCounts(TypedDict):
-    rows_read: int
-    rows_excluded: int
-    rows_selected: int
-    rows_staged: int
-    patches: int
-    transcripts: int
-    learnings: int
-    gate_decisions: int
-
-
-class EvidenceFile(TypedDict):
-    name: str
-    bytes: int
-    sha256: str
-    truncated: bool
-
-
-class EvidenceManifest(TypedDict):
-    """`manifest.json` of a bundle (schemas/evidence-manifest.schema.json): the stager writes it, the proposer's
-    prompt is built from it. A unit test keeps the field names of these types and the schema the same."""
-
-    schema: str
-    generation: int | None
-    sources: EvidenceSources
-    limits: EvidenceLimits
-    counts: EvidenceCounts
-    files: list[EvidenceFile]
-    total_bytes: int
-    trimmed_rows: int
-    prior_proposal_staged: bool
-    prior_proposal_dropped: bool
-
-
-class EvidenceError(ValueError):
+class EvidenceError(SkillbenchError, ValueError):
     """The evidence cannot be staged as asked; the message names the file or field and the fix."""
 
 
 def read_manifest(bundle: Path) -> EvidenceManifest:
     """The bundle's manifest, validated against its schema."""
-    try:
+    with raised_as(EvidenceError, artifacts.ArtifactError):
         return cast(EvidenceManifest, artifacts.read_artifact(Path(bundle) / MANIFEST_FILE, "evidence-manifest"))
-    except artifacts.ArtifactError as exc:
-        raise EvidenceError(str(exc)) from exc
 
 
 # ─── Selection (pure) ───────────────────────────────────────────────────────
@@ -251,55 +202,10 @@ def _real_subdirectory(root: Path, folder: Path, *, owner_only_last: bool = Fals
     return True
 
 
-def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
-    """Open a regular non-symlink file, refusing a swap between the check and the open."""
-    try:
-        before = path.lstat()
-    except OSError as exc:
-        raise EvidenceError(f"{what} is unavailable: {path}: {exc.strerror}") from exc
-    if stat.S_ISLNK(before.st_mode) or not stat.S_ISREG(before.st_mode):
-        raise EvidenceError(f"{what} must be a regular non-symlink file: {path}")
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise EvidenceError(f"{what} cannot be opened: {path}: {exc.strerror}") from exc
-    opened = os.fstat(descriptor)
-    if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
-        os.close(descriptor)
-        raise EvidenceError(f"{what} changed while being opened: {path}")
-    return descriptor, opened
-
-
-def _read_to_end(descriptor: int, limit: int, path: Path, what: str) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while chunk := os.read(descriptor, 64 * 1024):
-        total += len(chunk)
-        if total > limit:
-            raise EvidenceError(f"{what} grew past {limit} bytes while being read: {path}")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _read_patch(path: Path) -> bytes:
-    """The patch bytes; past MAX_SOURCE_BYTES only the tail, starting at a line boundary."""
-    descriptor, opened = _open_regular(path, "patch")
-    try:
-        size = opened.st_size
-        if size <= MAX_SOURCE_BYTES:
-            payload = _read_to_end(descriptor, MAX_SOURCE_BYTES, path, "patch")
-        else:
-            os.lseek(descriptor, size - MAX_SOURCE_BYTES, os.SEEK_SET)
-            payload = _read_to_end(descriptor, MAX_SOURCE_BYTES, path, "patch")
-            # The first line is partial: it could hold the tail of a secret redaction would no longer match.
-            newline = payload.find(b"\n")
-            payload = payload[newline + 1 :] if newline >= 0 else b""
-        after = os.fstat(descriptor)
-    finally:
-        os.close(descriptor)
-    if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
-        raise EvidenceError(f"patch changed while being read: {path}")
-    return payload
+    # Past MAX_SOURCE_BYTES only the tail, from its first whole line: a partial first line could hold the
+    # tail of a secret that redaction would no longer match.
+    return artifacts.read_regular_file(path, MAX_SOURCE_BYTES, what="patch", error=EvidenceError, keep_tail=True)
 
 
 def _transcript_metadata(metadata: Any, where: str) -> tuple[str, str, int]:
@@ -333,17 +239,15 @@ def _transcript_metadata(metadata: Any, where: str) -> tuple[str, str, int]:
 def _read_transcript(folder: Path, relative: str, digest: str, size: int) -> bytes:
     """The transcript's bytes, only if it is exactly the owner-only artifact its row recorded."""
     path = folder / relative
-    descriptor, opened = _open_regular(path, "transcript")
-    try:
+
+    def as_recorded(opened: os.stat_result) -> None:
         if stat.S_IMODE(opened.st_mode) & 0o077:
             raise EvidenceError(f"transcript must be owner-only (0600): {path}")
         if opened.st_size != size:
             raise EvidenceError(f"transcript size {opened.st_size} does not match its result row ({size}): {path}")
-        payload = _read_to_end(descriptor, size, path, "transcript")
-        after = os.fstat(descriptor)
-    finally:
-        os.close(descriptor)
-    if (opened.st_size, opened.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(payload) != size:
+
+    payload = artifacts.read_regular_file(path, size, what="transcript", error=EvidenceError, inspect=as_recorded)
+    if len(payload) != size:
         raise EvidenceError(f"transcript changed while being read: {path}")
     if hashlib.sha256(payload).hexdigest() != digest:
         raise EvidenceError(f"transcript SHA-256 does not match its result row (tampered or replaced): {path}")
@@ -456,20 +360,12 @@ def _read_rows(results_root: Path | None, rows_path: Path | None, generation: in
     if not Path(results_root).is_dir():
         raise EvidenceError(f"results root {results_root} is not a directory")
     _check_rows_layout(Path(rows_path), generation)
-    try:
+    with raised_as(EvidenceError, artifacts.ArtifactError):
         return artifacts.read_jsonl(Path(rows_path), "result-row")
-    except artifacts.ArtifactError as exc:
-        raise EvidenceError(str(exc)) from exc
 
 
 def _read_prior_proposal(path: Path, secrets: Sequence[str]) -> bytes:
-    descriptor, opened = _open_regular(Path(path), "prior proposal")
-    try:
-        if opened.st_size > MAX_FILE_BYTES:
-            raise EvidenceError(f"prior proposal is {opened.st_size} bytes, over the per-file limit: {path}")
-        payload = _read_to_end(descriptor, MAX_FILE_BYTES, Path(path), "prior proposal")
-    finally:
-        os.close(descriptor)
+    payload = artifacts.read_regular_file(path, MAX_FILE_BYTES, what="prior proposal", error=EvidenceError)
     text = redact_text(payload.decode("utf-8", errors="replace"), secrets)
     return _bounded(PROPOSAL_FILE, text.encode("utf-8"))
 
@@ -517,59 +413,93 @@ def stage_evidence(
     its row before anything is written; any problem raises EvidenceError and leaves no folder.
     """
     destination = Path(destination)
+    _check_request(destination, generation)
+    rows = _read_rows(results_root, rows_path, generation)
+    selected = select_evidence(rows)
+    root = Path(results_root) if results_root is not None else Path()
+    row_files = [_row_files(root, row, index, generation, secrets) for index, row in enumerate(selected)]
+    gate_summary = _gate_summary(promotion_path)
+    bundle = _Bundle(
+        generation=generation,
+        sources={
+            "results_root": _as_given(results_root, secrets),
+            "rows": _as_given(rows_path, secrets),
+            "promotion": _as_given(promotion_path, secrets),
+            "prior_proposal": _as_given(prior_proposal, secrets),
+        },
+        rows=rows,
+        selected=selected,
+        row_files=row_files,
+        fixed={
+            LEARNINGS_FILE: _bounded(LEARNINGS_FILE, _redacted_json(learnings, secrets, LEARNINGS_FILE)),
+            GATE_FILE: _bounded(GATE_FILE, _redacted_json(gate_summary, secrets, GATE_FILE)),
+        },
+        proposal=None if prior_proposal is None else _read_prior_proposal(Path(prior_proposal), secrets),
+        learnings=len(learnings),
+        gate_decisions=len(gate_summary),
+        secrets=secrets,
+    )
+    payloads, manifest = _fit(bundle, destination / MANIFEST_FILE)
+    _write_bundle(destination, payloads)
+    return manifest
+
+
+def _check_request(destination: Path, generation: int | None) -> None:
     if os.path.lexists(destination):
         raise EvidenceError(f"evidence destination already exists: {destination}; remove it to restage")
     if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool) or generation < 0):
         raise EvidenceError(f"generation must be an integer >= 0 or None (got {generation!r})")
 
-    rows = _read_rows(results_root, rows_path, generation)
-    selected = select_evidence(rows)
-    root = Path(results_root) if results_root is not None else Path()
-    row_files = [_row_files(root, row, index, generation, secrets) for index, row in enumerate(selected)]
 
+def _gate_summary(promotion_path: Path | None) -> list[str]:
     if promotion_path is None:
-        gate_summary: list[str] = []
-    else:
-        try:
-            gate_summary = summarize_gate(artifacts.read_artifact(Path(promotion_path), "promotion"))
-        except artifacts.ArtifactError as exc:
-            raise EvidenceError(str(exc)) from exc
-    fixed = {
-        LEARNINGS_FILE: _bounded(LEARNINGS_FILE, _redacted_json(learnings, secrets, LEARNINGS_FILE)),
-        GATE_FILE: _bounded(GATE_FILE, _redacted_json(gate_summary, secrets, GATE_FILE)),
-    }
-    proposal = None if prior_proposal is None else _read_prior_proposal(Path(prior_proposal), secrets)
+        return []
+    with raised_as(EvidenceError, artifacts.ArtifactError):
+        return summarize_gate(artifacts.read_artifact(Path(promotion_path), "promotion"))
 
-    kept_rows = len(selected)
-    keep_proposal = proposal is not None
-    while True:
+
+@dataclass(frozen=True)
+class _Bundle:
+    """Everything read, verified and redacted for a bundle, before it is fitted into the byte budget."""
+
+    generation: int | None
+    sources: EvidenceSources
+    rows: list[dict[str, Any]]
+    selected: list[dict[str, Any]]
+    row_files: list[dict[str, tuple[bytes, bool]]]
+    fixed: dict[str, bytes]
+    proposal: bytes | None
+    learnings: int
+    gate_decisions: int
+    secrets: list[str]
+
+    def files(self, kept_rows: int, keep_proposal: bool) -> dict[str, tuple[bytes, bool]]:
+        """Every file but the manifest, (payload, truncated) by name, with the first ``kept_rows`` selected rows."""
         compact = [
             compact_row(
                 row,
                 index,
-                patch_staged=patch_name(index) in row_files[index],
-                transcripts_staged=sum(1 for name in row_files[index] if name.startswith("transcript-")),
+                patch_staged=patch_name(index) in self.row_files[index],
+                transcripts_staged=sum(1 for name in self.row_files[index] if name.startswith("transcript-")),
             )
-            for index, row in enumerate(selected[:kept_rows])
+            for index, row in enumerate(self.selected[:kept_rows])
         ]
         staged: dict[str, tuple[bytes, bool]] = {
-            ROWS_FILE: (_bounded(ROWS_FILE, _redacted_json(compact, secrets, ROWS_FILE)), False),
-            **{name: (payload, False) for name, payload in fixed.items()},
+            ROWS_FILE: (_bounded(ROWS_FILE, _redacted_json(compact, self.secrets, ROWS_FILE)), False),
+            **{name: (payload, False) for name, payload in self.fixed.items()},
         }
-        if keep_proposal and proposal is not None:
-            staged[PROPOSAL_FILE] = (proposal, False)
-        for files in row_files[:kept_rows]:
+        if keep_proposal and self.proposal is not None:
+            staged[PROPOSAL_FILE] = (self.proposal, False)
+        for files in self.row_files[:kept_rows]:
             staged.update(files)
+        return staged
+
+    def manifest(self, staged: dict[str, tuple[bytes, bool]], kept_rows: int, keep_proposal: bool) -> EvidenceManifest:
         entries = [_file_entry(name, *staged[name]) for name in sorted(staged)]
-        manifest: EvidenceManifest = {
+        return {
             "schema": MANIFEST_SCHEMA,
-            "generation": generation,
-            "sources": {
-                "results_root": _as_given(results_root, secrets),
-                "rows": _as_given(rows_path, secrets),
-                "promotion": _as_given(promotion_path, secrets),
-                "prior_proposal": _as_given(prior_proposal, secrets),
-            },
+            "generation": self.generation,
+            "sources": self.sources,
             "limits": {
                 "max_rows": MAX_EVIDENCE_ROWS,
                 "max_transcripts_per_row": MAX_TRANSCRIPTS_PER_ROW,
@@ -579,29 +509,37 @@ def stage_evidence(
                 "max_bundle_bytes": MAX_BUNDLE_BYTES,
             },
             "counts": {
-                "rows_read": len(rows),
-                "rows_excluded": sum(1 for row in rows if row.get("error_kind") in EXCLUDED),
-                "rows_selected": len(selected),
+                "rows_read": len(self.rows),
+                "rows_excluded": sum(1 for row in self.rows if row.get("error_kind") in EXCLUDED),
+                "rows_selected": len(self.selected),
                 "rows_staged": kept_rows,
                 "patches": sum(1 for name in staged if name.startswith("patch-")),
                 "transcripts": sum(1 for name in staged if name.startswith("transcript-")),
-                "learnings": len(learnings),
-                "gate_decisions": len(gate_summary),
+                "learnings": self.learnings,
+                "gate_decisions": self.gate_decisions,
             },
             "files": entries,
             "total_bytes": sum(entry["bytes"] for entry in entries),
-            "trimmed_rows": len(selected) - kept_rows,
+            "trimmed_rows": len(self.selected) - kept_rows,
             "prior_proposal_staged": keep_proposal,
-            "prior_proposal_dropped": proposal is not None and not keep_proposal,
+            "prior_proposal_dropped": self.proposal is not None and not keep_proposal,
         }
-        try:
-            artifacts.validate(manifest, "evidence-manifest", source=destination / MANIFEST_FILE)
-        except artifacts.ArtifactError as exc:
-            raise EvidenceError(str(exc)) from exc
+
+
+def _fit(bundle: _Bundle, manifest_path: Path) -> tuple[dict[str, bytes], EvidenceManifest]:
+    """The bundle's files (manifest included) and manifest within MAX_BUNDLE_BYTES: selected rows are dropped
+    from the end, then the prior proposal; a bundle still over the limit is refused."""
+    kept_rows = len(bundle.selected)
+    keep_proposal = bundle.proposal is not None
+    while True:
+        staged = bundle.files(kept_rows, keep_proposal)
+        manifest = bundle.manifest(staged, kept_rows, keep_proposal)
+        with raised_as(EvidenceError, artifacts.ArtifactError):
+            artifacts.validate(manifest, "evidence-manifest", source=manifest_path)
         manifest_bytes = artifacts.canonical_json(manifest).encode("utf-8")
         total = manifest["total_bytes"] + len(manifest_bytes)
         if total <= MAX_BUNDLE_BYTES:
-            break
+            return {**{name: payload for name, (payload, _) in staged.items()}, MANIFEST_FILE: manifest_bytes}, manifest
         if kept_rows:
             kept_rows -= 1
         elif keep_proposal:
@@ -611,8 +549,3 @@ def stage_evidence(
                 f"evidence bundle is {total} bytes with no rows and no prior proposal, over the total byte limit "
                 f"of {MAX_BUNDLE_BYTES}; shorten the learning queue"
             )
-
-    payloads = {name: payload for name, (payload, _) in staged.items()}
-    payloads[MANIFEST_FILE] = manifest_bytes
-    _write_bundle(destination, payloads)
-    return manifest

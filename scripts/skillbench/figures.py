@@ -287,7 +287,7 @@ def timeline_data(cells: list[dict[str, Any]]) -> dict[str, Any]:
                 ],
             }
         )
-    return {"origin": origin.strftime("%Y-%m-%dT%H:%M:%SZ"), "slots": len(slot_ends), "cells": placed}
+    return {"origin": artifacts.utc_timestamp(origin), "slots": len(slot_ends), "cells": placed}
 
 
 # ─── Rendering ───────────────────────────────────────────────────────────────

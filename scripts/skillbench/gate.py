@@ -22,6 +22,7 @@ from typing import Any
 
 from . import stats as gate_stats
 from .aggregate import aggregate_by_task, is_valid
+from .artifacts import utc_timestamp
 from .stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_median_ci, sign_test
 
 __all__ = [
@@ -916,7 +917,7 @@ def evaluate_candidate(
 
 
 def _utc_text(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return utc_timestamp(moment)
 
 
 def promotion_document(

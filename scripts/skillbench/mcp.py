@@ -28,6 +28,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .errors import SkillbenchError
+
 MCP_PREFIX = "mcp__"
 SYSTEM_COMMAND_PATH = "/usr/local/bin:/usr/bin:/bin"
 TRUSTED_COMMAND_TREES = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/")
@@ -40,7 +42,7 @@ MAX_LOG_TAIL_CHARS = 2000
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-class McpConfigError(ValueError):
+class McpConfigError(SkillbenchError, ValueError):
     """An `mcp_servers` entry or an arm's MCP / tool-surface key is invalid."""
 
 
@@ -151,56 +153,68 @@ def check_mcp_config(config: dict[str, Any], project_root: Path | None = None) -
     project_root = Path(project_root or Path.cwd()).resolve()
     servers = config.get("mcp_servers") or {}
     forbidden = workspace_roots(config, project_root)
-    resolved: dict[str, dict[str, Any]] = {}
-    for name, server in servers.items():
-        where = f"config mcp_servers.{name}"
-        mounts = resolve_mounts(server.get("mounts") or {}, where, project_root, forbidden)
-        command = resolve_command(server["command"], where, mounts, forbidden)
-        tools = server["tools"]
-        for role, allowed in (server.get("roles") or {}).items():
-            unknown = [tool for tool in allowed if tool not in tools]
-            if unknown:
-                raise McpConfigError(f"{where}.roles.{role}: {unknown} are not among the server's tools {tools}")
-        for variable in server.get("env") or {}:
-            if variable.startswith(("ANTHROPIC_", "CLAUDE_")) or variable == config["model"].get("api_key_env"):
-                raise McpConfigError(
-                    f"{where}.env.{variable}: an MCP server never gets model credentials or the CLI's own settings"
-                )
-        resolved[name] = {"command": command, "mounts": mounts}
+    resolved = {
+        name: _resolved_server(name, server, config["model"].get("api_key_env"), project_root, forbidden)
+        for name, server in servers.items()
+    }
     for arm, definition in config["arms"].items():
-        where = f"config arms.{arm}"
-        names = definition.get("mcp_servers") or []
-        unknown = [server for server in names if server not in servers]
-        if unknown:
-            raise McpConfigError(
-                f"{where}.mcp_servers: {unknown} are not declared under `mcp_servers` ({sorted(servers)})"
-            )
-        if definition.get("no_mcp") and names:
-            raise McpConfigError(f"{where}: no_mcp is true but the arm loads MCP servers {names}")
-        for server in definition.get("mcp_access") or {}:
-            if server not in names:
-                raise McpConfigError(f"{where}.mcp_access.{server}: the arm does not load that server ({names})")
-        arm_servers = {server: servers[server] for server in names}
-        lists = [(f"{where}.disallowed_tools", definition.get("disallowed_tools") or [])]
-        for index, session in enumerate(definition["sessions"]):
-            lists += [
-                (f"{where}.sessions[{index}].tools", session.get("tools") or []),
-                (f"{where}.sessions[{index}].disallowed_tools", session.get("disallowed_tools") or []),
-            ]
-        for key, names_in_list in lists:
-            for tool in names_in_list:
-                try:
-                    parts = split_tool(tool, arm_servers)
-                except McpConfigError as exc:
-                    raise McpConfigError(
-                        f"{key}: {tool!r} names no MCP server this arm loads ({sorted(arm_servers)})"
-                    ) from exc
-                if parts and parts[1] != "*" and parts[1] not in arm_servers[parts[0]]["tools"]:
-                    raise McpConfigError(
-                        f"{key}: {tool!r}: server {parts[0]!r} declares no tool {parts[1]!r} "
-                        f"({arm_servers[parts[0]]['tools']})"
-                    )
+        _check_arm(f"config arms.{arm}", definition, servers)
     return resolved
+
+
+def _resolved_server(
+    name: str, server: dict[str, Any], api_key_env: str | None, project_root: Path, forbidden: list[str]
+) -> dict[str, Any]:
+    """One `mcp_servers` entry checked: its mounts and command resolved, its roles' tools declared, no credentials
+    in its environment."""
+    where = f"config mcp_servers.{name}"
+    mounts = resolve_mounts(server.get("mounts") or {}, where, project_root, forbidden)
+    command = resolve_command(server["command"], where, mounts, forbidden)
+    tools = server["tools"]
+    for role, allowed in (server.get("roles") or {}).items():
+        unknown = [tool for tool in allowed if tool not in tools]
+        if unknown:
+            raise McpConfigError(f"{where}.roles.{role}: {unknown} are not among the server's tools {tools}")
+    for variable in server.get("env") or {}:
+        if variable.startswith(("ANTHROPIC_", "CLAUDE_")) or variable == api_key_env:
+            raise McpConfigError(
+                f"{where}.env.{variable}: an MCP server never gets model credentials or the CLI's own settings"
+            )
+    return {"command": command, "mounts": mounts}
+
+
+def _check_arm(where: str, definition: dict[str, Any], servers: dict[str, Any]) -> None:
+    """An arm loads only declared servers, grants access only to those, and names only their tools."""
+    names = definition.get("mcp_servers") or []
+    unknown = [server for server in names if server not in servers]
+    if unknown:
+        raise McpConfigError(f"{where}.mcp_servers: {unknown} are not declared under `mcp_servers` ({sorted(servers)})")
+    if definition.get("no_mcp") and names:
+        raise McpConfigError(f"{where}: no_mcp is true but the arm loads MCP servers {names}")
+    for server in definition.get("mcp_access") or {}:
+        if server not in names:
+            raise McpConfigError(f"{where}.mcp_access.{server}: the arm does not load that server ({names})")
+    arm_servers = {server: servers[server] for server in names}
+    lists = [(f"{where}.disallowed_tools", definition.get("disallowed_tools") or [])]
+    for index, session in enumerate(definition["sessions"]):
+        lists += [
+            (f"{where}.sessions[{index}].tools", session.get("tools") or []),
+            (f"{where}.sessions[{index}].disallowed_tools", session.get("disallowed_tools") or []),
+        ]
+    for key, names_in_list in lists:
+        for tool in names_in_list:
+            _check_tool_name(key, tool, arm_servers)
+
+
+def _check_tool_name(key: str, tool: str, arm_servers: dict[str, Any]) -> None:
+    try:
+        parts = split_tool(tool, arm_servers)
+    except McpConfigError as exc:
+        raise McpConfigError(f"{key}: {tool!r} names no MCP server this arm loads ({sorted(arm_servers)})") from exc
+    if parts and parts[1] != "*" and parts[1] not in arm_servers[parts[0]]["tools"]:
+        raise McpConfigError(
+            f"{key}: {tool!r}: server {parts[0]!r} declares no tool {parts[1]!r} ({arm_servers[parts[0]]['tools']})"
+        )
 
 
 def arm_servers(config: dict[str, Any], definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -271,7 +285,7 @@ def session_surface(
     mcp_tools: list[str] = []
     for name, server in servers.items():
         if explicit:
-            chosen = []
+            chosen: list[str] = []
             for tool in explicit:
                 parts = split_tool(tool, servers)
                 if parts and parts[0] == name:
@@ -296,7 +310,7 @@ def mcp_config_json(servers: dict[str, dict[str, Any]], server_argv) -> str:
 
     Nothing in it carries a credential: the server's environment is set inside its argv (`env -i`).
     """
-    document = {"mcpServers": {}}
+    document: dict[str, dict[str, Any]] = {"mcpServers": {}}
     for name, server in servers.items():
         argv = server_argv(name, server)
         document["mcpServers"][name] = {"type": "stdio", "command": argv[0], "args": argv[1:]}

@@ -9,14 +9,13 @@ oracle command's output.
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import shutil
-import stat
 from pathlib import Path
 from typing import Any
 
-from .artifacts import remove_tree, write_exclusive
+from .artifacts import path_kind, read_regular_file, remove_tree, write_exclusive
+from .errors import SkillbenchError
 
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
@@ -24,7 +23,7 @@ ORACLE_ENV_VAR = "SKILLBENCH_ORACLE_ROOT"
 STAGE_PREFIX = ".oracle-"
 
 
-class OracleError(RuntimeError):
+class OracleError(SkillbenchError, RuntimeError):
     """The oracle snapshot is unreadable, oversized, or no longer matches its digests."""
 
 
@@ -38,27 +37,8 @@ def framed_digest(frames: list[bytes]) -> str:
 
 
 def read_bounded_regular(path: Path, limit: int) -> bytes:
-    """Read a regular, non-symlink file of at most `limit` bytes, refusing swaps during the read."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        before = os.fstat(descriptor)
-        if not stat.S_ISREG(before.st_mode):
-            raise OracleError(f"{path} is not a regular file")
-        if before.st_size > limit:
-            raise OracleError(f"{path} is {before.st_size} bytes; the limit is {limit}")
-        chunks = []
-        total = 0
-        while chunk := os.read(descriptor, 64 * 1024):
-            total += len(chunk)
-            if total > limit:
-                raise OracleError(f"{path} grew past {limit} bytes while being read")
-            chunks.append(chunk)
-        after = os.fstat(descriptor)
-        if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
-            raise OracleError(f"{path} changed while being captured")
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
+    """A file's bytes (regular, not a symlink, at most `limit` bytes, unchanged while read), refused as OracleError."""
+    return read_regular_file(path, limit, error=OracleError)
 
 
 def oracle_binding(command: str, files: list[tuple[str, bytes]]) -> dict[str, Any]:
@@ -89,7 +69,7 @@ def capture_oracle(suite_dir: Path, oracle: dict[str, Any]) -> list[tuple[str, b
         current = suite_dir
         for part in Path(entry["source"]).parts[:-1]:
             current = current / part
-            if current.is_symlink() or not current.is_dir():
+            if path_kind(current) != "folder":
                 raise OracleError(f"oracle source parent {current} must be a real directory")
         payload = read_bounded_regular(path, MAX_ORACLE_FILE_BYTES)
         total += len(payload)

@@ -22,8 +22,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from . import repo
-from .artifacts import remove_tree, write_exclusive
-from .oracle import OracleError, framed_digest, read_bounded_regular
+from .artifacts import path_kind, read_regular_file, remove_tree, write_exclusive
+from .errors import SkillbenchError
+from .oracle import framed_digest
 
 MAX_ENTRIES = 256
 MAX_FILES = 64
@@ -39,17 +40,16 @@ ORACLE_LEAK_LINES = 3
 _WHITESPACE = re.compile(r"\s+")
 
 
-class OverlayError(ValueError):
+class OverlayError(SkillbenchError, ValueError):
     """The overlay breaks a rule; the message names the overlay, the path and the fix."""
 
 
 def _real_root(path: Path) -> Path:
     root = Path(path).expanduser().absolute()
-    try:
-        info = os.lstat(root)
-    except FileNotFoundError as exc:
-        raise OverlayError(f"overlay {root} does not exist") from exc
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+    kind = path_kind(root)
+    if kind == "missing":
+        raise OverlayError(f"overlay {root} does not exist")
+    if kind != "folder":
         raise OverlayError(f"overlay {root} must be a real directory, not a symlink or a file")
     if root.resolve(strict=True) != root:
         raise OverlayError(f"overlay path {root} passes through a symlink; give its real path")
@@ -82,6 +82,25 @@ def _name_problem(name: str) -> str | None:
 def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]]:
     """Validate the overlay and return its (relative POSIX path, bytes) pairs, sorted by path."""
     root = _real_root(overlay)
+    files = _listed_files(root)
+    if not files:
+        raise OverlayError(f"overlay {root} contains no files")
+    payload: list[tuple[str, bytes]] = []
+    total = 0
+    for relative in sorted(files):
+        _check_allowed(root, relative, evolvable)
+        content = read_regular_file(
+            root / relative, MAX_TOTAL_BYTES, what=f"overlay file {relative}", error=OverlayError
+        )
+        total += len(content)
+        if total > MAX_TOTAL_BYTES:
+            raise OverlayError(f"overlay {root} holds more than {MAX_TOTAL_BYTES} bytes")
+        payload.append((relative, content))
+    return payload
+
+
+def _listed_files(root: Path) -> list[str]:
+    """Every file below ``root`` (relative POSIX paths), refusing too many entries, bad names and non-files."""
     entries = 0
     files: list[str] = []
     for directory, subdirs, names in os.walk(root):
@@ -89,55 +108,48 @@ def overlay_files(overlay: Path, evolvable: list[str]) -> list[tuple[str, bytes]
             entries += 1
             if entries > MAX_ENTRIES:
                 raise OverlayError(f"overlay {root} has more than {MAX_ENTRIES} entries")
-            path = Path(directory) / name
-            relative = path.relative_to(root).as_posix()
-            problem = _name_problem(name)
-            if problem:
-                raise OverlayError(
-                    f"overlay {root}: the name {relative!r} {problem}; rename it to plain printable characters"
-                )
-            if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
-                raise OverlayError(f"overlay path longer than {MAX_PATH_BYTES} bytes: {relative[:80]}…")
-            info = os.lstat(path)
-            if stat.S_ISLNK(info.st_mode):
-                raise OverlayError(f"overlay {root} contains a symlink: {relative}; copy the file instead")
-            if stat.S_ISDIR(info.st_mode):
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                raise OverlayError(f"overlay {root} contains a special file: {relative}")
-            if info.st_nlink > 1:
-                raise OverlayError(
-                    f"overlay {root} contains a hard link: {relative} has {info.st_nlink} links; "
-                    "write an independent copy of the file instead"
-                )
-            files.append(relative)
+            if _is_file_entry(root, Path(directory) / name):
+                files.append((Path(directory) / name).relative_to(root).as_posix())
             if len(files) > MAX_FILES:
                 raise OverlayError(f"overlay {root} has more than {MAX_FILES} files")
-    if not files:
-        raise OverlayError(f"overlay {root} contains no files")
-    payload: list[tuple[str, bytes]] = []
-    total = 0
-    for relative in sorted(files):
-        parts = PurePosixPath(relative).parts
-        if (
-            len(parts) < 4
-            or parts[:2] != OVERLAY_SKILLS_PREFIX
-            or parts[2] not in evolvable
-            or not relative.lower().endswith(".md")
-        ):
-            raise OverlayError(
-                f"overlay {root}: {relative} is not allowed; an overlay may only contain Markdown files under "
-                f".claude/skills/<skill>/ for the evolvable skills {evolvable}"
-            )
-        try:
-            content = read_bounded_regular(root / relative, MAX_TOTAL_BYTES)
-        except OracleError as exc:
-            raise OverlayError(f"overlay {root}: {relative}: {exc}") from exc
-        total += len(content)
-        if total > MAX_TOTAL_BYTES:
-            raise OverlayError(f"overlay {root} holds more than {MAX_TOTAL_BYTES} bytes")
-        payload.append((relative, content))
-    return payload
+    return files
+
+
+def _is_file_entry(root: Path, path: Path) -> bool:
+    """True for a regular file, False for a folder; refuse a bad name, a symlink, a special file or a hard link."""
+    relative = path.relative_to(root).as_posix()
+    problem = _name_problem(path.name)
+    if problem:
+        raise OverlayError(f"overlay {root}: the name {relative!r} {problem}; rename it to plain printable characters")
+    if len(relative.encode("utf-8")) > MAX_PATH_BYTES:
+        raise OverlayError(f"overlay path longer than {MAX_PATH_BYTES} bytes: {relative[:80]}…")
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise OverlayError(f"overlay {root} contains a symlink: {relative}; copy the file instead")
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        raise OverlayError(f"overlay {root} contains a special file: {relative}")
+    if info.st_nlink > 1:
+        raise OverlayError(
+            f"overlay {root} contains a hard link: {relative} has {info.st_nlink} links; "
+            "write an independent copy of the file instead"
+        )
+    return True
+
+
+def _check_allowed(root: Path, relative: str, evolvable: list[str]) -> None:
+    parts = PurePosixPath(relative).parts
+    if (
+        len(parts) < 4
+        or parts[:2] != OVERLAY_SKILLS_PREFIX
+        or parts[2] not in evolvable
+        or not relative.lower().endswith(".md")
+    ):
+        raise OverlayError(
+            f"overlay {root}: {relative} is not allowed; an overlay may only contain Markdown files under "
+            f".claude/skills/<skill>/ for the evolvable skills {evolvable}"
+        )
 
 
 def _normalized(text: str) -> str:

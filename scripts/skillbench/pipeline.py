@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts, cells
+from .errors import SkillbenchError
 from .process import ORPHANED, exclusive_writer, run_managed
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
@@ -497,7 +498,7 @@ def is_promoted(promotion: dict[str, Any]) -> bool:
     return bool(promotion["decisions"]) and all(d["decision"] == "promote" for d in promotion["decisions"])
 
 
-class HarnessHealthError(RuntimeError):
+class HarnessHealthError(SkillbenchError, RuntimeError):
     """An incumbent arm resolved nothing on every task: the environment, not the skills, is broken."""
 
 

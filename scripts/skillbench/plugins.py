@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .errors import SkillbenchError
 from .oracle import framed_digest
 
 MANIFEST = ".claude-plugin/plugin.json"
@@ -23,7 +24,7 @@ MAX_PLUGIN_BYTES = 16 * 1024 * 1024
 MAX_PLUGIN_FILES = 2000
 
 
-class PluginError(ValueError):
+class PluginError(SkillbenchError, ValueError):
     """A plugin folder or its manifest is missing or invalid."""
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import SkillbenchError
+
 CANCEL = threading.Event()
 # Set (with CANCEL) when the snakemake process that started this job is gone.
 ORPHANED = threading.Event()
@@ -571,7 +573,7 @@ def watch_parent(interval: float = PARENT_POLL_S, stream=None) -> threading.Thre
 WRITER_WAIT_S = 30.0
 
 
-class WriterBusy(RuntimeError):
+class WriterBusy(SkillbenchError, RuntimeError):
     """Another live process holds the folder's writer lock."""
 
 

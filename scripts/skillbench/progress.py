@@ -38,7 +38,7 @@ def _now() -> datetime:
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return artifacts.utc_timestamp(moment)
 
 
 # ─── The plan ────────────────────────────────────────────────────────────────

@@ -25,8 +25,10 @@ from . import arms as arm_config
 from . import overlay as overlays
 from . import repo, sessions
 from .artifacts import atomic_write_text, remove_tree
-from .evidence import EvidenceManifest, read_manifest
+from .errors import SkillbenchError
+from .evidence import read_manifest
 from .oracle import OracleError, read_bounded_regular
+from .records import EvidenceManifest
 from .redaction import redact_text, redact_value
 from .sandbox import Sandbox, SandboxLimits, claude_settings
 
@@ -40,7 +42,7 @@ MAX_CLONE_FILE_BYTES = 8 * 1024 * 1024
 REGULAR_BLOB_MODES = ("100644", "100755")
 
 
-class ProposerError(RuntimeError):
+class ProposerError(SkillbenchError, RuntimeError):
     """The proposer failed or produced an invalid overlay; the evolution loop stops here."""
 
 

@@ -207,3 +207,53 @@ class Progress(TypedDict):
     eta_s: float | None
     started_at: str
     updated_at: str
+
+
+class EvidenceSources(TypedDict):
+    results_root: str | None
+    rows: str | None
+    promotion: str | None
+    prior_proposal: str | None
+
+
+class EvidenceLimits(TypedDict):
+    max_rows: int
+    max_transcripts_per_row: int
+    max_learnings: int
+    verify_tail_chars: int
+    max_file_bytes: int
+    max_bundle_bytes: int
+
+
+class EvidenceCounts(TypedDict):
+    rows_read: int
+    rows_excluded: int
+    rows_selected: int
+    rows_staged: int
+    patches: int
+    transcripts: int
+    learnings: int
+    gate_decisions: int
+
+
+class EvidenceFile(TypedDict):
+    name: str
+    bytes: int
+    sha256: str
+    truncated: bool
+
+
+class EvidenceManifest(TypedDict):
+    """`manifest.json` of an evidence bundle: `schemas/evidence-manifest.schema.json`. The stager writes it, the
+    proposer's prompt is built from it."""
+
+    schema: str
+    generation: int | None
+    sources: EvidenceSources
+    limits: EvidenceLimits
+    counts: EvidenceCounts
+    files: list[EvidenceFile]
+    total_bytes: int
+    trimmed_rows: int
+    prior_proposal_staged: bool
+    prior_proposal_dropped: bool

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import SkillbenchError
 from .process import ProcessResult, run_managed
 
 GIT_TIMEOUT_S = 120
@@ -84,7 +85,7 @@ MAX_PATCH_BYTES = 300_000
 MAX_DIFF_BYTES = 64 * 1024 * 1024
 
 
-class GitError(RuntimeError):
+class GitError(SkillbenchError, RuntimeError):
     """A git command failed or a repository is not in the state the harness requires."""
 
 

@@ -1,9 +1,10 @@
 """Rule logs: send a rule script's output to its `log:` file, redacted, and fail with a clear message.
 
-Every shim wraps its one library call in `rule_log(path, secrets)`: stdout and stderr go to
-the log, an expected error (bad input, a retryable cell failure, an open outage breaker)
-is written as one redacted line instead of a traceback, and the job exits non-zero so
-Snakemake sees the failure (and retries it where the rule says so).
+Every shim wraps its one library call in `rule_log(path, secrets, expected)`: stdout and stderr go
+to the log, an error of an `expected` class (bad input, a retryable cell failure, an open outage
+breaker) is written as one redacted line instead of a traceback, any other error with its
+traceback, and the job exits non-zero so Snakemake sees the failure (and retries it where the
+rule says so).
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from pathlib import Path
 from .redaction import redact_text
 
 
-class ExpectedFailure(Exception):
-    """Marker base for failures whose message is the whole story (no traceback needed)."""
-
-
 @contextmanager
 def rule_log(
     path: str | Path, secrets: Sequence[str] = (), expected: tuple[type[BaseException], ...] = ()
@@ -32,7 +29,7 @@ def rule_log(
         sys.stdout = sys.stderr = log
         try:
             yield
-        except (ExpectedFailure, *expected) as exc:
+        except expected as exc:
             print(f"error: {redact_text(str(exc), secrets)}", file=log)
             sys.stdout, sys.stderr = saved
             print(f"error: {redact_text(str(exc), secrets)}", file=sys.stderr)

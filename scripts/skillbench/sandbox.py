@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict, Unpack
 
+from .errors import SkillbenchError
 from .process import run_managed
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -125,7 +126,7 @@ DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
 PROTECTED_PATHS = ("/proc", "/sys", "/dev")
 
 
-class SandboxError(RuntimeError):
+class SandboxError(SkillbenchError, RuntimeError):
     """The sandbox cannot be built or does not work on this machine."""
 
 

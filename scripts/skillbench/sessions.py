@@ -17,12 +17,11 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from skillbench import mcp
-from skillbench.artifacts import write_exclusive
+from skillbench.artifacts import utc_timestamp, write_exclusive
 from skillbench.process import ProcessResult, run_managed
 from skillbench.redaction import redact_text, redact_value
 
@@ -509,7 +508,7 @@ def session_record(
 
 
 def _utc_now() -> str:
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return utc_timestamp()
 
 
 def run_session(

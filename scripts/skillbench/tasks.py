@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -107,12 +108,12 @@ def _check_target(suite: Path, task: dict[str, Any]) -> None:
     task_id = task["id"]
     has_repo, has_snapshot = "repo" in task, "snapshot" in task
     if has_repo == has_snapshot:
-        problem = "both given" if has_repo else "neither given"
+        given = "both given" if has_repo else "neither given"
         raise _fail(
             suite,
             task_id,
             "repo/snapshot",
-            f"exactly one target is required ({problem}): `repo` (+ optional `ref`) or `snapshot: <dir>`",
+            f"exactly one target is required ({given}): `repo` (+ optional `ref`) or `snapshot: <dir>`",
         )
     if "ref" in task and not has_repo:
         raise _fail(suite, task_id, "ref", "only valid together with `repo`")
@@ -163,7 +164,7 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
     tasks: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, task in enumerate(document["tasks"]):
-        task_id = task.get("id") if isinstance(task, dict) and isinstance(task.get("id"), str) else f"#{index}"
+        task_id = task["id"] if isinstance(task, dict) and isinstance(task.get("id"), str) else f"#{index}"
         errors = schema_errors(task, "task")
         if errors:
             field, message = _schema_field(errors[0])
@@ -202,7 +203,7 @@ def load_suite(path: str | Path) -> list[dict[str, Any]]:
     return validate_suite(document, suite)
 
 
-def select_tasks(tasks: list[dict[str, Any]], *, include_expensive: bool, only: list[str] = ()) -> Selection:
+def select_tasks(tasks: list[dict[str, Any]], *, include_expensive: bool, only: Sequence[str] = ()) -> Selection:
     """Drop expensive tasks unless asked for, and keep only the named ids when `only` is given."""
     known = {task["id"] for task in tasks}
     unknown = [task_id for task_id in only if task_id not in known]

@@ -449,7 +449,8 @@ def test_a_learning_queue_over_the_per_file_limit_fails(tmp_path):
 def test_an_oversized_prior_proposal_fails(tmp_path):
     proposal = tmp_path / "proposal.md"
     proposal.write_bytes(b"p" * (MAX_FILE_BYTES + 1))
-    with pytest.raises(EvidenceError, match="per-file limit"):
+    refusal = rf"prior proposal is {MAX_FILE_BYTES + 1} bytes, over the limit of {MAX_FILE_BYTES} bytes: .*proposal\.md"
+    with pytest.raises(EvidenceError, match=refusal):
         stage(tmp_path, root=None, rows_path=None, prior_proposal=proposal)
 
 

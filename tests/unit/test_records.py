@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from skillbench import artifacts, evidence, records
+from skillbench import artifacts, records
 
 # (type, schema kind, path to the object schema inside it; "$ref" entries are followed)
 RECORDS = [
@@ -19,11 +19,11 @@ RECORDS = [
     (records.OverlayFile, "overlay", ("properties", "files", "items")),
     (records.ProposerSession, "proposer-session", ()),
     (records.Progress, "progress", ()),
-    (evidence.EvidenceManifest, "evidence-manifest", ()),
-    (evidence.EvidenceCounts, "evidence-manifest", ("properties", "counts")),
-    (evidence.EvidenceLimits, "evidence-manifest", ("properties", "limits")),
-    (evidence.EvidenceSources, "evidence-manifest", ("properties", "sources")),
-    (evidence.EvidenceFile, "evidence-manifest", ("properties", "files", "items")),
+    (records.EvidenceManifest, "evidence-manifest", ()),
+    (records.EvidenceCounts, "evidence-manifest", ("properties", "counts")),
+    (records.EvidenceLimits, "evidence-manifest", ("properties", "limits")),
+    (records.EvidenceSources, "evidence-manifest", ("properties", "sources")),
+    (records.EvidenceFile, "evidence-manifest", ("properties", "files", "items")),
 ]
 
 
