@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from skillbench.scripted_model import ScriptedModel
 
 MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+# The token counts a session reports and a row carries: the one list of them, for every module.
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
 EMPTY_MCP_CONFIG = '{"mcpServers":{}}'

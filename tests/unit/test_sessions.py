@@ -905,3 +905,91 @@ def test_transcript_file_uses_no_follow(tmp_path):
     with pytest.raises(OSError):
         persist_transcript(encode(skill_events()), directory=directory, prefix="cell", session_id=SESSION, secrets=[])
     assert target.read_text() == "original"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Launching a session
+
+
+FAKE_CLI = """#!{python}
+import json, os, sys
+prompt = sys.stdin.read()
+env = {{k: v for k, v in os.environ.items() if k.startswith(("ANTHROPIC", "CLAUDE", "MCP"))}}
+seen = {{"argv": sys.argv[1:], "prompt": prompt, "env": env}}
+with open({seen!r}, "w") as handle:
+    json.dump(seen, handle)
+usage = {{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+by_model = {{"m": {{"inputTokens": 10, "outputTokens": 5, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0}}}}
+for event in (
+    {{"type": "system", "subtype": "init", "session_id": "sess-launch", "model": "m"}},
+    {{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 10, "num_turns": 1,
+      "session_id": "sess-launch", "total_cost_usd": 0.000105, "usage": usage,
+      "modelUsage": by_model}},
+):
+    print(json.dumps(event), flush=True)
+"""
+
+
+def launch_config(provider: str) -> dict:
+    return {
+        "model": {"provider": provider, "effort": None, "base_url": "http://127.0.0.1:9/api"},
+        "agent": {
+            "heartbeat_s": 60,
+            "session_timeout_s": 60,
+            "prices": {"usd_per_mtok": {"m": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}}},
+        },
+    }
+
+
+@pytest.mark.parametrize("provider", ["scripted", "anthropic"])
+def test_launch_session_runs_the_cli_with_the_prompt_on_stdin_and_records_it(tmp_path, provider):
+    from skillbench.sandbox import Sandbox
+    from skillbench.scripted_model import ScriptedModel
+    from skillbench.sessions import SCRIPTED_KEY, SessionSurface, launch_session
+
+    seen_file = tmp_path / "seen.json"
+    cli = tmp_path / "fake-claude"
+    cli.write_text(FAKE_CLI.format(python=sys.executable, seen=str(seen_file)))
+    cli.chmod(0o755)
+    (tmp_path / "root" / "workspace").mkdir(parents=True)
+    sandbox = Sandbox("none", tmp_path / "root" / "workspace", tmp_path / "root", claude_bin=cli)
+    started: list[ScriptedModel] = []
+
+    def scripted() -> ScriptedModel:
+        started.append(ScriptedModel([], defaults={}))
+        return started[-1]
+
+    log = io.StringIO()
+    api_key = None if provider == "scripted" else "sk-launch-secret-123456"
+    try:
+        record = launch_session(
+            sandbox,
+            SessionSurface(tools=["Read", "Bash"], disallowed_tools=["Skill"], extra_env={"MCP_TIMEOUT": "5"}),
+            label="demo/launch",
+            prompt=f"do the task {api_key}",
+            model="m",
+            config=launch_config(provider),
+            api_key=api_key,
+            scripted_model=scripted,
+            transcript_dir=tmp_path / "run" / "transcripts",
+            transcript_prefix="work",
+            log=log,
+        )
+    finally:
+        sandbox.close()
+    seen = json.loads(seen_file.read_text())
+    assert seen["prompt"] == f"do the task {api_key}" and all("do the task" not in arg for arg in seen["argv"])
+    assert ["--tools", "Read,Bash"] == seen["argv"][seen["argv"].index("--tools") :][:2]
+    assert "--disallowedTools" in seen["argv"] and seen["argv"][seen["argv"].index("--model") + 1] == "m"
+    assert seen["env"]["CLAUDE_CODE_SHELL_PREFIX"] == sandbox.shell_prefix and seen["env"]["MCP_TIMEOUT"] == "5"
+    if provider == "scripted":
+        assert len(started) == 1 and seen["env"]["ANTHROPIC_BASE_URL"] == started[0].base_url
+        assert seen["env"]["ANTHROPIC_API_KEY"] == SCRIPTED_KEY
+    else:
+        assert started == [] and seen["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/api"
+        assert seen["env"]["ANTHROPIC_API_KEY"] == api_key
+    assert record["ok"] is True and record["session_id"] == "sess-launch"
+    assert record["recomputed_cost_usd"] == pytest.approx(record["cost_usd"], abs=1e-12)
+    assert record["transcript_artifact"]["path"] == "transcripts/work-sess-launch.jsonl"
+    assert (tmp_path / "run" / "transcripts" / "work-sess-launch.jsonl").is_file()
+    assert "[demo/launch" in log.getvalue() and "sk-launch-secret" not in log.getvalue()
