@@ -38,10 +38,9 @@ import stat
 import tempfile
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from . import arms as arm_config
 from . import breaker, oracle, repo, sessions
@@ -50,15 +49,15 @@ from .artifacts import ArtifactError, remove_tree, utc_timestamp, write_exclusiv
 from .errors import SkillbenchError
 from .oracle import ORACLE_ENV_VAR
 from .process import CANCEL
+from .records import CellRecord, CellTiming, ErrorKind, ResultRow, SessionWindow, TaskBinding
 from .redaction import redact_text
-from .sandbox import Sandbox, SandboxError, SandboxLimits, claude_settings
+from .sandbox import Sandbox, SandboxError, SandboxLimits
 from .scripted_model import ScriptedModel, session_steps
 
 VERIFY_TAIL_CHARS = 4000
 MAX_DETAIL_CHARS = 2000
 CHURN_EXCLUDES = (arm_config.PLAN_DIRECTORY, ".claude/skills")
 MAX_FINGERPRINT_BYTES = 4 * 1024 * 1024
-SCRIPTED_KEY = "skillbench-scripted-offline-key"
 HASH_CHUNK_BYTES = 1024 * 1024
 # Files that configure the grader (pytest, the Python start-up) rather than being the agent's code.
 GRADER_CONFIG_NAMES = frozenset(
@@ -99,7 +98,7 @@ class CellCancelled(SkillbenchError, RuntimeError):
 class AgentWorkspaceError(SkillbenchError, RuntimeError):
     """What the agent left in its workspace makes the cell ungradable: a counted error kind, never excluded."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
         super().__init__(detail)
         self.kind = kind
 
@@ -141,7 +140,7 @@ class CellContext:
     overlay_digest: str | None = None
     log: TextIO | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    session_windows: list[dict[str, str]] = field(default_factory=list)
+    session_windows: list[SessionWindow] = field(default_factory=list)
 
     @property
     def secrets(self) -> list[str]:
@@ -511,14 +510,28 @@ def write_oracle_log(context: CellContext, text: str) -> None:
     )
 
 
-def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext) -> dict[str, Any]:
-    config = context.config
-    return {
+@dataclass(frozen=True)
+class Cell:
+    """Which cell: a task (its validated definition and its binding), an arm and a run number."""
+
+    task: dict[str, Any]
+    binding: TaskBinding
+    arm: str
+    run: int
+
+    @property
+    def label(self) -> str:
+        return f"[{self.task['id']}][{self.arm}][run {self.run}]"
+
+
+def base_row(cell: Cell, context: CellContext) -> ResultRow:
+    config, task, binding = context.config, cell.task, cell.binding
+    row: dict[str, Any] = {
         "schema": "result-row/v1",
         "task": task["id"],
         "class": task["class"],
-        "run": run,
-        "arm": arm,
+        "run": cell.run,
+        "arm": cell.arm,
         "ok": False,
         "resolved": False,
         "authored_tests_passed": False,
@@ -541,7 +554,7 @@ def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
         "tool_use_counts": {},
         "mcp_tool_uses": {},
         "mcp_semantic_errors": {},
-        "plugins": _row_plugins(config, arm),
+        "plugins": _row_plugins(config, cell.arm),
         "plan_produced": False,
         "diff_files": 0,
         "diff_insertions": 0,
@@ -563,6 +576,8 @@ def base_row(task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, 
         "sandbox_backend": config["sandbox"]["backend"],
         "recorded_at": now_iso(),
     }
+    # The usage fields come from one constant, which a TypedDict literal cannot spread.
+    return cast(ResultRow, row)
 
 
 def _row_plugins(config: dict[str, Any], arm: str) -> list[dict[str, Any]]:
@@ -573,41 +588,15 @@ def _row_plugins(config: dict[str, Any], arm: str) -> list[dict[str, Any]]:
     return plugins.provenance(plugins.arm_plugins(config, arm_config.incumbent_of(arm)))
 
 
-def cost_check(summed: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    prices = config["agent"]["prices"]
-    reported, recomputed = summed.get("cost_usd"), summed.get("recomputed_cost_usd")
-    agrees = difference = None
-    if reported is not None and recomputed is not None:
-        difference = (
-            0.0
-            if recomputed == reported == 0
-            else round(100 * abs(reported - recomputed) / max(recomputed, reported), 3)
-        )
-        agrees = difference <= prices["tolerance_pct"]
-    return {
-        "price_table": prices["table"],
-        "recomputed_usd": recomputed,
-        "agrees": agrees,
-        "difference_pct": difference,
-    }
-
-
-def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) -> dict[str, str]:
-    extra = {"ANTHROPIC_API_KEY": api_key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
-    if base_url:
-        extra["ANTHROPIC_BASE_URL"] = base_url
-    return sandbox.environment(extra)
-
-
-def session_launch(
+def session_surface(
     sandbox: Sandbox, config: dict[str, Any], arm: str, session: dict[str, Any]
-) -> tuple[list[str], list[tuple[Path, str]], dict[str, str], list[str]]:
-    """(CLI argv, read-only binds for the session's sandbox, extra CLI environment, MCP server names) of a session.
+) -> sessions.SessionSurface:
+    """A session's tool surface, its arm's MCP servers and plugins, and the binds and environment they need.
 
-    The session's tool surface, its arm's MCP servers (each in a nested sandbox, `--mcp-config`
-    written here, credential-free) and plugins (`--plugin-dir`, bound read-only).
+    Each MCP server runs in a nested sandbox (`--mcp-config` written here, credential-free); plugins
+    come as `--plugin-dir`, bound read-only.
     """
-    from . import mcp, plugins
+    from . import mcp
 
     definition = arm_config.arm_definition(config, arm)
     tools, disallowed = mcp.session_surface(config, definition, session)
@@ -618,42 +607,9 @@ def session_launch(
         binds += [(Path(host), target) for target, host in resolved[name]["mounts"].items()]
 
     def server_argv(name: str, server: dict[str, Any]) -> list[str]:
-        mounts = resolved[name]["mounts"]
-        if sandbox.backend == "none":
-            command = resolved[name]["command"]
-            args = [_host_path(arg, mounts) for arg in server.get("args") or []]
-            env = {key: _host_path(value, mounts) for key, value in mcp.server_environment(server).items()}
-            return sandbox.mcp_server_argv(
-                command=_host_path(command, mounts), args=args, env=env, mounts=[], network=True, workspace="read-write"
-            )
-        return sandbox.mcp_server_argv(
-            command=resolved[name]["command"],
-            args=server.get("args") or [],
-            env=mcp.server_environment(server),
-            mounts=list(mounts),
-            network=server["network"],
-            workspace=server["workspace"],
-        )
+        return _mcp_server_argv(sandbox, resolved[name], server)
 
-    plugin_dirs: list[str] = []
-    for index, plugin in enumerate(plugins.arm_plugins(config, arm_config.incumbent_of(arm))):
-        if sandbox.backend == "bwrap":
-            target = plugins.sandbox_path(plugin, index)
-            binds.append((Path(plugin["path"]), target))
-            plugin_dirs.append(target)
-        else:
-            plugin_dirs.append(plugin["path"])
-    argv = sessions.cli_command(
-        sandbox.claude,
-        tools=tools,
-        disallowed_tools=disallowed,
-        model=config["model"]["name"],
-        effort=config["model"]["effort"],
-        settings_json=claude_settings(sandbox_backend=sandbox.backend),
-        mcp_config=mcp.mcp_config_json(servers, server_argv),
-        plugin_dirs=plugin_dirs,
-        disable_slash_commands=bool(definition.get("disable_slash_commands")),
-    )
+    plugin_dirs = _plugin_dirs(sandbox, config, arm, binds)
     # Servers connect before the first request (else their tools may be missing from it), and the CLI
     # passes a server no more than the allow-listed environment (the server's argv clears it anyway).
     extra_env = (
@@ -663,7 +619,57 @@ def session_launch(
     )
     for host, _target in binds:
         sandbox.share_read_only(host)
-    return argv, binds, extra_env, list(servers)
+    return sessions.SessionSurface(
+        tools=tools,
+        disallowed_tools=disallowed,
+        mcp_config=mcp.mcp_config_json(servers, server_argv),
+        mcp_servers=list(servers),
+        plugin_dirs=plugin_dirs,
+        disable_slash_commands=bool(definition.get("disable_slash_commands")),
+        binds=binds,
+        extra_env=extra_env,
+    )
+
+
+def _mcp_server_argv(sandbox: Sandbox, resolved: dict[str, Any], server: dict[str, Any]) -> list[str]:
+    """The argv that starts one MCP server in its nested sandbox (host paths for the `none` backend)."""
+    from . import mcp
+
+    mounts = resolved["mounts"]
+    if sandbox.backend == "none":
+        args = [_host_path(arg, mounts) for arg in server.get("args") or []]
+        env = {key: _host_path(value, mounts) for key, value in mcp.server_environment(server).items()}
+        return sandbox.mcp_server_argv(
+            command=_host_path(resolved["command"], mounts),
+            args=args,
+            env=env,
+            mounts=[],
+            network=True,
+            workspace="read-write",
+        )
+    return sandbox.mcp_server_argv(
+        command=resolved["command"],
+        args=server.get("args") or [],
+        env=mcp.server_environment(server),
+        mounts=list(mounts),
+        network=server["network"],
+        workspace=server["workspace"],
+    )
+
+
+def _plugin_dirs(sandbox: Sandbox, config: dict[str, Any], arm: str, binds: list[tuple[Path, str]]) -> list[str]:
+    """The arm's plugin folders as the CLI sees them; under bwrap each is bound read-only (added to `binds`)."""
+    from . import plugins
+
+    plugin_dirs: list[str] = []
+    for index, plugin in enumerate(plugins.arm_plugins(config, arm_config.incumbent_of(arm))):
+        if sandbox.backend == "bwrap":
+            target = plugins.sandbox_path(plugin, index)
+            binds.append((Path(plugin["path"]), target))
+            plugin_dirs.append(target)
+        else:
+            plugin_dirs.append(plugin["path"])
+    return plugin_dirs
 
 
 def _host_path(value: str, mounts: dict[str, str]) -> str:
@@ -674,57 +680,41 @@ def _host_path(value: str, mounts: dict[str, str]) -> str:
     return value
 
 
+def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str, label: str) -> ScriptedModel:
+    script = context.model_script
+    if script is None:
+        raise InfraError("model.provider is scripted but no model script was given")
+    return ScriptedModel(
+        session_steps(script, cell.task["id"], role),
+        defaults=script.get("defaults", {}),
+        variables={"workspace": workspace},
+        variation_key=label,
+    )
+
+
 def run_one_session(
-    session: dict[str, Any],
-    prompt: str,
-    *,
-    task: dict[str, Any],
-    arm: str,
-    run: int,
-    sandbox: Sandbox,
-    context: CellContext,
-    disallowed: list[str] | None = None,
+    session: dict[str, Any], prompt: str, *, cell: Cell, sandbox: Sandbox, context: CellContext
 ) -> dict[str, Any]:
-    """One session of the arm; `disallowed` is unused (the arm's and the session's surface decide)."""
+    """One session of the cell's arm: its record, its time in the cell's timings and session windows."""
     config = context.config
-    argv, binds, extra_env, servers = session_launch(sandbox, config, arm, session)
-    label = f"{task['id']}/{arm}/run{run}/{session['role']}"
-    with ExitStack() as stack:
-        if config["model"]["provider"] == "scripted":
-            steps = session_steps(context.model_script, task["id"], session["role"])
-            server = stack.enter_context(
-                ScriptedModel(
-                    steps,
-                    defaults=context.model_script.get("defaults", {}),
-                    variables={"workspace": sandbox.workspace},
-                    variation_key=label,
-                )
-            )
-            base_url, api_key = server.base_url, context.api_key or SCRIPTED_KEY
-        else:
-            base_url, api_key = config["model"]["base_url"], context.api_key
-        progress = stack.enter_context(
-            sessions.SessionProgress(
-                label, stream=context.log, secrets=context.secrets, heartbeat_s=config["agent"]["heartbeat_s"]
-            )
-        )
-        started, window_start = time.monotonic(), now_iso("milliseconds")
-        env = {**session_environment(sandbox, base_url, api_key), **extra_env}
-        record = sessions.run_session(
-            sandbox.command(argv, extra_read_only=binds),
-            prompt=prompt,
-            env=env,
-            cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
-            timeout=config["agent"]["session_timeout_s"],
-            expected_skill=session.get("skill"),
-            transcript_dir=context.run_dir / "transcripts",
-            transcript_prefix=f"{session['role']}",
-            secrets=context.secrets,
-            prices=config["agent"]["prices"]["usd_per_mtok"],
-            progress=progress,
-            mcp_servers=servers,
-        )
-        context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
+    surface = session_surface(sandbox, config, cell.arm, session)
+    label = f"{cell.task['id']}/{cell.arm}/run{cell.run}/{session['role']}"
+    started, window_start = time.monotonic(), now_iso("milliseconds")
+    record = sessions.launch_session(
+        sandbox,
+        surface,
+        label=label,
+        prompt=prompt,
+        model=config["model"]["name"],
+        config=config,
+        api_key=context.api_key,
+        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label),
+        transcript_dir=context.run_dir / "transcripts",
+        transcript_prefix=f"{session['role']}",
+        log=context.log,
+        expected_skill=session.get("skill"),
+    )
+    context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
     from .mcp import server_log_tail
 
     for name, status in record.get("mcp_failed", {}).items():
@@ -736,9 +726,7 @@ def run_one_session(
     return record
 
 
-def execute_cell(
-    task: dict[str, Any], binding: dict[str, Any], arm: str, run: int, context: CellContext, private_root: Path
-) -> dict[str, Any]:
+def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> ResultRow:
     """The cell's work; raises InfraError/SandboxError/OSError/ValueError for harness failures."""
     config = context.config
     clone = private_root / "workspace"
@@ -753,9 +741,358 @@ def execute_cell(
         limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
     )
     try:
-        return _execute_in(sandbox, task, binding, arm, run, context, private_root)
+        work = CellWork(
+            sandbox=sandbox,
+            cell=cell,
+            context=context,
+            limits=WorkspaceLimits.from_config(config["sandbox"].get("limits")),
+            skills=arm_config.local_skills(arm_config.arm_skills(config, cell.arm)),
+            private_root=private_root,
+        )
+        return _execute(work)
     finally:
         sandbox.close()
+
+
+@dataclass
+class CellWork:
+    """One cell at work: its sandbox and context, the harness's bounds, and the skills whose files it guards."""
+
+    sandbox: Sandbox
+    cell: Cell
+    context: CellContext
+    limits: WorkspaceLimits
+    skills: list[str]
+    private_root: Path
+    # The evaluated skills' fingerprint once the workspace is prepared; no session may change it.
+    skill_digest: str | None = None
+
+    @property
+    def clone(self) -> Path:
+        return self.sandbox.clone
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.context.config
+
+    def fingerprint(self) -> str | None:
+        return skill_fingerprint(self.clone, self.context.skills_root, self.skills)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The prepared workspace as the harness measured it before any session, with its own git copy."""
+
+    harness_git: repo.GitRunner
+    measure: repo.ScriptRunner
+    work: repo.WorkMeasure
+    git_metadata: dict[str, str]
+    grader_base: Path
+    grader_config: dict[str, str]
+
+
+@dataclass
+class SessionsOutcome:
+    """What the arm's sessions left: their records, diagnostics, the plan, and a workspace that stopped them."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+    plan_path: str | None = None
+    plan_produced: bool = True
+    workspace_error: AgentWorkspaceError | None = None
+
+
+def _execute(work: CellWork) -> ResultRow:
+    """The cell's steps: prepare the workspace, measure it, run the arm's sessions, grade what they left."""
+    row = base_row(work.cell, work.context)
+    # oracle.load_snapshot still takes the binding as a plain dict.
+    oracle_files = oracle.load_snapshot(work.context.oracle_snapshot, cast(dict[str, Any], work.cell.binding))
+    prepare_workspace(work)
+    row["skill_digest"] = work.skill_digest
+    baseline = take_baseline(work)
+    row["variant_head_sha"] = baseline.work.base
+    outcome = run_sessions(work)
+    _record_sessions(row, outcome, work.config)
+    if not arm_config.arm_skills(work.config, work.cell.arm):
+        row["skill_invoked"] = None
+    _note_git_metadata(row, work.clone, baseline.git_metadata)
+    try:
+        if outcome.workspace_error is not None:
+            raise outcome.workspace_error
+        patch, truncated = _grade(work, row, baseline, oracle_files)
+    except AgentWorkspaceError as exc:
+        row.update(
+            {
+                "ok": False,
+                "resolved": False,
+                "error_kind": exc.kind,
+                "error_detail": _tail(redact_text(str(exc), work.context.secrets), MAX_DETAIL_CHARS),
+            }
+        )
+        return row
+    _write_patch(work.context, patch)
+    if truncated:
+        row["evidence_diagnostics"].append(f"patch.diff truncated at {repo.MAX_PATCH_BYTES} bytes")
+    row["ok"] = bool(row["ok"])
+    return row
+
+
+def prepare_workspace(work: CellWork) -> None:
+    """Install the skills, run the task's setup, then shape the workspace to the arm; fix the skill fingerprint."""
+    config, context, cell = work.config, work.context, work.cell
+    git = work.sandbox.git()
+    install_skills(work.clone, context.skills_source, context.skills_root, git)
+    base_fingerprint = work.fingerprint()
+    if cell.task.get("setup"):
+        _run_setup(work)
+        if work.fingerprint() != base_fingerprint:
+            raise InfraError("task setup changed the evaluated skill fingerprint")
+    if arm_config.arm_definition(config, cell.arm).get("no_mcp"):
+        from .mcp import strip_guidance
+
+        stripped = strip_guidance(work.clone, sorted(config.get("mcp_servers") or {}))
+        if stripped:
+            repo.commit_all(git, "benchmark: guidance without unavailable MCP tools")
+            _say(context, f"no-MCP arm: rewrote {', '.join(stripped)} without lines about MCP tools")
+    if arm_config.is_candidate(cell.arm):
+        from .overlay import apply_overlay
+
+        if context.overlay is None:
+            raise InfraError(f"candidate arm {cell.arm} has no frozen overlay")
+        apply_overlay(
+            context.overlay,
+            work.clone,
+            git,
+            expected_digest=context.overlay_digest,
+            evolvable=config["skills"]["evolvable"],
+        )
+    work.skill_digest = work.fingerprint()
+
+
+def _run_setup(work: CellWork) -> None:
+    started = time.monotonic()
+    result = work.sandbox.run(
+        ["/bin/sh", "-lc", work.cell.task["setup"]], timeout=work.config["agent"]["setup_timeout_s"]
+    )
+    work.context.timings["setup"] = time.monotonic() - started
+    if not result.ok:
+        raise InfraError(
+            f"task setup failed ({result.state}, exit {result.returncode}): "
+            f"{_tail(result.stderr_tail or result.stdout_tail, 1500)}"
+        )
+
+
+def take_baseline(work: CellWork) -> Baseline:
+    """Measure the prepared workspace; from here on the harness's git uses its own copy of the repository."""
+    harness_dir = work.private_root / "harness-git"
+    repo.make_harness_git_dir(work.clone, harness_dir)
+    harness_git, measure = work.sandbox.harness_git(harness_dir), work.sandbox.harness_script(harness_dir)
+    before_work = repo.measure_work(measure, "HEAD", CHURN_EXCLUDES)
+    git_before = repo.git_metadata(work.clone)
+    grader_base = work.private_root / "grader-base"
+    try:
+        grader_before = save_grader_config(work.clone, grader_base, work.limits)
+    except AgentWorkspaceError as exc:
+        raise InfraError(f"the task's workspace is not measurable before any session: {exc}") from exc
+    return Baseline(harness_git, measure, before_work, git_before, grader_base, grader_before)
+
+
+def run_sessions(work: CellWork) -> SessionsOutcome:
+    """The arm's sessions in order, until one fails; a workspace the harness cannot measure stops them too."""
+    outcome = SessionsOutcome()
+    session: dict[str, Any] = {}
+    try:
+        for session in arm_config.arm_definition(work.config, work.cell.arm)["sessions"]:
+            if not _run_session_step(work, session, outcome):
+                break
+    except AgentWorkspaceError as exc:
+        outcome.workspace_error = exc
+        if session.get("plan_document") and outcome.plan_path is None:
+            outcome.plan_produced = False
+    return outcome
+
+
+def _run_session_step(work: CellWork, session: dict[str, Any], outcome: SessionsOutcome) -> bool:
+    """Run one session and check what it left; False when the arm's sessions stop here."""
+    cell, clone = work.cell, work.clone
+    prompt = arm_config.render_prompt(
+        work.config, session, task_prompt=cell.task["prompt"], plan_path=outcome.plan_path
+    )
+    planning = bool(session.get("plan_document"))
+    before = workspace_snapshot(clone, work.limits) if planning else {}
+    home, _tmp = work.sandbox.fresh_scratch(f"session-{session['role']}")
+    record = run_one_session(session, prompt, cell=cell, sandbox=work.sandbox, context=work.context)
+    outcome.records.append(record)
+    if record["error_kind"] == "cancelled" or CANCEL.is_set():
+        raise CellCancelled(
+            f"{cell.task['id']}/{cell.arm}/run{cell.run}: interrupted during the {session['role']} "
+            "session; no record is written, so the next run does this cell again"
+        )
+    _check_after_session(work, session, record, home, outcome)
+    if not record["ok"]:
+        if planning:
+            outcome.plan_produced = False
+        return False
+    if planning:
+        try:
+            outcome.plan_path = plan_document_change(before, workspace_snapshot(clone, work.limits))
+        except ValueError as exc:
+            record.update(ok=False, error_kind="plan-evidence-invalid", error_detail=str(exc))
+            outcome.plan_produced = False
+            return False
+    return True
+
+
+def _check_after_session(
+    work: CellWork, session: dict[str, Any], record: dict[str, Any], home: Path, outcome: SessionsOutcome
+) -> None:
+    """Note Python start-up files left in the session's home; fail a session that changed the evaluated skills."""
+    planted = python_startup_files(home)
+    if planted:
+        outcome.diagnostics.append(
+            f"the {session['role']} session left Python start-up files in its home, which "
+            f"verify and the oracle never load: {', '.join(planted)}"
+        )
+    check_workspace(work.clone, work.limits)
+    if work.fingerprint() != work.skill_digest:
+        planning = bool(session.get("plan_document"))
+        message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
+        if record["ok"]:
+            record.update(
+                ok=False,
+                error_detail=message,
+                error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid",
+            )
+        else:
+            outcome.diagnostics.append(message)
+
+
+# The per-cell sums of the session records that the row carries as they are.
+SUMMED_ROW_FIELDS = (
+    *sessions.USAGE_FIELDS,
+    "cost_usd",
+    "duration_s",
+    "num_turns",
+    "ok",
+    "session_ids",
+    "error_kind",
+    "skill_invoked",
+    "transcript_missing",
+    "transcript_artifacts",
+    "tool_use_counts",
+    "mcp_tool_uses",
+    "mcp_semantic_errors",
+    "error_detail",
+)
+
+
+def _record_sessions(row: ResultRow, outcome: SessionsOutcome, config: dict[str, Any]) -> None:
+    if outcome.records:
+        summed = sessions.sum_sessions(outcome.records)
+        cast(dict[str, Any], row).update({key: summed[key] for key in SUMMED_ROW_FIELDS})
+        row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *outcome.diagnostics]
+        row["cost_check"] = sessions.cost_check(summed, config["agent"]["prices"])
+    else:
+        row["evidence_diagnostics"] = list(outcome.diagnostics)
+    row["plan_produced"] = outcome.plan_produced
+
+
+def _note_git_metadata(row: ResultRow, clone: Path, git_before: dict[str, str]) -> None:
+    head_problem = repo.git_head_problem(clone)
+    if head_problem:
+        row["evidence_diagnostics"].append(f"{head_problem}; graded with the harness's own copy of the repository")
+        return
+    changed = repo.git_metadata_changes(git_before, repo.git_metadata(clone))
+    if changed:
+        row["evidence_diagnostics"].append(
+            "the sessions changed the clone's git metadata, which the harness's git never reads: "
+            + ", ".join(changed[:12])
+        )
+
+
+def _grade(
+    work: CellWork, row: ResultRow, baseline: Baseline, oracle_files: list[tuple[str, bytes]]
+) -> tuple[bytes, bool]:
+    """Run verify and the hidden oracle, decide `resolved`, measure the change; return (patch, truncated)."""
+    context = work.context
+    passed, output, elapsed = run_verifier(
+        work.sandbox,
+        work.cell.task["verify"],
+        timeout=work.config["agent"]["verify_timeout_s"],
+        env=verifier_environment(work.sandbox, "verify"),
+    )
+    context.timings["verify"] = elapsed
+    row["authored_tests_passed"] = passed
+    row["authored_test_output"] = row["verify_output"] = _tail(redact_text(output, context.secrets), VERIFY_TAIL_CHARS)
+    oracle_passed, oracle_elapsed = _run_oracle(work, row, baseline, oracle_files)
+    context.timings["oracle"] = oracle_elapsed
+    row["oracle_passed"] = oracle_passed
+    row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
+    row["resolved"] = bool(row["ok"] and passed and oracle_passed)
+    if row["error_kind"] is None and not row["resolved"]:
+        row["error_kind"] = "verify-failed" if not passed else "oracle-failed"
+    return _measure_change(row, baseline)
+
+
+def _run_oracle(
+    work: CellWork, row: ResultRow, baseline: Baseline, oracle_files: list[tuple[str, bytes]]
+) -> tuple[bool, float]:
+    """(passed, seconds) of the hidden oracle, with the agent's grader-config changes masked."""
+    masks, changes, unmaskable = grader_config_masks(
+        work.clone, baseline.grader_base, baseline.grader_config, work.limits, work.sandbox.empty_file
+    )
+    if changes:
+        row["evidence_diagnostics"].append(
+            "grader-config files changed in the workspace did not take effect in the oracle run: "
+            + ", ".join(changes[:12])
+        )
+    if unmaskable:
+        row["evidence_diagnostics"].append(
+            "hidden oracle not run: grader-config path(s) are no longer regular files: " + ", ".join(unmaskable[:8])
+        )
+        write_oracle_log(work.context, "hidden oracle not run: grader-config path(s) are no longer regular files")
+        return False, 0.0
+    task = work.cell.task
+    oracle_run = run_hidden_oracle(
+        work.sandbox,
+        task,
+        oracle_files,
+        timeout=work.config["agent"]["verify_timeout_s"],
+        private_root=work.private_root,
+        masks=masks,
+    )
+    write_oracle_log(
+        work.context,
+        f"$ {task['oracle']['command']}\n[{oracle_run.state}, exit {oracle_run.exit_code}]\n{oracle_run.output}",
+    )
+    return oracle_run.passed, oracle_run.elapsed
+
+
+def _measure_change(row: ResultRow, baseline: Baseline) -> tuple[bytes, bool]:
+    """The agent's change outside plans and skills into the row; a "resolved" cell without one produced no work."""
+    orig_sha = baseline.work.base
+    work = _harness_git_step(
+        baseline.harness_git, orig_sha, lambda _git: repo.measure_work(baseline.measure, orig_sha, CHURN_EXCLUDES)
+    )
+    row.update({"diff_files": work.files, "diff_insertions": work.insertions, "diff_deletions": work.deletions})
+    if row["resolved"] and work.digest == baseline.work.digest:
+        row.update(
+            {
+                "resolved": False,
+                "error_kind": "no-work-produced",
+                "error_detail": "the arm reported success without any change outside plans and skills",
+            }
+        )
+    return work.patch, work.truncated
+
+
+def _write_patch(context: CellContext, patch: bytes) -> None:
+    if context.secrets:
+        # surrogateescape keeps binary hunks byte-exact while secrets in text are replaced.
+        patch = redact_text(patch.decode("utf-8", "surrogateescape"), context.secrets).encode(
+            "utf-8", "surrogateescape"
+        )
+    (context.run_dir / "patch.diff").write_bytes(patch)
 
 
 def _harness_git_step(git, orig_sha: str, step):
@@ -770,278 +1107,62 @@ def _harness_git_step(git, orig_sha: str, step):
         raise
 
 
-def _execute_in(
-    sandbox: Sandbox,
-    task: dict[str, Any],
-    binding: dict[str, Any],
-    arm: str,
-    run: int,
-    context: CellContext,
-    private_root: Path,
-) -> dict[str, Any]:
-    config = context.config
-    definition = arm_config.arm_definition(config, arm)
-    row = base_row(task, binding, arm, run, context)
-    clone = sandbox.clone
-    limits = WorkspaceLimits.from_config(config["sandbox"].get("limits"))
-    git = sandbox.git()
-    oracle_files = oracle.load_snapshot(context.oracle_snapshot, binding)
-    skills = arm_config.local_skills(arm_config.arm_skills(config, arm))
-    install_skills(clone, context.skills_source, context.skills_root, git)
-
-    base_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
-    if task.get("setup"):
-        started = time.monotonic()
-        result = sandbox.run(["/bin/sh", "-lc", task["setup"]], timeout=config["agent"]["setup_timeout_s"])
-        context.timings["setup"] = time.monotonic() - started
-        if not result.ok:
-            raise InfraError(
-                f"task setup failed ({result.state}, exit {result.returncode}): "
-                f"{_tail(result.stderr_tail or result.stdout_tail, 1500)}"
-            )
-        if skill_fingerprint(clone, context.skills_root, skills) != base_fingerprint:
-            raise InfraError("task setup changed the evaluated skill fingerprint")
-    if definition.get("no_mcp"):
-        from .mcp import strip_guidance
-
-        stripped = strip_guidance(clone, sorted(config.get("mcp_servers") or {}))
-        if stripped:
-            repo.commit_all(git, "benchmark: guidance without unavailable MCP tools")
-            _say(context, f"no-MCP arm: rewrote {', '.join(stripped)} without lines about MCP tools")
-    if arm_config.is_candidate(arm):
-        from .overlay import apply_overlay
-
-        if context.overlay is None:
-            raise InfraError(f"candidate arm {arm} has no frozen overlay")
-        apply_overlay(
-            context.overlay, clone, git, expected_digest=context.overlay_digest, evolvable=config["skills"]["evolvable"]
-        )
-    expected_fingerprint = skill_fingerprint(clone, context.skills_root, skills)
-    row["skill_digest"] = expected_fingerprint
-    # From here on the harness's git uses its own copy of the repository, made before any session.
-    harness_dir = private_root / "harness-git"
-    repo.make_harness_git_dir(clone, harness_dir)
-    hgit, measure = sandbox.harness_git(harness_dir), sandbox.harness_script(harness_dir)
-    before_work = repo.measure_work(measure, "HEAD", CHURN_EXCLUDES)
-    orig_sha = before_work.base
-    row["variant_head_sha"] = orig_sha
-    git_before = repo.git_metadata(clone)
-    grader_base = private_root / "grader-base"
-    try:
-        grader_before = save_grader_config(clone, grader_base, limits)
-    except AgentWorkspaceError as exc:
-        raise InfraError(f"the task's workspace is not measurable before any session: {exc}") from exc
-
-    records: list[dict[str, Any]] = []
-    plan_path: str | None = None
-    plan_produced = True
-    diagnostics: list[str] = []
-    workspace_error: AgentWorkspaceError | None = None
-    try:
-        for session in definition["sessions"]:
-            prompt = arm_config.render_prompt(config, session, task_prompt=task["prompt"], plan_path=plan_path)
-            before = workspace_snapshot(clone, limits) if session.get("plan_document") else None
-            home, _tmp = sandbox.fresh_scratch(f"session-{session['role']}")
-            record = run_one_session(
-                session,
-                prompt,
-                task=task,
-                arm=arm,
-                run=run,
-                sandbox=sandbox,
-                context=context,
-                disallowed=definition.get("disallowed_tools", []),
-            )
-            records.append(record)
-            if record["error_kind"] == "cancelled" or CANCEL.is_set():
-                raise CellCancelled(
-                    f"{task['id']}/{arm}/run{run}: interrupted during the {session['role']} "
-                    "session; no record is written, so the next run does this cell again"
-                )
-            planted = python_startup_files(home)
-            if planted:
-                diagnostics.append(
-                    f"the {session['role']} session left Python start-up files in its home, which "
-                    f"verify and the oracle never load: {', '.join(planted)}"
-                )
-            check_workspace(clone, limits)
-            if skill_fingerprint(clone, context.skills_root, skills) != expected_fingerprint:
-                planning = bool(session.get("plan_document"))
-                message = f"{'planning' if planning else 'implementation'} changed the evaluated skill fingerprint"
-                if record["ok"]:
-                    record.update(
-                        ok=False,
-                        error_detail=message,
-                        error_kind="plan-evidence-invalid" if planning else "implementation-evidence-invalid",
-                    )
-                else:
-                    diagnostics.append(message)
-            if not record["ok"]:
-                if session.get("plan_document"):
-                    plan_produced = False
-                break
-            if session.get("plan_document"):
-                try:
-                    plan_path = plan_document_change(before, workspace_snapshot(clone, limits))
-                except ValueError as exc:
-                    record.update(ok=False, error_kind="plan-evidence-invalid", error_detail=str(exc))
-                    plan_produced = False
-                    break
-    except AgentWorkspaceError as exc:
-        workspace_error = exc
-        if session.get("plan_document") and plan_path is None:
-            plan_produced = False
-
-    if records:
-        summed = sessions.sum_sessions(records)
-        row.update(
-            {
-                key: summed[key]
-                for key in (
-                    *sessions.USAGE_FIELDS,
-                    "cost_usd",
-                    "duration_s",
-                    "num_turns",
-                    "ok",
-                    "session_ids",
-                    "error_kind",
-                    "skill_invoked",
-                    "transcript_missing",
-                    "transcript_artifacts",
-                    "tool_use_counts",
-                    "mcp_tool_uses",
-                    "mcp_semantic_errors",
-                )
-            }
-        )
-        row["error_detail"] = summed["error_detail"]
-        row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *diagnostics]
-        row["cost_check"] = cost_check(summed, config)
-    else:
-        row["evidence_diagnostics"] = list(diagnostics)
-    row["plan_produced"] = plan_produced
-    if not arm_config.arm_skills(config, arm):
-        row["skill_invoked"] = None
-    head_problem = repo.git_head_problem(clone)
-    if head_problem:
-        row["evidence_diagnostics"].append(f"{head_problem}; graded with the harness's own copy of the repository")
-    else:
-        changed = repo.git_metadata_changes(git_before, repo.git_metadata(clone))
-        if changed:
-            row["evidence_diagnostics"].append(
-                "the sessions changed the clone's git metadata, which the harness's git never reads: "
-                + ", ".join(changed[:12])
-            )
-
-    try:
-        if workspace_error is not None:
-            raise workspace_error
-        passed, output, elapsed = run_verifier(
-            sandbox,
-            task["verify"],
-            timeout=config["agent"]["verify_timeout_s"],
-            env=verifier_environment(sandbox, "verify"),
-        )
-        context.timings["verify"] = elapsed
-        row["authored_tests_passed"] = passed
-        row["authored_test_output"] = row["verify_output"] = _tail(
-            redact_text(output, context.secrets), VERIFY_TAIL_CHARS
-        )
-        masks, changes, unmaskable = grader_config_masks(clone, grader_base, grader_before, limits, sandbox.empty_file)
-        if changes:
-            row["evidence_diagnostics"].append(
-                "grader-config files changed in the workspace did not take effect in the oracle run: "
-                + ", ".join(changes[:12])
-            )
-        if unmaskable:
-            oracle_passed, oracle_elapsed = False, 0.0
-            row["evidence_diagnostics"].append(
-                "hidden oracle not run: grader-config path(s) are no longer regular files: " + ", ".join(unmaskable[:8])
-            )
-            write_oracle_log(context, "hidden oracle not run: grader-config path(s) are no longer regular files")
-        else:
-            oracle_run = run_hidden_oracle(
-                sandbox,
-                task,
-                oracle_files,
-                timeout=config["agent"]["verify_timeout_s"],
-                private_root=private_root,
-                masks=masks,
-            )
-            oracle_passed, oracle_elapsed = oracle_run.passed, oracle_run.elapsed
-            write_oracle_log(
-                context,
-                f"$ {task['oracle']['command']}\n[{oracle_run.state}, exit "
-                f"{oracle_run.exit_code}]\n{oracle_run.output}",
-            )
-        context.timings["oracle"] = oracle_elapsed
-        row["oracle_passed"] = oracle_passed
-        row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
-        row["resolved"] = bool(row["ok"] and passed and oracle_passed)
-        if row["error_kind"] is None and not row["resolved"]:
-            row["error_kind"] = "verify-failed" if not passed else "oracle-failed"
-
-        work = _harness_git_step(hgit, orig_sha, lambda _git: repo.measure_work(measure, orig_sha, CHURN_EXCLUDES))
-        row.update(diff_files=work.files, diff_insertions=work.insertions, diff_deletions=work.deletions)
-        if row["resolved"] and work.digest == before_work.digest:
-            row.update(
-                resolved=False,
-                error_kind="no-work-produced",
-                error_detail="the arm reported success without any change outside plans and skills",
-            )
-        patch, truncated = work.patch, work.truncated
-    except AgentWorkspaceError as exc:
-        row.update(
-            ok=False,
-            resolved=False,
-            error_kind=exc.kind,
-            error_detail=_tail(redact_text(str(exc), context.secrets), MAX_DETAIL_CHARS),
-        )
-        return row
-    if context.secrets:
-        # surrogateescape keeps binary hunks byte-exact while secrets in text are replaced.
-        patch = redact_text(patch.decode("utf-8", "surrogateescape"), context.secrets).encode(
-            "utf-8", "surrogateescape"
-        )
-    (context.run_dir / "patch.diff").write_bytes(patch)
-    if truncated:
-        row["evidence_diagnostics"].append(f"patch.diff truncated at {repo.MAX_PATCH_BYTES} bytes")
-    row["ok"] = bool(row["ok"])
-    return row
-
-
 HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError, repo.GitError, oracle.OracleError)
 
 
 def run_cell(
-    task: dict[str, Any],
-    binding: dict[str, Any],
-    arm: str,
-    run: int,
-    context: CellContext,
-    *,
-    attempt: int,
-    attempts: int,
-    breaker_state: Path,
-) -> dict[str, Any]:
+    task: dict[str, Any], binding: TaskBinding, arm: str, run: int, context: CellContext, **retry: Any
+) -> CellRecord:
+    """`run_one_cell(Cell(task, binding, arm, run), context, **retry)`: the call form pipeline.run_cell still uses."""
+    return run_one_cell(Cell(task, binding, arm, run), context, **retry)
+
+
+def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: int, breaker_state: Path) -> CellRecord:
     """Run one cell and return its record; raise RetryableCellFailure on non-final systemic failures."""
     config = context.config
-    label = f"[{task['id']}][{arm}][run {run}]"
+    label = cell.label
     breaker.check(breaker_state, config["agent"]["outage_streak"])
-    transcripts = context.run_dir / "transcripts"
-    if transcripts.exists():
-        shutil.rmtree(transcripts)
-    context.run_dir.mkdir(parents=True, exist_ok=True)
-    transcripts.mkdir(mode=0o700)
-    (context.run_dir / "patch.diff").write_bytes(b"")
-    (context.run_dir / ORACLE_LOG).unlink(missing_ok=True)
+    _fresh_run_folder(context.run_dir)
     started_at, started = now_iso(), time.monotonic()
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
+    row = _row_of_attempt(cell, context)
+    if isinstance(row["error_detail"], str):
+        row["error_detail"] = redact_text(row["error_detail"], context.secrets)
+    wall = time.monotonic() - started
+    streak = breaker.record(breaker_state, label, row["error_kind"])
+    _log_outcome(context, label, row, wall)
+    if row["error_kind"] in SYSTEMIC_ERROR_KINDS and attempt < attempts:
+        raise RetryableCellFailure(
+            f"{label} {row['error_kind']} on attempt {attempt}/{attempts} "
+            f"(outage streak {streak}): {row['error_detail']}"
+        )
+    return {
+        "schema": "cell-record/v1",
+        "row": row,
+        "attempt": attempt,
+        "timing": _timing(context, started_at, wall),
+    }
+
+
+def _fresh_run_folder(run_dir: Path) -> None:
+    """Empty transcripts, an empty patch and no oracle log: nothing of an earlier attempt stays."""
+    transcripts = run_dir / "transcripts"
+    if transcripts.exists():
+        shutil.rmtree(transcripts)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    transcripts.mkdir(mode=0o700)
+    (run_dir / "patch.diff").write_bytes(b"")
+    (run_dir / ORACLE_LOG).unlink(missing_ok=True)
+
+
+def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
+    """The cell's row: its own verdict, an `infra-error` row for a harness failure, `cleanup-failure` after it."""
+    label = cell.label
     private_root = Path(tempfile.mkdtemp(prefix="skillbench-cell-"))
     try:
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted before it started")
-        row = execute_cell(task, binding, arm, run, context, private_root)
+        row = execute_cell(cell, context, private_root)
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted; no record is written, so the next run does this cell again")
     except HARNESS_FAILURES as exc:
@@ -1049,10 +1170,12 @@ def run_cell(
             raise CellCancelled(
                 f"{label} interrupted ({type(exc).__name__}); the next run does this cell again"
             ) from exc
-        row = base_row(task, binding, arm, run, context)
+        row = base_row(cell, context)
         row.update(
-            error_kind="infra-error",
-            error_detail=_tail(redact_text(f"{type(exc).__name__}: {exc}", context.secrets), MAX_DETAIL_CHARS),
+            {
+                "error_kind": "infra-error",
+                "error_detail": _tail(redact_text(f"{type(exc).__name__}: {exc}", context.secrets), MAX_DETAIL_CHARS),
+            }
         )
     finally:
         cleanup_error = None
@@ -1063,17 +1186,19 @@ def run_cell(
     if cleanup_error is not None:
         primary = f"primary={row['error_kind']}: {row['error_detail']}"
         row.update(
-            ok=False,
-            resolved=False,
-            error_kind="cleanup-failure",
-            error_detail=_tail(
-                f"{primary}; cleanup: {type(cleanup_error).__name__}: {cleanup_error}", MAX_DETAIL_CHARS
-            ),
+            {
+                "ok": False,
+                "resolved": False,
+                "error_kind": "cleanup-failure",
+                "error_detail": _tail(
+                    f"{primary}; cleanup: {type(cleanup_error).__name__}: {cleanup_error}", MAX_DETAIL_CHARS
+                ),
+            }
         )
-    if isinstance(row["error_detail"], str):
-        row["error_detail"] = redact_text(row["error_detail"], context.secrets)
-    wall = time.monotonic() - started
-    streak = breaker.record(breaker_state, label, row["error_kind"])
+    return row
+
+
+def _log_outcome(context: CellContext, label: str, row: ResultRow, wall: float) -> None:
     cost = "n/a" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
     tokens = row["input_tokens"] + row["output_tokens"]
     _say(
@@ -1084,27 +1209,19 @@ def run_cell(
     if row["error_detail"]:
         detail = json.dumps(row["error_detail"]) if isinstance(row["error_detail"], dict) else row["error_detail"]
         _say(context, f"{label} detail: {detail[:1200].replace(chr(10), ' ⏎ ')}")
-    if row["error_kind"] in SYSTEMIC_ERROR_KINDS and attempt < attempts:
-        raise RetryableCellFailure(
-            f"{label} {row['error_kind']} on attempt {attempt}/{attempts} "
-            f"(outage streak {streak}): {row['error_detail']}"
-        )
+
+
+def _timing(context: CellContext, started_at: str, wall: float) -> CellTiming:
     in_sessions = context.timings.get("sessions", 0.0)
+    verify, oracle_s = context.timings.get("verify", 0.0), context.timings.get("oracle", 0.0)
     return {
-        "schema": "cell-record/v1",
-        "row": row,
-        "attempt": attempt,
-        "timing": {
-            "started_at": started_at,
-            "finished_at": now_iso(),
-            "wall_s": round(wall, 3),
-            "sessions_s": round(in_sessions, 3),
-            "setup_s": round(context.timings.get("setup", 0.0), 3),
-            "verify_s": round(context.timings.get("verify", 0.0), 3),
-            "oracle_s": round(context.timings.get("oracle", 0.0), 3),
-            "overhead_s": round(
-                wall - in_sessions - context.timings.get("verify", 0.0) - context.timings.get("oracle", 0.0), 3
-            ),
-            "sessions": context.session_windows,
-        },
+        "started_at": started_at,
+        "finished_at": now_iso(),
+        "wall_s": round(wall, 3),
+        "sessions_s": round(in_sessions, 3),
+        "setup_s": round(context.timings.get("setup", 0.0), 3),
+        "verify_s": round(verify, 3),
+        "oracle_s": round(oracle_s, 3),
+        "overhead_s": round(wall - in_sessions - verify - oracle_s, 3),
+        "sessions": context.session_windows,
     }

@@ -17,9 +17,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import arms as arm_config
 from . import overlay as overlays
@@ -30,7 +29,10 @@ from .evidence import read_manifest
 from .oracle import OracleError, read_bounded_regular
 from .records import EvidenceManifest
 from .redaction import redact_text, redact_value
-from .sandbox import Sandbox, SandboxLimits, claude_settings
+from .sandbox import Sandbox, SandboxLimits
+
+if TYPE_CHECKING:
+    from .scripted_model import ScriptedModel
 
 OUTPUT_DIR = ".skillbench-output"
 EVIDENCE_MOUNT = "/evidence"
@@ -215,6 +217,14 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
     os.replace(temporary, proposal_out)
 
 
+def _scripted_proposer(model_script: dict[str, Any] | None, variables: dict[str, str]) -> ScriptedModel:
+    from .scripted_model import ScriptedModel, proposer_steps
+
+    if model_script is None:
+        raise ProposerError("model.provider is scripted but no model script was given")
+    return ScriptedModel(proposer_steps(model_script), defaults=model_script.get("defaults", {}), variables=variables)
+
+
 def run_proposer(
     *,
     config: dict[str, Any],
@@ -236,7 +246,6 @@ def run_proposer(
     if it holds one. The prompt the proposer received is written to `prompt_out`.
     """
     from .evidence import EvidenceError
-    from .scripted_model import ScriptedModel, proposer_steps
 
     secrets = [api_key] if api_key else []
     try:
@@ -269,54 +278,30 @@ def run_proposer(
             evidence_dir=evidence_dir,
         )
         atomic_write_text(Path(prompt_out), redact_text(prompt, secrets), mode=0o600)
-        model = config["evolution"]["proposer_model"] or config["model"]["name"]
-        argv = sessions.cli_command(
-            sandbox.claude,
-            tools=PROPOSER_TOOLS,
-            disallowed_tools=["Skill"],
-            model=model,
-            effort=config["model"]["effort"],
-            settings_json=claude_settings(sandbox_backend=sandbox.backend),
-        )
-        extra = [(evidence.resolve(), EVIDENCE_MOUNT)] if sandbox.backend == "bwrap" else []
         transcripts = proposal_out.parent / "transcripts"
         if transcripts.exists():
             shutil.rmtree(transcripts)
-        with ExitStack() as stack:
-            if config["model"]["provider"] == "scripted":
-                server = stack.enter_context(
-                    ScriptedModel(
-                        proposer_steps(model_script),
-                        defaults=model_script.get("defaults", {}),
-                        variables={"workspace": sandbox.workspace, "evidence": evidence_dir},
-                    )
-                )
-                base_url, key = server.base_url, api_key or "skillbench-scripted-offline-key"
-            else:
-                base_url, key = config["model"]["base_url"], api_key
-            progress = stack.enter_context(
-                sessions.SessionProgress(
-                    f"proposer/gen{generation}", stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"]
-                )
-            )
-            env_extra = {"ANTHROPIC_API_KEY": key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
-            if base_url:
-                env_extra["ANTHROPIC_BASE_URL"] = base_url
-            started = time.monotonic()
-            record = sessions.run_session(
-                sandbox.command(argv, extra_read_only=extra),
-                prompt=prompt,
-                env=sandbox.environment(env_extra),
-                cwd=None if sandbox.backend == "bwrap" else str(clone),
-                timeout=config["agent"]["session_timeout_s"],
-                expected_skill=None,
-                transcript_dir=transcripts,
-                transcript_prefix="proposer",
-                secrets=secrets,
-                prices=config["agent"]["prices"]["usd_per_mtok"],
-                progress=progress,
-            )
-            record["wall_s"] = round(time.monotonic() - started, 3)
+        surface = sessions.SessionSurface(
+            tools=PROPOSER_TOOLS,
+            disallowed_tools=["Skill"],
+            binds=[(evidence.resolve(), EVIDENCE_MOUNT)] if sandbox.backend == "bwrap" else [],
+        )
+        variables = {"workspace": sandbox.workspace, "evidence": evidence_dir}
+        started = time.monotonic()
+        record = sessions.launch_session(
+            sandbox,
+            surface,
+            label=f"proposer/gen{generation}",
+            prompt=prompt,
+            model=config["evolution"]["proposer_model"] or config["model"]["name"],
+            config=config,
+            api_key=api_key,
+            scripted_model=lambda: _scripted_proposer(model_script, variables),
+            transcript_dir=transcripts,
+            transcript_prefix="proposer",
+            log=log,
+        )
+        record["wall_s"] = round(time.monotonic() - started, 3)
         record = redact_value(record, secrets)
         if not record["ok"]:
             raise ProposerError(

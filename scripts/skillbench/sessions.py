@@ -1,13 +1,16 @@
 """Evidence from one headless Claude Code session.
 
-Owns the CLI argv, strict parsing of the parent-captured stream-json stdout (the only admissible evidence:
-files under the session's HOME are writable by the agent), the skill-invocation proof, redacted transcript
-persistence, the per-session record and its per-cell sum, the cost cross-check, and progress reporting.
+Owns the CLI argv and the one way a session is launched (`launch_session`, for cells and the proposer
+alike), strict parsing of the parent-captured stream-json stdout (the only admissible evidence: files
+under the session's HOME are writable by the agent), the skill-invocation proof, redacted transcript
+persistence, the per-session record and its per-cell sum, the usage fields, the cost cross-check, and
+progress reporting.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 import json
 import math
@@ -16,18 +19,29 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from skillbench import mcp
 from skillbench.artifacts import utc_timestamp, write_exclusive
 from skillbench.process import ProcessResult, run_managed
 from skillbench.redaction import redact_text, redact_value
+from skillbench.sandbox import claude_settings
+
+if TYPE_CHECKING:
+    from skillbench.sandbox import Sandbox
+    from skillbench.scripted_model import ScriptedModel
 
 MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+# The token counts a session reports and a row carries: the one list of them, for every module.
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
+EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
+# The scripted model accepts any key; the CLI needs one.
+SCRIPTED_KEY = "skillbench-scripted-offline-key"
 ERROR_TAIL_CHARS = 2000
 
 _TOOL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
@@ -42,6 +56,9 @@ _PRICED_USAGE = (
     ("cacheCreationInputTokens", "cache_write"),
     ("cacheReadInputTokens", "cache_read"),
 )
+# Cache writes that live one hour: their price-table field, and the modelUsage count newer CLIs report.
+CACHE_WRITE_1H = "cache_write_1h"
+_ONE_HOUR_USAGE = "cacheCreationEphemeral1hInputTokens"
 
 
 def cli_command(
@@ -53,7 +70,7 @@ def cli_command(
     effort: str | None,
     settings_json: str | None,
     permission_mode: str | None = "dontAsk",
-    mcp_config: str = '{"mcpServers":{}}',
+    mcp_config: str = EMPTY_MCP_CONFIG,
     plugin_dirs: Sequence[str] = (),
     disable_slash_commands: bool = False,
 ) -> list[str]:
@@ -175,17 +192,15 @@ def _skill_identifier(value: Any) -> str | None:
     return token.rsplit(":", 1)[-1] or None
 
 
-def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
-    """Whether a Skill request for ``skill`` got a later successful tool result.
+def _skill_request_matcher(skill: str) -> Callable[[Any], bool]:
+    """Whether a Skill input field names ``skill``.
 
-    False when no such request exists; ValueError when the stream is ambiguous (bad or duplicate ids, a
-    matching request without a result, or a result that does not follow its request).
+    A plugin skill ("plugin:skill") is proved by its qualified name or by its bare name, never by the
+    same skill name of another plugin.
     """
     expected = _skill_identifier(skill)
     if expected is None:
         raise ValueError(f"expected skill {skill[:80]!r} has no identifier")
-    # A plugin skill ("plugin:skill") is proved by its qualified name or by its bare name, never by the
-    # same skill name of another plugin.
     plugin = skill.strip().rsplit(":", 1)[0] if ":" in skill else None
 
     def requested(value: Any) -> bool:
@@ -194,6 +209,38 @@ def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
         token = value.split(maxsplit=1)[0].removeprefix("/")
         return plugin is None or ":" not in token or token.rsplit(":", 1)[0] == plugin
 
+    return requested
+
+
+def _block_id(block: dict[str, Any], key: str, index: int) -> str:
+    tool_id = block.get(key)
+    if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
+        raise ValueError(f"{block.get('type')} in event {index + 1} has no well-formed {key}")
+    return tool_id
+
+
+def _is_skill_request(block: dict[str, Any], requested: Callable[[Any], bool]) -> bool:
+    name = block.get("name")
+    arguments = block.get("input")
+    return (
+        isinstance(name, str)
+        and name.casefold() == "skill"
+        and isinstance(arguments, dict)
+        and any(requested(arguments.get(field)) for field in _SKILL_INPUT_FIELDS)
+    )
+
+
+def _result_is_error(block: dict[str, Any], tool_id: str) -> bool:
+    is_error = block.get("is_error")
+    if is_error not in (None, False, True):
+        raise ValueError(f"tool_result for {tool_id} has a non-boolean is_error")
+    return is_error is True
+
+
+def _tool_exchanges(
+    events: list[dict[str, Any]], requested: Callable[[Any], bool]
+) -> tuple[dict[str, tuple[int, bool]], dict[str, tuple[int, bool]]]:
+    """Tool requests as id -> (event index, is a matching Skill request); results as id -> (event index, is_error)."""
     requests: dict[str, tuple[int, bool]] = {}
     results: dict[str, tuple[int, bool]] = {}
     for index, event in enumerate(events):
@@ -201,33 +248,29 @@ def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_use":
-                tool_id = block.get("id")
-                if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
-                    raise ValueError(f"tool_use in event {index + 1} has no well-formed id")
+                tool_id = _block_id(block, "id", index)
                 if tool_id in requests:
                     raise ValueError(f"duplicate tool_use id {tool_id}")
-                name = block.get("name")
-                arguments = block.get("input")
-                matched = (
-                    isinstance(name, str)
-                    and name.casefold() == "skill"
-                    and isinstance(arguments, dict)
-                    and any(requested(arguments.get(field)) for field in _SKILL_INPUT_FIELDS)
-                )
-                requests[tool_id] = (index, matched)
+                requests[tool_id] = (index, _is_skill_request(block, requested))
             elif block.get("type") == "tool_result":
-                tool_id = block.get("tool_use_id")
-                if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
-                    raise ValueError(f"tool_result in event {index + 1} has no well-formed tool_use_id")
+                tool_id = _block_id(block, "tool_use_id", index)
                 if tool_id in results:
                     raise ValueError(f"duplicate tool_result for {tool_id}")
-                is_error = block.get("is_error")
-                if is_error not in (None, False, True):
-                    raise ValueError(f"tool_result for {tool_id} has a non-boolean is_error")
-                results[tool_id] = (index, is_error is True)
+                results[tool_id] = (index, _result_is_error(block, tool_id))
+    return requests, results
+
+
+def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
+    """Whether a Skill request for ``skill`` got a later successful tool result.
+
+    False when no such request exists; ValueError when the stream is ambiguous (bad or duplicate ids, a
+    matching request without a result, or a result that does not follow its request).
+    """
+    requests, results = _tool_exchanges(events, _skill_request_matcher(skill))
     succeeded = False
-    matching = [(tool_id, index) for tool_id, (index, matched) in requests.items() if matched]
-    for tool_id, request_index in matching:
+    for tool_id, (request_index, matched) in requests.items():
+        if not matched:
+            continue
         if tool_id not in results:
             raise ValueError(f"Skill request {tool_id} has no tool_result")
         result_index, is_error = results[tool_id]
@@ -258,26 +301,112 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def recompute_cost(model_usage: dict[str, Any], prices: dict[str, Any]) -> float | None:
+def price_rates(price: Any) -> dict[str, float] | None:
+    """A model's price-table entry as price field -> USD per million tokens; None when a price is missing or bad.
+
+    `cache_write` is the 5-minute cache write. A table without `cache_write_1h` (configs from before
+    the field existed) gets Anthropic's 1-hour rate, twice `input`.
+    """
+    if not isinstance(price, dict):
+        return None
+    rates = {field: _nonnegative(price.get(field)) for _usage_field, field in _PRICED_USAGE}
+    if CACHE_WRITE_1H in price:
+        rates[CACHE_WRITE_1H] = _nonnegative(price[CACHE_WRITE_1H])
+    else:
+        input_rate = rates["input"]
+        rates[CACHE_WRITE_1H] = None if input_rate is None else 2 * input_rate
+    valid = {field: rate for field, rate in rates.items() if rate is not None}
+    return valid if len(valid) == len(rates) else None
+
+
+def main_loop_one_hour_writes(result_usage: Any) -> int | None:
+    """1-hour cache writes of the main loop, from the result's ``usage.cache_creation``; 0 when not reported.
+
+    None when the split is there but malformed.
+    """
+    if not isinstance(result_usage, dict) or result_usage.get("cache_creation") is None:
+        return 0
+    split = result_usage["cache_creation"]
+    if not isinstance(split, dict):
+        return None
+    one_hour = split.get("ephemeral_1h_input_tokens")
+    return 0 if one_hour is None else _count(one_hour)
+
+
+def _model_cost(usage: Any, price: Any, main_loop_one_hour: int) -> float | None:
+    """One model's cost; its 1-hour cache writes come from its own usage when reported, else `main_loop_one_hour`."""
+    rates = price_rates(price)
+    if not isinstance(usage, dict) or rates is None:
+        return None
+    tokens = {field: _count(usage.get(usage_field)) for usage_field, field in _PRICED_USAGE}
+    one_hour = _count(usage[_ONE_HOUR_USAGE]) if _ONE_HOUR_USAGE in usage else main_loop_one_hour
+    written = tokens["cache_write"]
+    if written is None or one_hour is None or one_hour > written:
+        return None
+    # The 1-hour writes are counted inside cacheCreationInputTokens; the rest live five minutes (or
+    # did not say, which the CLI prices as five minutes too).
+    tokens["cache_write"], tokens[CACHE_WRITE_1H] = written - one_hour, one_hour
+    cost = 0.0
+    for field, count in tokens.items():
+        if count is None:
+            return None
+        cost += count * rates[field] / 1_000_000
+    return cost
+
+
+def recompute_cost(
+    model_usage: dict[str, Any], prices: dict[str, Any], *, result_usage: Any = None, main_model: Any = None
+) -> float | None:
     """Cost in USD from the result's ``modelUsage`` and a per-model price table in USD per million tokens.
 
-    None when a model has no price, or a token count or price is missing or malformed.
+    Cache writes that live one hour are priced at `cache_write_1h`, the others at `cache_write`. A
+    model's 1-hour count is its ``cacheCreationEphemeral1hInputTokens`` (newer CLIs); older CLIs
+    report the split only in the result's ``usage`` (`result_usage`), which covers the main loop,
+    so that count goes to `main_model` (the session's model; needed only when ``modelUsage`` names
+    several). Without a split every cache write is priced as five-minute.
+
+    None when a model has no price, a token count or price is missing or malformed, or a reported
+    split cannot be placed.
     """
     if not isinstance(model_usage, dict) or not isinstance(prices, dict):
         return None
+    main_loop_one_hour = main_loop_one_hour_writes(result_usage)
+    if main_loop_one_hour is None:
+        return None
+    if main_model not in model_usage:
+        main_model = next(iter(model_usage)) if len(model_usage) == 1 else None
+    if main_loop_one_hour and main_model is None:
+        return None
     total = 0.0
     for model, usage in model_usage.items():
-        price = prices.get(model)
-        if not isinstance(usage, dict) or not isinstance(price, dict):
+        cost = _model_cost(usage, prices.get(model), main_loop_one_hour if model == main_model else 0)
+        if cost is None:
             return None
-        for usage_field, price_field in _PRICED_USAGE:
-            tokens = _count(usage.get(usage_field))
-            rate = _nonnegative(price.get(price_field))
-            if tokens is None or rate is None:
-                return None
-            total += tokens * rate / 1_000_000
+        total += cost
     # Float noise below a nano-dollar would only make equal figures look different.
     return round(total, 10)
+
+
+def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+    """The row's `cost_check`: the CLI's reported cost of a cell against the one recomputed from its token usage.
+
+    `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured.
+    """
+    reported, recomputed = summed.get("cost_usd"), summed.get("recomputed_cost_usd")
+    agrees = difference = None
+    if reported is not None and recomputed is not None:
+        difference = (
+            0.0
+            if recomputed == reported == 0
+            else round(100 * abs(reported - recomputed) / max(recomputed, reported), 3)
+        )
+        agrees = difference <= prices["tolerance_pct"]
+    return {
+        "price_table": prices["table"],
+        "recomputed_usd": recomputed,
+        "agrees": agrees,
+        "difference_pct": difference,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -290,7 +419,7 @@ def _short(value: Any) -> str:
 
 
 def persist_transcript(
-    raw: bytes, *, directory: Path, prefix: str, session_id: str, secrets: Sequence[str]
+    raw: bytes, *, directory: Path, prefix: str, session_id: Any, secrets: Sequence[str]
 ) -> dict[str, Any]:
     """Write the redacted, canonical event stream once as ``<directory>/<prefix>-<session_id>.jsonl``.
 
@@ -356,6 +485,163 @@ def _redact_stream_tail(text: str, secrets: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def _read_evidence(result: ProcessResult) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
+    """(evidence window, result event, None), or ([], {}, why the captured stream is no evidence)."""
+    try:
+        if result.stdout_capture is None:
+            raise ValueError("the parent did not capture the session's stdout")
+        if result.stdout_capture_overflow:
+            raise ValueError(f"captured event stream exceeds {MAX_TRANSCRIPT_BYTES} bytes")
+        window, data = evidence_window(parse_event_stream(result.stdout_capture))
+    except ValueError as exc:
+        return [], {}, str(exc)
+    return window, data, None
+
+
+def _usage_counts(data: dict[str, Any]) -> dict[str, int | None]:
+    usage = data.get("usage")
+    return {field: _count(usage.get(field)) if isinstance(usage, dict) else None for field in USAGE_FIELDS}
+
+
+def _failure_reasons(
+    result: ProcessResult, data: dict[str, Any], stream_error: str | None, counts: dict[str, int | None]
+) -> list[str]:
+    """Why the session failed; empty when it did not."""
+    raw_subtype = data.get("subtype")
+    reasons = []
+    if not result.ok:
+        reasons.append(f"process {result.state} (returncode {result.returncode})")
+    if stream_error is not None:
+        reasons.append(f"event stream: {stream_error}")
+    if data.get("is_error", False):
+        reasons.append("result is_error")
+    if isinstance(raw_subtype, str) and raw_subtype.startswith("error"):
+        reasons.append(f"result subtype {raw_subtype[:80]}")
+    if stream_error is None:
+        reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
+    return reasons
+
+
+def _failure_detail(
+    result: ProcessResult, data: dict[str, Any], stream_error: str | None, reasons: list[str], secrets: Sequence[str]
+) -> dict[str, Any]:
+    raw_subtype = data.get("subtype")
+    subtype = raw_subtype if raw_subtype is None or isinstance(raw_subtype, str) else _short(raw_subtype)
+    return redact_value(
+        {
+            "subtype": subtype,
+            "returncode": result.returncode,
+            "process_state": result.state,
+            "stderr_tail": result.stderr_tail[-ERROR_TAIL_CHARS:],
+            # A session can fail with an empty stderr; the stream tail is then the only clue.
+            "stdout_tail": _redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
+            "process_detail": result.detail,
+            "event_stream_error": stream_error,
+            "reasons": reasons,
+        },
+        secrets,
+    )
+
+
+def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
+    """How often the session requested each tool (a name that is not an identifier counts as "tool")."""
+    counts: dict[str, int] = {}
+    for event in window:
+        for block in _content_blocks(event):
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                name = _tool_name(block.get("name"))
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _session_model(window: list[dict[str, Any]]) -> Any:
+    """The model `system/init` names: the main loop's, whose cache-write split the result's usage reports."""
+    for event in window:
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            return event.get("model")
+    return None
+
+
+def _recomputed_cost(window: list[dict[str, Any]], data: dict[str, Any], prices: dict[str, Any] | None) -> float | None:
+    model_usage = data.get("modelUsage")
+    if prices is None or not isinstance(model_usage, dict):
+        return None
+    return recompute_cost(model_usage, prices, result_usage=data.get("usage"), main_model=_session_model(window))
+
+
+def _mark_mcp_failure(record: dict[str, Any], mcp_failed: dict[str, str]) -> None:
+    if mcp_failed and record["error_kind"] != "cancelled":
+        # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
+        listed = ", ".join(f"{name} ({status})" for name, status in mcp_failed.items())
+        record.update(
+            ok=False,
+            error_kind="infra-error",
+            error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr",
+        )
+
+
+def _gather_evidence(
+    record: dict[str, Any],
+    result: ProcessResult,
+    window: list[dict[str, Any]],
+    *,
+    session_id: Any,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+) -> list[str]:
+    """Prove the skill invocation and keep the transcript, into `record`; return what could not be verified."""
+    diagnostics: list[str] = []
+    if expected_skill is not None:
+        try:
+            record["skill_invoked"] = skill_was_invoked(window, expected_skill)
+        except ValueError as exc:
+            record["skill_invoked"] = None
+            diagnostics.append(f"unverifiable skill evidence: {exc}")
+    if transcript_dir is not None:
+        try:
+            record["transcript_artifact"] = persist_transcript(
+                result.stdout_capture or b"",
+                directory=transcript_dir,
+                prefix=transcript_prefix,
+                session_id=session_id,
+                secrets=secrets,
+            )
+        except (OSError, ValueError) as exc:
+            diagnostics.append(f"unverifiable transcript persistence: {exc}")
+    return diagnostics
+
+
+def _judge_evidence(
+    record: dict[str, Any],
+    diagnostics: list[str],
+    *,
+    expected_skill: str | None,
+    already_failed: bool,
+    secrets: Sequence[str],
+) -> None:
+    """Fail a session that did not invoke its skill or whose evidence is unverified.
+
+    A session that `already_failed` (its own error, or an MCP server that never started) keeps that
+    verdict; what is wrong with its evidence only becomes a diagnostic.
+    """
+    if expected_skill is not None:
+        record.setdefault("skill_invoked", None)
+        if record["skill_invoked"] is False:
+            detail = f"the event stream shows no successful {expected_skill} invocation"
+            if already_failed:
+                diagnostics.append(detail)
+            elif not diagnostics:
+                record.update(ok=False, error_kind="skill-not-invoked", error_detail=redact_text(detail, secrets))
+    if diagnostics:
+        diagnostics = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
+        record["transcript_missing"] = True
+        record["evidence_diagnostics"] = diagnostics
+        if not already_failed:
+            record.update(ok=False, error_kind="evidence-unverified", error_detail="; ".join(diagnostics))
+
+
 def session_record(
     result: ProcessResult,
     *,
@@ -374,77 +660,24 @@ def session_record(
     that `system/init` does not show as connected makes the session an `infra-error` (the harness's,
     excluded) whose `mcp_failed` names it.
     """
-    stream_error: str | None = None
-    window: list[dict[str, Any]] = []
-    data: dict[str, Any] = {}
-    try:
-        if result.stdout_capture is None:
-            raise ValueError("the parent did not capture the session's stdout")
-        if result.stdout_capture_overflow:
-            raise ValueError(f"captured event stream exceeds {MAX_TRANSCRIPT_BYTES} bytes")
-        window, data = evidence_window(parse_event_stream(result.stdout_capture))
-    except ValueError as exc:
-        stream_error = str(exc)
-
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    counts = {field: _count(usage.get(field)) for field in USAGE_FIELDS}
-    raw_subtype = data.get("subtype")
-    subtype = raw_subtype if raw_subtype is None or isinstance(raw_subtype, str) else _short(raw_subtype)
-    reasons = []
-    if not result.ok:
-        reasons.append(f"process {result.state} (returncode {result.returncode})")
-    if stream_error is not None:
-        reasons.append(f"event stream: {stream_error}")
-    if data.get("is_error", False):
-        reasons.append("result is_error")
-    if isinstance(raw_subtype, str) and raw_subtype.startswith("error"):
-        reasons.append(f"result subtype {raw_subtype[:80]}")
-    if stream_error is None:
-        reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
+    window, data, stream_error = _read_evidence(result)
+    counts = _usage_counts(data)
+    reasons = _failure_reasons(result, data, stream_error, counts)
     session_error = bool(reasons)
-
-    tool_use_counts: dict[str, int] = {}
-    for event in window:
-        for block in _content_blocks(event):
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                name = _tool_name(block.get("name"))
-                tool_use_counts[name] = tool_use_counts.get(name, 0) + 1
-
     mcp_uses, mcp_errors = mcp.mcp_counts(window, list(mcp_servers))
     mcp_failed = mcp.failed_servers(window, list(mcp_servers)) if stream_error is None else {}
-
     milliseconds = _nonnegative(data.get("duration_ms"))
     session_id = data.get("session_id")
-    model_usage = data.get("modelUsage")
     record: dict[str, Any] = {
         "ok": not session_error,
         "error_kind": "cancelled" if result.state == "cancelled" else ("session-error" if session_error else None),
-        "error_detail": (
-            redact_value(
-                {
-                    "subtype": subtype,
-                    "returncode": result.returncode,
-                    "process_state": result.state,
-                    "stderr_tail": result.stderr_tail[-ERROR_TAIL_CHARS:],
-                    # A session can fail with an empty stderr; the stream tail is then the only clue.
-                    "stdout_tail": _redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
-                    "process_detail": result.detail,
-                    "event_stream_error": stream_error,
-                    "reasons": reasons,
-                },
-                secrets,
-            )
-            if session_error
-            else None
-        ),
+        "error_detail": _failure_detail(result, data, stream_error, reasons, secrets) if session_error else None,
         "session_id": session_id if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) else None,
         "num_turns": _count(data.get("num_turns")) or 0,
         "cost_usd": measured_cost(data.get("total_cost_usd")),
-        "recomputed_cost_usd": (
-            recompute_cost(model_usage, prices) if prices is not None and isinstance(model_usage, dict) else None
-        ),
+        "recomputed_cost_usd": _recomputed_cost(window, data, prices),
         "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
-        "tool_use_counts": tool_use_counts,
+        "tool_use_counts": tool_use_counts(window),
         "mcp_tool_uses": mcp_uses,
         "mcp_semantic_errors": mcp_errors,
         "mcp_failed": mcp_failed,
@@ -454,56 +687,29 @@ def session_record(
         "started_at": started_at,
         "finished_at": finished_at,
     }
-
-    if mcp_failed and record["error_kind"] != "cancelled":
-        # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
-        listed = ", ".join(f"{name} ({status})" for name, status in mcp_failed.items())
-        record.update(
-            ok=False,
-            error_kind="infra-error",
-            error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr",
-        )
+    _mark_mcp_failure(record, mcp_failed)
     if expected_skill is None and transcript_dir is None:
         return record
-    diagnostics: list[str] = []
     if stream_error is not None:
-        diagnostics.append(f"unverifiable event stream: {stream_error}")
+        diagnostics = [f"unverifiable event stream: {stream_error}"]
     else:
-        if expected_skill is not None:
-            try:
-                record["skill_invoked"] = skill_was_invoked(window, expected_skill)
-            except ValueError as exc:
-                record["skill_invoked"] = None
-                diagnostics.append(f"unverifiable skill evidence: {exc}")
-        if transcript_dir is not None:
-            try:
-                record["transcript_artifact"] = persist_transcript(
-                    result.stdout_capture or b"",
-                    directory=transcript_dir,
-                    prefix=transcript_prefix,
-                    session_id=session_id,
-                    secrets=secrets,
-                )
-            except (OSError, ValueError) as exc:
-                diagnostics.append(f"unverifiable transcript persistence: {exc}")
-    if expected_skill is not None:
-        record.setdefault("skill_invoked", None)
-        if record["skill_invoked"] is False:
-            detail = f"the event stream shows no successful {expected_skill} invocation"
-            if session_error or mcp_failed:
-                diagnostics.append(detail)
-            elif not diagnostics:
-                record["ok"] = False
-                record["error_kind"] = "skill-not-invoked"
-                record["error_detail"] = redact_text(detail, secrets)
-    if diagnostics:
-        diagnostics = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
-        record["transcript_missing"] = True
-        record["evidence_diagnostics"] = diagnostics
-        if not session_error and not mcp_failed:
-            record["ok"] = False
-            record["error_kind"] = "evidence-unverified"
-            record["error_detail"] = "; ".join(diagnostics)
+        diagnostics = _gather_evidence(
+            record,
+            result,
+            window,
+            session_id=session_id,
+            expected_skill=expected_skill,
+            transcript_dir=transcript_dir,
+            transcript_prefix=transcript_prefix,
+            secrets=secrets,
+        )
+    _judge_evidence(
+        record,
+        diagnostics,
+        expected_skill=expected_skill,
+        already_failed=session_error or bool(mcp_failed),
+        secrets=secrets,
+    )
     return record
 
 
@@ -548,6 +754,94 @@ def run_session(
         finished_at=_utc_now(),
         mcp_servers=mcp_servers,
     )
+
+
+@dataclass(frozen=True)
+class SessionSurface:
+    """What a session can reach: its tools, MCP servers and plugins, and the binds and environment they need."""
+
+    tools: list[str]
+    disallowed_tools: list[str]
+    mcp_config: str = EMPTY_MCP_CONFIG
+    mcp_servers: list[str] = dataclasses.field(default_factory=list)
+    plugin_dirs: list[str] = dataclasses.field(default_factory=list)
+    disable_slash_commands: bool = False
+    # (host path, path in the sandbox), bound read-only into the session's sandbox.
+    binds: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) -> dict[str, str]:
+    """The CLI's environment in `sandbox`: the model endpoint and key, and the shell prefix its Bash tool runs under."""
+    extra = {"ANTHROPIC_API_KEY": api_key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
+    if base_url:
+        extra["ANTHROPIC_BASE_URL"] = base_url
+    return sandbox.environment(extra)
+
+
+def _model_endpoint(
+    stack: ExitStack, model: dict[str, Any], api_key: str | None, scripted_model: Callable[[], ScriptedModel]
+) -> tuple[str | None, str]:
+    """(base URL, API key) of the session's model: a scripted model started on `stack`, or the configured API."""
+    if model["provider"] == "scripted":
+        server = stack.enter_context(scripted_model())
+        return server.base_url, api_key or SCRIPTED_KEY
+    if not api_key:
+        raise ValueError(f"model.provider {model['provider']} needs an API key and none was given")
+    return model["base_url"], api_key
+
+
+def launch_session(
+    sandbox: Sandbox,
+    surface: SessionSurface,
+    *,
+    label: str,
+    prompt: str,
+    model: str,
+    config: dict[str, Any],
+    api_key: str | None,
+    scripted_model: Callable[[], ScriptedModel],
+    transcript_dir: Path,
+    transcript_prefix: str,
+    log: TextIO | None,
+    expected_skill: str | None = None,
+) -> dict[str, Any]:
+    """Run one headless Claude Code session of `model` in `sandbox` and return its record (`session_record`).
+
+    The model endpoint is the scripted model `scripted_model()` builds, for `model.provider: scripted`,
+    or the configured API; `label` names the session in the progress lines written to `log`.
+    """
+    argv = cli_command(
+        sandbox.claude,
+        tools=surface.tools,
+        disallowed_tools=surface.disallowed_tools,
+        model=model,
+        effort=config["model"]["effort"],
+        settings_json=claude_settings(sandbox_backend=sandbox.backend),
+        mcp_config=surface.mcp_config,
+        plugin_dirs=surface.plugin_dirs,
+        disable_slash_commands=surface.disable_slash_commands,
+    )
+    secrets = [api_key] if api_key else []
+    with ExitStack() as stack:
+        base_url, key = _model_endpoint(stack, config["model"], api_key, scripted_model)
+        progress = stack.enter_context(
+            SessionProgress(label, stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"])
+        )
+        return run_session(
+            sandbox.command(argv, extra_read_only=surface.binds),
+            prompt=prompt,
+            env={**session_environment(sandbox, base_url, key), **surface.extra_env},
+            cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
+            timeout=config["agent"]["session_timeout_s"],
+            expected_skill=expected_skill,
+            transcript_dir=transcript_dir,
+            transcript_prefix=transcript_prefix,
+            secrets=secrets,
+            prices=config["agent"]["prices"]["usd_per_mtok"],
+            progress=progress,
+            mcp_servers=surface.mcp_servers,
+        )
 
 
 def _sum_costs(values: list[Any]) -> float | None:

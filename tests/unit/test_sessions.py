@@ -22,6 +22,7 @@ from skillbench.sessions import (
     USAGE_FIELDS,
     SessionProgress,
     cli_command,
+    cost_check,
     evidence_window,
     measured_cost,
     parse_event_stream,
@@ -562,6 +563,143 @@ def test_recompute_cost_reproduces_the_cli_figure():
     assert recompute_cost({}, SONNET_4_PRICES) == 0.0
 
 
+SONNET = "claude-sonnet-4-20250514"
+HAIKU = "claude-3-5-haiku-20241022"
+PRICE_CHECK = {"table": "anthropic-list-2025-05", "tolerance_pct": 1.0}
+
+
+def cli_reported_cost(tokens: dict, one_hour: int, *, base_input: float, output: float) -> float:
+    """The cost as the CLI computes it from Anthropic's multipliers: a 5-minute cache write costs 1.25x the
+    input price, a 1-hour one 2x, a cache read 0.1x; the 1-hour writes are counted inside the cache writes."""
+    five_minute = tokens["cache_creation_input_tokens"] - one_hour
+    return (
+        tokens["input_tokens"] * base_input
+        + tokens["output_tokens"] * output
+        + five_minute * 1.25 * base_input
+        + one_hour * 2 * base_input
+        + tokens["cache_read_input_tokens"] * 0.1 * base_input
+    ) / 1_000_000
+
+
+def model_usage(tokens: dict, **extra) -> dict:
+    return {
+        "inputTokens": tokens["input_tokens"],
+        "outputTokens": tokens["output_tokens"],
+        "cacheCreationInputTokens": tokens["cache_creation_input_tokens"],
+        "cacheReadInputTokens": tokens["cache_read_input_tokens"],
+        **extra,
+    }
+
+
+TOKENS = {
+    "input_tokens": 1200,
+    "output_tokens": 800,
+    "cache_creation_input_tokens": 40_000,
+    "cache_read_input_tokens": 90_000,
+}
+
+
+@pytest.mark.parametrize("prices", [SONNET_4_PRICES, {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": 6.0}}])
+def test_one_hour_cache_writes_reported_in_model_usage_are_priced_at_the_one_hour_rate(prices):
+    # Without cache_write_1h in the table (an old config) the 1-hour rate is 2x input, Anthropic's price.
+    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=30_000)}
+    expected = cli_reported_cost(TOKENS, 30_000, base_input=3.0, output=15.0)
+    assert recompute_cost(usage, prices) == pytest.approx(expected, abs=1e-10)
+    # The split changes the figure: pricing every write as 5-minute would be 30 % cheaper here.
+    assert recompute_cost({SONNET: model_usage(TOKENS)}, prices) == pytest.approx(
+        cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0), abs=1e-10
+    )
+
+
+def test_the_price_table_sets_the_one_hour_rate_when_it_has_one():
+    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=10_000)}
+    prices = {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": 10.0}}
+    expected = (1200 * 3.0 + 800 * 15.0 + 30_000 * 3.75 + 10_000 * 10.0 + 90_000 * 0.3) / 1_000_000
+    assert recompute_cost(usage, prices) == pytest.approx(expected, abs=1e-10)
+    assert recompute_cost(usage, {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": -1}}) is None
+
+
+def test_a_one_hour_split_larger_than_the_cache_writes_is_malformed():
+    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=40_001)}
+    assert recompute_cost(usage, SONNET_4_PRICES) is None
+    assert (
+        recompute_cost({SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens="9")}, SONNET_4_PRICES) is None
+    )
+
+
+def split_session(one_hour: int, *, reported: float, model_usage_split: bool = False, models: tuple = (SONNET,)):
+    """A session whose result reports the cache-write split as the pinned CLI does: in `usage.cache_creation`."""
+    usage = {
+        **TOKENS,
+        "cache_creation": {"ephemeral_1h_input_tokens": one_hour, "ephemeral_5m_input_tokens": 40_000 - one_hour},
+    }
+    split = {"cacheCreationEphemeral1hInputTokens": one_hour} if model_usage_split else {}
+    by_model = {model: model_usage(TOKENS, **(split if model == SONNET else {})) for model in models}
+    init = {**init_event(), "model": SONNET}
+    return encode([init, result_event(usage=usage, modelUsage=by_model, total_cost_usd=reported)])
+
+
+def test_the_cost_cross_check_agrees_with_a_cli_that_prices_one_hour_writes():
+    reported = round(cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0), 8)
+    record = record_for(split_session(25_000, reported=reported), prices=SONNET_4_PRICES)
+    assert record["recomputed_cost_usd"] == pytest.approx(reported, abs=1e-10)
+    check = cost_check(sum_sessions([record]), PRICE_CHECK)
+    assert check["agrees"] is True and check["difference_pct"] == 0.0
+    # Priced all as 5-minute writes, the same session would disagree by far more than the tolerance.
+    all_five_minute = cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0)
+    assert 100 * (reported - all_five_minute) / reported > 10 * PRICE_CHECK["tolerance_pct"]
+
+
+def test_a_split_in_model_usage_is_not_counted_twice():
+    reported = cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0)
+    record = record_for(split_session(25_000, reported=reported, model_usage_split=True), prices=SONNET_4_PRICES)
+    assert record["recomputed_cost_usd"] == pytest.approx(reported, abs=1e-10)
+
+
+def test_the_main_loop_split_goes_to_the_session_model_only():
+    # The result's usage covers the main loop, which runs on the model system/init names; another model's
+    # cache writes (a subagent's, a side call's) stay 5-minute.
+    prices = {**SONNET_4_PRICES, HAIKU: {"input": 0.8, "output": 4.0, "cache_write": 1.0, "cache_read": 0.08}}
+    record = record_for(split_session(25_000, reported=0.5, models=(SONNET, HAIKU)), prices=prices)
+    sonnet = cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0)
+    haiku = cli_reported_cost(TOKENS, 0, base_input=0.8, output=4.0)
+    assert record["recomputed_cost_usd"] == pytest.approx(sonnet + haiku, abs=1e-10)
+    # Without system/init naming the model, a split that several models could own cannot be placed.
+    usage = {**TOKENS, "cache_creation": {"ephemeral_1h_input_tokens": 5, "ephemeral_5m_input_tokens": 0}}
+    by_model = {SONNET: model_usage(TOKENS), HAIKU: model_usage(TOKENS)}
+    assert recompute_cost(by_model, prices, result_usage=usage) is None
+    assert recompute_cost(
+        by_model, prices, result_usage={**usage, "cache_creation": {"ephemeral_1h_input_tokens": 0}}
+    ) == (pytest.approx(cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0) + haiku, abs=1e-10))
+
+
+def test_without_a_split_every_cache_write_is_priced_as_five_minute():
+    five_minute = cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0)
+    for usage in (dict(TOKENS), {**TOKENS, "cache_creation": None}, {**TOKENS, "cache_creation": {}}):
+        events = [
+            init_event(),
+            result_event(usage=usage, modelUsage={SONNET: model_usage(TOKENS)}, total_cost_usd=five_minute),
+        ]
+        record = record_for(encode(events), prices=SONNET_4_PRICES)
+        assert record["recomputed_cost_usd"] == pytest.approx(five_minute, abs=1e-10)
+        assert cost_check(sum_sessions([record]), PRICE_CHECK)["agrees"] is True
+    malformed = {**TOKENS, "cache_creation": {"ephemeral_1h_input_tokens": -3}}
+    events = [init_event(), result_event(usage=malformed, modelUsage={SONNET: model_usage(TOKENS)})]
+    assert record_for(encode(events), prices=SONNET_4_PRICES)["recomputed_cost_usd"] is None
+
+
+def test_cost_check_reports_the_difference_and_unmeasured_figures():
+    assert cost_check({"cost_usd": 1.02, "recomputed_cost_usd": 1.0}, PRICE_CHECK) == {
+        "price_table": "anthropic-list-2025-05",
+        "recomputed_usd": 1.0,
+        "agrees": False,
+        "difference_pct": pytest.approx(100 * 0.02 / 1.02, abs=1e-3),
+    }
+    assert cost_check({"cost_usd": 0.0, "recomputed_cost_usd": 0.0}, PRICE_CHECK)["agrees"] is True
+    unmeasured = cost_check({"cost_usd": None, "recomputed_cost_usd": 1.0}, PRICE_CHECK)
+    assert unmeasured["agrees"] is None and unmeasured["difference_pct"] is None
+
+
 def session(**fields) -> dict:
     base = {
         "ok": True, "error_kind": None, "error_detail": None, "session_id": "s1", "num_turns": 3,
@@ -767,3 +905,91 @@ def test_transcript_file_uses_no_follow(tmp_path):
     with pytest.raises(OSError):
         persist_transcript(encode(skill_events()), directory=directory, prefix="cell", session_id=SESSION, secrets=[])
     assert target.read_text() == "original"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Launching a session
+
+
+FAKE_CLI = """#!{python}
+import json, os, sys
+prompt = sys.stdin.read()
+env = {{k: v for k, v in os.environ.items() if k.startswith(("ANTHROPIC", "CLAUDE", "MCP"))}}
+seen = {{"argv": sys.argv[1:], "prompt": prompt, "env": env}}
+with open({seen!r}, "w") as handle:
+    json.dump(seen, handle)
+usage = {{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+by_model = {{"m": {{"inputTokens": 10, "outputTokens": 5, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0}}}}
+for event in (
+    {{"type": "system", "subtype": "init", "session_id": "sess-launch", "model": "m"}},
+    {{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 10, "num_turns": 1,
+      "session_id": "sess-launch", "total_cost_usd": 0.000105, "usage": usage,
+      "modelUsage": by_model}},
+):
+    print(json.dumps(event), flush=True)
+"""
+
+
+def launch_config(provider: str) -> dict:
+    return {
+        "model": {"provider": provider, "effort": None, "base_url": "http://127.0.0.1:9/api"},
+        "agent": {
+            "heartbeat_s": 60,
+            "session_timeout_s": 60,
+            "prices": {"usd_per_mtok": {"m": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}}},
+        },
+    }
+
+
+@pytest.mark.parametrize("provider", ["scripted", "anthropic"])
+def test_launch_session_runs_the_cli_with_the_prompt_on_stdin_and_records_it(tmp_path, provider):
+    from skillbench.sandbox import Sandbox
+    from skillbench.scripted_model import ScriptedModel
+    from skillbench.sessions import SCRIPTED_KEY, SessionSurface, launch_session
+
+    seen_file = tmp_path / "seen.json"
+    cli = tmp_path / "fake-claude"
+    cli.write_text(FAKE_CLI.format(python=sys.executable, seen=str(seen_file)))
+    cli.chmod(0o755)
+    (tmp_path / "root" / "workspace").mkdir(parents=True)
+    sandbox = Sandbox("none", tmp_path / "root" / "workspace", tmp_path / "root", claude_bin=cli)
+    started: list[ScriptedModel] = []
+
+    def scripted() -> ScriptedModel:
+        started.append(ScriptedModel([], defaults={}))
+        return started[-1]
+
+    log = io.StringIO()
+    api_key = None if provider == "scripted" else "sk-launch-secret-123456"
+    try:
+        record = launch_session(
+            sandbox,
+            SessionSurface(tools=["Read", "Bash"], disallowed_tools=["Skill"], extra_env={"MCP_TIMEOUT": "5"}),
+            label="demo/launch",
+            prompt=f"do the task {api_key}",
+            model="m",
+            config=launch_config(provider),
+            api_key=api_key,
+            scripted_model=scripted,
+            transcript_dir=tmp_path / "run" / "transcripts",
+            transcript_prefix="work",
+            log=log,
+        )
+    finally:
+        sandbox.close()
+    seen = json.loads(seen_file.read_text())
+    assert seen["prompt"] == f"do the task {api_key}" and all("do the task" not in arg for arg in seen["argv"])
+    assert ["--tools", "Read,Bash"] == seen["argv"][seen["argv"].index("--tools") :][:2]
+    assert "--disallowedTools" in seen["argv"] and seen["argv"][seen["argv"].index("--model") + 1] == "m"
+    assert seen["env"]["CLAUDE_CODE_SHELL_PREFIX"] == sandbox.shell_prefix and seen["env"]["MCP_TIMEOUT"] == "5"
+    if provider == "scripted":
+        assert len(started) == 1 and seen["env"]["ANTHROPIC_BASE_URL"] == started[0].base_url
+        assert seen["env"]["ANTHROPIC_API_KEY"] == SCRIPTED_KEY
+    else:
+        assert started == [] and seen["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/api"
+        assert seen["env"]["ANTHROPIC_API_KEY"] == api_key
+    assert record["ok"] is True and record["session_id"] == "sess-launch"
+    assert record["recomputed_cost_usd"] == pytest.approx(record["cost_usd"], abs=1e-12)
+    assert record["transcript_artifact"]["path"] == "transcripts/work-sess-launch.jsonl"
+    assert (tmp_path / "run" / "transcripts" / "work-sess-launch.jsonl").is_file()
+    assert "[demo/launch" in log.getvalue() and "sk-launch-secret" not in log.getvalue()
