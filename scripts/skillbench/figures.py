@@ -632,15 +632,18 @@ def _record_sessions(record_path: Path, record: dict[str, Any]) -> list[dict[str
 
 def run_records(results: list[str]) -> list[Path]:
     """The cell records behind the rows of each ``results.jsonl`` (sweep/ or gen<N>/), each once, in row order:
-    incumbent cells live in ``cells/``, a generation's candidate cells in ``gen<N>/cells/``."""
+    incumbent cells are shared, a generation's candidate cells live in its folder (``layout.row_cell_dir``)."""
+    from . import layout
     from .arms import is_candidate
 
     records: dict[Path, None] = {}
     for path in map(Path, results):
-        root = path.parent.parent
+        root, generation = path.parent.parent, layout.generation_of_folder(path.parent.name)
         for row in artifacts.read_jsonl(path, "result-row"):
-            cellset = path.parent.name + "/cells" if is_candidate(row["arm"]) else "cells"
-            records[root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / "record.json"] = None
+            cell = layout.row_cell_dir(
+                root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
+            )
+            records[Path(cell) / layout.RECORD] = None
     return list(records)
 
 
