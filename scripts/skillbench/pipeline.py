@@ -5,8 +5,8 @@ atomically after validating them. Shims in `scripts/<rule>.py` call exactly one 
 plain values taken from the rule's params, inputs, outputs, wildcards, log and resources — never
 the workflow's config: a rule's params are its job's whole interface (docs/internals.md). Where
 a library module reads config-shaped sections, the rule passes exactly those sections as a
-`settings` param. Two parse-time checks of the overlay steps (`check_initial_overlay`) live
-here too, beside the rule step they anticipate.
+`settings` param. The parse-time check of an initial overlay (`check_initial_overlay`) lives
+here too, beside the rule step whose checks it runs early.
 """
 
 from __future__ import annotations

@@ -406,12 +406,13 @@ CHECK_SETTINGS = job_settings(
 )
 
 # The proposer sees the arms it evolves (their skills go into its prompt) and nothing of the others.
+EVOLVED_ARMS = [sb_arms.incumbent_of(arm) for arm in CANDIDATE_ARMS]
 PROPOSER_SETTINGS = job_settings(
     agent=config["agent"],
-    arms={arm: config["arms"][arm] for arm in sb_arms.evolution_arms(config)},
-    evolution={"arms": sb_arms.evolution_arms(config), "proposer_model": config["evolution"]["proposer_model"]},
+    arms={arm: config["arms"][arm] for arm in EVOLVED_ARMS},
+    evolution={"arms": EVOLVED_ARMS, "proposer_model": config["evolution"]["proposer_model"]},
     model=config["model"],
     sandbox=config["sandbox"],
-    selected_arms=sb_arms.evolution_arms(config),
+    selected_arms=EVOLVED_ARMS,
     skills=config["skills"],
 )
