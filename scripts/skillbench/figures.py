@@ -20,6 +20,7 @@ from typing import Any
 
 from . import artifacts
 from .aggregate import is_valid
+from .arms import incumbent_of
 
 DECISION_COLOURS = {"promote": "#1a7f37", "keep_incumbent": "#8c959f", "insufficient_evidence": "#bf8700"}
 ARM_COLOURS = ["#0969da", "#cf222e", "#8250df", "#1a7f37", "#bf8700", "#57606a", "#e16f24", "#1b7c83"]
@@ -464,7 +465,7 @@ def plot_generations(data: dict[str, Any]) -> str:
                 marker="o" if point["decision"] == "promote" else "s",
             )
             axis.annotate(
-                point["candidate_arm"].removeprefix("candidate_"),
+                incumbent_of(point["candidate_arm"]),
                 (x, point["improvement_pct"]),
                 textcoords="offset points",
                 xytext=(5, 3),

@@ -60,7 +60,7 @@ rule plot_paired_improvement:
     log:
         sb_layout.log(EXPERIMENT, "plot_paired_improvement", sb_layout.generation_name("{gen}") + "-{candidate}"),
     wildcard_constraints:
-        candidate="candidate_[a-z0-9_]+",
+        candidate=f"{sb_arms.CANDIDATE_PREFIX}[a-z0-9_]+",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
