@@ -355,7 +355,7 @@ def apply_promotion(
     atomically replaces ``target`` by ``source``; it is used for every swap and every rollback restore.
     """
     results_dir = Path(results_dir)
-    generation, folder = promoted_generation(results_dir)
+    generation, _ = promoted_generation(results_dir)
     promotion = _read(Path(layout.promotion(results_dir, generation)), "promotion")
     record = _read(Path(layout.overlay(results_dir, generation)), "overlay")
     bindings = _read(Path(layout.bindings(results_dir)), "task-bindings")
