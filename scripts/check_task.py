@@ -1,18 +1,20 @@
 """Shim for rule check_task: setup, verify and the hidden oracle on the base (and on the reference solution)."""
 
-from skillbench.pipeline import api_key, check_task
+from skillbench.environment import secrets
+from skillbench.pipeline import check_task
 from skillbench.process import install_signal_handlers, watch_parent
 from skillbench.runlog import rule_log
 from skillbench.taskcheck import TaskCheckError
 
 install_signal_handlers()
 watch_parent()
-config = snakemake.config
-with rule_log(snakemake.log[0], secrets=[key for key in [api_key(config)] if key], expected=(TaskCheckError,)):
+params = snakemake.params
+with rule_log(snakemake.log[0], secrets=secrets(params.api_key_env), expected=(TaskCheckError,)):
     check_task(
-        config=config,
-        task=dict(snakemake.params.task),
-        suite=snakemake.params.suite,
+        settings=dict(params.settings),
+        api_key_env=params.api_key_env,
+        task=dict(params.task),
+        suite=params.suite,
         binding=snakemake.input.binding,
         template=snakemake.input.template,
         oracle_snapshot=snakemake.input.oracle,

@@ -6,7 +6,6 @@ from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(OverlayError,)):
     freeze_overlay(
-        config=snakemake.config,
         generation=int(snakemake.wildcards.gen),
         source=snakemake.params.source,
         frozen_out=snakemake.params.frozen,
@@ -15,4 +14,7 @@ with rule_log(snakemake.log[0], expected=(OverlayError,)):
         proposer_model=snakemake.params.proposer_model,
         bindings=snakemake.input.bindings,
         oracle_dirs=list(snakemake.input.oracles),
+        skills=dict(snakemake.params.skills),
+        candidate_arms=list(snakemake.params.arms),
+        arm_skills=dict(snakemake.params.arm_skills),
     )

@@ -1,11 +1,12 @@
 """Shim for checkpoint gate_look: one interim look of a sequential design → looks/look<k>.json."""
 
+from skillbench import layout
 from skillbench.pipeline import gate_look
 from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0]):
     gate_look(
-        config=snakemake.config,
+        arm_sessions=dict(snakemake.params.arm_sessions),
         records=list(snakemake.input.records),
         pairs=[tuple(pair) for pair in snakemake.params.pairs],
         policy=dict(snakemake.params.policy),
@@ -14,6 +15,6 @@ with rule_log(snakemake.log[0]):
         model=snakemake.params.model,
         generation=int(snakemake.wildcards.gen),
         look=int(snakemake.wildcards.look),
-        results_root=f"results/{snakemake.config['experiment']}",
+        results_root=layout.root_of_look(snakemake.output.look),
         out=snakemake.output.look,
     )

@@ -1,10 +1,10 @@
 """Shim for checkpoint gate_promotion: rows + policy → promotion.json."""
 
-from skillbench.pipeline import gate_promotion
+from skillbench.promotion import grade
 from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0]):
-    gate_promotion(
+    grade(
         results=snakemake.input.results,
         overlay_json=snakemake.input.overlay,
         bindings=snakemake.input.bindings,

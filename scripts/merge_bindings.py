@@ -5,7 +5,7 @@ from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0]):
     merge_bindings(
-        suite=snakemake.config["tasks"]["suite"],
+        suite=snakemake.params.suite,
         binding_paths=list(snakemake.input.bindings),
         skipped_expensive=list(snakemake.params.skipped_expensive),
         out=snakemake.output.bindings,

@@ -2,24 +2,22 @@
 
 import sys
 
-from skillbench.pipeline import api_key, propose_overlay
+from skillbench.environment import secrets
+from skillbench.pipeline import propose_overlay
 from skillbench.process import install_signal_handlers, watch_parent
 from skillbench.proposer import ProposerError
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
 watch_parent()
-config = snakemake.config
-with rule_log(
-    snakemake.log[0],
-    secrets=[key for key in [api_key(config)] if key],
-    expected=(ProposerError,),
-):
+settings = dict(snakemake.params.settings)
+with rule_log(snakemake.log[0], secrets=secrets(settings["model"]["api_key_env"]), expected=(ProposerError,)):
     propose_overlay(
-        config=config,
+        settings=settings,
         generation=int(snakemake.wildcards.gen),
         evidence_dir=snakemake.input.evidence,
         model_script=snakemake.input.get("model_script") or None,
+        overlay_out=snakemake.params.overlay,
         proposal_out=snakemake.output.proposal,
         session_out=snakemake.output.session,
         prompt_out=snakemake.output.prompt,

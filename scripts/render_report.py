@@ -7,7 +7,10 @@ with rule_log(snakemake.log[0]):
     render_report(
         results=snakemake.input.results,
         bindings=snakemake.input.bindings,
-        config=snakemake.config,
+        model=dict(snakemake.params.model),
+        runs=snakemake.params.runs,
+        tools=list(snakemake.params.tools),
+        baseline_arm=snakemake.params.baseline,
         arm_order=list(snakemake.params.arms),
         promotion=snakemake.input.get("promotion"),
         out=snakemake.output.report,

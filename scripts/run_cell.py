@@ -2,42 +2,43 @@
 
 import sys
 
+from skillbench import layout
 from skillbench.breaker import OutageTripped
 from skillbench.cells import CellCancelled, RetryableCellFailure
-from skillbench.pipeline import api_key, run_cell
+from skillbench.environment import secrets
+from skillbench.pipeline import run_cell
 from skillbench.process import WriterBusy, install_signal_handlers, watch_parent
 from skillbench.progress import tracking_cell
 from skillbench.runlog import rule_log
 
 install_signal_handlers()
 watch_parent()
-config = snakemake.config
+params = snakemake.params
 wildcards = snakemake.wildcards
+settings = dict(params.settings)
+results_root = layout.root_of_cell_file(snakemake.output.record, wildcards.cellset)
 # When the cell ends, progress.json is refreshed and the run line (cells, spend, ETA) printed to snakemake's output.
 with (
-    tracking_cell(
-        f"results/{config['experiment']}", f"{wildcards.cellset}/{wildcards.task}/{wildcards.arm}/run{wildcards.run}"
-    ),
+    tracking_cell(results_root, layout.cell_label(wildcards.cellset, wildcards.task, wildcards.arm, wildcards.run)),
     rule_log(
         snakemake.log[0],
-        secrets=[key for key in [api_key(config)] if key],
+        secrets=secrets(settings["model"]["api_key_env"]),
         expected=(RetryableCellFailure, OutageTripped, CellCancelled, WriterBusy),
     ),
 ):
     run_cell(
-        config=config,
-        task=dict(snakemake.params.task),
-        arm=snakemake.wildcards.arm,
-        run=int(snakemake.wildcards.run),
+        settings=settings,
+        task=dict(params.task),
+        arm=wildcards.arm,
+        run=int(wildcards.run),
         binding=snakemake.input.binding,
         template=snakemake.input.template,
         oracle_snapshot=snakemake.input.oracle,
-        skills_root=config["skills"]["root"],
         model_script=snakemake.input.get("model_script") or None,
         record_out=snakemake.output.record,
         attempt=snakemake.resources.attempt,
-        breaker_state=f"results/{config['experiment']}/.outage-breaker.json",
-        cli_version=snakemake.params.cli_version,
+        results_root=results_root,
+        cli_version=params.cli_version,
         overlay_json=snakemake.input.get("overlay"),
         log=sys.stdout,
     )

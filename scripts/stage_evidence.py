@@ -1,13 +1,17 @@
 """Shim for rule stage_evidence: the bounded, redacted evidence bundle a generation's proposer reads."""
 
+from skillbench import layout
 from skillbench.evidence import EvidenceError
 from skillbench.pipeline import stage_evidence
 from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(EvidenceError,)):
     stage_evidence(
-        config=snakemake.config,
         generation=int(snakemake.wildcards.gen),
-        results_root=f"results/{snakemake.config['experiment']}",
+        results_root=layout.root_of_generation_file(snakemake.output.evidence),
+        seed=snakemake.params.seed,
+        learnings=snakemake.params.learnings,
+        evolvable=list(snakemake.params.evolvable),
+        api_key_env=snakemake.params.api_key_env,
         out=snakemake.output.evidence,
     )

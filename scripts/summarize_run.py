@@ -5,7 +5,11 @@ from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(HarnessHealthError,)):
     summarize_run(
-        config=snakemake.config,
+        experiment=snakemake.params.experiment,
+        generations_requested=snakemake.params.generations,
+        arms=list(snakemake.params.arms),
+        runs=snakemake.params.runs,
+        min_runs=snakemake.params.min_runs,
         results=list(snakemake.input.results),
         promotions=list(snakemake.input.get("promotions", [])),
         overlays=list(snakemake.input.get("overlays", [])),

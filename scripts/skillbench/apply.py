@@ -41,8 +41,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any, NoReturn
 
-from . import artifacts, overlay, repo
-from .arms import ArmError, incumbent_of
+from . import artifacts, layout, overlay, repo
+from .arms import ArmError, incumbent_of, required_candidate_arms
 from .errors import SkillbenchError, raised_as
 from .gate import resolve_policy
 
@@ -50,7 +50,6 @@ CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
 MAX_EVIDENCE_SPAN = timedelta(days=90)
 CLOCK_SKEW = timedelta(minutes=5)
 ORACLE_DIGEST_FIELDS = ("oracle_digest", "oracle_command_digest", "oracle_manifest_digest")
-GENERATION_DIR = re.compile(r"^gen([0-9]+)$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 TEMP_PREFIX = ".skillbench-apply-"
 RECOVERY_PREFIX = ".skillbench-apply-recovery-"
@@ -115,11 +114,11 @@ def promoted_generation(results_dir: Path) -> tuple[int, Path]:
         raise ApplyError(f"results folder {results_dir} does not exist")
     generations = []
     for entry in results_dir.iterdir():
-        match = GENERATION_DIR.match(entry.name)
-        if match and entry.is_dir() and not entry.is_symlink():
-            generations.append((int(match.group(1)), entry))
+        number = layout.generation_of_folder(entry.name)
+        if number is not None and entry.is_dir() and not entry.is_symlink():
+            generations.append((number, entry))
     for number, folder in sorted(generations, reverse=True):
-        path = folder / "promotion.json"
+        path = Path(layout.promotion(results_dir, number))
         if not path.is_file():
             continue
         with raised_as(ApplyError, artifacts.ArtifactError):
@@ -309,7 +308,6 @@ def _expected_proposer(record: dict[str, Any], config: dict[str, Any]) -> str | 
 def _candidate_pairs(config: dict[str, Any], touched: list[str]) -> list[tuple[str, str]]:
     """(incumbent, candidate) pairs the current config requires for these skills, as the pipeline derives them."""
     from .overlay import OverlayError
-    from .pipeline import required_candidate_arms
 
     try:
         candidates = required_candidate_arms(config, set(touched), "the promoted overlay")
@@ -366,18 +364,22 @@ def apply_promotion(
     atomically replaces ``target`` by ``source``; it is used for every swap and every rollback restore.
     """
     results_dir = Path(results_dir)
-    generation, folder = promoted_generation(results_dir)
-    promotion = _read(folder / "promotion.json", "promotion")
-    record = _read(folder / "overlay.json", "overlay")
-    bindings = _read(results_dir / "tasks" / "bindings.json", "task-bindings")
+    generation, _ = promoted_generation(results_dir)
+    promotion = _read(Path(layout.promotion(results_dir, generation)), "promotion")
+    record = _read(Path(layout.overlay(results_dir, generation)), "overlay")
+    bindings = _read(Path(layout.bindings(results_dir)), "task-bindings")
     for index, task in enumerate(bindings["tasks"]):
         with raised_as(ApplyError, artifacts.ArtifactError):
-            artifacts.validate(task, "task-binding", source=f"{results_dir / 'tasks' / 'bindings.json'} tasks[{index}]")
+            artifacts.validate(task, "task-binding", source=f"{layout.bindings(results_dir)} tasks[{index}]")
     if record["generation"] != generation:
-        raise ApplyError(f"{folder / 'overlay.json'} names generation {record['generation']}, not {generation}")
+        raise ApplyError(
+            f"{layout.overlay(results_dir, generation)} names generation {record['generation']}, not {generation}"
+        )
 
     skills = config["skills"]
-    files = _frozen_overlay(folder / "frozen-overlay", list(skills["evolvable"]), record, promotion)
+    files = _frozen_overlay(
+        Path(layout.frozen_overlay(results_dir, generation)), list(skills["evolvable"]), record, promotion
+    )
     touched = sorted(overlay.touched_skills(files))
     if record["touched_skills"] != touched:
         raise ApplyError(f"overlay.json touched_skills {record['touched_skills']} differ from the overlay's {touched}")

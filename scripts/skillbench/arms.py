@@ -29,6 +29,11 @@ def is_candidate(arm: str) -> bool:
     return arm.startswith(CANDIDATE_PREFIX)
 
 
+def candidate_of(arm: str) -> str:
+    """The candidate arm paired with incumbent arm ``arm``: the same sessions on the candidate overlay."""
+    return f"{CANDIDATE_PREFIX}{arm}"
+
+
 def arm_definition(config: dict[str, Any], arm: str) -> dict[str, Any]:
     name = incumbent_of(arm)
     try:
@@ -112,11 +117,54 @@ def evolution_arms(config: dict[str, Any]) -> list[str]:
     return chosen
 
 
-def candidate_arms_for(config: dict[str, Any], touched_skills: set[str]) -> list[str]:
-    """For every incumbent arm that loads a touched skill, its paired candidate arm (config order)."""
-    return [
-        f"{CANDIDATE_PREFIX}{name}" for name in config["arms"] if touched_skills.intersection(arm_skills(config, name))
-    ]
+def candidate_arms(config: dict[str, Any]) -> list[str]:
+    """The candidate arms every generation benchmarks (none when the experiment does not evolve)."""
+    if not config["evolution"]["generations"]:
+        return []
+    return [candidate_of(arm) for arm in evolution_arms(config)]
+
+
+def selected_arm_skills(config: dict[str, Any]) -> dict[str, list[str]]:
+    """Each selected incumbent arm (config order) and the skills its sessions invoke."""
+    selected = selected_arms(config)
+    return {arm: arm_skills(config, arm) for arm in config["arms"] if arm in selected}
+
+
+def required_candidate_arms(config: dict[str, Any], touched: set[str], source: str) -> list[str]:
+    """The paired candidate arms an overlay needs; they must be exactly the experiment's evolution arms."""
+    expected = [candidate_of(arm) for arm in evolution_arms(config)]
+    return check_candidate_arms(expected, selected_arm_skills(config), touched, source)
+
+
+def check_candidate_arms(
+    expected: list[str], arm_skills: dict[str, list[str]], touched: set[str], source: str
+) -> list[str]:
+    """``expected`` (the experiment's candidate arms), when they are exactly the candidates of the selected arms
+    (``arm_skills``: arm → its skills) that load a skill the overlay at ``source`` touches."""
+    from .overlay import OverlayError
+
+    needed = [candidate_of(arm) for arm, skills in arm_skills.items() if touched.intersection(skills)]
+    if needed != expected:
+        raise OverlayError(
+            f"overlay {source} changes {sorted(touched)}, which needs the paired arms {needed or 'none'}; this "
+            f"experiment benchmarks {expected} (evolution.arms). Change a skill of every one of those arms, or "
+            "set evolution.arms to the arms the overlay is about"
+        )
+    return expected
+
+
+def session_counts(config: dict[str, Any]) -> dict[str, int]:
+    """Agent sessions per cell of every arm under `arms` (a candidate arm runs as many as its incumbent)."""
+    return {name: len(definition["sessions"]) for name, definition in config["arms"].items()}
+
+
+def generation_arm_order(incumbents: list[str], candidates: list[str]) -> list[str]:
+    """Each incumbent arm followed by its candidate, in the order given (config order)."""
+    order: list[str] = []
+    for arm in incumbents:
+        order.append(arm)
+        order += [candidate for candidate in candidates if incumbent_of(candidate) == arm]
+    return order
 
 
 def render_prompt(

@@ -77,11 +77,12 @@ def _validate(kind: str, path: Path) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from . import gate, pipeline
+    from . import gate, layout, promotion
 
     results = args.results.resolve()
-    overlay_json = args.overlay or results.parent / "overlay.json"
-    bindings = args.bindings or results.parent.parent / "tasks" / "bindings.json"
+    # A generation's rows sit in its folder, beside its overlay.json and looks; the bindings in the results root.
+    overlay_json = args.overlay or results.parent / layout.OVERLAY
+    bindings = args.bindings or Path(layout.bindings(results.parent.parent))
     if args.configfile:
         from .apply import load_config
 
@@ -103,7 +104,7 @@ def _gate(args: argparse.Namespace) -> int:
             return 1
     # A sequential generation keeps its looks beside the rows; the last one names the pairs a budget cut short.
     looks = sorted(
-        (results.parent / "looks").glob("look*.json"),
+        (results.parent / layout.LOOKS).glob("look*.json"),
         key=lambda path: int(path.stem[4:]) if path.stem[4:].isdigit() else 0,
     )
     last_look = str(looks[-1]) if looks and isinstance(design, dict) else None
@@ -131,7 +132,7 @@ def _gate(args: argparse.Namespace) -> int:
         print(f"{results}: rows mix models {models} or efforts {efforts}; cannot regrade", file=sys.stderr)
         return 1
     try:
-        document = pipeline.gate_promotion(
+        document = promotion.grade(
             results=str(results),
             overlay_json=str(overlay_json),
             bindings=str(bindings),
@@ -171,15 +172,17 @@ def _default_results_dir() -> Path:
     started last."""
     import yaml
 
+    from . import layout
+
     try:
         document = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         document = {}
-    configured = Path("results") / str(document.get("experiment", "demo"))
-    plans = sorted(Path("results").glob("*/.progress/plan.json"), key=lambda path: path.stat().st_mtime)
-    if not plans or configured in [plan.parent.parent for plan in plans]:
+    configured = Path(layout.results_root(str(document.get("experiment", "demo"))))
+    plans = sorted(layout.planned_runs(), key=lambda path: path.stat().st_mtime)
+    if not plans or configured in [layout.root_of_plan(plan) for plan in plans]:
         return configured
-    return plans[-1].parent.parent
+    return layout.root_of_plan(plans[-1])
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -208,7 +211,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from . import progress, tasks
+    from . import layout, progress, tasks
     from .apply import load_config
 
     try:
@@ -232,7 +235,7 @@ def _estimate(args: argparse.Namespace) -> int:
             "session(s); the chain stops at the first promotion"
         )
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
-    source = args.results or Path("results") / config["experiment"]
+    source = args.results or Path(layout.results_root(config["experiment"]))
     rows, proposers = progress.earlier_costs(source)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
@@ -263,7 +266,7 @@ def _check_tasks(args: argparse.Namespace) -> int:
     """Bind and check every selected task (as `check_task` does before a run); one line per task."""
     import tempfile
 
-    from . import configcheck, pipeline, sandbox, taskcheck, tasks
+    from . import configcheck, environment, sandbox, taskcheck, tasks
 
     try:
         config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
@@ -278,7 +281,7 @@ def _check_tasks(args: argparse.Namespace) -> int:
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    secrets = [key for key in [pipeline.api_key(config)] if key]
+    secrets = environment.secrets(config["model"]["api_key_env"])
     refused = 0
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from . import artifacts
+from . import artifacts, layout
 from .aggregate import EXCLUDED_ERROR_KINDS
+from .arms import CANDIDATE_PREFIX
 from .errors import SkillbenchError, raised_as
 from .gate import summarize_gate
 from .records import EvidenceFile, EvidenceManifest, EvidenceSources
@@ -42,7 +43,6 @@ MAX_BUNDLE_BYTES = 2 * 1024 * 1024
 # A patch is read whole (and redacted whole) up to this size; beyond it only its tail is read.
 MAX_SOURCE_BYTES = MAX_TRANSCRIPT_BYTES
 EXCLUDED = EXCLUDED_ERROR_KINDS
-CANDIDATE_PREFIX = "candidate_"
 
 ROWS_FILE = "selected-rows.json"
 LEARNINGS_FILE = "learnings.json"
@@ -53,7 +53,6 @@ TRANSCRIPT_KEYS = frozenset({"path", "sha256", "bytes", "source"})
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
-_GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 
 
 class EvidenceError(SkillbenchError, ValueError):
@@ -162,8 +161,8 @@ def _component(value: Any, what: str) -> str:
 def run_folder(results_root: Path, row: dict[str, Any], generation: int | None) -> Path:
     """Where a row's cell wrote its artifacts.
 
-    Candidate arms (``candidate_…``) ran in generation ``generation``: ``<root>/gen<N>/cells/…``;
-    every other arm is shared across generations: ``<root>/cells/<task>/<arm>/run<i>``.
+    Candidate arms (``candidate_…``) ran in generation ``generation`` (their cells live in its folder);
+    every other arm's cells are shared across generations (``layout.row_cell_dir``).
     """
     task = _component(row.get("task"), "task")
     arm = _component(row.get("arm"), "arm")
@@ -177,8 +176,7 @@ def run_folder(results_root: Path, row: dict[str, Any], generation: int | None) 
                 f"row {task}/{arm}/run{run} is a candidate arm but no generation was given; "
                 "pass the generation whose results.jsonl the rows came from"
             )
-        base = base / f"gen{generation}"
-    return base / "cells" / task / arm / f"run{run}"
+    return Path(layout.row_cell_dir(base, task, arm, run, generation, candidate=arm.startswith(CANDIDATE_PREFIX)))
 
 
 def _real_subdirectory(root: Path, folder: Path, *, owner_only_last: bool = False) -> bool:
@@ -310,13 +308,13 @@ def _bounded(name: str, payload: bytes) -> bytes:
 def _check_rows_layout(rows_path: Path, generation: int | None) -> None:
     """A results.jsonl inside gen<N>/ or sweep/ names its generation; a different one would misfile candidates."""
     folder = Path(rows_path).parent.name
-    match = _GENERATION_FOLDER.fullmatch(folder)
-    if match and generation != int(match.group(1)):
+    number = layout.generation_of_folder(folder)
+    if number is not None and generation != number:
         raise EvidenceError(
-            f"{rows_path} holds generation {int(match.group(1))}'s rows but generation {generation!r} was given; "
+            f"{rows_path} holds generation {number}'s rows but generation {generation!r} was given; "
             "pass the generation that produced the rows"
         )
-    if folder == "sweep" and generation is not None:
+    if folder == layout.SWEEP and generation is not None:
         raise EvidenceError(f"{rows_path} holds sweep rows but generation {generation} was given; pass None")
 
 

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from . import artifacts
 from .aggregate import is_valid
+from .arms import incumbent_of
 from .records import CellRecord, ProposerSession, ResultRow, TaskBindings
 
 DECISION_COLOURS = {"promote": "#1a7f37", "keep_incumbent": "#8c959f", "insufficient_evidence": "#bf8700"}
@@ -461,7 +462,7 @@ def plot_generations(data: dict[str, Any]) -> str:
                 marker="o" if point["decision"] == "promote" else "s",
             )
             axis.annotate(
-                point["candidate_arm"].removeprefix("candidate_"),
+                incumbent_of(point["candidate_arm"]),
                 (x, point["improvement_pct"]),
                 textcoords="offset points",
                 xytext=(5, 3),
@@ -634,15 +635,18 @@ def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, An
 
 def run_records(results: list[str]) -> list[Path]:
     """The cell records behind the rows of each ``results.jsonl`` (sweep/ or gen<N>/), each once, in row order:
-    incumbent cells live in ``cells/``, a generation's candidate cells in ``gen<N>/cells/``."""
+    incumbent cells are shared, a generation's candidate cells live in its folder (``layout.row_cell_dir``)."""
+    from . import layout
     from .arms import is_candidate
 
     records: dict[Path, None] = {}
     for path in map(Path, results):
-        root = path.parent.parent
+        root, generation = path.parent.parent, layout.generation_of_folder(path.parent.name)
         for row in _read_rows(path):
-            cellset = path.parent.name + "/cells" if is_candidate(row["arm"]) else "cells"
-            records[root / cellset / row["task"] / row["arm"] / f"run{row['run']}" / "record.json"] = None
+            cell = layout.row_cell_dir(
+                root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
+            )
+            records[Path(cell) / layout.RECORD] = None
     return list(records)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -20,17 +21,13 @@ import statistics
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import artifacts
+from . import artifacts, layout
 from .aggregate import is_valid
-
-PLAN = ".progress/plan.json"
-RUNNING = ".progress/running"
-LOCK = ".progress/lock"
-PROGRESS = "progress.json"
 
 
 def _now() -> datetime:
@@ -72,8 +69,8 @@ def run_plan(
 def write_plan(results_dir: str | Path, plan: dict[str, Any]) -> None:
     """Written by the workflow's onstart; a new plan also forgets running entries of an earlier run."""
     root = Path(results_dir)
-    artifacts.atomic_write_text(root / PLAN, artifacts.canonical_json(plan))
-    running = root / RUNNING
+    artifacts.atomic_write_text(Path(layout.progress_plan(root)), artifacts.canonical_json(plan))
+    running = Path(layout.progress_running(root))
     running.mkdir(parents=True, exist_ok=True)
     for entry in running.glob("*.json"):
         entry.unlink(missing_ok=True)
@@ -85,22 +82,6 @@ def incumbent_cell_count(plan: dict[str, Any]) -> int:
 
 def candidate_cell_count(plan: dict[str, Any]) -> int:
     return len(plan["tasks"]) * plan["runs"] * len(plan["candidate_arms"])
-
-
-def _cell_key(path: Path, root: Path) -> tuple[int | None, str, str, int] | None:
-    """(generation or None, task, arm, run) of a record path under ``root``; None for anything else."""
-    parts = path.relative_to(root).parts
-    if len(parts) == 5 and parts[0] == "cells":
-        generation = None
-    elif len(parts) == 6 and parts[1] == "cells" and parts[0].startswith("gen") and parts[0][3:].isdigit():
-        generation = int(parts[0][3:])
-        parts = parts[1:]
-    else:
-        return None
-    run = parts[3]
-    if not (run.startswith("run") and run[3:].isdigit()):
-        return None
-    return generation, parts[1], parts[2], int(run[3:])
 
 
 def _in_plan(key: tuple[int | None, str, str, int], plan: dict[str, Any], generations: int) -> bool:
@@ -115,7 +96,7 @@ def _in_plan(key: tuple[int | None, str, str, int], plan: dict[str, Any], genera
 def effective_generations(root: Path, plan: dict[str, Any]) -> int:
     """Generations the run does: all it may run, or up to the first promoted one (the chain stops there)."""
     for generation in range(plan["generations"]):
-        promotion = root / f"gen{generation}" / "promotion.json"
+        promotion = Path(layout.promotion(root, generation))
         try:
             document = json.loads(promotion.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -151,7 +132,7 @@ def running_cells(root: Path, host: str | None = None) -> tuple[list[str], list[
     entries of other hosts (cluster nodes) are taken at their word."""
     host = host or socket.gethostname()
     running, interrupted = [], []
-    folder = root / RUNNING
+    folder = Path(layout.progress_running(root))
     for entry in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             document = json.loads(entry.read_text(encoding="utf-8"))
@@ -168,14 +149,10 @@ def running_cells(root: Path, host: str | None = None) -> tuple[list[str], list[
 # ─── The snapshot ────────────────────────────────────────────────────────────
 
 
-def _records(root: Path) -> list[Path]:
-    return sorted([*root.glob("cells/*/*/run*/record.json"), *root.glob("gen*/cells/*/*/run*/record.json")])
-
-
 def _proposer_costs(root: Path, generations: int) -> list[float | None]:
     costs = []
     for generation in range(generations):
-        path = root / f"gen{generation}" / "proposer-session.json"
+        path = Path(layout.proposer_session(root, generation))
         if path.is_file():
             try:
                 costs.append(json.loads(path.read_text(encoding="utf-8"))["session"].get("cost_usd"))
@@ -245,7 +222,7 @@ def summarize(
 def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str | None = None) -> dict[str, Any]:
     """Recompute progress from the files under ``results/<experiment>``."""
     root = Path(results_dir)
-    plan_path = root / PLAN
+    plan_path = Path(layout.progress_plan(root))
     if not plan_path.is_file():
         raise artifacts.ArtifactError(
             f"{plan_path}: no run plan; start the run with snakemake first "
@@ -254,8 +231,8 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
     plan = artifacts.read_json(plan_path)
     generations = effective_generations(root, plan)
     finished = []
-    for path in _records(root):
-        key = _cell_key(path, root)
+    for path in layout.cell_records_on_disk(root):
+        key = layout.parse_cell_record(path.relative_to(root))
         if key is None or not _in_plan(key, plan, generations):
             continue
         try:
@@ -265,7 +242,7 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
             continue
     running, interrupted = running_cells(root, host)
     # The run summary is made last, from every cell: with it present and nothing left, the run is over.
-    finished_run = (root / "summary.json").is_file() and not running
+    finished_run = Path(layout.summary(root)).is_file() and not running
     return summarize(
         plan=plan,
         finished=finished,
@@ -307,7 +284,7 @@ def format_line(progress: dict[str, Any]) -> str:
 
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    lock = root / LOCK
+    lock = Path(layout.progress_lock(root))
     lock.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -320,11 +297,11 @@ def _locked(root: Path) -> Iterator[None]:
 def update(results_dir: str | Path) -> dict[str, Any] | None:
     """Recompute and atomically replace ``progress.json`` under the lock; None when no run plan exists."""
     root = Path(results_dir)
-    if not (root / PLAN).is_file():
+    if not Path(layout.progress_plan(root)).is_file():
         return None
     with _locked(root):
         progress = snapshot(root)
-        artifacts.write_artifact(root / PROGRESS, progress, "progress")
+        artifacts.write_artifact(Path(layout.progress(root)), progress, "progress")
     return progress
 
 
@@ -333,7 +310,7 @@ def tracking_cell(results_dir: str | Path, label: str, *, stream=None) -> Iterat
     """Register a running cell for the duration of its job; when it ends, refresh ``progress.json`` and print
     the run line. Progress is a view: a failure to record it never fails the cell."""
     root = Path(results_dir)
-    entry = root / RUNNING / _entry_name(label)
+    entry = Path(layout.progress_running(root)) / _entry_name(label)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         document = {"cell": label, "pid": os.getpid(), "host": socket.gethostname(), "started_at": _iso(_now())}
@@ -399,12 +376,12 @@ def closing_lines(
             "  next:      fix the cause and run the same command again: finished cells are kept "
             f"(after a killed run, `{snakemake} --unlock` first)",
         ]
-    summary_path = root / "summary.json"
+    summary_path = Path(layout.summary(root))
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         summary = None
-    reports = [root / "sweep" / "report.md"]
+    reports = [Path(layout.report(root, None))]
     if summary is None:
         outcome = "finished"
     elif summary["outcome"] == "sweep":
@@ -414,12 +391,13 @@ def closing_lines(
     else:
         outcome = f"no candidate cleared the gate in {summary['generations_requested']} generation(s)"
     if summary is not None:
-        reports += [root / f"gen{g['generation']}" / "report.md" for g in summary["generations"]]
+        reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
     lines = [
         f"skillbench: {outcome}{counts}.",
-        f"  summary:   {root / 'summary.md'}",
+        f"  summary:   {layout.summary_markdown(root)}",
         f"  reports:   {', '.join(str(path) for path in reports)}",
-        f"  HTML:      {snakemake} --report {root / 'report.html'}   (figures and every report; open it in a browser)",
+        f"  HTML:      {snakemake} --report {layout.html_report(root)}   "
+        "(figures and every report; open it in a browser)",
     ]
     if summary is not None and summary["outcome"] == "promoted":
         lines.append(
@@ -440,22 +418,20 @@ def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
 
     incumbent = arm_config.selected_arms(config)
     generations = config["evolution"]["generations"]
-    candidates = (
-        [f"{arm_config.CANDIDATE_PREFIX}{arm}" for arm in arm_config.evolution_arms(config)] if generations else []
-    )
+    candidates = arm_config.candidate_arms(config)
     # A sequential design (runs: {min, max, step}) may run up to max.
     runs = config["runs"] if isinstance(config["runs"], int) else config["runs"]["max"]
 
     def sessions_of(arm: str) -> int:
         return len(arm_config.arm_definition(config, arm)["sessions"])
 
-    cells = [
+    cells: list[dict[str, Any]] = [
         {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
         for task in task_ids
         for run in range(runs)
         for arm in incumbent
     ]
-    candidate_cells = [
+    candidate_cells: list[dict[str, Any]] = [
         {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
         for task in task_ids
         for run in range(runs)
@@ -522,13 +498,13 @@ def cost_estimate(
 def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
     """Rows of every finished cell under ``results/<experiment>`` and the measured proposer session costs."""
     rows = []
-    for path in _records(results_dir):
+    for path in layout.cell_records_on_disk(results_dir):
         try:
             rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
         except (OSError, ValueError, KeyError):
             continue
     proposers = []
-    for path in sorted(results_dir.glob("gen*/proposer-session.json")):
+    for path in sorted(Path(found) for found in glob.glob(layout.proposer_session(results_dir, "*"))):
         try:
             cost = json.loads(path.read_text(encoding="utf-8"))["session"].get("cost_usd")
         except (OSError, ValueError, KeyError, TypeError):
@@ -536,3 +512,107 @@ def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]
         if cost is not None:
             proposers.append(cost)
     return rows, proposers
+
+
+def check_budget(
+    config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str], first_runs: int
+) -> None:
+    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
+    first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
+    first batch would be passed before any look could stop it."""
+    from . import arms as arm_config
+
+    cap = config["budget"]["max_sessions"]
+    if cap is None:
+        return
+    sessions = sum(
+        len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
+        for arm in [*incumbent_arms, *candidate_arms]
+    )
+    if sessions > cap:
+        raise ValueError(
+            f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
+            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
+            "raise the cap, or lower runs (runs.min) or the tasks/arms selected"
+        )
+
+
+# ─── Between batches of a sequential design: the budget ─────────────────────
+
+
+def recorded_spend(arm_sessions: dict[str, int], results_root: str | Path) -> dict[str, Any]:
+    """Sessions and cost_usd of every finished cell under the experiment's results folder (records on disk);
+    ``arm_sessions`` is each incumbent arm's sessions per cell."""
+    from .arms import incumbent_of
+
+    sessions, usd = 0, 0.0
+    for path in layout.cell_records_on_disk(results_root):
+        row = artifacts.read_artifact(path, "cell-record")["row"]
+        sessions += arm_sessions[incumbent_of(row["arm"])]
+        usd += row.get("cost_usd") or 0.0
+    return {"sessions": sessions, "usd": round(usd, 6)}
+
+
+@dataclass
+class BatchBudget:
+    """What a look may still start: the spend so far and the batches already admitted at this look.
+
+    A batch's price: each missing cell costs its arm's sessions, and the mean recorded cost per finished cell."""
+
+    spend: dict[str, Any]
+    cost_per_cell: float
+    arm_sessions: dict[str, int]
+    budget: dict[str, Any]
+    tasks: list[str]
+    present: set[tuple[str, str, int]]
+    planned_sessions: int = 0
+    planned_usd: float = 0.0
+    planned_cells: set[tuple[str, str, int]] = field(default_factory=set)
+
+    @classmethod
+    def from_disk(
+        cls, results_root: str | Path, arm_sessions: dict[str, int], budget: dict[str, Any], present: list[dict]
+    ) -> BatchBudget:
+        """The budget of a look over ``present`` rows, with the spend recorded under ``results_root``."""
+        spend = recorded_spend(arm_sessions, results_root)
+        finished = len(layout.cell_records_on_disk(results_root))
+        return cls(
+            spend=spend,
+            cost_per_cell=spend["usd"] / finished if finished else 0.0,
+            arm_sessions=arm_sessions,
+            budget=budget,
+            tasks=sorted({row["task"] for row in present}),
+            present={(row["task"], row["arm"], row["run"]) for row in present},
+            planned_sessions=spend["sessions"],
+            planned_usd=spend["usd"],
+        )
+
+    def admit(self, pair: tuple[str, str], runs: int, next_runs: int) -> list[str]:
+        """Admit the pair's batch (runs ``runs``..``next_runs``-1 of both arms) and return [], or return the caps
+        it would pass (and admit nothing)."""
+        from .arms import incumbent_of
+
+        batch = (
+            {(task, arm, run) for task in self.tasks for arm in pair for run in range(runs, next_runs)}
+            - self.present
+            - self.planned_cells
+        )
+        sessions = sum(self.arm_sessions[incumbent_of(arm)] for _, arm, _ in batch)
+        projected = len(batch) * self.cost_per_cell
+        over = []
+        max_sessions, max_usd = self.budget.get("max_sessions"), self.budget.get("max_usd")
+        if max_sessions is not None and self.planned_sessions + sessions > max_sessions:
+            over.append(
+                f"budget.max_sessions {max_sessions} (spent {self.spend['sessions']} sessions; the "
+                f"next batch needs {sessions} more)"
+            )
+        if max_usd is not None and self.planned_usd + projected > max_usd:
+            over.append(
+                f"budget.max_usd {max_usd:g} (spent ${self.spend['usd']:.4f}; the next batch is "
+                f"projected at ${projected:.4f})"
+            )
+        if not over:
+            self.planned_sessions += sessions
+            self.planned_usd += projected
+            self.planned_cells |= batch
+        return over

@@ -1,13 +1,16 @@
-"""``report.md`` rendering: the per (task, arm) median table, savings, provenance and the gate's verdict.
+"""``report.md`` and ``summary.md`` rendering: the per (task, arm) median table, savings, provenance, the gate's
+verdict, and the run's summary across generations.
 
-Owns the Markdown layout and number formatting of the benchmark report. Plain rows (and an
-optional promotion document) in, one deterministic string out: no timestamps, no I/O.
+Owns the Markdown layout and number formatting of the benchmark report and the run summary, the canonical
+order of rows (task-file order, run-major, arm-minor), and the summary document's outcome. Plain rows and
+documents in, deterministic values out: no timestamps, no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import layout
 from .aggregate import USAGE_FIELDS, aggregate_by_task, resolved_by_task, savings
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -519,3 +522,122 @@ def render_report(
     if promotion is not None:
         lines += ["", *_promotion_lines(promotion)]
     return "\n".join(lines) + "\n"
+
+
+def canonical_order(rows: list[dict[str, Any]], task_order: list[str], arm_order: list[str]) -> list[dict[str, Any]]:
+    """Task-file order, then run-major, arm-minor."""
+    return sorted(rows, key=lambda row: (task_order.index(row["task"]), row["run"], arm_order.index(row["arm"])))
+
+
+def runs_text(runs: Any) -> Any:
+    """The design as the report states it: the integer of a fixed design, a sentence for a sequential one."""
+    if isinstance(runs, int):
+        return runs
+    return f"{runs['min']} to {runs['max']}, step {runs['step']} (sequential; each pair's looks are in its decision)"
+
+
+def oracle_log_section(links: list[tuple[dict[str, Any], str]]) -> str:
+    """Links (row, relative path) to the oracle's output of every run whose hidden oracle failed, for the task
+    author. The report shows only the link, never the owner-only log's content."""
+    if not links:
+        return ""
+    lines = [f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})" for row, relative in links]
+    return (
+        "\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
+        "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
+        "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n" + "\n".join(lines) + "\n"
+    )
+
+
+def oracle_failed(row: dict[str, Any]) -> bool:
+    """The run's hidden oracle ran and failed (its output is in the cell's owner-only oracle log)."""
+    return not row["oracle_passed"] and row["oracle_output"] == "hidden oracle failed"
+
+
+# ─── summary.md ─────────────────────────────────────────────────────────────
+
+
+def generation_summary(
+    promotion: dict[str, Any], overlay_doc: dict[str, Any], *, promoted: bool, gate_summary: list[str]
+) -> dict[str, Any]:
+    """One generation's entry of summary.json: its candidate, its decisions and the gate's summary lines."""
+    return {
+        "generation": overlay_doc["generation"],
+        "candidate_origin": overlay_doc["candidate_origin"],
+        "candidate_overlay_digest": overlay_doc["digest"],
+        "touched_skills": overlay_doc["touched_skills"],
+        "required_candidate_arms": overlay_doc["required_candidate_arms"],
+        "promoted": promoted,
+        "run_status": promotion["run_status"],
+        "decisions": [
+            {
+                "candidate_arm": d["candidate_arm"],
+                "incumbent_arm": d["incumbent_arm"],
+                "decision": d["decision"],
+                "median_improvement_pct": d["median_improvement_pct"],
+                "reasons": d["reasons"],
+            }
+            for d in promotion["decisions"]
+        ],
+        "gate_summary": gate_summary,
+    }
+
+
+def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """(outcome, promoted generation): a sweep, the first promoted generation, or no promotion."""
+    promoted = next((g["generation"] for g in generations if g["promoted"]), None)
+    if requested == 0:
+        return "sweep", promoted
+    return ("promoted" if promoted is not None else "not_promoted"), promoted
+
+
+def _generation_table(summary: dict[str, Any]) -> list[str]:
+    lines = ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
+    for generation in summary["generations"]:
+        decisions = ", ".join(f"{d['candidate_arm']}: {d['decision']}" for d in generation["decisions"])
+        lines.append(
+            f"| {generation['generation']} | {generation['candidate_origin']} | "
+            f"`{generation['candidate_overlay_digest'][:16]}` | "
+            f"{', '.join(generation['required_candidate_arms'])} | {decisions} |"
+        )
+    lines.append("")
+    for generation in summary["generations"]:
+        lines.append(f"## Generation {generation['generation']}")
+        lines.append("")
+        lines += [f"- {line}" for line in generation["gate_summary"]]
+        lines.append("")
+    return lines
+
+
+def _outcome_line(summary: dict[str, Any]) -> str:
+    if summary["outcome"] == "promoted":
+        return (
+            f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
+            f"Apply it with `skillbench apply {layout.results_root(summary['experiment'])}`."
+        )
+    advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+    return f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** {advice}"
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """summary.md: the chain of generations, each generation's gate summary and the outcome."""
+    lines = [f"# skillbench run `{summary['experiment']}`", ""]
+    if summary["outcome"] == "sweep":
+        lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
+    else:
+        lines += [*_generation_table(summary), _outcome_line(summary)]
+    cut_short = [
+        f"generation {g['generation']} {d['candidate_arm']}"
+        for g in summary["generations"]
+        for d in g["decisions"]
+        if d["reasons"] and d["reasons"][0].startswith("cut short:")
+    ]
+    if cut_short:
+        lines += [
+            "",
+            f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
+            f"{', '.join(cut_short)} (their reports show the looks taken).",
+        ]
+    if summary["broken_incumbent_arms"]:
+        lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
+    return "\n".join(lines).rstrip() + "\n"

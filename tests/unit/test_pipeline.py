@@ -1,40 +1,10 @@
-"""Rule-step helpers: run completeness for the gate, canonical row order, CLI lookup."""
+"""Rule steps: the run summary and the harness-health failure, oracles against overlays (freeze_overlay and the
+parse-time initial-overlay check), and the shims' interface."""
 
 from __future__ import annotations
 
-from skillbench.pipeline import canonical_order, run_status
-
-
-def row(task: str, arm: str, run: int, error_kind: str | None = None) -> dict:
-    return {"task": task, "arm": arm, "run": run, "error_kind": error_kind}
-
-
-def test_complete_when_every_task_and_arm_has_the_same_runs():
-    rows = [row(t, a, r) for t in ("a", "b") for a in ("x", "candidate_x") for r in range(3)]
-    assert run_status(rows, ["a", "b"], ["x", "candidate_x"]) == "complete"
-
-
-def test_a_missing_cell_or_task_makes_the_run_aborted():
-    rows = [row(t, a, r) for t in ("a", "b") for a in ("x", "candidate_x") for r in range(3)]
-    assert run_status(rows[:-1], ["a", "b"], ["x", "candidate_x"]) == "aborted"
-    assert run_status([r for r in rows if r["task"] == "a"], ["a", "b"], ["x", "candidate_x"]) == "aborted"
-    assert run_status([], ["a"], ["x"]) == "aborted"
-
-
-def test_a_cancelled_row_makes_the_run_aborted():
-    rows = [row("a", "x", 0), row("a", "candidate_x", 0, "cancelled")]
-    assert run_status(rows, ["a"], ["x", "candidate_x"]) == "aborted"
-
-
-def test_canonical_order_is_task_then_run_then_arm():
-    rows = [row("b", "y", 0), row("a", "y", 1), row("a", "x", 1), row("a", "y", 0)]
-    ordered = canonical_order(rows, ["a", "b"], ["x", "y"])
-    assert [(r["task"], r["run"], r["arm"]) for r in ordered] == [
-        ("a", 0, "y"),
-        ("a", 1, "x"),
-        ("a", 1, "y"),
-        ("b", 0, "y"),
-    ]
+import re
+from pathlib import Path
 
 
 def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path):
@@ -49,18 +19,13 @@ def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path)
     rows += [make_row("t1", "baseline", run) for run in range(2)]
     results = tmp_path / "results.jsonl"
     write_jsonl(results, rows, "result-row")
-    config = {
-        "experiment": "x",
-        "evolution": {"generations": 0},
-        "selected_arms": ["workflow", "baseline"],
-        "arms": {
-            "workflow": {"sessions": [{"role": "work", "prompt": "p"}]},
-            "baseline": {"sessions": [{"role": "baseline", "prompt": "p"}]},
-        },
-    }
     with pytest.raises(HarnessHealthError, match=r"\[harness-health\] incumbent arm\(s\) workflow"):
         summarize_run(
-            config=config,
+            experiment="x",
+            generations_requested=0,
+            arms=["workflow", "baseline"],
+            runs=2,
+            min_runs=2,
             results=[str(results)],
             promotions=[],
             overlays=[],
@@ -138,14 +103,16 @@ def test_freeze_overlay_refuses_an_overlay_carrying_a_bound_oracle_and_writes_no
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
     assert bound_oracles(str(bindings), oracle_dirs) == [("rounding_test.py of task rounding", ORACLE_TEXT)]
     source = _overlay(tmp_path, b"Remember:\n" + ORACLE_TEXT.replace(b"    ", b"  - "))
-    config = {"skills": {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}}
+    skills = {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}
     with pytest.raises(
         OverlayError,
         match=r"SKILL\.md holds hidden oracle rounding_test\.py of task rounding "
         r"\(3 of its 3 distinctive lines\)",
     ):
         freeze_overlay(
-            config=config,
+            skills=skills,
+            candidate_arms=["candidate_workflow"],
+            arm_skills={"workflow": ["change-plan", "change-work"], "baseline": []},
             generation=0,
             source=str(source),
             frozen_out=str(tmp_path / "frozen"),
@@ -198,10 +165,12 @@ def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
     source = _overlay(tmp_path, b"Run the verify command once.\n")
-    config = {"skills": {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}}
+    skills = {"root": ".claude/skills", "evolvable": ["change-work"], "mirrors": []}
     with pytest.raises(OverlayError, match=r"change-work/SKILL\.md: SKILL\.md must start with YAML frontmatter"):
         freeze_overlay(
-            config=config,
+            skills=skills,
+            candidate_arms=["candidate_workflow"],
+            arm_skills={"workflow": ["change-plan", "change-work"], "baseline": []},
             generation=0,
             source=str(source),
             frozen_out=str(tmp_path / "frozen"),
@@ -214,17 +183,13 @@ def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
     assert not (tmp_path / "frozen").exists() and not (tmp_path / "overlay.json").exists()
 
 
-def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
-    from skillbench.pipeline import render_summary
+SHIMS = sorted((Path(__file__).resolve().parents[2] / "scripts").glob("*.py"))
 
-    summary = {
-        "experiment": "x",
-        "outcome": "not_promoted",
-        "generations_requested": 2,
-        "generations": [],
-        "broken_incumbent_arms": [],
-        "next_step": "With runs: 2 no candidate can be promoted.",
-    }
-    text = render_summary(summary)
-    assert "With runs: 2 no candidate can be promoted." in text
-    assert "Raise `evolution.generations`" not in text
+
+def test_shims_hand_the_library_only_what_the_rule_declares():
+    """A job's params, inputs, outputs, wildcards, log and resources are its whole interface: a shim that read
+    the workflow's config would let a config change reach a cached job without rerunning it."""
+    assert SHIMS
+    for shim in SHIMS:
+        used = set(re.findall(r"snakemake\.(\w+)", shim.read_text()))
+        assert used <= {"params", "input", "output", "wildcards", "log", "resources"}, (shim.name, used)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from rowfactory import make_row
-from skillbench import progress
+from skillbench import layout, progress
 from skillbench.artifacts import read_artifact, validate
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -112,7 +112,7 @@ def test_snapshot_from_disk_counts_only_planned_cells_and_sees_interrupted_jobs(
     write_record(root, "gen0/cells", "beta", "candidate_workflow", 0, cost=0.25, wall=30.0)
     write_record(root, "cells", "alpha", "workflow", 5, cost=9.0)  # run 5 is not in this run's plan
     write_record(root, "gen7/cells", "alpha", "candidate_workflow", 0, cost=9.0)  # nor is generation 7
-    running = root / progress.RUNNING
+    running = Path(layout.progress_running(root))
     (running / "a.json").write_text(json.dumps({"cell": "cells/beta/workflow/run0", "pid": 1, "host": "node-b"}))
     (running / "b.json").write_text(
         json.dumps({"cell": "cells/beta/baseline/run0", "pid": dead_pid(), "host": "node-a"})
@@ -159,7 +159,9 @@ def test_tracking_a_cell_registers_it_while_it_runs_and_prints_the_run_line(tmp_
 def test_a_new_run_forgets_the_running_entries_of_the_last(tmp_path):
     root = tmp_path / "exp"
     progress.write_plan(root, plan())
-    (root / progress.RUNNING / "x.json").write_text(json.dumps({"cell": "c", "pid": dead_pid(), "host": "h"}))
+    (Path(layout.progress_running(root)) / "x.json").write_text(
+        json.dumps({"cell": "c", "pid": dead_pid(), "host": "h"})
+    )
     progress.write_plan(root, plan())
     assert progress.running_cells(root, host="h") == ([], [])
 
@@ -244,7 +246,7 @@ def test_status_command_prints_the_run_line_and_the_interrupted_cells(tmp_path, 
     progress.write_plan(root, plan())
     write_record(root, "cells", "alpha", "workflow", 0, cost=0.5, wall=10.0)
     entry = {"cell": "cells/alpha/baseline/run0", "pid": dead_pid(), "host": socket.gethostname()}
-    (root / progress.RUNNING / "a.json").write_text(json.dumps(entry))
+    (Path(layout.progress_running(root)) / "a.json").write_text(json.dumps(entry))
     assert main(["status", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "[progress] exp: 1/16 cells, 0 running, 1 interrupted, $0.50 spent, ETA 1m20s"

@@ -351,3 +351,56 @@ def test_savings_rows_compare_with_the_configured_baseline_arm():
     assert "| demo-task | demo | **workflow savings %** | 1/1 vs 1/1 | 50.0 |" in text
     # With the default baseline name the same rows have nothing to compare against.
     assert "savings %**" not in "\n".join(line for line in render(rows).splitlines() if line.startswith("|"))
+
+
+def test_canonical_order_is_task_then_run_then_arm():
+    from skillbench.report import canonical_order
+
+    rows = [{"task": t, "arm": a, "run": r} for t, a, r in [("b", "y", 0), ("a", "y", 1), ("a", "x", 1), ("a", "y", 0)]]
+    ordered = canonical_order(rows, ["a", "b"], ["x", "y"])
+    assert [(r["task"], r["run"], r["arm"]) for r in ordered] == [
+        ("a", 0, "y"),
+        ("a", 1, "x"),
+        ("a", 1, "y"),
+        ("b", 0, "y"),
+    ]
+
+
+def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
+    from skillbench.report import render_summary
+
+    summary = {
+        "experiment": "x",
+        "outcome": "not_promoted",
+        "generations_requested": 2,
+        "generations": [],
+        "broken_incumbent_arms": [],
+        "next_step": "With runs: 2 no candidate can be promoted.",
+    }
+    text = render_summary(summary)
+    assert "With runs: 2 no candidate can be promoted." in text
+    assert "Raise `evolution.generations`" not in text
+
+
+def test_a_promoted_run_says_how_to_apply_it():
+    from skillbench.report import render_summary
+
+    generation = {
+        "generation": 1,
+        "candidate_origin": "model-proposer",
+        "candidate_overlay_digest": "a" * 64,
+        "required_candidate_arms": ["candidate_workflow"],
+        "decisions": [{"candidate_arm": "candidate_workflow", "decision": "promote", "reasons": []}],
+        "gate_summary": ["candidate_workflow: promote"],
+    }
+    summary = {
+        "experiment": "x",
+        "outcome": "promoted",
+        "promoted_generation": 1,
+        "generations_requested": 2,
+        "generations": [generation],
+        "broken_incumbent_arms": [],
+    }
+    text = render_summary(summary)
+    assert "| 1 | model-proposer | `aaaaaaaaaaaaaaaa` | candidate_workflow | candidate_workflow: promote |" in text
+    assert "Apply it with `skillbench apply results/x`." in text

@@ -198,7 +198,7 @@ def _config(**overrides):
 
 
 def test_a_session_cap_below_the_first_batch_is_a_config_error():
-    from skillbench.pipeline import check_budget
+    from skillbench.progress import check_budget
 
     config = _config(budget={"max_sessions": 10, "max_usd": None})
     with pytest.raises(ValueError, match=r"budget.max_sessions: 10 is below the first batch's 24 agent sessions"):
@@ -260,13 +260,14 @@ def _write_records(root: Path, rows: list[dict]) -> list[str]:
     ],
 )
 def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, status):
+    from skillbench.arms import session_counts
     from skillbench.pipeline import gate_look
 
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
     paths = _write_records(tmp_path, rows)
     out = tmp_path / "gen0" / "looks" / "look1.json"
     document = gate_look(
-        config=_config(),
+        arm_sessions=session_counts(_config()),
         records=paths,
         pairs=[(INC, CAND)],
         policy={},

@@ -1,18 +1,18 @@
 # Cells: one (task, arm, run) = a fresh clone, the arm's headless Claude Code sessions in
 # the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live in
-# results/<experiment>/cells/ and every generation reuses them while their inputs are
-# unchanged; candidate cells of generation N live in results/<experiment>/gen<N>/cells/.
+# the results' shared cells folder and every generation reuses them while their inputs are
+# unchanged; candidate cells of generation N live in that generation's folder (skillbench.layout).
 
 
 rule run_cell:
     input:
         unpack(get_cell_inputs),
     output:
-        record=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/record.json",
-        patch=f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/patch.diff",
-        transcripts=directory(f"{RESULTS}/{{cellset}}/{{task}}/{{arm}}/run{{run}}/transcripts"),
+        record=sb_layout.cell_record(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        patch=sb_layout.cell_patch(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        transcripts=directory(sb_layout.cell_transcripts(RESULTS, "{cellset}", "{task}", "{arm}", "{run}")),
     log:
-        f"logs/{EXPERIMENT}/run_cell/{{cellset}}/{{task}}/{{arm}}/run{{run}}.log",
+        sb_layout.log(EXPERIMENT, "run_cell", sb_layout.cell_label("{cellset}", "{task}", "{arm}", "{run}")),
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"
@@ -22,21 +22,11 @@ rule run_cell:
         runtime=get_cell_runtime,
     params:
         task=get_task_definition,
-        arm=get_arm_definition,
-        prompts=get_session_prompts,
-        model=config["model"],
-        tools=config["agent"]["tools"],
-        # A CLI upgrade or a new price table changes what a cell measures: both key the cache.
+        # Everything of the config the cell reads (its arm, prompts, model, agent incl. the price table, sandbox
+        # and limits, skills): a change to any of it reruns the cell.
+        settings=get_cell_settings,
+        # A CLI upgrade changes what a cell measures: its version keys the cache.
         cli_version=CLI_VERSION,
-        prices=config["agent"]["prices"],
-        timeouts=[
-            config["agent"]["session_timeout_s"],
-            config["agent"]["setup_timeout_s"],
-            config["agent"]["verify_timeout_s"],
-        ],
-        sandbox=config["sandbox"]["backend"],
-        # Resource limits can change a cell's outcome (a memory-hungry test suite), so they key the cache.
-        limits=config["sandbox"]["limits"],
         extensions=get_arm_extensions,
     script:
         "../../scripts/run_cell.py"

@@ -12,8 +12,12 @@ from skillbench import arms as sb_arms  # noqa: E402
 from skillbench import breaker as sb_breaker  # noqa: E402
 from skillbench import gate as sb_gate  # noqa: E402
 from skillbench import configcheck as sb_configcheck  # noqa: E402
+from skillbench import environment as sb_environment  # noqa: E402
+from skillbench import layout as sb_layout  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
 from skillbench import process as sb_process  # noqa: E402
+from skillbench import progress as sb_progress  # noqa: E402
+from skillbench import promotion as sb_promotion  # noqa: E402
 from skillbench import sandbox as sb_sandbox  # noqa: E402
 from skillbench import skillformat as sb_skillformat  # noqa: E402
 from skillbench import tasks as sb_tasks  # noqa: E402
@@ -26,11 +30,11 @@ sb_configcheck.validate_config(
     verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
 )
 sb_arms.check_arms(config)
-sb_pipeline.check_model_access(config)
-CLI_VERSION = sb_pipeline.check_cli(config)
+sb_environment.check_model_access(config["model"])
+CLI_VERSION = sb_environment.check_cli(config["agent"]["cli"])
 
 EXPERIMENT = config["experiment"]
-RESULTS = f"results/{EXPERIMENT}"
+RESULTS = sb_layout.results_root(EXPERIMENT)
 SUITE = config["tasks"]["suite"]
 ALL_TASKS = sb_tasks.load_suite(SUITE)
 SELECTION = sb_tasks.select_tasks(
@@ -60,10 +64,10 @@ for _warning in sb_configcheck.design_warnings(config, len(TASK_IDS)):
 
 GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
-CANDIDATE_ARMS = [f"{sb_arms.CANDIDATE_PREFIX}{arm}" for arm in sb_arms.evolution_arms(config)] if GENERATIONS else []
-GENERATION_ARMS = sb_pipeline.generation_arm_order(config, CANDIDATE_ARMS)
+CANDIDATE_ARMS = sb_arms.candidate_arms(config)
+GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
 sb_pipeline.check_initial_overlay(config)
-sb_pipeline.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
+sb_progress.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
 if config["model"]["provider"] == "scripted":
     # A broken script or a task/role typo would otherwise surface in every cell, after the sessions ran.
     sb_configcheck.check_model_script(
@@ -82,7 +86,7 @@ wildcard_constraints:
     run=r"\d+",
     gen=r"\d+",
     look=r"\d+",
-    cellset=r"cells|gen\d+/cells",
+    cellset=sb_layout.CELLSET_PATTERN,
 
 
 def prepare_run():
@@ -96,7 +100,7 @@ def prepare_run():
             "without containment; rows are stamped sandbox_backend=none and cannot promote.",
             file=sys.stderr,
         )
-    sb_breaker.reset(Path(f"{RESULTS}/.outage-breaker.json"))
+    sb_breaker.reset(Path(sb_layout.breaker(RESULTS)))
     # First Ctrl-C: running cells finish (their sessions are paid for), nothing new starts; second: stop now.
     sb_process.handle_interrupts()
 
@@ -137,7 +141,7 @@ def get_check_runtime(wildcards):
 def task_checks():
     """Every task's check.json, as an order-only input: sessions wait for the checks, but a re-check that
     changes nothing (or a check of another task) does not rerun a finished cell."""
-    return [ancient(f"{RESULTS}/tasks/{task}/check.json") for task in TASK_IDS]
+    return [ancient(sb_layout.task_check(RESULTS, task)) for task in TASK_IDS]
 
 
 def get_oracle_sources(wildcards):
@@ -172,10 +176,10 @@ def get_session_prompts(wildcards):
     return {key: config["prompts"][key] for key in sorted(keys) if key in config["prompts"]}
 
 
-def cell_records(arms, cellset="cells", runs=None):
-    """Record paths in canonical order: task-file order, run-major, arm-minor."""
+def cell_records(arms, gen=None, runs=None):
+    """Record paths in canonical order: task-file order, run-major, arm-minor (candidate arms: of generation `gen`)."""
     return [
-        f"{RESULTS}/{cellset}/{task}/{arm}/run{run}/record.json"
+        sb_layout.cell_record(RESULTS, sb_layout.cellset(gen), task, arm, run)
         for task in TASK_IDS
         for run in (RUNS if runs is None else range(runs))
         for arm in arms
@@ -197,7 +201,7 @@ def pair_records(gen, pair_runs):
     for arm, runs in incumbent_runs.items():
         records += cell_records([arm], runs=runs)
     for (_, candidate), runs in pair_runs.items():
-        records += cell_records([candidate], f"gen{gen}/cells", runs=runs)
+        records += cell_records([candidate], gen, runs=runs)
     return records
 
 
@@ -227,41 +231,41 @@ def look_chain(gen):
         document = read_json(checkpoints.gate_look.get(gen=gen, look=look).output.look)
         if not any(pair["status"] == "continue" for pair in document["pairs"]):
             return look, {(pair["incumbent_arm"], pair["candidate_arm"]): pair["runs"] for pair in document["pairs"]}
-    raise ValueError(f"gen{gen}: look {look} still says continue after the last planned look")
+    raise ValueError(f"{sb_layout.generation_name(gen)}: look {look} still says continue after the last planned look")
 
 
 def get_gate_inputs(wildcards):
     """The gate reads the generation's rows; a sequential generation also its last look (cut-short pairs)."""
     inputs = {
-        "results": f"{RESULTS}/gen{wildcards.gen}/results.jsonl",
-        "overlay": f"{RESULTS}/gen{wildcards.gen}/overlay.json",
-        "bindings": f"{RESULTS}/tasks/bindings.json",
+        "results": sb_layout.rows(RESULTS, wildcards.gen),
+        "overlay": sb_layout.overlay(RESULTS, wildcards.gen),
+        "bindings": sb_layout.bindings(RESULTS),
     }
     if SEQUENTIAL:
-        inputs["look"] = f"{RESULTS}/gen{wildcards.gen}/looks/look{look_chain(wildcards.gen)[0]}.json"
+        inputs["look"] = sb_layout.look(RESULTS, wildcards.gen, look_chain(wildcards.gen)[0])
     return inputs
 
 
 def get_cell_inputs(wildcards):
     """A cell's inputs; candidate arms (only under gen<N>/cells) also get their generation's frozen overlay."""
     candidate = sb_arms.is_candidate(wildcards.arm)
-    if candidate != (wildcards.cellset != "cells"):
+    generation = sb_layout.cellset_generation(wildcards.cellset)
+    if candidate != (generation is not None):
         raise ValueError(
             f"arm {wildcards.arm} cannot run under {wildcards.cellset}: candidate arms live in gen<N>/cells"
         )
     if sb_arms.incumbent_of(wildcards.arm) not in INCUMBENT_ARMS:
         raise ValueError(f"arm {wildcards.arm} is not benchmarked (selected arms: {INCUMBENT_ARMS})")
     inputs = {
-        "binding": f"{RESULTS}/tasks/{wildcards.task}/binding.json",
-        "template": f"{RESULTS}/tasks/{wildcards.task}/template",
-        "oracle": f"{RESULTS}/tasks/{wildcards.task}/oracle",
+        "binding": sb_layout.binding(RESULTS, wildcards.task),
+        "template": sb_layout.template(RESULTS, wildcards.task),
+        "oracle": sb_layout.oracle_snapshot(RESULTS, wildcards.task),
         "skills": get_skill_files(wildcards),
         "model_script": get_model_script(wildcards),
         "checks": task_checks(),
     }
     if candidate:
-        generation = wildcards.cellset.split("/")[0]
-        inputs["overlay"] = f"{RESULTS}/{generation}/overlay.json"
+        inputs["overlay"] = sb_layout.overlay(RESULTS, generation)
     return inputs
 
 
@@ -273,7 +277,7 @@ def read_json(path):
 def generation_records(gen):
     if SEQUENTIAL:
         return pair_records(gen, look_chain(gen)[1])
-    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, f"gen{gen}/cells")
+    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, gen)
 
 
 def get_generation_records(wildcards):
@@ -283,7 +287,7 @@ def get_generation_records(wildcards):
 def get_overlay_source(wildcards):
     if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
         return sorted(str(path) for path in Path(INITIAL_OVERLAY).rglob("*") if path.is_file())
-    return [f"{RESULTS}/gen{wildcards.gen}/proposal.md"]
+    return [sb_layout.proposal(RESULTS, wildcards.gen)]
 
 
 def get_evidence_inputs(wildcards):
@@ -291,18 +295,17 @@ def get_evidence_inputs(wildcards):
     gen = int(wildcards.gen)
     if gen == 0:
         seed = config["evolution"]["seed_results"]
-        return {"seed": [str(Path(seed) / "results.jsonl")]} if seed else {}
-    previous = f"{RESULTS}/gen{gen - 1}"
-    inputs = {"results": f"{previous}/results.jsonl", "promotion": f"{previous}/promotion.json"}
+        return {"seed": [str(Path(seed) / sb_layout.ROWS)]} if seed else {}
+    inputs = {"results": sb_layout.rows(RESULTS, gen - 1), "promotion": sb_layout.promotion(RESULTS, gen - 1)}
     if not (gen - 1 == 0 and INITIAL_OVERLAY):
-        inputs["proposal"] = f"{previous}/proposal.md"
+        inputs["proposal"] = sb_layout.proposal(RESULTS, gen - 1)
     return inputs
 
 
 def get_overlay_folder(wildcards):
     if int(wildcards.gen) == 0 and INITIAL_OVERLAY:
         return INITIAL_OVERLAY
-    return f"{RESULTS}/gen{wildcards.gen}/overlay"
+    return sb_layout.overlay_draft(RESULTS, wildcards.gen)
 
 
 def get_candidate_origin(wildcards):
@@ -323,20 +326,20 @@ def generation_chain():
     for gen in range(GENERATIONS):
         chain.append(gen)
         promotion = checkpoints.gate_promotion.get(gen=gen).output.promotion
-        if sb_pipeline.is_promoted(read_json(promotion)):
+        if sb_promotion.is_promoted(read_json(promotion)):
             break
     return chain
 
 
 def get_summary_inputs(wildcards):
     if GENERATIONS == 0:
-        return {"results": [f"{RESULTS}/sweep/results.jsonl"], "reports": [f"{RESULTS}/sweep/report.md"]}
+        return {"results": [sb_layout.rows(RESULTS, None)], "reports": [sb_layout.report(RESULTS, None)]}
     chain = generation_chain()
     return {
-        "results": [f"{RESULTS}/gen{gen}/results.jsonl" for gen in chain],
-        "reports": [f"{RESULTS}/gen{gen}/report.md" for gen in chain],
-        "promotions": [f"{RESULTS}/gen{gen}/promotion.json" for gen in chain],
-        "overlays": [f"{RESULTS}/gen{gen}/overlay.json" for gen in chain],
+        "results": [sb_layout.rows(RESULTS, gen) for gen in chain],
+        "reports": [sb_layout.report(RESULTS, gen) for gen in chain],
+        "promotions": [sb_layout.promotion(RESULTS, gen) for gen in chain],
+        "overlays": [sb_layout.overlay(RESULTS, gen) for gen in chain],
     }
 
 
@@ -344,10 +347,10 @@ def get_final_targets(wildcards):
     """The run's outputs, plus every cell record: a deleted record is then rebuilt (Snakemake does not
     rerun a missing intermediate on its own when everything downstream of it is present)."""
     targets = [
-        f"{RESULTS}/summary.json",
-        f"{RESULTS}/summary.md",
-        f"{RESULTS}/sweep/results.jsonl",
-        f"{RESULTS}/sweep/report.md",
+        sb_layout.summary(RESULTS),
+        sb_layout.summary_markdown(RESULTS),
+        sb_layout.rows(RESULTS, None),
+        sb_layout.report(RESULTS, None),
         *cell_records(INCUMBENT_ARMS),
     ]
     for gen in generation_chain():
@@ -369,3 +372,49 @@ def get_arm_extensions(wildcards):
         "mcp_servers": sb_mcp.cache_key(config, definition),
         "plugins": sb_plugins.provenance(sb_plugins.arm_plugins(config, arm)),
     }
+
+
+# ─── Job settings: the config sections a job's library code reads, as one param ───────────────────────────
+
+
+def job_settings(**sections):
+    """Config sections as a param: plain JSON values with sorted keys, so the same config gives the same param
+    (Snakemake reruns a job whose params changed) and a second run is a no-op."""
+    return json.loads(json.dumps(sections, sort_keys=True))
+
+
+def get_cell_settings(wildcards):
+    """What a cell reads of the config: a change to any of it runs the cell again. Only the cell's own arm, its
+    prompts and its MCP servers (a no-MCP arm sees every server's name: its guidance loses lines about them)."""
+    arm = sb_arms.incumbent_of(wildcards.arm)
+    definition = config["arms"][arm]
+    servers = config.get("mcp_servers") or {}
+    names = list(servers) if definition.get("no_mcp") else definition.get("mcp_servers") or []
+    return job_settings(
+        agent=config["agent"],
+        arms={arm: definition},
+        mcp_servers={name: servers[name] for name in names},
+        model=config["model"],
+        prompts=get_session_prompts(wildcards),
+        sandbox=config["sandbox"],
+        skills=config["skills"],
+        tasks={"suite": SUITE},
+    )
+
+
+CHECK_SETTINGS = job_settings(
+    agent={key: config["agent"][key] for key in ("setup_timeout_s", "verify_timeout_s")},
+    sandbox=config["sandbox"],
+)
+
+# The proposer sees the arms it evolves (their skills go into its prompt) and nothing of the others.
+EVOLVED_ARMS = [sb_arms.incumbent_of(arm) for arm in CANDIDATE_ARMS]
+PROPOSER_SETTINGS = job_settings(
+    agent=config["agent"],
+    arms={arm: config["arms"][arm] for arm in EVOLVED_ARMS},
+    evolution={"arms": EVOLVED_ARMS, "proposer_model": config["evolution"]["proposer_model"]},
+    model=config["model"],
+    sandbox=config["sandbox"],
+    selected_arms=EVOLVED_ARMS,
+    skills=config["skills"],
+)

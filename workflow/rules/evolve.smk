@@ -9,12 +9,12 @@ rule freeze_overlay:
         overlay=get_overlay_source,
         skills=get_skill_files,
         # Every bound hidden oracle: an overlay carrying one's content is refused before any cell.
-        bindings=f"{RESULTS}/tasks/bindings.json",
-        oracles=expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS),
+        bindings=sb_layout.bindings(RESULTS),
+        oracles=[sb_layout.oracle_snapshot(RESULTS, task) for task in TASK_IDS],
     output:
-        overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
+        overlay=sb_layout.overlay(RESULTS, "{gen}"),
     log:
-        f"logs/{EXPERIMENT}/freeze_overlay/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "freeze_overlay", sb_layout.generation_name("{gen}")),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -23,12 +23,14 @@ rule freeze_overlay:
         # The read-only copy beside overlay.json; overlay.json (the declared output) holds its
         # digest and every consumer re-checks it. Not declared as a directory output, because
         # Snakemake would write its timestamp file into the read-only (0500) folder.
-        frozen=f"{RESULTS}/gen{{gen}}/frozen-overlay",
+        frozen=sb_layout.frozen_overlay(RESULTS, "{gen}"),
         origin=get_candidate_origin,
         proposer_model=get_proposer_model,
-        evolvable=config["skills"]["evolvable"],
-        mirrors=config["skills"]["mirrors"],
+        # root, evolvable, mirrors
+        skills=job_settings(**config["skills"]),
         arms=CANDIDATE_ARMS,
+        # The skills each selected arm invokes: which candidate arms an overlay needs.
+        arm_skills=sb_arms.selected_arm_skills(config),
     script:
         "../../scripts/freeze_overlay.py"
 
@@ -40,12 +42,12 @@ rule freeze_overlay:
 checkpoint gate_look:
     input:
         records=get_look_records,
-        overlay=f"{RESULTS}/gen{{gen}}/overlay.json",
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        overlay=sb_layout.overlay(RESULTS, "{gen}"),
+        bindings=sb_layout.bindings(RESULTS),
     output:
-        look=f"{RESULTS}/gen{{gen}}/looks/look{{look}}.json",
+        look=sb_layout.look(RESULTS, "{gen}", "{look}"),
     log:
-        f"logs/{EXPERIMENT}/gate_look/gen{{gen}}/look{{look}}.log",
+        sb_layout.log(EXPERIMENT, "gate_look", sb_layout.generation_name("{gen}"), "look{look}"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -55,6 +57,8 @@ checkpoint gate_look:
         budget=config["budget"],
         pairs=[list(pair) for pair in candidate_pairs()],
         model=config["model"]["name"],
+        # Sessions per cell of each arm: what the next batch costs.
+        arm_sessions=sb_arms.session_counts(config),
     script:
         "../../scripts/gate_look.py"
 
@@ -63,9 +67,9 @@ checkpoint gate_promotion:
     input:
         unpack(get_gate_inputs),
     output:
-        promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
+        promotion=sb_layout.promotion(RESULTS, "{gen}"),
     log:
-        f"logs/{EXPERIMENT}/gate_promotion/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "gate_promotion", sb_layout.generation_name("{gen}")),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -82,16 +86,20 @@ rule summarize_run:
     input:
         unpack(get_summary_inputs),
     output:
-        summary=report(f"{RESULTS}/summary.json", caption="../report/summary.rst", category="Run"),
-        markdown=f"{RESULTS}/summary.md",
+        summary=report(sb_layout.summary(RESULTS), caption="../report/summary.rst", category="Run"),
+        markdown=sb_layout.summary_markdown(RESULTS),
     log:
-        f"logs/{EXPERIMENT}/summarize_run.log",
+        sb_layout.log(EXPERIMENT, "summarize_run"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
     params:
         generations=GENERATIONS,
         arms=INCUMBENT_ARMS,
+        experiment=EXPERIMENT,
+        # The design and the gate's min_runs shape the advice after no promotion.
+        runs=config["runs"],
+        min_runs=config["gate"]["min_runs"],
     script:
         "../../scripts/summarize_run.py"
 
@@ -100,38 +108,41 @@ rule stage_evidence:
     input:
         unpack(get_evidence_inputs),
     output:
-        evidence=directory(f"{RESULTS}/gen{{gen}}/evidence"),
+        evidence=directory(sb_layout.evidence(RESULTS, "{gen}")),
     log:
-        f"logs/{EXPERIMENT}/stage_evidence/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "stage_evidence", sb_layout.generation_name("{gen}")),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
     params:
         learnings=config["evolution"]["learnings"],
         seed=config["evolution"]["seed_results"],
+        evolvable=config["skills"]["evolvable"],
+        # The name of the variable that holds the API key (redacted from the bundle); never the key.
+        api_key_env=config["model"]["api_key_env"],
     script:
         "../../scripts/stage_evidence.py"
 
 
 rule propose_overlay:
     input:
-        evidence=f"{RESULTS}/gen{{gen}}/evidence",
+        evidence=sb_layout.evidence(RESULTS, "{gen}"),
         skills=get_skill_files,
         model_script=get_model_script,
         # The proposer's clone is checked against every bound hidden oracle before the session. Order-only
         # (ancient): rebinding a task (an edited prompt) must not buy a new proposer session; freeze_overlay
         # re-checks the overlay against the oracles as they are now.
-        bindings=ancient(f"{RESULTS}/tasks/bindings.json"),
-        oracles=[ancient(path) for path in expand(f"{RESULTS}/tasks/{{task}}/oracle", task=TASK_IDS)],
+        bindings=ancient(sb_layout.bindings(RESULTS)),
+        oracles=[ancient(sb_layout.oracle_snapshot(RESULTS, task)) for task in TASK_IDS],
         # No paid session before every task passed its check.
         checks=task_checks(),
     output:
-        proposal=f"{RESULTS}/gen{{gen}}/proposal.md",
-        session=f"{RESULTS}/gen{{gen}}/proposer-session.json",
-        prompt=f"{RESULTS}/gen{{gen}}/proposer-prompt.md",
-        transcripts=directory(f"{RESULTS}/gen{{gen}}/transcripts"),
+        proposal=sb_layout.proposal(RESULTS, "{gen}"),
+        session=sb_layout.proposer_session(RESULTS, "{gen}"),
+        prompt=sb_layout.proposer_prompt(RESULTS, "{gen}"),
+        transcripts=directory(sb_layout.proposer_transcripts(RESULTS, "{gen}")),
     log:
-        f"logs/{EXPERIMENT}/propose_overlay/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "propose_overlay", sb_layout.generation_name("{gen}")),
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"
@@ -141,9 +152,10 @@ rule propose_overlay:
     params:
         # The overlay folder beside proposal.md is read by freeze_overlay; it is not a declared
         # directory output so Snakemake's timestamp file never lands inside the candidate.
-        overlay=f"{RESULTS}/gen{{gen}}/overlay",
+        overlay=sb_layout.overlay_draft(RESULTS, "{gen}"),
         model=get_proposer_model,
-        evolvable=config["skills"]["evolvable"],
-        sandbox=config["sandbox"]["backend"],
+        # What the proposer reads of the config: its model, the agent, the sandbox, the skills and the arms it
+        # evolves.
+        settings=PROPOSER_SETTINGS,
     script:
         "../../scripts/propose_overlay.py"

@@ -5,17 +5,17 @@
 
 rule plot_cost_resolution:
     input:
-        results=f"{RESULTS}/sweep/results.jsonl",
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        results=sb_layout.rows(RESULTS, None),
+        bindings=sb_layout.bindings(RESULTS),
     output:
         figure=report(
-            f"{RESULTS}/sweep/figures/cost-resolution.svg",
+            sb_layout.stage_figure(RESULTS, None, "cost-resolution.svg"),
             caption="../report/cost-resolution.rst",
             category="Benchmark",
             labels={"figure": "cost against resolution"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_cost_resolution/sweep.log",
+        sb_layout.log(EXPERIMENT, "plot_cost_resolution", sb_layout.SWEEP),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -28,18 +28,18 @@ rule plot_cost_resolution:
 
 use rule plot_cost_resolution as plot_generation_cost_resolution with:
     input:
-        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        results=sb_layout.rows(RESULTS, "{gen}"),
+        bindings=sb_layout.bindings(RESULTS),
     output:
         figure=report(
-            f"{RESULTS}/gen{{gen}}/figures/cost-resolution.svg",
+            sb_layout.stage_figure(RESULTS, "{gen}", "cost-resolution.svg"),
             caption="../report/cost-resolution.rst",
             category="Generations",
             subcategory="generation {gen}",
             labels={"figure": "cost against resolution"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_cost_resolution/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "plot_cost_resolution", sb_layout.generation_name("{gen}")),
     localrule: True
     params:
         arms=GENERATION_ARMS,
@@ -48,19 +48,19 @@ use rule plot_cost_resolution as plot_generation_cost_resolution with:
 
 rule plot_paired_improvement:
     input:
-        promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
+        promotion=sb_layout.promotion(RESULTS, "{gen}"),
     output:
         figure=report(
-            f"{RESULTS}/gen{{gen}}/figures/forest-{{candidate}}.svg",
+            sb_layout.stage_figure(RESULTS, "{gen}", "forest-{candidate}.svg"),
             caption="../report/forest.rst",
             category="Generations",
             subcategory="generation {gen}",
             labels={"figure": "paired improvement: {candidate}"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_paired_improvement/gen{{gen}}-{{candidate}}.log",
+        sb_layout.log(EXPERIMENT, "plot_paired_improvement", sb_layout.generation_name("{gen}") + "-{candidate}"),
     wildcard_constraints:
-        candidate="candidate_[a-z0-9_]+",
+        candidate=f"{sb_arms.CANDIDATE_PREFIX}[a-z0-9_]+",
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -70,17 +70,17 @@ rule plot_paired_improvement:
 
 rule plot_generation_chain:
     input:
-        summary=f"{RESULTS}/summary.json",
+        summary=sb_layout.summary(RESULTS),
         promotions=get_chain_promotions,
     output:
         figure=report(
-            f"{RESULTS}/figures/generations.svg",
+            sb_layout.run_figure(RESULTS, "generations.svg"),
             caption="../report/generations.rst",
             category="Run",
             labels={"page": "figure: the generation chain"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_generation_chain.log",
+        sb_layout.log(EXPERIMENT, "plot_generation_chain"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -94,13 +94,13 @@ rule plot_session_spend:
         proposer_sessions=get_proposer_sessions,
     output:
         figure=report(
-            f"{RESULTS}/figures/spend.svg",
+            sb_layout.run_figure(RESULTS, "spend.svg"),
             caption="../report/spend.rst",
             category="Run",
             labels={"page": "figure: where the money went"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_session_spend.log",
+        sb_layout.log(EXPERIMENT, "plot_session_spend"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -115,13 +115,13 @@ rule plot_cell_timeline:
         results=get_run_results,
     output:
         figure=report(
-            f"{RESULTS}/figures/timeline.svg",
+            sb_layout.run_figure(RESULTS, "timeline.svg"),
             caption="../report/timeline.rst",
             category="Run",
             labels={"page": "figure: timeline of cells"},
         ),
     log:
-        f"logs/{EXPERIMENT}/plot_cell_timeline.log",
+        sb_layout.log(EXPERIMENT, "plot_cell_timeline"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -133,17 +133,17 @@ rule plot_cell_timeline:
 
 rule render_report_page:
     input:
-        markdown=f"{RESULTS}/sweep/report.md",
-        figures=[f"{RESULTS}/sweep/figures/cost-resolution.svg"],
+        markdown=sb_layout.report(RESULTS, None),
+        figures=[sb_layout.stage_figure(RESULTS, None, "cost-resolution.svg")],
     output:
         page=report(
-            f"{RESULTS}/sweep/report.html",
+            sb_layout.report_page(RESULTS, None),
             caption="../report/sweep.rst",
             category="Benchmark",
             labels={"figure": "the sweep report"},
         ),
     log:
-        f"logs/{EXPERIMENT}/render_report_page/sweep.log",
+        sb_layout.log(EXPERIMENT, "render_report_page", sb_layout.SWEEP),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -155,18 +155,18 @@ rule render_report_page:
 
 use rule render_report_page as render_generation_page with:
     input:
-        markdown=f"{RESULTS}/gen{{gen}}/report.md",
+        markdown=sb_layout.report(RESULTS, "{gen}"),
         figures=get_generation_figures,
     output:
         page=report(
-            f"{RESULTS}/gen{{gen}}/report.html",
+            sb_layout.report_page(RESULTS, "{gen}"),
             caption="../report/generation.rst",
             category="Generations",
             subcategory="generation {gen}",
             labels={"figure": "the generation report"},
         ),
     log:
-        f"logs/{EXPERIMENT}/render_report_page/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "render_report_page", sb_layout.generation_name("{gen}")),
     localrule: True
     params:
         title=f"Generation {{gen}} of {EXPERIMENT}",
@@ -174,18 +174,18 @@ use rule render_report_page as render_generation_page with:
 
 use rule render_report_page as render_summary_page with:
     input:
-        markdown=f"{RESULTS}/summary.md",
-        summary=f"{RESULTS}/summary.json",
+        markdown=sb_layout.summary_markdown(RESULTS),
+        summary=sb_layout.summary(RESULTS),
         figures=get_run_figures,
     output:
         page=report(
-            f"{RESULTS}/summary.html",
+            sb_layout.summary_page(RESULTS),
             caption="../report/summary.rst",
             category="Run",
             labels=summary_page_labels,
         ),
     log:
-        f"logs/{EXPERIMENT}/render_report_page/summary.log",
+        sb_layout.log(EXPERIMENT, "render_report_page", "summary"),
     localrule: True
     params:
         title=None,

@@ -3,40 +3,38 @@
 import sys
 from datetime import UTC, datetime
 
-from skillbench import progress as sb_progress  # noqa: E402
-
 
 def get_run_results(wildcards):
     """The rows of the whole run: the sweep's and each generation's (the figures read the cell records behind
     them; naming thousands of records as inputs would only lengthen Snakemake's job listing)."""
-    return [f"{RESULTS}/sweep/results.jsonl"] + [f"{RESULTS}/gen{gen}/results.jsonl" for gen in generation_chain()]
+    return [sb_layout.rows(RESULTS, None)] + [sb_layout.rows(RESULTS, gen) for gen in generation_chain()]
 
 
 def get_proposer_sessions(wildcards):
     return [
-        f"{RESULTS}/gen{gen}/proposer-session.json" for gen in generation_chain() if not (gen == 0 and INITIAL_OVERLAY)
+        sb_layout.proposer_session(RESULTS, gen) for gen in generation_chain() if not (gen == 0 and INITIAL_OVERLAY)
     ]
 
 
 def get_chain_promotions(wildcards):
-    return [f"{RESULTS}/gen{gen}/promotion.json" for gen in generation_chain()]
+    return [sb_layout.promotion(RESULTS, gen) for gen in generation_chain()]
 
 
 def get_run_figures(wildcards):
-    figures = [f"{RESULTS}/figures/generations.svg"] if GENERATIONS else []
-    return figures + [f"{RESULTS}/figures/spend.svg", f"{RESULTS}/figures/timeline.svg"]
+    figures = [sb_layout.run_figure(RESULTS, "generations.svg")] if GENERATIONS else []
+    return figures + [sb_layout.run_figure(RESULTS, "spend.svg"), sb_layout.run_figure(RESULTS, "timeline.svg")]
 
 
 def get_generation_figures(wildcards):
-    return [f"{RESULTS}/gen{wildcards.gen}/figures/cost-resolution.svg"] + [
-        f"{RESULTS}/gen{wildcards.gen}/figures/forest-{arm}.svg" for arm in CANDIDATE_ARMS
+    return [sb_layout.stage_figure(RESULTS, wildcards.gen, "cost-resolution.svg")] + [
+        sb_layout.stage_figure(RESULTS, wildcards.gen, f"forest-{arm}.svg") for arm in CANDIDATE_ARMS
     ]
 
 
 def get_report_targets(wildcards):
     """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run."""
-    pages = [f"{RESULTS}/sweep/report.html", f"{RESULTS}/summary.html"]
-    return pages + [f"{RESULTS}/gen{gen}/report.html" for gen in generation_chain()]
+    pages = [sb_layout.report_page(RESULTS, None), sb_layout.summary_page(RESULTS)]
+    return pages + [sb_layout.report_page(RESULTS, gen) for gen in generation_chain()]
 
 
 def summary_page_labels(wildcards, input):

@@ -5,11 +5,11 @@
 rule collect_results:
     input:
         records=cell_records(INCUMBENT_ARMS),
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        bindings=sb_layout.bindings(RESULTS),
     output:
-        results=f"{RESULTS}/sweep/results.jsonl",
+        results=sb_layout.rows(RESULTS, None),
     log:
-        f"logs/{EXPERIMENT}/collect_results/sweep.log",
+        sb_layout.log(EXPERIMENT, "collect_results", sb_layout.SWEEP),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -22,11 +22,11 @@ rule collect_results:
 use rule collect_results as collect_generation_results with:
     input:
         records=get_generation_records,
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        bindings=sb_layout.bindings(RESULTS),
     output:
-        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
+        results=sb_layout.rows(RESULTS, "{gen}"),
     log:
-        f"logs/{EXPERIMENT}/collect_results/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "collect_results", sb_layout.generation_name("{gen}")),
     localrule: True
     params:
         arms=GENERATION_ARMS,
@@ -34,12 +34,12 @@ use rule collect_results as collect_generation_results with:
 
 rule render_report:
     input:
-        results=f"{RESULTS}/sweep/results.jsonl",
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        results=sb_layout.rows(RESULTS, None),
+        bindings=sb_layout.bindings(RESULTS),
     output:
-        report=f"{RESULTS}/sweep/report.md",
+        report=sb_layout.report(RESULTS, None),
     log:
-        f"logs/{EXPERIMENT}/render_report/sweep.log",
+        sb_layout.log(EXPERIMENT, "render_report", sb_layout.SWEEP),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -48,22 +48,26 @@ rule render_report:
         model=config["model"],
         runs=config["runs"],
         baseline=config["report"]["baseline_arm"],
+        # The sessions' allowed tools decide whether the report warns about subagent tokens.
+        tools=config["agent"]["tools"],
     script:
         "../../scripts/render_report.py"
 
 
 use rule render_report as render_generation_report with:
     input:
-        results=f"{RESULTS}/gen{{gen}}/results.jsonl",
-        bindings=f"{RESULTS}/tasks/bindings.json",
-        promotion=f"{RESULTS}/gen{{gen}}/promotion.json",
+        results=sb_layout.rows(RESULTS, "{gen}"),
+        bindings=sb_layout.bindings(RESULTS),
+        promotion=sb_layout.promotion(RESULTS, "{gen}"),
     output:
-        report=f"{RESULTS}/gen{{gen}}/report.md",
+        report=sb_layout.report(RESULTS, "{gen}"),
     log:
-        f"logs/{EXPERIMENT}/render_report/gen{{gen}}.log",
+        sb_layout.log(EXPERIMENT, "render_report", sb_layout.generation_name("{gen}")),
     localrule: True
     params:
         arms=GENERATION_ARMS,
         model=config["model"],
         runs=config["runs"],
         baseline=config["report"]["baseline_arm"],
+        # The sessions' allowed tools decide whether the report warns about subagent tokens.
+        tools=config["agent"]["tools"],

@@ -10,11 +10,11 @@ rule bind_task:
         oracle_sources=get_oracle_sources,
         snapshot_files=get_snapshot_files,
     output:
-        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
-        template=directory(f"{RESULTS}/tasks/{{task}}/template"),
-        oracle=directory(f"{RESULTS}/tasks/{{task}}/oracle"),
+        binding=sb_layout.binding(RESULTS, "{task}"),
+        template=directory(sb_layout.template(RESULTS, "{task}")),
+        oracle=directory(sb_layout.oracle_snapshot(RESULTS, "{task}")),
     log:
-        f"logs/{EXPERIMENT}/bind_task/{{task}}.log",
+        sb_layout.log(EXPERIMENT, "bind_task", "{task}"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -31,14 +31,14 @@ rule bind_task:
 # cell and proposer session waits for every task's check; a refused task stops the run before any session.
 rule check_task:
     input:
-        binding=f"{RESULTS}/tasks/{{task}}/binding.json",
-        template=f"{RESULTS}/tasks/{{task}}/template",
-        oracle=f"{RESULTS}/tasks/{{task}}/oracle",
+        binding=sb_layout.binding(RESULTS, "{task}"),
+        template=sb_layout.template(RESULTS, "{task}"),
+        oracle=sb_layout.oracle_snapshot(RESULTS, "{task}"),
         solution=get_solution_files,
     output:
-        check=f"{RESULTS}/tasks/{{task}}/check.json",
+        check=sb_layout.task_check(RESULTS, "{task}"),
     log:
-        f"logs/{EXPERIMENT}/check_task/{{task}}.log",
+        sb_layout.log(EXPERIMENT, "check_task", "{task}"),
     conda:
         "../envs/skillbench.yaml"
     resources:
@@ -46,23 +46,26 @@ rule check_task:
     params:
         task=get_check_definition,
         suite=SUITE,
-        sandbox=config["sandbox"]["backend"],
-        timeouts=[config["agent"]["setup_timeout_s"], config["agent"]["verify_timeout_s"]],
+        # The agent's setup and verify timeouts and the sandbox (backend, bwrap, limits).
+        settings=CHECK_SETTINGS,
+        # The name of the variable that holds the API key (redacted from the log); never the key.
+        api_key_env=config["model"]["api_key_env"],
     script:
         "../../scripts/check_task.py"
 
 
 rule merge_bindings:
     input:
-        bindings=expand(f"{RESULTS}/tasks/{{task}}/binding.json", task=TASK_IDS),
+        bindings=[sb_layout.binding(RESULTS, task) for task in TASK_IDS],
     output:
-        bindings=f"{RESULTS}/tasks/bindings.json",
+        bindings=sb_layout.bindings(RESULTS),
     log:
-        f"logs/{EXPERIMENT}/merge_bindings.log",
+        sb_layout.log(EXPERIMENT, "merge_bindings"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
     params:
         skipped_expensive=SELECTION.skipped_expensive,
+        suite=SUITE,
     script:
         "../../scripts/merge_bindings.py"
