@@ -1110,13 +1110,6 @@ def _harness_git_step(git, orig_sha: str, step):
 HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError, repo.GitError, oracle.OracleError)
 
 
-def run_cell(
-    task: dict[str, Any], binding: TaskBinding, arm: str, run: int, context: CellContext, **retry: Any
-) -> CellRecord:
-    """`run_one_cell(Cell(task, binding, arm, run), context, **retry)`: the call form pipeline.run_cell still uses."""
-    return run_one_cell(Cell(task, binding, arm, run), context, **retry)
-
-
 def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: int, breaker_state: Path) -> CellRecord:
     """Run one cell and return its record; raise RetryableCellFailure on non-final systemic failures."""
     config = context.config

@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from . import artifacts, cells, layout
 from .environment import api_key, load_script, resolve_cli, secrets
 from .errors import SkillbenchError
 from .process import ORPHANED, exclusive_writer
 from .progress import BatchBudget
+from .records import TaskBinding
 from .tasks import bind_task as bind_task_files
 
 
@@ -79,11 +80,8 @@ def run_cell(
     )
     # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
     with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
-        record = cells.run_cell(
-            task,
-            task_binding,
-            arm,
-            run,
+        record = cells.run_one_cell(
+            cells.Cell(task, cast(TaskBinding, task_binding), arm, run),
             context,
             attempt=attempt,
             attempts=settings["agent"]["attempts"],
