@@ -11,12 +11,13 @@ import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .records import USAGE_FIELDS
+
 EXCLUDED_ERROR_KINDS = frozenset(
     {"session-error", "infra-error", "evidence-unverified", "cleanup-failure", "cancelled"}
 )
 SYSTEMIC_ERROR_KINDS = frozenset({"session-error", "infra-error", "cleanup-failure"})
 
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 MEDIAN_FIELDS = (*USAGE_FIELDS, "duration_s", "num_turns", "diff_files", "diff_insertions", "diff_deletions")
 SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")
 

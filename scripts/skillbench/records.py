@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+# The token counts a session reports and a row carries: the one list of them, for every module.
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
 ErrorKind = Literal[
     "session-error",
     "cancelled",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import layout
-from .aggregate import USAGE_FIELDS, aggregate_by_task, resolved_by_task, savings
+from .aggregate import aggregate_by_task, resolved_by_task, savings
+from .records import USAGE_FIELDS
 
 DEFAULT_BASELINE_ARM = "baseline"
 DASH = "—"

@@ -51,6 +51,7 @@ from statistics import NormalDist
 from typing import Any
 
 from skillbench.artifacts import ArtifactError, validate
+from skillbench.records import USAGE_FIELDS
 
 __all__ = [
     "BUILTIN_DEFAULTS",
@@ -62,7 +63,6 @@ __all__ = [
     "session_steps",
 ]
 
-USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 BUILTIN_DEFAULTS: dict[str, Any] = {
     "usage": {
         "input_tokens": 1500,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from skillbench import mcp
 from skillbench.artifacts import utc_timestamp, write_exclusive
 from skillbench.process import ProcessResult, run_managed
+from skillbench.records import USAGE_FIELDS
 from skillbench.redaction import redact_text, redact_value
 from skillbench.sandbox import claude_settings
 
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from skillbench.scripted_model import ScriptedModel
 
 MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
-# The token counts a session reports and a row carries: the one list of them, for every module.
-USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
 EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
 # The scripted model accepts any key; the CLI needs one.

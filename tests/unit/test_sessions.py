@@ -16,10 +16,10 @@ import jsonschema
 import pytest
 from skillbench.artifacts import load_schema
 from skillbench.process import ProcessResult
+from skillbench.records import USAGE_FIELDS
 from skillbench.sessions import (
     MAX_TRANSCRIPT_BYTES,
     TRANSCRIPT_SOURCE,
-    USAGE_FIELDS,
     SessionProgress,
     cli_command,
     cost_check,
