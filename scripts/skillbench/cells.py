@@ -805,8 +805,7 @@ class SessionsOutcome:
 def _execute(work: CellWork) -> ResultRow:
     """The cell's steps: prepare the workspace, measure it, run the arm's sessions, grade what they left."""
     row = base_row(work.cell, work.context)
-    # oracle.load_snapshot still takes the binding as a plain dict.
-    oracle_files = oracle.load_snapshot(work.context.oracle_snapshot, cast(dict[str, Any], work.cell.binding))
+    oracle_files = oracle.load_snapshot(work.context.oracle_snapshot, work.cell.binding)
     prepare_workspace(work)
     row["skill_digest"] = work.skill_digest
     baseline = take_baseline(work)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .artifacts import path_kind, read_regular_file, remove_tree, write_exclusive
 from .errors import SkillbenchError
+from .records import TaskBinding
 
 MAX_ORACLE_FILE_BYTES = 512 * 1024
 MAX_ORACLE_TOTAL_BYTES = 2 * 1024 * 1024
@@ -90,7 +91,7 @@ def write_snapshot(destination: Path, files: list[tuple[str, bytes]]) -> None:
         write_exclusive(path, payload, 0o400)
 
 
-def load_snapshot(snapshot: Path, binding: dict[str, Any]) -> list[tuple[str, bytes]]:
+def load_snapshot(snapshot: Path, binding: TaskBinding) -> list[tuple[str, bytes]]:
     """Re-read a snapshot and require it to match its recorded per-file digests."""
     files = []
     for entry in binding["oracle_files"]:

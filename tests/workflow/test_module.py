@@ -71,7 +71,7 @@ def test_the_workflow_runs_as_a_module_from_the_consumers_folder(project, tmp_pa
     experiment = yaml.safe_load(TEST_CONFIG.read_text())["experiment"]
     results = consumer / "results" / experiment
     # A breaker left tripped by an earlier run: only the run's preflight resets it, else no session starts.
-    breaker = results / ".outage-breaker.json"
+    breaker = Path(layout.breaker(results))
     breaker.parent.mkdir(parents=True)
     breaker.write_text(json.dumps({"streak": 99, "last": ["infra-error: earlier outage"]}))
 
