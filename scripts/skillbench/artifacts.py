@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
         raise
 
 
-def write_artifact(path: Path, document: dict[str, Any], kind: str, *, mode: int = 0o644) -> None:
+def write_artifact(path: Path, document: Mapping[str, Any], kind: str, *, mode: int = 0o644) -> None:
     validate(document, kind, source=path)
     atomic_write_text(Path(path), canonical_json(document), mode=mode)
 

@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from . import stats as gate_stats
 from .aggregate import aggregate_by_task, is_valid
@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 PROMOTION_SCHEMA = "promotion/v1"
+# The metrics a decision can rank on (lower is better): the config's gate.metric and the promotion
+# schema's metric list name these (tests/unit/test_gate.py keeps them equal).
 PROMOTION_METRICS = ("output_tokens", "cost_usd", "duration_s", "num_turns")
 MAIN_LOOP_ONLY_METRICS = ("output_tokens", "num_turns")
 MAIN_LOOP_ONLY_WARNING = (
@@ -67,12 +69,14 @@ QUALITY_RULES = {
         "not skip the skill under test more often than the incumbent"
     ),
 }
-QUALITY_RULE = QUALITY_RULES["upstream"]
-SKILL_ATTRIBUTABLE_ERROR_KINDS = frozenset({"skill-not-invoked"})
-DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence")
+# The failure that is the skill's own fault: the prompts under test never loaded it.
+SKILL_ATTRIBUTABLE_ERROR_KIND = "skill-not-invoked"
 RUN_STATUSES = ("complete", "aborted")
 ABORTED_REASON = "run aborted; partial evidence cannot promote"
 
+# The promotion policy's defaults: the one place they are set. The config's gate section sets every
+# key but the evidence lifetime (POLICY_KEYS_NOT_IN_CONFIG); its schema repeats these defaults and
+# config/config.yaml states them, and tests/unit/test_gate.py keeps both equal to this.
 DEFAULT_POLICY: dict[str, Any] = {
     "rule": "noise_aware",
     "metric": "cost_usd",
@@ -87,6 +91,8 @@ DEFAULT_POLICY: dict[str, Any] = {
     "alpha": 0.05,
     "quality_margin_pct": 16.0,
 }
+# How long a promotion's evidence stays valid is the gate's, not the experiment's, to choose.
+POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
 
 BINDING_FIELDS = (
     "benchmark_model",
@@ -131,9 +137,7 @@ class TaskRow(TaskFacts):
     checks: dict[str, Any]
 
 
-class Decision(TypedDict):
-    """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`."""
-
+class _DecisionFields(TypedDict):
     incumbent_arm: str
     candidate_arm: str
     rule: str
@@ -146,11 +150,20 @@ class Decision(TypedDict):
     gated_tasks: list[str]
     ungated_tasks: list[str]
     tasks: list[TaskRow]
-    looks: NotRequired[list[dict[str, Any]]]
-    plugins: NotRequired[dict[str, list[dict[str, Any]]]]
-    sequential: NotRequired[dict[str, Any]]
     tests: dict[str, Any]
     statistics: dict[str, Any]
+
+
+# total=False rather than NotRequired: with postponed annotations a class body's NotRequired is
+# invisible at run time (Python 3.11), and the schema test reads the required keys at run time.
+class Decision(_DecisionFields, total=False):
+    """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`.
+
+    ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one."""
+
+    looks: list[dict[str, Any]]
+    plugins: dict[str, list[dict[str, Any]]]
+    sequential: dict[str, Any]
 
 
 class PromotionDocument(TypedDict):
@@ -364,8 +377,8 @@ def _task_evidence(
     m_inc = None if raw_inc is None else float(raw_inc)
     m_cand = None if raw_cand is None else float(raw_cand)
     improvement = _improvement_pct(m_inc, m_cand)
-    skips_inc = int(incumbent.get("error_kinds", {}).get("skill-not-invoked", 0))
-    skips_cand = int(candidate.get("error_kinds", {}).get("skill-not-invoked", 0))
+    skips_inc = int(incumbent.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
+    skips_cand = int(candidate.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
     # A task both arms measured cleanly, neither ever resolved, and whose failures are not
     # the skill's own fault says nothing about the candidate: keep it as evidence, not as a gate.
     fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
@@ -783,67 +796,85 @@ def candidate_tests(
     if look_alphas is not None:
         cost_alpha, resolution_alpha = look_alphas["cost"], look_alphas["resolution"]
         quality_alpha = look_alphas["quality"]
-    metric = policy["metric"]
     arms = (incumbent_arm, candidate_arm)
     runs = _valid_runs(rows, arms)
-
-    def values(task: str, arm: str) -> list[float | None]:
-        return [row.get(metric) for row in runs.get((task, arm), [])]
-
-    def measured(task: str) -> tuple[list[float], list[float]] | None:
-        inc, cand = values(task, incumbent_arm), values(task, candidate_arm)
-        if not inc or not cand or any(value is None for value in (*inc, *cand)):
-            return None
-        return [float(v) for v in inc], [float(v) for v in cand]
-
-    gated_cells = [measured(task) for task in gated_tasks]
+    gated_cells = list(_measured_cells(runs, gated_tasks, arms, policy["metric"]).values())
     cost = gate_stats.cost_test(
-        [] if any(cell is None for cell in gated_cells) else gated_cells,
+        # Every gated task must be measured, or the test is not computable.
+        [cell for cell in gated_cells if cell is not None] if None not in gated_cells else [],
         alpha=round(cost_alpha, 8),
         floor_pct=policy["min_improvement_pct"],
     )
-    tables = []
-    for task in gated_tasks:
-        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
-        tables.append(
-            (sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand))
-        )
     quality = gate_stats.quality_test(
-        tables,
+        [_resolution_counts(runs, task, arms) for task in gated_tasks],
         alpha=round(quality_alpha, 8),
         margin_pct=policy["quality_margin_pct"],
         better_alpha=round(resolution_alpha, 8),
     )
+    return {
+        "design": _design(gated_tasks, runs, arms),
+        "cost": cost,
+        "quality": quality,
+        "checks": _task_checks(
+            runs, _measured_cells(runs, paired_tasks, arms, policy["metric"]), gated_tasks, arms, policy, alpha
+        ),
+    }
 
-    paired_cells = {task: measured(task) for task in paired_tasks}
-    pooled = gate_stats.pooled_log_variance([cell for cell in paired_cells.values() if cell is not None])
-    task_alpha = alpha / max(1, len(paired_tasks))
+
+Cell = tuple[list[float], list[float]]  # one task's metric values: (incumbent runs, candidate runs)
+
+
+def _measured_cells(
+    runs: dict[tuple[str, str], list[ResultRow]], tasks: list[str], arms: tuple[str, str], metric: str
+) -> dict[str, Cell | None]:
+    """Per task, both arms' values of ``metric``; None when an arm has no valid run or an unmeasured one."""
+    cells: dict[str, Cell | None] = {}
+    for task in tasks:
+        inc, cand = ([metric_value(row, metric) for row in runs.get((task, arm), [])] for arm in arms)
+        measured_inc = [value for value in inc if value is not None]
+        measured_cand = [value for value in cand if value is not None]
+        complete = len(measured_inc) == len(inc) and len(measured_cand) == len(cand)
+        cells[task] = (
+            ([float(v) for v in measured_inc], [float(v) for v in measured_cand]) if inc and cand and complete else None
+        )
+    return cells
+
+
+def _resolution_counts(
+    runs: dict[tuple[str, str], list[ResultRow]], task: str, arms: tuple[str, str]
+) -> tuple[int, int, int, int]:
+    """(incumbent resolved, incumbent runs, candidate resolved, candidate runs) over one task's valid runs."""
+    inc, cand = (runs.get((task, arm), []) for arm in arms)
+    return sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand)
+
+
+def _task_checks(
+    runs: dict[tuple[str, str], list[ResultRow]],
+    cells: dict[str, Cell | None],
+    gated_tasks: list[str],
+    arms: tuple[str, str],
+    policy: dict[str, Any],
+    alpha: float,
+) -> dict[str, dict[str, Any]]:
+    """Per paired task: a credible cost rise above its cap (at alpha / tasks) and Fisher's resolution-drop p."""
+    pooled = gate_stats.pooled_log_variance([cell for cell in cells.values() if cell is not None])
+    task_alpha = alpha / max(1, len(cells))
     checks: dict[str, dict[str, Any]] = {}
-    for task in paired_tasks:
-        cell = paired_cells[task]
+    for task, cell in cells.items():
         cap = policy["max_task_regression_pct"] if task in gated_tasks else policy["max_failed_task_regression_pct"]
         regression = (
             gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap)
             if cell is not None
             else {"regression_pct": None, "p_value": None, "regressed": False}
         )
-        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
-        drop_p = gate_stats.resolution_drop_p(
-            sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand)
-        )
         checks[task] = {
             "regression_pct": regression["regression_pct"],
             "regression_p_value": regression["p_value"],
             "regression_alpha": round(task_alpha, 6),
             "regressed": regression["regressed"],
-            "resolution_drop_p_value": drop_p,
+            "resolution_drop_p_value": gate_stats.resolution_drop_p(*_resolution_counts(runs, task, arms)),
         }
-    return {
-        "design": _design(gated_tasks, runs, arms),
-        "cost": cost,
-        "quality": quality,
-        "checks": checks,
-    }
+    return checks
 
 
 def _pct_text(value: float | None) -> str:
@@ -1163,7 +1194,6 @@ def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
 # ─── Sequential designs: interim looks with alpha spending ──────────────────
 
 SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
-LOOK_DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence", "continue")
 SEQUENTIAL_METHOD = (
     "group-sequential: the cost test's efficacy boundaries come from Lan-DeMets alpha spending over the "
     "looks' information fractions (runs so far / max runs), exact for nested batches; the resolution route "

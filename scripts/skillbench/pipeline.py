@@ -12,12 +12,16 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import artifacts, cells
 from .process import ORPHANED, exclusive_writer, run_managed
 from .redaction import secrets_from_environment
 from .tasks import bind_task as bind_task_files
+
+if TYPE_CHECKING:
+    from .gate import PromotionDocument
+    from .records import ResultRow
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -453,7 +457,7 @@ def gate_promotion(
     generated_at=None,
     design: Any = None,
     look: str | None = None,
-) -> dict[str, Any]:
+) -> PromotionDocument:
     """Rows + policy → promotion.json (the same function `skillbench gate` calls offline).
 
     With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
@@ -480,7 +484,7 @@ def gate_promotion(
             pair["candidate_arm"]: pair["reason"] for pair in look_doc["pairs"] if pair["status"] == "cut_short"
         }
     document = gate.promotion_document(
-        rows,
+        cast("list[ResultRow]", rows),  # read_jsonl validated them against the result-row schema
         pairs=[tuple(pair) for pair in overlay_doc["pairs"]],
         policy=policy,
         binding=promotion_binding(model, effort, overlay_doc, bindings_doc),

@@ -12,7 +12,9 @@ from skillbench.gate import (
     DEFAULT_POLICY,
     MAIN_LOOP_ONLY_METRICS,
     MAIN_LOOP_ONLY_WARNING,
+    POLICY_KEYS_NOT_IN_CONFIG,
     PROMOTION_METRICS,
+    RULES,
     bootstrap_median_ci,
     evaluate_candidate,
     promotion_document,
@@ -927,3 +929,53 @@ def test_excluded_rows_do_not_count_towards_comparability():
     assert comparability_reasons(rows, ["greet", "money"], (INC, CAND)) == []
     rows.append(make_row("greet", CAND, 4, cli_version=OLD_CLI))
     assert len(comparability_reasons(rows, ["greet", "money"], (INC, CAND))) == 1
+
+
+# ─── One place for the policy defaults and the metrics ─────────────────────
+
+
+def test_the_config_schema_and_the_shipped_config_state_the_gates_defaults():
+    """gate.DEFAULT_POLICY is the one place; the config schema's defaults and config/config.yaml repeat it."""
+    from pathlib import Path
+
+    import yaml
+
+    section = load_schema("config")["properties"]["gate"]["properties"]
+    configurable = {key: value for key, value in DEFAULT_POLICY.items() if key not in POLICY_KEYS_NOT_IN_CONFIG}
+    assert {key: spec.get("default") for key, spec in section.items()} == configurable
+    assert all(type(section[key]["default"]) is type(value) for key, value in configurable.items())
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["gate"]
+    assert shipped == configurable
+    # The config's defaults are the policy a promotion records when the config says nothing.
+    assert resolve_policy(configurable) == resolve_policy(None)
+
+
+def test_the_schemas_name_the_gates_metrics_and_rules():
+    config = load_schema("config")["properties"]["gate"]["properties"]
+    promotion = load_schema("promotion")
+    assert set(config["metric"]["enum"]) == set(PROMOTION_METRICS)
+    assert set(promotion["$defs"]["metric"]["enum"]) == set(PROMOTION_METRICS)
+    assert set(config["rule"]["enum"]) == set(RULES)
+    assert set(promotion["properties"]["policy"]["properties"]["rule"]["enum"]) == set(RULES)
+    assert set(promotion["$defs"]["decision"]["properties"]["rule"]["enum"]) == set(RULES)
+    recorded = set(promotion["properties"]["policy"]["properties"]) - {"metric_warning", "quality_rule"}
+    assert recorded == set(DEFAULT_POLICY)
+
+
+@pytest.mark.parametrize(
+    ("record", "path"),
+    [
+        ("PromotionDocument", ()),
+        ("Decision", ("$defs", "decision")),
+        ("TaskRow", ("$defs", "task_row")),
+    ],
+)
+def test_the_gates_typed_records_name_the_promotion_schemas_fields(record, path):
+    from skillbench import gate
+
+    node = load_schema("promotion")
+    for key in path:
+        node = node[key]
+    typed = getattr(gate, record)
+    assert set(typed.__annotations__) == set(node["properties"])
+    assert set(typed.__required_keys__) == set(node["required"])
