@@ -1,14 +1,18 @@
 """The promotion gate: result rows + policy → a reproducible decision per candidate arm.
 
-Owns the promotion policy (defaults and validation), the two decision rules behind
+Owns the promotion policy (``DEFAULT_POLICY``, the one place its defaults are set, and its
+validation), the promotion metrics, the ``promotion/v1`` document and its types
+(``PromotionDocument``, ``Decision``, ``TaskRow``), and the two decision rules behind
 ``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
 quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
-improvement, optional bootstrap confidence) — the tests both rules report
-(``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
-the ``promotion/v1`` document that binds a decision to its evidence, and the sequential
-design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote,
-keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
+improvement, optional bootstrap confidence). Both rules take the same steps over one gathered
+``_PairEvidence``: the pair's guards (a named model, sandboxed runs, comparable rows — one Claude
+Code version and one model), the rule's per-task checks, the evidence base, the rule's outcome,
+and one decision record with the tests both rules report (``candidate_tests``; the statistics
+themselves live in ``stats``) and the paired per-run values. Also the sequential design
+(``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote, keep the
+incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """
@@ -300,16 +304,16 @@ class _Verdict:
 class _TaskEvidence:
     """One paired task: its evidence row (the schema's task_row) and the counts the rules check.
 
-    ``n`` valid, ``x`` excluded, ``r`` resolved and ``skips`` skill-not-invoked runs, each as
-    (incumbent, candidate); ``run_unmeasured`` and ``run_non_positive`` look at every valid run
-    of either arm, where the row's medians only summarise them.
+    Run counts are (incumbent, candidate) pairs: ``valid``, ``excluded``, ``resolved`` and
+    ``skipped_skill`` (skill-not-invoked) runs; ``run_unmeasured`` and ``run_non_positive`` look at
+    every valid run of either arm, where the row's medians only summarise them.
     """
 
     row: TaskFacts
-    n: tuple[int, int]
-    x: tuple[int, int]
-    r: tuple[int, int]
-    skips: tuple[int, int]
+    valid: tuple[int, int]
+    excluded: tuple[int, int]
+    resolved: tuple[int, int]
+    skipped_skill: tuple[int, int]
     run_unmeasured: bool
     run_non_positive: bool
 
@@ -409,10 +413,10 @@ def _task_evidence(
     }
     return _TaskEvidence(
         row=row,
-        n=(n_inc, n_cand),
-        x=(x_inc, x_cand),
-        r=(r_inc, r_cand),
-        skips=(skips_inc, skips_cand),
+        valid=(n_inc, n_cand),
+        excluded=(x_inc, x_cand),
+        resolved=(r_inc, r_cand),
+        skipped_skill=(skips_inc, skips_cand),
         run_unmeasured=m_inc is None or m_cand is None or any(value is None for value in values),
         run_non_positive=any(value is not None and value <= 0 for value in values),
     )
@@ -484,16 +488,20 @@ def comparability_reasons(rows: Sequence[ResultRow], tasks: list[str], arms: tup
         if len({value for values in seen.values() for value in values}) < 2:
             continue
         sides = [
-            f"the {side}'s cells ({arm}) ran "
-            + " and ".join(
-                f"{unrecorded if value is None else shown.format(value)} (tasks: {', '.join(sorted(seen[arm][value]))})"
-                for value in sorted(seen[arm], key=lambda value: (value is None, str(value)))
-            )
+            f"the {side}'s cells ({arm}) ran {_values_text(seen[arm], shown, unrecorded)}"
             for side, arm in zip(("incumbent", "candidate"), arms, strict=True)
             if seen[arm]
         ]
         reasons.append(f"rows are not comparable: {'; '.join(sides)}; rerun the stale cells so both arms ran {shared}")
     return reasons
+
+
+def _values_text(values: dict[str | None, set[str]], shown: str, unrecorded: str) -> str:
+    """``Claude Code 2.1.197 (tasks: greet) and Claude Code 2.1.328 (tasks: money)``: each value, then its tasks."""
+    return " and ".join(
+        f"{unrecorded if value is None else shown.format(value)} (tasks: {', '.join(sorted(values[value]))})"
+        for value in sorted(values, key=lambda value: (value is None, str(value)))
+    )
 
 
 def _pair_guards(
@@ -538,7 +546,7 @@ def run_count_reasons(task: str, n_inc: int, n_cand: int, x_inc: int, x_cand: in
 
 
 def _task_run_counts(task: _TaskEvidence, min_runs: int) -> list[str]:
-    return run_count_reasons(task.row["task"], *task.n, *task.x, min_runs)
+    return run_count_reasons(task.row["task"], *task.valid, *task.excluded, min_runs)
 
 
 def _unmeasured_reason(task: str, metric: str) -> str:
@@ -638,7 +646,7 @@ def _median_improvement(improvements: list[float]) -> float | None:
 
 def _resolution_margin(pair: _PairEvidence) -> int:
     """Candidate resolved runs minus incumbent resolved runs over the paired tasks."""
-    return sum(task.r[1] for task in pair.tasks.values()) - sum(task.r[0] for task in pair.tasks.values())
+    return sum(task.resolved[1] for task in pair.tasks.values()) - sum(task.resolved[0] for task in pair.tasks.values())
 
 
 # ─── The upstream rule ──────────────────────────────────────────────────────
@@ -648,7 +656,7 @@ def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: dict[s
     """One paired task under the upstream rule: run counts, resolution, the quality floor, the metric."""
     row, metric = task.row, policy["metric"]
     name, improvement = row["task"], row["improvement_pct"]
-    (n_inc, n_cand), (r_inc, r_cand) = task.n, task.r
+    (n_inc, n_cand), (r_inc, r_cand) = task.valid, task.resolved
     if not row["gated"]:
         cap = policy["max_failed_task_regression_pct"]
         if improvement is not None and improvement < -cap:
@@ -970,7 +978,7 @@ def _noise_aware_task_checks(
             f"{name}: resolution fell from {row['incumbent_resolved']} to {row['candidate_resolved']} "
             f"(Fisher's exact one-sided p {_p_text(check['resolution_drop_p_value'])}, alpha {alpha:g})"
         )
-    skips_inc, skips_cand = task.skips
+    skips_inc, skips_cand = task.skipped_skill
     if skips_inc < skips_cand:
         verdict.regression(
             f"{name}: the candidate never invoked the skill under test in {skips_cand} run(s) (incumbent: {skips_inc})"
