@@ -8,7 +8,7 @@ the median-based summary of one (task, arm) group, savings against the baseline 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .records import USAGE_FIELDS
@@ -27,7 +27,7 @@ def is_valid(row: Mapping[str, Any]) -> bool:
     return row.get("error_kind") not in EXCLUDED_ERROR_KINDS
 
 
-def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Summarise the rows of one (task, arm) group.
 
     Medians are taken over valid rows only (``statistics.median``: even counts average the two
@@ -76,9 +76,9 @@ def _first_appearance(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def aggregate_by_task(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def aggregate_by_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{task: {arm: aggregate}}`` with tasks and arms in the order they first appear in ``rows``."""
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    grouped: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     for row in rows:
         grouped.setdefault(row["task"], {}).setdefault(row["arm"], []).append(row)
     return {task: {arm: aggregate(group) for arm, group in arms.items()} for task, arms in grouped.items()}

@@ -1,14 +1,18 @@
 """The promotion gate: result rows + policy → a reproducible decision per candidate arm.
 
-Owns the promotion policy (defaults and validation), the two decision rules behind
+Owns the promotion policy (``DEFAULT_POLICY``, the one place its defaults are set, and its
+validation), the promotion metrics, the ``promotion/v1`` document and its types
+(``PromotionDocument``, ``Decision``, ``TaskRow``), and the two decision rules behind
 ``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
 quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
-improvement, optional bootstrap confidence) — the tests both rules report
-(``candidate_tests``; the statistics themselves live in ``stats``), the paired per-run values,
-the ``promotion/v1`` document that binds a decision to its evidence, and the sequential
-design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote,
-keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
+improvement, optional bootstrap confidence). Both rules take the same steps over one gathered
+``_PairEvidence``: the pair's guards (a named model, sandboxed runs, comparable rows — one Claude
+Code version and one model), the rule's per-task checks, the evidence base, the rule's outcome,
+and one decision record with the tests both rules report (``candidate_tests``; the statistics
+themselves live in ``stats``) and the paired per-run values. Also the sequential design
+(``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote, keep the
+incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """
@@ -17,12 +21,15 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from . import stats as gate_stats
 from .aggregate import aggregate_by_task, is_valid
 from .artifacts import utc_timestamp
+from .records import Decision, PromotionDocument, ResultRow, TaskFacts, TaskRow
 from .stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_median_ci, sign_test
 
 __all__ = [
@@ -40,6 +47,8 @@ __all__ = [
 ]
 
 PROMOTION_SCHEMA = "promotion/v1"
+# The metrics a decision can rank on (lower is better): the config's gate.metric and the promotion
+# schema's metric list name these (tests/unit/test_gate.py keeps them equal).
 PROMOTION_METRICS = ("output_tokens", "cost_usd", "duration_s", "num_turns")
 MAIN_LOOP_ONLY_METRICS = ("output_tokens", "num_turns")
 MAIN_LOOP_ONLY_WARNING = (
@@ -65,12 +74,14 @@ QUALITY_RULES = {
         "not skip the skill under test more often than the incumbent"
     ),
 }
-QUALITY_RULE = QUALITY_RULES["upstream"]
-SKILL_ATTRIBUTABLE_ERROR_KINDS = frozenset({"skill-not-invoked"})
-DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence")
+# The failure that is the skill's own fault: the prompts under test never loaded it.
+SKILL_ATTRIBUTABLE_ERROR_KIND = "skill-not-invoked"
 RUN_STATUSES = ("complete", "aborted")
 ABORTED_REASON = "run aborted; partial evidence cannot promote"
 
+# The promotion policy's defaults: the one place they are set. The config's gate section sets every
+# key but the evidence lifetime (POLICY_KEYS_NOT_IN_CONFIG); its schema repeats these defaults and
+# config/config.yaml states them, and tests/unit/test_gate.py keeps both equal to this.
 DEFAULT_POLICY: dict[str, Any] = {
     "rule": "noise_aware",
     "metric": "cost_usd",
@@ -85,6 +96,8 @@ DEFAULT_POLICY: dict[str, Any] = {
     "alpha": 0.05,
     "quality_margin_pct": 16.0,
 }
+# How long a promotion's evidence stays valid is the gate's, not the experiment's, to choose.
+POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
 
 BINDING_FIELDS = (
     "benchmark_model",
@@ -97,6 +110,9 @@ BINDING_FIELDS = (
     "target_base_digests",
 )
 
+
+# aggregate_by_task's output: task → arm → that (task, arm)'s summary.
+ByTask = dict[str, dict[str, dict[str, Any]]]
 
 # ─── Policy ─────────────────────────────────────────────────────────────────
 
@@ -147,11 +163,16 @@ def metric_warning(metric: str) -> str | None:
     return MAIN_LOOP_ONLY_WARNING if metric in MAIN_LOOP_ONLY_METRICS else None
 
 
+def metric_value(row: ResultRow, metric: str) -> float | None:
+    """A row's value of one of the ``PROMOTION_METRICS``, as recorded (None: not measured)."""
+    return cast("Mapping[str, float | None]", row).get(metric)
+
+
 # ─── Statistics ─────────────────────────────────────────────────────────────
 
 
 def paired_runs(
-    rows: list[dict[str, Any]], *, task: str, incumbent_arm: str, candidate_arm: str, metric: str
+    rows: Sequence[ResultRow], *, task: str, incumbent_arm: str, candidate_arm: str, metric: str
 ) -> dict[str, Any]:
     """Pair run i of the incumbent with run i of the candidate over run indices valid in both arms.
 
@@ -159,13 +180,13 @@ def paired_runs(
     better for every promotion metric); a pair with an unmeasured value has a None difference
     and counts as neither win, loss nor tie.
     """
-    by_arm: dict[str, dict[int, dict[str, Any]]] = {incumbent_arm: {}, candidate_arm: {}}
+    by_arm: dict[str, dict[int, ResultRow]] = {incumbent_arm: {}, candidate_arm: {}}
     for row in rows:
         if row["task"] == task and row["arm"] in by_arm and is_valid(row):
             by_arm[row["arm"]][row["run"]] = row
     indices = sorted(set(by_arm[incumbent_arm]) & set(by_arm[candidate_arm]))
-    incumbent_values = [by_arm[incumbent_arm][index].get(metric) for index in indices]
-    candidate_values = [by_arm[candidate_arm][index].get(metric) for index in indices]
+    incumbent_values = [metric_value(by_arm[incumbent_arm][index], metric) for index in indices]
+    candidate_values = [metric_value(by_arm[candidate_arm][index], metric) for index in indices]
     differences = [
         None if inc is None or cand is None else round(inc - cand, 6)
         for inc, cand in zip(incumbent_values, candidate_values, strict=True)
@@ -183,14 +204,256 @@ def paired_runs(
     }
 
 
-# ─── Decision ───────────────────────────────────────────────────────────────
+# ─── Decision: what both rules gather and check ─────────────────────────────
 
 
-def _unsandboxed_runs(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[str, str]) -> int:
+@dataclass
+class _Verdict:
+    """What a rule has found so far: its reasons in evaluation order and the two flags it decides on."""
+
+    reasons: list[str] = field(default_factory=list)
+    insufficient: bool = False  # the evidence cannot decide: insufficient_evidence
+    regressed: bool = False  # a guard found the candidate worse: keep_incumbent
+
+    def lacking(self, reasons: list[str]) -> None:
+        """Reasons the evidence cannot decide (an empty list changes nothing)."""
+        self.insufficient = self.insufficient or bool(reasons)
+        self.reasons += reasons
+
+    def regression(self, reason: str) -> None:
+        self.regressed = True
+        self.reasons.append(reason)
+
+
+@dataclass(frozen=True)
+class _TaskEvidence:
+    """One paired task: its evidence row (the schema's task_row) and the counts the rules check.
+
+    Run counts are (incumbent, candidate) pairs: ``valid``, ``excluded``, ``resolved`` and
+    ``skipped_skill`` (skill-not-invoked) runs; ``run_unmeasured`` and ``run_non_positive`` look at
+    every valid run of either arm, where the row's medians only summarise them.
+    """
+
+    row: TaskFacts
+    valid: tuple[int, int]
+    excluded: tuple[int, int]
+    resolved: tuple[int, int]
+    skipped_skill: tuple[int, int]
+    run_unmeasured: bool
+    run_non_positive: bool
+
+
+@dataclass(frozen=True)
+class _PairEvidence:
+    """One (incumbent, candidate) pair: the tasks that ran both arms (sorted) and those that did not."""
+
+    incumbent_arm: str
+    candidate_arm: str
+    tasks: dict[str, _TaskEvidence]
+    unpaired_tasks: list[str]
+
+    @property
+    def arms(self) -> tuple[str, str]:
+        return self.incumbent_arm, self.candidate_arm
+
+    @property
+    def paired_tasks(self) -> list[str]:
+        return list(self.tasks)
+
+    def task_rows(self, checks: dict[str, dict[str, Any]]) -> list[TaskRow]:
+        """Every paired task's row with the per-task checks of ``candidate_tests``."""
+        return [{**task.row, "checks": checks[name]} for name, task in self.tasks.items()]
+
+    def gated_tasks(self) -> list[str]:
+        return [name for name, task in self.tasks.items() if task.row["gated"]]
+
+    def ungated_tasks(self) -> list[str]:
+        return [name for name, task in self.tasks.items() if not task.row["gated"]]
+
+    def missing_arm_reason(self, task: str) -> str:
+        return f"{task}: both {self.incumbent_arm} and {self.candidate_arm} are required"
+
+
+def _rows_by_task(rows: Sequence[ResultRow]) -> dict[str, list[ResultRow]]:
+    grouped: dict[str, list[ResultRow]] = {}
+    for row in rows:
+        grouped.setdefault(row["task"], []).append(row)
+    return grouped
+
+
+def _improvement_pct(incumbent: float | None, candidate: float | None) -> float | None:
+    """(incumbent − candidate) / incumbent in percent, 1 dp; None when either is unmeasured or the incumbent is 0."""
+    if incumbent is None or candidate is None or incumbent == 0:
+        return None
+    return round(100 * (incumbent - candidate) / incumbent, 1)
+
+
+def _task_evidence(
+    task: str,
+    incumbent: dict[str, Any],
+    candidate: dict[str, Any],
+    *,
+    arms: tuple[str, str],
+    policy: dict[str, Any],
+    rows: Sequence[ResultRow] | None,
+) -> _TaskEvidence:
+    """One paired task's evidence from its two aggregates (and its rows, for the per-run view)."""
+    metric, min_runs = policy["metric"], policy["min_runs"]
+    n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
+    x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
+    r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
+    raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
+    m_inc = None if raw_inc is None else float(raw_inc)
+    m_cand = None if raw_cand is None else float(raw_cand)
+    improvement = _improvement_pct(m_inc, m_cand)
+    skips_inc = int(incumbent.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
+    skips_cand = int(candidate.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
+    # A task both arms measured cleanly, neither ever resolved, and whose failures are not
+    # the skill's own fault says nothing about the candidate: keep it as evidence, not as a gate.
+    fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
+    skill_attributable = bool(skips_inc or skips_cand)
+    gated = not (fully_measured and r_inc == 0 and r_cand == 0 and not skill_attributable and improvement is not None)
+    values = [metric_value(row, metric) for row in rows or [] if row["arm"] in arms and is_valid(row)]
+    row: TaskFacts = {
+        "task": task,
+        "class": incumbent.get("class", ""),
+        "incumbent_resolved": f"{r_inc}/{n_inc}",
+        "candidate_resolved": f"{r_cand}/{n_cand}",
+        "incumbent_excluded_runs": x_inc,
+        "candidate_excluded_runs": x_cand,
+        "incumbent_metric": m_inc,
+        "candidate_metric": m_cand,
+        "improvement_pct": improvement,
+        "gated": gated,
+        # The floor asks for reliability only where the incumbent shows some, or where the
+        # prompts under test never loaded the skill at all.
+        "quality_floor_enforced": r_inc > 0 or skill_attributable,
+        "skill_attributable_failure": skill_attributable,
+        "candidate_quality_floor_met": n_cand > 0 and r_cand == n_cand,
+        "paired": (
+            None
+            if rows is None
+            else paired_runs(rows, task=task, incumbent_arm=arms[0], candidate_arm=arms[1], metric=metric)
+        ),
+    }
+    return _TaskEvidence(
+        row=row,
+        valid=(n_inc, n_cand),
+        excluded=(x_inc, x_cand),
+        resolved=(r_inc, r_cand),
+        skipped_skill=(skips_inc, skips_cand),
+        run_unmeasured=m_inc is None or m_cand is None or any(value is None for value in values),
+        run_non_positive=any(value is not None and value <= 0 for value in values),
+    )
+
+
+def _pair_evidence(
+    by_task: ByTask,
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    policy: dict[str, Any],
+    rows: Sequence[ResultRow] | None,
+) -> _PairEvidence:
+    """Every task of ``by_task`` in sorted order: paired (both arms ran it) or not."""
+    arms = (incumbent_arm, candidate_arm)
+    rows_by_task = _rows_by_task(rows or [])
+    tasks: dict[str, _TaskEvidence] = {}
+    unpaired: list[str] = []
+    for task in sorted(by_task):
+        aggregates = by_task[task]
+        if incumbent_arm not in aggregates or candidate_arm not in aggregates:
+            unpaired.append(task)
+            continue
+        tasks[task] = _task_evidence(
+            task,
+            aggregates[incumbent_arm],
+            aggregates[candidate_arm],
+            arms=arms,
+            policy=policy,
+            rows=None if rows is None else rows_by_task.get(task, []),
+        )
+    return _PairEvidence(incumbent_arm, candidate_arm, tasks, unpaired)
+
+
+def _unsandboxed_runs(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[str, str]) -> int:
     wanted = set(tasks)
     return sum(
         1 for row in rows if row["task"] in wanted and row["arm"] in arms and row.get("sandbox_backend") == "none"
     )
+
+
+# What a pair's rows must share to be compared: the CLI that ran them and the model behind it
+# (row field → how a value reads, how a missing value reads, what the cells should share).
+COMPARABLE_FIELDS = {
+    "cli_version": ("Claude Code {}", "an unrecorded Claude Code version", "one Claude Code version"),
+    "model": ("model {}", "an unrecorded model", "one model"),
+}
+
+
+def _arm_values(
+    rows: Sequence[ResultRow], field_name: str, tasks: list[str], arms: tuple[str, str]
+) -> dict[str, dict[str | None, set[str]]]:
+    """Per arm: each value of ``field_name`` its valid rows on ``tasks`` hold, and the tasks that hold it."""
+    wanted = set(tasks)
+    seen: dict[str, dict[str | None, set[str]]] = {arm: {} for arm in arms}
+    for row in rows:
+        if row["task"] in wanted and row["arm"] in arms and is_valid(row):
+            value = cast("Mapping[str, str | None]", row).get(field_name)
+            seen[row["arm"]].setdefault(value, set()).add(row["task"])
+    return seen
+
+
+def comparability_reasons(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[str, str]) -> list[str]:
+    """Why a pair's valid rows on ``tasks`` cannot be compared: they ran different Claude Code versions or
+    models, across the two arms or within one. One reason per field, naming each arm's values and their tasks."""
+    reasons = []
+    for field_name, (shown, unrecorded, shared) in COMPARABLE_FIELDS.items():
+        seen = _arm_values(rows, field_name, tasks, arms)
+        if len({value for values in seen.values() for value in values}) < 2:
+            continue
+        sides = [
+            f"the {side}'s cells ({arm}) ran {_values_text(seen[arm], shown, unrecorded)}"
+            for side, arm in zip(("incumbent", "candidate"), arms, strict=True)
+            if seen[arm]
+        ]
+        reasons.append(f"rows are not comparable: {'; '.join(sides)}; rerun the stale cells so both arms ran {shared}")
+    return reasons
+
+
+def _values_text(values: dict[str | None, set[str]], shown: str, unrecorded: str) -> str:
+    """``Claude Code 2.1.197 (tasks: greet) and Claude Code 2.1.328 (tasks: money)``: each value, then its tasks."""
+    return " and ".join(
+        f"{unrecorded if value is None else shown.format(value)} (tasks: {', '.join(sorted(values[value]))})"
+        for value in sorted(values, key=lambda value: (value is None, str(value)))
+    )
+
+
+def _pair_guards(
+    pair: _PairEvidence,
+    *,
+    model: str | None,
+    policy: dict[str, Any],
+    rows: Sequence[ResultRow] | None,
+    needs_rows: bool,
+) -> list[str]:
+    """Both rules' guards on the evidence as a whole; each one that fails makes it insufficient."""
+    reasons = []
+    if not model:
+        reasons.append("a named model is required so prompt evidence cannot drift")
+    if rows is None:
+        if needs_rows:
+            reasons.append("the noise-aware rule needs the per-run rows; none were supplied")
+        return reasons
+    if not policy["allow_unsandboxed"]:
+        unsandboxed = _unsandboxed_runs(rows, pair.paired_tasks, pair.arms)
+        if unsandboxed:
+            reasons.append(
+                f"{unsandboxed} run(s) of {pair.incumbent_arm}/{pair.candidate_arm} ran without a sandbox "
+                "(sandbox_backend none); unsandboxed evidence cannot promote unless the policy sets "
+                "allow_unsandboxed"
+            )
+    return reasons + comparability_reasons(rows, pair.paired_tasks, pair.arms)
 
 
 def run_count_reasons(task: str, n_inc: int, n_cand: int, x_inc: int, x_cand: int, min_runs: int) -> list[str]:
@@ -205,6 +468,17 @@ def run_count_reasons(task: str, n_inc: int, n_cand: int, x_inc: int, x_cand: in
             f"{task}: paired arms have different valid run counts ({n_inc}/{n_cand} valid; {x_inc}/{x_cand} excluded)"
         )
     return reasons
+
+
+def _task_run_counts(task: _TaskEvidence, min_runs: int) -> list[str]:
+    return run_count_reasons(task.row["task"], *task.valid, *task.excluded, min_runs)
+
+
+def _unmeasured_reason(task: str, metric: str) -> str:
+    return (
+        f"{task}: {metric} was not measured on every run in both paired arms; "
+        "cannot rank on it (fix cost capture or choose another metric)"
+    )
 
 
 def evidence_base(gated_tasks: list[str], ungated_tasks: list[str], min_gated_ratio: float) -> tuple[bool, list[str]]:
@@ -229,15 +503,162 @@ def evidence_base(gated_tasks: list[str], ungated_tasks: list[str], min_gated_ra
     return False, reasons
 
 
-def _upstream_decision(
-    by_task: dict[str, dict[str, dict[str, Any]]],
-    *,
-    incumbent_arm: str,
-    candidate_arm: str,
-    model: str | None,
+def _check_evidence_base(verdict: _Verdict, pair: _PairEvidence, policy: dict[str, Any]) -> None:
+    thin, reasons = evidence_base(pair.gated_tasks(), pair.ungated_tasks(), policy["min_gated_task_ratio"])
+    verdict.insufficient = verdict.insufficient or thin
+    verdict.reasons += reasons
+
+
+def _pair_tests(
+    pair: _PairEvidence,
+    rows: Sequence[ResultRow] | None,
     policy: dict[str, Any],
-    rows: list[dict[str, Any]] | None,
+    look_alphas: dict[str, float] | None = None,
 ) -> dict[str, Any]:
+    """``candidate_tests`` over the pair's gated and paired tasks."""
+    return candidate_tests(
+        rows or [],
+        incumbent_arm=pair.incumbent_arm,
+        candidate_arm=pair.candidate_arm,
+        gated_tasks=pair.gated_tasks(),
+        paired_tasks=pair.paired_tasks,
+        policy=policy,
+        look_alphas=look_alphas,
+    )
+
+
+def _decision_record(
+    pair: _PairEvidence,
+    *,
+    rule: str,
+    decision: str,
+    verdict: _Verdict,
+    policy: dict[str, Any],
+    tests: dict[str, Any],
+) -> Decision:
+    """The schema's decision for one pair: the verdict, the improvement over gated tasks and the tests."""
+    metric = policy["metric"]
+    improvements = _gated_improvements(pair)
+    return {
+        "incumbent_arm": pair.incumbent_arm,
+        "candidate_arm": pair.candidate_arm,
+        "rule": rule,
+        "decision": decision,
+        "metric": metric,
+        "metric_warning": metric_warning(metric),
+        "median_improvement_pct": _median_improvement(improvements),
+        "resolution_margin": _resolution_margin(pair),
+        "reasons": verdict.reasons,
+        "gated_tasks": pair.gated_tasks(),
+        "ungated_tasks": pair.ungated_tasks(),
+        "tasks": pair.task_rows(tests["checks"]),
+        "statistics": {"sign_test": sign_test(improvements), "bootstrap": bootstrap_median_ci(improvements)},
+        "tests": {key: tests[key] for key in ("design", "cost", "quality")},
+    }
+
+
+def _gated_improvements(pair: _PairEvidence) -> list[float]:
+    return [
+        improvement
+        for task in pair.tasks.values()
+        if task.row["gated"] and (improvement := task.row["improvement_pct"]) is not None
+    ]
+
+
+def _median_improvement(improvements: list[float]) -> float | None:
+    return round(statistics.median(improvements), 1) if improvements else None
+
+
+def _resolution_margin(pair: _PairEvidence) -> int:
+    """Candidate resolved runs minus incumbent resolved runs over the paired tasks."""
+    return sum(task.resolved[1] for task in pair.tasks.values()) - sum(task.resolved[0] for task in pair.tasks.values())
+
+
+# ─── The upstream rule ──────────────────────────────────────────────────────
+
+
+def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: dict[str, Any]) -> None:
+    """One paired task under the upstream rule: run counts, resolution, the quality floor, the metric."""
+    row, metric = task.row, policy["metric"]
+    name, improvement = row["task"], row["improvement_pct"]
+    (n_inc, n_cand), (r_inc, r_cand) = task.valid, task.resolved
+    if not row["gated"]:
+        cap = policy["max_failed_task_regression_pct"]
+        if improvement is not None and improvement < -cap:
+            verdict.regression(
+                f"{name}: {metric} regressed {-improvement:.1f}% on a task neither arm resolved, "
+                f"above the {cap:.1f}% failed-task cap"
+            )
+        return
+    verdict.lacking(_task_run_counts(task, policy["min_runs"]))
+    rate_inc = r_inc / n_inc if n_inc else 0.0
+    rate_cand = r_cand / n_cand if n_cand else 0.0
+    if rate_cand < rate_inc:
+        verdict.regression(f"{name}: resolution regressed from {rate_inc:.0%} to {rate_cand:.0%}")
+    if row["quality_floor_enforced"] and n_cand > 0 and r_cand != n_cand:
+        trigger = (
+            "a run never invoked the skill under test"
+            if row["skill_attributable_failure"]
+            else f"the incumbent resolves {r_inc}/{n_inc}"
+        )
+        verdict.regression(
+            f"{name}: candidate must resolve every valid run for the oracle-backed quality floor "
+            f"({trigger}; got {r_cand}/{n_cand})"
+        )
+    task_cap = policy["max_task_regression_pct"]
+    if row["incumbent_metric"] is None or row["candidate_metric"] is None:
+        verdict.lacking([_unmeasured_reason(name, metric)])
+    elif improvement is None:
+        verdict.lacking([f"{name}: incumbent {metric} is zero; choose a metric with signal"])
+    elif improvement < -task_cap:
+        verdict.regression(f"{name}: {metric} regressed {-improvement:.1f}%, above the {task_cap:.1f}% task cap")
+
+
+def _upstream_outcome(verdict: _Verdict, pair: _PairEvidence, policy: dict[str, Any]) -> str:
+    """First matching decision wins: insufficiency, a regression, a resolution margin of 2, the median improvement."""
+    if verdict.insufficient:
+        return "insufficient_evidence"
+    if verdict.regressed:
+        return "keep_incumbent"
+    margin = _resolution_margin(pair)
+    if margin >= 2:
+        verdict.reasons.append(
+            f"candidate improves total task resolution by {margin} runs (at least 2 required) with no task regression"
+        )
+        return "promote"
+    if margin == 1:
+        verdict.reasons.append(
+            "total resolution improved by only 1 run — within the noise floor (2 required); "
+            "deciding on efficiency instead"
+        )
+    metric, required = policy["metric"], policy["min_improvement_pct"]
+    median = _median_improvement(_gated_improvements(pair))
+    verdict.reasons.append(f"median {metric} improvement is {median or 0.0:.1f}% (required {required:.1f}%)")
+    return "promote" if median is not None and median >= required else "keep_incumbent"
+
+
+def _confidence_outcome(verdict: _Verdict, pair: _PairEvidence, metric: str) -> str:
+    """``require_confidence``: a promotion stands only when the bootstrap CI's lower bound is above 0."""
+    bootstrap = bootstrap_median_ci(_gated_improvements(pair))
+    low = bootstrap["ci_low_pct"]
+    if low is not None and low > 0:
+        return "promote"
+    if low is None:
+        verdict.reasons.append(
+            f"no bootstrap confidence interval for the median {metric} improvement could be computed; "
+            "require_confidence needs one whose lower bound is above 0%"
+        )
+    else:
+        verdict.reasons.append(
+            f"bootstrap {BOOTSTRAP_CONFIDENCE:.0%} CI of the median {metric} improvement is "
+            f"[{low:.1f}%, {bootstrap['ci_high_pct']:.1f}%]; require_confidence needs its lower bound above 0%"
+        )
+    return "keep_incumbent"
+
+
+def _upstream_decision(
+    pair: _PairEvidence, *, model: str | None, policy: dict[str, Any], rows: Sequence[ResultRow] | None
+) -> Decision:
     """The upstream rule (``rule: upstream``), kept decision for decision.
 
     Tasks are evaluated in sorted task-id order. First matching decision wins: any
@@ -246,220 +667,33 @@ def _upstream_decision(
     tasks must reach ``min_improvement_pct``. ``require_confidence`` additionally demands a
     bootstrap CI whose lower bound is above zero before any promotion.
     """
-    metric = policy["metric"]
-    min_runs = policy["min_runs"]
-    min_improvement = policy["min_improvement_pct"]
-    task_cap = policy["max_task_regression_pct"]
-    failed_task_cap = policy["max_failed_task_regression_pct"]
-    min_gated_ratio = policy["min_gated_task_ratio"]
-
-    reasons: list[str] = []
-    task_rows: list[dict[str, Any]] = []
-    insufficient = quality_regression = quality_floor_failed = efficiency_regression = False
-    rows_by_task = _rows_by_task(rows or [])
-
-    if not model:
-        insufficient = True
-        reasons.append("a named model is required so prompt evidence cannot drift")
-
-    paired_tasks = [task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms]
-    if rows is not None and not policy["allow_unsandboxed"]:
-        unsandboxed = _unsandboxed_runs(rows, paired_tasks, (incumbent_arm, candidate_arm))
-        if unsandboxed:
-            insufficient = True
-            reasons.append(
-                f"{unsandboxed} run(s) of {incumbent_arm}/{candidate_arm} ran without a sandbox "
-                "(sandbox_backend none); unsandboxed evidence cannot promote unless the policy sets "
-                "allow_unsandboxed"
-            )
-
-    for task in sorted(by_task):
-        arms = by_task[task]
-        if incumbent_arm not in arms or candidate_arm not in arms:
-            insufficient = True
-            reasons.append(f"{task}: both {incumbent_arm} and {candidate_arm} are required")
-            continue
-        incumbent, candidate = arms[incumbent_arm], arms[candidate_arm]
-        n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
-        x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
-        r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
-        rate_inc = r_inc / n_inc if n_inc else 0.0
-        rate_cand = r_cand / n_cand if n_cand else 0.0
-
-        raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
-        metric_unavailable = raw_inc is None or raw_cand is None
-        m_inc = None if raw_inc is None else float(raw_inc)
-        m_cand = None if raw_cand is None else float(raw_cand)
-        improvement = (
-            round(100 * (m_inc - m_cand) / m_inc, 1)
-            if m_inc is not None and m_cand is not None and m_inc != 0
-            else None
-        )
-
-        # A task both arms measured cleanly, neither ever resolved, and whose failures are not
-        # the skill's own fault says nothing about the candidate: keep it as evidence, not as a gate.
-        fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
-        skill_attributable = bool(
-            (set(incumbent.get("error_kinds", {})) | set(candidate.get("error_kinds", {})))
-            & SKILL_ATTRIBUTABLE_ERROR_KINDS
-        )
-        gated = not (
-            fully_measured and r_inc == 0 and r_cand == 0 and not skill_attributable and improvement is not None
-        )
-        # The floor asks for reliability only where the incumbent shows some, or where the
-        # prompts under test never loaded the skill at all.
-        floor_enforced = r_inc > 0 or skill_attributable
-
-        task_rows.append(
-            {
-                "task": task,
-                "class": incumbent.get("class", ""),
-                "incumbent_resolved": f"{r_inc}/{n_inc}",
-                "candidate_resolved": f"{r_cand}/{n_cand}",
-                "incumbent_excluded_runs": x_inc,
-                "candidate_excluded_runs": x_cand,
-                "incumbent_metric": m_inc,
-                "candidate_metric": m_cand,
-                "improvement_pct": improvement,
-                "gated": gated,
-                "quality_floor_enforced": floor_enforced,
-                "skill_attributable_failure": skill_attributable,
-                "candidate_quality_floor_met": n_cand > 0 and r_cand == n_cand,
-                "paired": (
-                    None
-                    if rows is None
-                    else paired_runs(
-                        rows_by_task.get(task, []),
-                        task=task,
-                        incumbent_arm=incumbent_arm,
-                        candidate_arm=candidate_arm,
-                        metric=metric,
-                    )
-                ),
-            }
-        )
-
-        if not gated:
-            if improvement < -failed_task_cap:
-                efficiency_regression = True
-                reasons.append(
-                    f"{task}: {metric} regressed {-improvement:.1f}% on a task neither arm resolved, "
-                    f"above the {failed_task_cap:.1f}% failed-task cap"
-                )
-            continue
-
-        count_reasons = run_count_reasons(task, n_inc, n_cand, x_inc, x_cand, min_runs)
-        insufficient = insufficient or bool(count_reasons)
-        reasons += count_reasons
-        if rate_cand < rate_inc:
-            quality_regression = True
-            reasons.append(f"{task}: resolution regressed from {rate_inc:.0%} to {rate_cand:.0%}")
-        if floor_enforced and n_cand > 0 and r_cand != n_cand:
-            quality_floor_failed = True
-            trigger = (
-                "a run never invoked the skill under test"
-                if skill_attributable
-                else f"the incumbent resolves {r_inc}/{n_inc}"
-            )
-            reasons.append(
-                f"{task}: candidate must resolve every valid run for the oracle-backed quality floor "
-                f"({trigger}; got {r_cand}/{n_cand})"
-            )
-        if metric_unavailable:
-            insufficient = True
-            reasons.append(
-                f"{task}: {metric} was not measured on every run in both paired arms; "
-                "cannot rank on it (fix cost capture or choose another metric)"
-            )
-        elif improvement is None:
-            insufficient = True
-            reasons.append(f"{task}: incumbent {metric} is zero; choose a metric with signal")
-        elif improvement < -task_cap:
-            efficiency_regression = True
-            reasons.append(f"{task}: {metric} regressed {-improvement:.1f}%, above the {task_cap:.1f}% task cap")
-
-    gated_tasks = [row["task"] for row in task_rows if row["gated"]]
-    ungated_tasks = [row["task"] for row in task_rows if not row["gated"]]
-    thin, base_reasons = evidence_base(gated_tasks, ungated_tasks, min_gated_ratio)
-    insufficient = insufficient or thin
-    reasons += base_reasons
-
-    gated_improvements = [
-        row["improvement_pct"] for row in task_rows if row["gated"] and row["improvement_pct"] is not None
-    ]
-    median_improvement = round(statistics.median(gated_improvements), 1) if gated_improvements else None
-    resolution_margin = sum(int(by_task[task][candidate_arm]["resolved"]) for task in paired_tasks) - sum(
-        int(by_task[task][incumbent_arm]["resolved"]) for task in paired_tasks
-    )
-    stats = {"sign_test": sign_test(gated_improvements), "bootstrap": bootstrap_median_ci(gated_improvements)}
-
-    if insufficient:
-        decision = "insufficient_evidence"
-    elif quality_regression or quality_floor_failed or efficiency_regression:
-        decision = "keep_incumbent"
-    elif resolution_margin >= 2:
-        decision = "promote"
-        reasons.append(
-            f"candidate improves total task resolution by {resolution_margin} runs "
-            "(at least 2 required) with no task regression"
-        )
-    else:
-        if resolution_margin == 1:
-            reasons.append(
-                "total resolution improved by only 1 run — within the noise floor "
-                "(2 required); deciding on efficiency instead"
-            )
-        decision = (
-            "promote" if median_improvement is not None and median_improvement >= min_improvement else "keep_incumbent"
-        )
-        reasons.append(
-            f"median {metric} improvement is {median_improvement or 0.0:.1f}% (required {min_improvement:.1f}%)"
-        )
-
+    verdict = _Verdict()
+    verdict.lacking(_pair_guards(pair, model=model, policy=policy, rows=rows, needs_rows=False))
+    for task in sorted([*pair.tasks, *pair.unpaired_tasks]):
+        if task in pair.tasks:
+            _upstream_task_checks(verdict, pair.tasks[task], policy)
+        else:
+            verdict.lacking([pair.missing_arm_reason(task)])
+    _check_evidence_base(verdict, pair, policy)
+    decision = _upstream_outcome(verdict, pair, policy)
     if decision == "promote" and policy["require_confidence"]:
-        bootstrap = stats["bootstrap"]
-        low = bootstrap["ci_low_pct"]
-        if low is None or low <= 0:
-            decision = "keep_incumbent"
-            if low is None:
-                reasons.append(
-                    f"no bootstrap confidence interval for the median {metric} improvement could be computed; "
-                    "require_confidence needs one whose lower bound is above 0%"
-                )
-            else:
-                reasons.append(
-                    f"bootstrap {BOOTSTRAP_CONFIDENCE:.0%} CI of the median {metric} improvement is "
-                    f"[{low:.1f}%, {bootstrap['ci_high_pct']:.1f}%]; require_confidence needs its lower bound above 0%"
-                )
-
-    return {
-        "incumbent_arm": incumbent_arm,
-        "candidate_arm": candidate_arm,
-        "decision": decision,
-        "metric": metric,
-        "metric_warning": metric_warning(metric),
-        "median_improvement_pct": median_improvement,
-        "resolution_margin": resolution_margin,
-        "reasons": reasons,
-        "gated_tasks": gated_tasks,
-        "ungated_tasks": ungated_tasks,
-        "tasks": task_rows,
-        "statistics": stats,
-    }
+        decision = _confidence_outcome(verdict, pair, policy["metric"])
+    tests = _pair_tests(pair, rows, policy)
+    return _decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
 
 
 # ─── The tests behind a decision (both rules report them) ──────────────────
 
 
-def _valid_runs(rows: list[dict[str, Any]], arms: tuple[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+def _valid_runs(rows: Sequence[ResultRow], arms: tuple[str, str]) -> dict[tuple[str, str], list[ResultRow]]:
+    grouped: dict[tuple[str, str], list[ResultRow]] = {}
     for row in rows:
         if row["arm"] in arms and is_valid(row):
             grouped.setdefault((row["task"], row["arm"]), []).append(row)
     return grouped
 
 
-def _design(tasks: list[str], runs: dict[tuple[str, str], list[dict[str, Any]]], arms: tuple[str, str]) -> dict:
+def _design(tasks: list[str], runs: dict[tuple[str, str], list[ResultRow]], arms: tuple[str, str]) -> dict[str, Any]:
     counts = sorted({len(runs.get((task, arm), [])) for task in tasks for arm in arms})
     per_arm = counts[0] if len(counts) == 1 else None
     if not tasks:
@@ -472,7 +706,7 @@ def _design(tasks: list[str], runs: dict[tuple[str, str], list[dict[str, Any]]],
 
 
 def candidate_tests(
-    rows: list[dict[str, Any]],
+    rows: Sequence[ResultRow],
     *,
     incumbent_arm: str,
     candidate_arm: str,
@@ -495,67 +729,85 @@ def candidate_tests(
     if look_alphas is not None:
         cost_alpha, resolution_alpha = look_alphas["cost"], look_alphas["resolution"]
         quality_alpha = look_alphas["quality"]
-    metric = policy["metric"]
     arms = (incumbent_arm, candidate_arm)
     runs = _valid_runs(rows, arms)
-
-    def values(task: str, arm: str) -> list[float | None]:
-        return [row.get(metric) for row in runs.get((task, arm), [])]
-
-    def measured(task: str) -> tuple[list[float], list[float]] | None:
-        inc, cand = values(task, incumbent_arm), values(task, candidate_arm)
-        if not inc or not cand or any(value is None for value in (*inc, *cand)):
-            return None
-        return [float(v) for v in inc], [float(v) for v in cand]
-
-    gated_cells = [measured(task) for task in gated_tasks]
+    gated_cells = list(_measured_cells(runs, gated_tasks, arms, policy["metric"]).values())
     cost = gate_stats.cost_test(
-        [] if any(cell is None for cell in gated_cells) else gated_cells,
+        # Every gated task must be measured, or the test is not computable.
+        [cell for cell in gated_cells if cell is not None] if None not in gated_cells else [],
         alpha=round(cost_alpha, 8),
         floor_pct=policy["min_improvement_pct"],
     )
-    tables = []
-    for task in gated_tasks:
-        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
-        tables.append(
-            (sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand))
-        )
     quality = gate_stats.quality_test(
-        tables,
+        [_resolution_counts(runs, task, arms) for task in gated_tasks],
         alpha=round(quality_alpha, 8),
         margin_pct=policy["quality_margin_pct"],
         better_alpha=round(resolution_alpha, 8),
     )
+    return {
+        "design": _design(gated_tasks, runs, arms),
+        "cost": cost,
+        "quality": quality,
+        "checks": _task_checks(
+            runs, _measured_cells(runs, paired_tasks, arms, policy["metric"]), gated_tasks, arms, policy, alpha
+        ),
+    }
 
-    paired_cells = {task: measured(task) for task in paired_tasks}
-    pooled = gate_stats.pooled_log_variance([cell for cell in paired_cells.values() if cell is not None])
-    task_alpha = alpha / max(1, len(paired_tasks))
+
+Cell = tuple[list[float], list[float]]  # one task's metric values: (incumbent runs, candidate runs)
+
+
+def _measured_cells(
+    runs: dict[tuple[str, str], list[ResultRow]], tasks: list[str], arms: tuple[str, str], metric: str
+) -> dict[str, Cell | None]:
+    """Per task, both arms' values of ``metric``; None when an arm has no valid run or an unmeasured one."""
+    cells: dict[str, Cell | None] = {}
+    for task in tasks:
+        inc, cand = ([metric_value(row, metric) for row in runs.get((task, arm), [])] for arm in arms)
+        measured_inc = [value for value in inc if value is not None]
+        measured_cand = [value for value in cand if value is not None]
+        complete = len(measured_inc) == len(inc) and len(measured_cand) == len(cand)
+        cells[task] = (
+            ([float(v) for v in measured_inc], [float(v) for v in measured_cand]) if inc and cand and complete else None
+        )
+    return cells
+
+
+def _resolution_counts(
+    runs: dict[tuple[str, str], list[ResultRow]], task: str, arms: tuple[str, str]
+) -> tuple[int, int, int, int]:
+    """(incumbent resolved, incumbent runs, candidate resolved, candidate runs) over one task's valid runs."""
+    inc, cand = (runs.get((task, arm), []) for arm in arms)
+    return sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand)
+
+
+def _task_checks(
+    runs: dict[tuple[str, str], list[ResultRow]],
+    cells: dict[str, Cell | None],
+    gated_tasks: list[str],
+    arms: tuple[str, str],
+    policy: dict[str, Any],
+    alpha: float,
+) -> dict[str, dict[str, Any]]:
+    """Per paired task: a credible cost rise above its cap (at alpha / tasks) and Fisher's resolution-drop p."""
+    pooled = gate_stats.pooled_log_variance([cell for cell in cells.values() if cell is not None])
+    task_alpha = alpha / max(1, len(cells))
     checks: dict[str, dict[str, Any]] = {}
-    for task in paired_tasks:
-        cell = paired_cells[task]
+    for task, cell in cells.items():
         cap = policy["max_task_regression_pct"] if task in gated_tasks else policy["max_failed_task_regression_pct"]
         regression = (
             gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap)
             if cell is not None
             else {"regression_pct": None, "p_value": None, "regressed": False}
         )
-        inc, cand = runs.get((task, incumbent_arm), []), runs.get((task, candidate_arm), [])
-        drop_p = gate_stats.resolution_drop_p(
-            sum(1 for r in inc if r.get("resolved")), len(inc), sum(1 for r in cand if r.get("resolved")), len(cand)
-        )
         checks[task] = {
             "regression_pct": regression["regression_pct"],
             "regression_p_value": regression["p_value"],
             "regression_alpha": round(task_alpha, 6),
             "regressed": regression["regressed"],
-            "resolution_drop_p_value": drop_p,
+            "resolution_drop_p_value": gate_stats.resolution_drop_p(*_resolution_counts(runs, task, arms)),
         }
-    return {
-        "design": _design(gated_tasks, runs, arms),
-        "cost": cost,
-        "quality": quality,
-        "checks": checks,
-    }
+    return checks
 
 
 def _pct_text(value: float | None) -> str:
@@ -627,23 +879,73 @@ def quality_sentence(quality: dict[str, Any]) -> str:
 # ─── The noise-aware rule ───────────────────────────────────────────────────
 
 
-def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(row["task"], []).append(row)
-    return grouped
+def _noise_aware_task_checks(
+    verdict: _Verdict, task: _TaskEvidence, check: dict[str, Any], policy: dict[str, Any], paired: int
+) -> None:
+    """One paired task under the noise-aware rule: run counts, the metric, Fisher's test, skill use, cost rise."""
+    row, metric, alpha = task.row, policy["metric"], policy["alpha"]
+    name = row["task"]
+    if not row["gated"]:
+        if check["regressed"]:
+            verdict.regression(
+                f"{name}: {metric} rose {check['regression_pct']:.1f}% on a task neither arm resolved, above the "
+                f"{policy['max_failed_task_regression_pct']:.1f}% failed-task cap (one-sided p "
+                f"{_p_text(check['regression_p_value'])}, alpha/{paired})"
+            )
+        return
+    verdict.lacking(_task_run_counts(task, policy["min_runs"]))
+    if task.run_unmeasured:
+        verdict.lacking([_unmeasured_reason(name, metric)])
+    elif task.run_non_positive:
+        verdict.lacking([f"{name}: {metric} is zero on some run; choose a metric with signal"])
+    if check["resolution_drop_p_value"] <= alpha:
+        verdict.regression(
+            f"{name}: resolution fell from {row['incumbent_resolved']} to {row['candidate_resolved']} "
+            f"(Fisher's exact one-sided p {_p_text(check['resolution_drop_p_value'])}, alpha {alpha:g})"
+        )
+    skips_inc, skips_cand = task.skipped_skill
+    if skips_inc < skips_cand:
+        verdict.regression(
+            f"{name}: the candidate never invoked the skill under test in {skips_cand} run(s) (incumbent: {skips_inc})"
+        )
+    if check["regressed"]:
+        verdict.regression(
+            f"{name}: {metric} rose {check['regression_pct']:.1f}%, above the "
+            f"{policy['max_task_regression_pct']:.1f}% task cap (one-sided p "
+            f"{_p_text(check['regression_p_value'])}, alpha/{paired})"
+        )
+
+
+def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], metric: str) -> str:
+    """After the guards: resolution credibly better promotes, worse or unshown keeps; then the cost test decides.
+
+    The sentence that decided leads the reasons."""
+    cost, quality = tests["cost"], tests["quality"]
+    if verdict.insufficient:
+        return "insufficient_evidence"
+    if verdict.regressed:
+        return "keep_incumbent"
+    if quality["conclusion"] == "better":
+        verdict.reasons.insert(0, quality_sentence(quality))
+        return "promote"
+    if quality["conclusion"] in ("worse", "inconclusive"):
+        verdict.reasons.insert(0, quality_sentence(quality))
+        return "keep_incumbent"
+    if cost["conclusion"] == "not_computable":
+        verdict.reasons.insert(0, f"the {metric} test could not be computed (no measured run in some gated task)")
+        return "insufficient_evidence"
+    verdict.reasons[:0] = [cost_sentence(cost, metric, tests["design"]["text"]), quality_sentence(quality)]
+    return "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
 
 
 def _noise_aware_decision(
-    by_task: dict[str, dict[str, dict[str, Any]]],
+    pair: _PairEvidence,
     *,
-    incumbent_arm: str,
-    candidate_arm: str,
     model: str | None,
     policy: dict[str, Any],
-    rows: list[dict[str, Any]] | None,
+    rows: Sequence[ResultRow] | None,
     look_alphas: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> tuple[Decision, bool]:
     """The default rule: the upstream guards, then a cost test and a quality test at ``alpha``.
 
     Guards that make the evidence unusable give insufficient_evidence (as upstream). A gated
@@ -652,265 +954,48 @@ def _noise_aware_decision(
     keeps the incumbent. Then: resolution credibly better → promote; resolution credibly worse
     or not shown within the margin → keep; cost credibly lower by at least the floor → promote;
     anything else keeps the incumbent with the reason the cost test gives.
+
+    Returns the decision and whether a per-task guard (not a test) kept the incumbent: an
+    interim look stops at once on such a regression.
     """
-    metric = policy["metric"]
-    min_runs = policy["min_runs"]
-    alpha = policy["alpha"]
-    min_gated_ratio = policy["min_gated_task_ratio"]
-    reasons: list[str] = []
-    task_rows: list[dict[str, Any]] = []
-    insufficient = regression = False
-
-    if not model:
-        insufficient = True
-        reasons.append("a named model is required so prompt evidence cannot drift")
-    if rows is None:
-        insufficient = True
-        reasons.append("the noise-aware rule needs the per-run rows; none were supplied")
-    paired_tasks = sorted(task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms)
-    if rows is not None and not policy["allow_unsandboxed"]:
-        unsandboxed = _unsandboxed_runs(rows, paired_tasks, (incumbent_arm, candidate_arm))
-        if unsandboxed:
-            insufficient = True
-            reasons.append(
-                f"{unsandboxed} run(s) of {incumbent_arm}/{candidate_arm} ran without a sandbox "
-                "(sandbox_backend none); unsandboxed evidence cannot promote unless the policy sets "
-                "allow_unsandboxed"
-            )
-
-    per_task: dict[str, dict[str, Any]] = {}
-    rows_by_task = _rows_by_task(rows or [])
-    for task in sorted(by_task):
-        arms = by_task[task]
-        if incumbent_arm not in arms or candidate_arm not in arms:
-            insufficient = True
-            reasons.append(f"{task}: both {incumbent_arm} and {candidate_arm} are required")
-            continue
-        task_rows_raw = None if rows is None else rows_by_task.get(task, [])
-        row = _task_row(
-            task, arms[incumbent_arm], arms[candidate_arm], policy, task_rows_raw, incumbent_arm, candidate_arm
-        )
-        per_task[task] = row
-        task_rows.append(row["public"])
-
-    gated_tasks = [row["task"] for row in task_rows if row["gated"]]
-    ungated_tasks = [row["task"] for row in task_rows if not row["gated"]]
-    tests = candidate_tests(
-        rows or [],
-        incumbent_arm=incumbent_arm,
-        candidate_arm=candidate_arm,
-        gated_tasks=gated_tasks,
-        paired_tasks=paired_tasks,
-        policy=policy,
-        look_alphas=look_alphas,
-    )
-    for public in task_rows:
-        public["checks"] = tests["checks"][public["task"]]
-
-    for task, info in per_task.items():
-        public, check = info["public"], tests["checks"][task]
-        n_inc, n_cand, x_inc, x_cand = info["n_inc"], info["n_cand"], info["x_inc"], info["x_cand"]
-        if not public["gated"]:
-            if check["regressed"]:
-                regression = True
-                reasons.append(
-                    f"{task}: {metric} rose {check['regression_pct']:.1f}% on a task neither arm resolved, above the "
-                    f"{policy['max_failed_task_regression_pct']:.1f}% failed-task cap (one-sided p "
-                    f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
-                )
-            continue
-        count_reasons = run_count_reasons(task, n_inc, n_cand, x_inc, x_cand, min_runs)
-        insufficient = insufficient or bool(count_reasons)
-        reasons += count_reasons
-        if info["metric_unavailable"]:
-            insufficient = True
-            reasons.append(
-                f"{task}: {metric} was not measured on every run in both paired arms; "
-                "cannot rank on it (fix cost capture or choose another metric)"
-            )
-        elif info["non_positive"]:
-            insufficient = True
-            reasons.append(f"{task}: {metric} is zero on some run; choose a metric with signal")
-        if check["resolution_drop_p_value"] <= alpha:
-            regression = True
-            reasons.append(
-                f"{task}: resolution fell from {public['incumbent_resolved']} to {public['candidate_resolved']} "
-                f"(Fisher's exact one-sided p {_p_text(check['resolution_drop_p_value'])}, alpha {alpha:g})"
-            )
-        if info["skips_inc"] < info["skips_cand"]:
-            regression = True
-            reasons.append(
-                f"{task}: the candidate never invoked the skill under test in {info['skips_cand']} run(s) "
-                f"(incumbent: {info['skips_inc']})"
-            )
-        if check["regressed"]:
-            regression = True
-            reasons.append(
-                f"{task}: {metric} rose {check['regression_pct']:.1f}%, above the "
-                f"{policy['max_task_regression_pct']:.1f}% task cap (one-sided p "
-                f"{_p_text(check['regression_p_value'])}, alpha/{len(paired_tasks)})"
-            )
-
-    thin, base_reasons = evidence_base(gated_tasks, ungated_tasks, min_gated_ratio)
-    insufficient = insufficient or thin
-    reasons += base_reasons
-
-    cost, quality, design = tests["cost"], tests["quality"], tests["design"]["text"]
-    if insufficient:
-        decision = "insufficient_evidence"
-    elif regression:
-        decision = "keep_incumbent"
-    elif quality["conclusion"] == "better":
-        decision = "promote"
-        reasons.insert(0, quality_sentence(quality))
-    elif quality["conclusion"] in ("worse", "inconclusive"):
-        decision = "keep_incumbent"
-        reasons.insert(0, quality_sentence(quality))
-    elif cost["conclusion"] == "not_computable":
-        decision = "insufficient_evidence"
-        reasons.insert(0, f"the {metric} test could not be computed (no measured run in some gated task)")
-    else:
-        decision = "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
-        reasons[:0] = [cost_sentence(cost, metric, design), quality_sentence(quality)]
-
-    gated_improvements = [
-        row["improvement_pct"] for row in task_rows if row["gated"] and row["improvement_pct"] is not None
-    ]
-    median_improvement = round(statistics.median(gated_improvements), 1) if gated_improvements else None
-    resolution_margin = sum(int(by_task[task][candidate_arm]["resolved"]) for task in paired_tasks) - sum(
-        int(by_task[task][incumbent_arm]["resolved"]) for task in paired_tasks
-    )
-    return {
-        "_guard_regression": regression,
-        "incumbent_arm": incumbent_arm,
-        "candidate_arm": candidate_arm,
-        "rule": "noise_aware",
-        "decision": decision,
-        "metric": metric,
-        "metric_warning": metric_warning(metric),
-        "median_improvement_pct": median_improvement,
-        "resolution_margin": resolution_margin,
-        "reasons": reasons,
-        "gated_tasks": gated_tasks,
-        "ungated_tasks": ungated_tasks,
-        "tasks": task_rows,
-        "statistics": {
-            "sign_test": sign_test(gated_improvements),
-            "bootstrap": bootstrap_median_ci(gated_improvements),
-        },
-        "tests": {key: tests[key] for key in ("design", "cost", "quality")},
-    }
-
-
-def _task_row(
-    task: str,
-    incumbent: dict[str, Any],
-    candidate: dict[str, Any],
-    policy: dict[str, Any],
-    rows: list[dict[str, Any]] | None,
-    incumbent_arm: str,
-    candidate_arm: str,
-) -> dict[str, Any]:
-    """One paired task's evidence row (the schema's task_row) plus the counts the noise-aware rule checks."""
-    metric, min_runs = policy["metric"], policy["min_runs"]
-    n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
-    x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
-    r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
-    raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
-    m_inc = None if raw_inc is None else float(raw_inc)
-    m_cand = None if raw_cand is None else float(raw_cand)
-    improvement = (
-        round(100 * (m_inc - m_cand) / m_inc, 1) if m_inc is not None and m_cand is not None and m_inc != 0 else None
-    )
-    fully_measured = n_inc >= min_runs and n_cand >= min_runs and n_inc == n_cand and not x_inc and not x_cand
-    skips_inc = int(incumbent.get("error_kinds", {}).get("skill-not-invoked", 0))
-    skips_cand = int(candidate.get("error_kinds", {}).get("skill-not-invoked", 0))
-    skill_attributable = bool(skips_inc or skips_cand)
-    gated = not (fully_measured and r_inc == 0 and r_cand == 0 and not skill_attributable and improvement is not None)
-    values = [
-        row.get(metric)
-        for row in rows or []
-        if row["task"] == task and row["arm"] in (incumbent_arm, candidate_arm) and is_valid(row)
-    ]
-    public = {
-        "task": task,
-        "class": incumbent.get("class", ""),
-        "incumbent_resolved": f"{r_inc}/{n_inc}",
-        "candidate_resolved": f"{r_cand}/{n_cand}",
-        "incumbent_excluded_runs": x_inc,
-        "candidate_excluded_runs": x_cand,
-        "incumbent_metric": m_inc,
-        "candidate_metric": m_cand,
-        "improvement_pct": improvement,
-        "gated": gated,
-        "quality_floor_enforced": r_inc > 0 or skill_attributable,
-        "skill_attributable_failure": skill_attributable,
-        "candidate_quality_floor_met": n_cand > 0 and r_cand == n_cand,
-        "paired": (
-            None
-            if rows is None
-            else paired_runs(rows, task=task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, metric=metric)
-        ),
-    }
-    return {
-        "public": public,
-        "n_inc": n_inc,
-        "n_cand": n_cand,
-        "x_inc": x_inc,
-        "x_cand": x_cand,
-        "skips_inc": skips_inc,
-        "skips_cand": skips_cand,
-        "metric_unavailable": m_inc is None or m_cand is None or any(value is None for value in values),
-        "non_positive": any(value is not None and value <= 0 for value in values),
-    }
+    verdict = _Verdict()
+    verdict.lacking(_pair_guards(pair, model=model, policy=policy, rows=rows, needs_rows=True))
+    verdict.lacking([pair.missing_arm_reason(task) for task in pair.unpaired_tasks])
+    tests = _pair_tests(pair, rows, policy, look_alphas)
+    for name, task in pair.tasks.items():
+        _noise_aware_task_checks(verdict, task, tests["checks"][name], policy, len(pair.tasks))
+    _check_evidence_base(verdict, pair, policy)
+    decision = _noise_aware_outcome(verdict, tests, policy["metric"])
+    record = _decision_record(pair, rule="noise_aware", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    return record, verdict.regressed
 
 
 def evaluate_candidate(
-    by_task: dict[str, dict[str, dict[str, Any]]],
+    by_task: ByTask,
     *,
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
     policy: dict[str, Any] | None = None,
-    rows: list[dict[str, Any]] | None = None,
+    rows: Sequence[ResultRow] | None = None,
     look_alphas: dict[str, float] | None = None,
-) -> dict[str, Any]:
+) -> Decision:
     """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
 
     ``by_task`` is ``aggregate_by_task`` output; ``rows`` are the raw rows behind it (for the
-    paired per-run statistics, the tests and the sandbox check). ``policy["rule"]`` picks the
-    rule: ``noise_aware`` (default; needs rows) or ``upstream``. Both report the same tests
-    (``tests``: design, cost, quality) and per-task checks, whatever they decide on.
+    paired per-run statistics, the tests, the sandbox check and the check that every row ran the
+    same Claude Code version and model). ``policy["rule"]`` picks the rule: ``noise_aware``
+    (default; needs rows) or ``upstream``. Both report the same tests (``tests``: design, cost,
+    quality) and per-task checks, whatever they decide on.
     """
     policy = resolve_policy(policy)
-    arguments = {
-        "incumbent_arm": incumbent_arm,
-        "candidate_arm": candidate_arm,
-        "model": model,
-        "policy": policy,
-        "rows": rows,
-    }
-    if policy["rule"] == "noise_aware":
-        result = _noise_aware_decision(by_task, **arguments, look_alphas=look_alphas)
-        result.pop("_guard_regression")
-        return result
-    if look_alphas is not None:
+    if policy["rule"] != "noise_aware" and look_alphas is not None:
         raise ValueError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
-    result = _upstream_decision(by_task, **arguments)
-    paired_tasks = sorted(task for task, arms in by_task.items() if incumbent_arm in arms and candidate_arm in arms)
-    tests = candidate_tests(
-        rows or [],
-        incumbent_arm=incumbent_arm,
-        candidate_arm=candidate_arm,
-        gated_tasks=result["gated_tasks"],
-        paired_tasks=paired_tasks,
-        policy=policy,
-    )
-    for task_row in result["tasks"]:
-        task_row["checks"] = tests["checks"][task_row["task"]]
-    result["rule"] = "upstream"
-    result["tests"] = {key: tests[key] for key in ("design", "cost", "quality")}
-    return result
+    pair = _pair_evidence(by_task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, policy=policy, rows=rows)
+    if policy["rule"] == "upstream":
+        return _upstream_decision(pair, model=model, policy=policy, rows=rows)
+    decision, _ = _noise_aware_decision(pair, model=model, policy=policy, rows=rows, look_alphas=look_alphas)
+    return decision
 
 
 # ─── Promotion document ─────────────────────────────────────────────────────
@@ -921,7 +1006,7 @@ def _utc_text(moment: datetime) -> str:
 
 
 def promotion_document(
-    rows: list[dict[str, Any]],
+    rows: Sequence[ResultRow],
     *,
     pairs: list[tuple[str, str]],
     policy: dict[str, Any] | None,
@@ -930,7 +1015,7 @@ def promotion_document(
     generated_at: datetime,
     design: dict[str, Any] | None = None,
     cut_short: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> PromotionDocument:
     """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
 
     With a sequential ``design`` (``run_design``) every decision replays its pair's looks over
@@ -944,48 +1029,24 @@ def promotion_document(
     the evidence expires ``max_age_days`` later.
     """
     policy = resolve_policy(policy)
-    if run_status not in RUN_STATUSES:
-        raise ValueError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
-    if generated_at.tzinfo is None or generated_at.utcoffset() is None:
-        raise ValueError("generated_at must be timezone-aware")
-    missing = [field for field in BINDING_FIELDS if field not in binding]
-    unknown = sorted(set(binding) - set(BINDING_FIELDS))
-    if missing or unknown:
-        raise ValueError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
-    candidates = [candidate for _, candidate in pairs]
-    if list(binding["required_candidate_arms"]) != candidates:
-        raise ValueError(
-            f"required_candidate_arms {binding['required_candidate_arms']} do not match the paired candidates "
-            f"{candidates}"
-        )
-    if len(set(candidates)) != len(candidates):
-        raise ValueError(f"duplicate candidate arm in pairs: {candidates}")
-
+    _check_promotion_inputs(pairs, binding, run_status, generated_at)
     by_task = aggregate_by_task(rows)
     decisions = []
-    sequential = design is not None and design["kind"] == "sequential"
     for incumbent_arm, candidate_arm in pairs:
-        if sequential:
-            decision = sequential_decision(
-                rows,
-                incumbent_arm=incumbent_arm,
-                candidate_arm=candidate_arm,
-                model=binding["benchmark_model"],
-                policy=policy,
-                design=design,
-            )
-            if decision["sequential"]["status"] == "continue" and candidate_arm in (cut_short or {}):
+        pair: dict[str, Any] = {
+            "incumbent_arm": incumbent_arm,
+            "candidate_arm": candidate_arm,
+            "model": binding["benchmark_model"],
+            "policy": policy,
+        }
+        if design is not None and design["kind"] == "sequential":
+            decision = sequential_decision(rows, **pair, design=design)
+            why = (cut_short or {}).get(candidate_arm)
+            if decision["sequential"]["status"] == "continue" and why is not None:
                 decision["sequential"]["cut_short"] = True
-                decision["reasons"].insert(0, f"cut short: {cut_short[candidate_arm]}")
+                decision["reasons"].insert(0, f"cut short: {why}")
         else:
-            decision = evaluate_candidate(
-                by_task,
-                incumbent_arm=incumbent_arm,
-                candidate_arm=candidate_arm,
-                model=binding["benchmark_model"],
-                policy=policy,
-                rows=rows,
-            )
+            decision = evaluate_candidate(by_task, **pair, rows=rows)
         if run_status != "complete":
             decision["decision"] = "insufficient_evidence"
             decision["reasons"] = [ABORTED_REASON, *decision["reasons"]]
@@ -1006,15 +1067,44 @@ def promotion_document(
             "quality_rule": QUALITY_RULES[policy["rule"]],
         },
         "decisions": decisions,
-        **{field: binding[field] for field in BINDING_FIELDS},
+        "benchmark_model": binding["benchmark_model"],
+        "effort": binding["effort"],
+        "proposer_model": binding["proposer_model"],
+        "candidate_origin": binding["candidate_origin"],
+        "candidate_overlay_digest": binding["candidate_overlay_digest"],
+        "required_candidate_arms": binding["required_candidate_arms"],
+        "selected_tasks": binding["selected_tasks"],
+        "target_base_digests": binding["target_base_digests"],
     }
 
 
-def plugin_pins(rows: list[dict[str, Any]], incumbent_arm: str, candidate_arm: str) -> dict[str, list[dict]]:
+def _check_promotion_inputs(
+    pairs: list[tuple[str, str]], binding: dict[str, Any], run_status: str, generated_at: datetime
+) -> None:
+    """Raise ValueError unless the run status, the clock and the binding fit a promotion document."""
+    if run_status not in RUN_STATUSES:
+        raise ValueError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
+    if generated_at.tzinfo is None or generated_at.utcoffset() is None:
+        raise ValueError("generated_at must be timezone-aware")
+    missing = [name for name in BINDING_FIELDS if name not in binding]
+    unknown = sorted(set(binding) - set(BINDING_FIELDS))
+    if missing or unknown:
+        raise ValueError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
+    candidates = [candidate for _, candidate in pairs]
+    if list(binding["required_candidate_arms"]) != candidates:
+        raise ValueError(
+            f"required_candidate_arms {binding['required_candidate_arms']} do not match the paired candidates "
+            f"{candidates}"
+        )
+    if len(set(candidates)) != len(candidates):
+        raise ValueError(f"duplicate candidate arm in pairs: {candidates}")
+
+
+def plugin_pins(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: str) -> dict[str, list[dict[str, Any]]]:
     """The Claude Code plugins each arm of a pair loaded (name, version, digest), as its rows recorded them:
     a decision names the exact plugin bytes it was made on."""
 
-    def pins(arm: str) -> list[dict]:
+    def pins(arm: str) -> list[dict[str, Any]]:
         seen = {
             (plugin["name"], plugin["digest"]): plugin
             for row in rows
@@ -1026,7 +1116,7 @@ def plugin_pins(rows: list[dict[str, Any]], incumbent_arm: str, candidate_arm: s
     return {"incumbent": pins(incumbent_arm), "candidate": pins(candidate_arm)}
 
 
-def summarize_gate(promotion: dict[str, Any]) -> list[str]:
+def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
     """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs."""
     return [
         f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
@@ -1037,7 +1127,6 @@ def summarize_gate(promotion: dict[str, Any]) -> list[str]:
 # ─── Sequential designs: interim looks with alpha spending ──────────────────
 
 SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
-LOOK_DECISIONS = ("promote", "keep_incumbent", "insufficient_evidence", "continue")
 SEQUENTIAL_METHOD = (
     "group-sequential: the cost test's efficacy boundaries come from Lan-DeMets alpha spending over the "
     "looks' information fractions (runs so far / max runs), exact for nested batches; the resolution route "
@@ -1109,19 +1198,19 @@ def look_alphas(design: dict[str, Any], alpha: float) -> list[dict[str, Any]]:
     ]
 
 
-def _rows_up_to(rows: list[dict[str, Any]], arms: tuple[str, str], runs: int) -> list[dict[str, Any]]:
+def _rows_up_to(rows: Sequence[ResultRow], arms: tuple[str, str], runs: int) -> list[ResultRow]:
     return [row for row in rows if row["arm"] in arms and row["run"] < runs]
 
 
-def _complete_for(rows: list[dict[str, Any]], tasks: list[str], arms: tuple[str, str], runs: int) -> bool:
+def _complete_for(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[str, str], runs: int) -> bool:
     """Every (task, arm) of the pair has a row for each run index below ``runs``."""
     present = {(row["task"], row["arm"], row["run"]) for row in rows}
     return all((task, arm, run) in present for task in tasks for arm in arms for run in range(runs))
 
 
 def _futility(
-    decision: dict[str, Any], design: dict[str, Any], runs: int, policy: dict[str, Any]
-) -> tuple[str | None, dict]:
+    decision: Decision, design: dict[str, Any], runs: int, policy: dict[str, Any]
+) -> tuple[str | None, dict[str, float | None]]:
     """Why continuing cannot plausibly promote (or None), and the conditional powers behind it."""
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
     powers: dict[str, float | None] = {"cost": None, "quality": None}
@@ -1164,15 +1253,21 @@ def _futility(
 
 
 def _look_decision(
-    decision: dict[str, Any], *, final: bool, design: dict[str, Any], runs: int, policy: dict[str, Any]
-) -> tuple[str, str | None, dict]:
+    decision: Decision,
+    *,
+    guard_regression: bool,
+    final: bool,
+    design: dict[str, Any],
+    runs: int,
+    policy: dict[str, Any],
+) -> tuple[str, str | None, dict[str, float | None]]:
     """promote / keep_incumbent / insufficient_evidence / continue for one look's decision."""
     if final or decision["decision"] in ("promote", "insufficient_evidence"):
         return decision["decision"], None, {"cost": None, "quality": None}
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
     # A task regression or a skipped skill keeps the incumbent at once; so does a cost test that
     # already rules out the floor.
-    if decision["_guard_regression"] or cost["conclusion"] == "not_computable":
+    if guard_regression or cost["conclusion"] == "not_computable":
         return decision["decision"], None, {"cost": None, "quality": None}
     if cost["conclusion"] == "not_cheaper" and quality["conclusion"] != "better":
         return "keep_incumbent", None, {"cost": None, "quality": None}
@@ -1182,15 +1277,101 @@ def _look_decision(
     return "continue", None, powers
 
 
+def _look_record(
+    index: int,
+    look: dict[str, Any],
+    decision: Decision,
+    verdict: str,
+    why: str | None,
+    powers: dict[str, float | None],
+) -> dict[str, Any]:
+    """The schema's record of one look: the cost statistic against its boundary, and what the look said."""
+    cost = decision["tests"]["cost"]
+    statistic = boundary_t = None
+    if cost["estimate_pct"] is not None and cost["se_log"]:
+        statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
+    if cost["df"] and look["cost"] > 0:
+        # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
+        boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
+    return {
+        "look": index + 1,
+        "runs": look["runs"],
+        "fraction": look["fraction"],
+        "statistic": statistic,
+        "p_value": cost["p_value"],
+        "boundary_z": look["boundary_z"],
+        "boundary_t": boundary_t,
+        "nominal_alpha": look["cost"],
+        "spent_alpha": look["spent_alpha"],
+        "quality_alpha": look["quality"],
+        "estimate_pct": cost["estimate_pct"],
+        "conditional_power": powers,
+        "decision": verdict,
+        "reason": why or (decision["reasons"][0] if decision["reasons"] else ""),
+    }
+
+
+def _replay_looks(
+    rows: Sequence[ResultRow],
+    *,
+    incumbent_arm: str,
+    candidate_arm: str,
+    model: str | None,
+    policy: dict[str, Any],
+    design: dict[str, Any],
+    alphas: list[dict[str, Any]],
+) -> tuple[Decision | None, list[dict[str, Any]], int | None]:
+    """Take the looks in order until one decides or its rows are not all there yet.
+
+    Returns the last look's decision (None when no look could be taken), the look records and,
+    when the replay stopped for missing rows, the runs per cell the next look needs."""
+    arms = (incumbent_arm, candidate_arm)
+    tasks = sorted({row["task"] for row in rows if row["arm"] in arms})
+    looks: list[dict[str, Any]] = []
+    decision: Decision | None = None
+    for index, look in enumerate(alphas):
+        runs = look["runs"]
+        if not _complete_for(rows, tasks, arms, runs) or not tasks:
+            return decision, looks, runs
+        subset = _rows_up_to(rows, arms, runs)
+        # The looks' run counts are the design; the boundaries, not min_runs, control the error.
+        look_policy = {**policy, "min_runs": min(policy["min_runs"], runs)}
+        pair = _pair_evidence(
+            aggregate_by_task(subset),
+            incumbent_arm=incumbent_arm,
+            candidate_arm=candidate_arm,
+            policy=look_policy,
+            rows=subset,
+        )
+        decision, guard_regression = _noise_aware_decision(
+            pair,
+            model=model,
+            policy=look_policy,
+            rows=subset,
+            look_alphas={key: look[key] for key in ("cost", "resolution", "quality")},
+        )
+        final = index == len(alphas) - 1
+        verdict, why, powers = _look_decision(
+            decision, guard_regression=guard_regression, final=final, design=design, runs=runs, policy=policy
+        )
+        looks.append(_look_record(index, look, decision, verdict, why, powers))
+        if verdict != "continue":
+            decision["decision"] = verdict
+            if why:
+                decision["reasons"].insert(0, why)
+            break
+    return decision, looks, None
+
+
 def sequential_decision(
-    rows: list[dict[str, Any]],
+    rows: Sequence[ResultRow],
     *,
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
     policy: dict[str, Any] | None,
     design: dict[str, Any],
-) -> dict[str, Any]:
+) -> Decision:
     """Replay the looks of a sequential design over one pair's rows (runs so far, in run order).
 
     Look k uses the runs with index below ``design["looks"][k]``. The first look that decides
@@ -1203,79 +1384,32 @@ def sequential_decision(
     policy = resolve_policy(policy)
     if policy["rule"] != "noise_aware":
         raise ValueError("a sequential runs design needs gate.rule: noise_aware")
-    arms = (incumbent_arm, candidate_arm)
-    tasks = sorted({row["task"] for row in rows if row["arm"] in arms})
     alphas = look_alphas(design, policy["alpha"])
-    looks: list[dict[str, Any]] = []
-    decision: dict[str, Any] | None = None
-    status, next_runs = "decided", None
-    for index, look in enumerate(alphas):
-        runs = look["runs"]
-        if not _complete_for(rows, tasks, arms, runs) or not tasks:
-            status, next_runs = "continue", runs
-            break
-        subset = _rows_up_to(rows, arms, runs)
-        decision = _noise_aware_decision(
-            aggregate_by_task(subset),
-            incumbent_arm=incumbent_arm,
-            candidate_arm=candidate_arm,
-            model=model,
-            # The looks' run counts are the design; the boundaries, not min_runs, control the error.
-            policy={**policy, "min_runs": min(policy["min_runs"], runs)},
-            rows=subset,
-            look_alphas={key: look[key] for key in ("cost", "resolution", "quality")},
-        )
-        final = index == len(alphas) - 1
-        verdict, why, powers = _look_decision(decision, final=final, design=design, runs=runs, policy=policy)
-        cost = decision["tests"]["cost"]
-        statistic = boundary_t = None
-        if cost["estimate_pct"] is not None and cost["se_log"]:
-            statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
-        if cost["df"] and look["cost"] > 0:
-            # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
-            boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
-        looks.append(
-            {
-                "look": index + 1,
-                "runs": runs,
-                "fraction": look["fraction"],
-                "statistic": statistic,
-                "p_value": cost["p_value"],
-                "boundary_z": look["boundary_z"],
-                "boundary_t": boundary_t,
-                "nominal_alpha": look["cost"],
-                "spent_alpha": look["spent_alpha"],
-                "quality_alpha": look["quality"],
-                "estimate_pct": cost["estimate_pct"],
-                "conditional_power": powers,
-                "decision": verdict,
-                "reason": why or (decision["reasons"][0] if decision["reasons"] else ""),
-            }
-        )
-        if verdict != "continue":
-            decision["decision"] = verdict
-            if why:
-                decision["reasons"].insert(0, why)
-            break
-        if final:
-            break
+    decision, looks, next_runs = _replay_looks(
+        rows,
+        incumbent_arm=incumbent_arm,
+        candidate_arm=candidate_arm,
+        model=model,
+        policy=policy,
+        design=design,
+        alphas=alphas,
+    )
+    status = "decided" if next_runs is None else "continue"
     if decision is None:
         decision = _pending_decision(incumbent_arm, candidate_arm, policy, next_runs or design["looks"][0])
+    elif status == "continue":
+        decision["decision"] = "insufficient_evidence"
+        decision["reasons"].insert(
+            0, f"look {len(looks)} says continue: {next_runs} runs per (task, arm) are needed for the next look"
+        )
     else:
-        decision.pop("_guard_regression", None)
-        if status == "continue":
-            decision["decision"] = "insufficient_evidence"
-            decision["reasons"].insert(
-                0, f"look {len(looks)} says continue: {next_runs} runs per (task, arm) are needed for the next look"
-            )
-        elif looks and looks[-1]["decision"] != decision["decision"]:
+        if looks[-1]["decision"] != decision["decision"]:
             looks[-1]["decision"] = decision["decision"]
-        if status == "decided":
-            decision["reasons"].insert(
-                0,
-                f"sequential design: decided at look {len(looks)} of {len(alphas)} after {looks[-1]['runs']} runs per "
-                "(task, arm)",
-            )
+        decision["reasons"].insert(
+            0,
+            f"sequential design: decided at look {len(looks)} of {len(alphas)} after {looks[-1]['runs']} runs per "
+            "(task, arm)",
+        )
     decision["looks"] = looks
     decision["sequential"] = {
         "method": SEQUENTIAL_METHOD,
@@ -1289,7 +1423,7 @@ def sequential_decision(
     return decision
 
 
-def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int) -> dict[str, Any]:
+def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int) -> Decision:
     empty = candidate_tests(
         [], incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, gated_tasks=[], paired_tasks=[], policy=policy
     )

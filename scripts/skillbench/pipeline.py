@@ -21,7 +21,7 @@ from .environment import api_key, load_script, resolve_cli, secrets
 from .errors import SkillbenchError
 from .process import ORPHANED, exclusive_writer
 from .progress import BatchBudget
-from .records import TaskBinding
+from .records import Decision, TaskBinding
 from .tasks import bind_task as bind_task_files
 
 
@@ -496,7 +496,7 @@ def gate_look(
 
 
 def _look_entry(
-    decision: dict[str, Any], incumbent: str, candidate: str, run_design: dict[str, Any], planner: BatchBudget
+    decision: Decision, incumbent: str, candidate: str, run_design: dict[str, Any], planner: BatchBudget
 ) -> dict[str, Any]:
     """A pair's entry of the look document: its status, and the next batch if the budget admits it."""
     looks = decision["looks"]
@@ -538,7 +538,7 @@ def check_task(
     `settings` holds the config sections the check reads (agent timeouts, sandbox)."""
     from . import taskcheck
 
-    task_binding = artifacts.read_artifact(Path(binding), "task-binding")
+    task_binding = cast(TaskBinding, artifacts.read_artifact(Path(binding), "task-binding"))
     document = taskcheck.check_task(
         task,
         task_binding,

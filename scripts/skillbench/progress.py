@@ -67,7 +67,7 @@ def run_plan(
 
 
 def write_plan(results_dir: str | Path, plan: dict[str, Any]) -> None:
-    """Written by the run's start hook (workflow/rules/run_hooks.smk); a new plan also forgets running entries of an earlier run."""
+    """Written when a run starts (workflow/rules/run_hooks.smk); a new plan forgets an earlier run's running cells."""
     root = Path(results_dir)
     artifacts.atomic_write_text(Path(layout.progress_plan(root)), artifacts.canonical_json(plan))
     running = Path(layout.progress_running(root))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import artifacts
+from .records import PromotionDocument, ResultRow
 
 
 def is_promoted(promotion: dict[str, Any]) -> bool:
@@ -72,7 +73,7 @@ def grade(
     generated_at: datetime | None = None,
     design: Any = None,
     look: str | None = None,
-) -> dict[str, Any]:
+) -> PromotionDocument:
     """Rows + policy → promotion.json (the gate rule, and `skillbench gate` offline).
 
     With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
@@ -91,7 +92,7 @@ def grade(
     else:
         status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
     document = gate.promotion_document(
-        rows,
+        cast("list[ResultRow]", rows),  # read_jsonl validated them against the result-row schema
         pairs=[tuple(pair) for pair in overlay_doc["pairs"]],
         policy=policy,
         binding=promotion_binding(model, effort, overlay_doc, bindings_doc),

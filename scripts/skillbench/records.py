@@ -260,3 +260,80 @@ class EvidenceManifest(TypedDict):
     trimmed_rows: int
     prior_proposal_staged: bool
     prior_proposal_dropped: bool
+
+
+# The gate's documents (promotion/v1).
+TaskFacts = TypedDict(
+    "TaskFacts",
+    {
+        "task": str,
+        "class": str,
+        "incumbent_resolved": str,
+        "candidate_resolved": str,
+        "incumbent_excluded_runs": int,
+        "candidate_excluded_runs": int,
+        "incumbent_metric": float | None,
+        "candidate_metric": float | None,
+        "improvement_pct": float | None,
+        "gated": bool,
+        "quality_floor_enforced": bool,
+        "skill_attributable_failure": bool,
+        "candidate_quality_floor_met": bool,
+        "paired": dict[str, Any] | None,
+    },
+)
+TaskFacts.__doc__ = "What a task row says before the tests ran (every field of the schema's task_row but checks)."
+
+
+class TaskRow(TaskFacts):
+    """One task's evidence in a decision: the task_row of `schemas/promotion.schema.json`."""
+
+    checks: dict[str, Any]
+
+
+class DecisionFields(TypedDict):
+    incumbent_arm: str
+    candidate_arm: str
+    rule: str
+    decision: str
+    metric: str
+    metric_warning: str | None
+    median_improvement_pct: float | None
+    resolution_margin: int
+    reasons: list[str]
+    gated_tasks: list[str]
+    ungated_tasks: list[str]
+    tasks: list[TaskRow]
+    tests: dict[str, Any]
+    statistics: dict[str, Any]
+
+
+# total=False rather than NotRequired: with postponed annotations a class body's NotRequired is
+# invisible at run time (Python 3.11), and the schema test reads the required keys at run time.
+class Decision(DecisionFields, total=False):
+    """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`.
+
+    ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one."""
+
+    looks: list[dict[str, Any]]
+    plugins: dict[str, list[dict[str, Any]]]
+    sequential: dict[str, Any]
+
+
+class PromotionDocument(TypedDict):
+    """promotion.json: `schemas/promotion.schema.json`."""
+
+    schema: str
+    run_status: str
+    generated_at: str
+    evidence_expires_at: str
+    policy: dict[str, Any]
+    decisions: list[Decision]
+    benchmark_model: str | None
+    effort: str | None
+    proposer_model: str | None
+    candidate_origin: str
+    candidate_overlay_digest: str
+    required_candidate_arms: list[str]
+    selected_tasks: list[dict[str, Any]]
+    target_base_digests: dict[str, str]

@@ -194,10 +194,12 @@ def resolution_drop_p(
     """Fisher's exact one-sided p-value that the candidate resolves this task less often than the incumbent."""
     if incumbent_runs == 0 or candidate_runs == 0:
         return 1.0
-    table = [
-        [candidate_resolved, candidate_runs - candidate_resolved],
-        [incumbent_resolved, incumbent_runs - incumbent_resolved],
-    ]
+    table = np.array(
+        [
+            [candidate_resolved, candidate_runs - candidate_resolved],
+            [incumbent_resolved, incumbent_runs - incumbent_resolved],
+        ]
+    )
     return round(float(stats.fisher_exact(table, alternative="less").pvalue), 6)
 
 
@@ -406,7 +408,7 @@ def _convolve(density: np.ndarray, grid: np.ndarray, width: float) -> np.ndarray
     return kernel @ (density * _GRID_STEP)
 
 
-def sequential_boundaries(fractions: list[float], *, alpha: float, spending: str) -> list[dict[str, float]]:
+def sequential_boundaries(fractions: list[float], *, alpha: float, spending: str) -> list[dict[str, float | None]]:
     """Per look, the efficacy boundary of a one-sided group-sequential test at overall level ``alpha``.
 
     ``fractions`` are the looks' information fractions (runs so far / maximum runs), increasing

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import cells, oracle, repo
 from .artifacts import ArtifactError, remove_tree
+from .records import TaskBinding
 from .redaction import redact_text
 from .sandbox import Sandbox, SandboxLimits
 
@@ -82,7 +83,7 @@ def cannot_run(command: str, run: cells.VerifierRun) -> str | None:
 
 def check_task(
     task: dict[str, Any],
-    binding: dict[str, Any],
+    binding: TaskBinding,
     *,
     config: dict[str, Any],
     template: Path,
@@ -277,7 +278,7 @@ def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str],
     return f"{task_id}: " + "; ".join(parts)
 
 
-def solution_bytes(task: dict[str, Any], suite: Path, binding: dict[str, Any]) -> bytes | None:
+def solution_bytes(task: dict[str, Any], suite: Path, binding: TaskBinding) -> bytes | None:
     """The reference solution as a patch against the task's commit: the patch file, or the diff to `ref`."""
     solution = task.get("solution")
     if not solution:

@@ -14,11 +14,12 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from .artifacts import ArtifactError, schema_errors
+from .records import TaskBinding
 
 MAX_ORACLE_FILES = 8
 MAX_ORACLE_PATH_BYTES = 240
@@ -234,7 +235,7 @@ def task_digests(task: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_dir: Path) -> dict[str, Any]:
+def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_dir: Path) -> TaskBinding:
     """Resolve a task's target to an immutable commit, build its sanitized template, snapshot its oracle.
 
     Returns the task binding (schema `task-binding`), which every cell and every promotion
@@ -255,7 +256,7 @@ def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_d
         sanitized = repo.build_template(destination=template_dir, repo=source, sha=resolved)
         target = f"repo:{source}"
     oracle_assets.write_snapshot(oracle_dir, oracle_files)
-    return {
+    binding = {
         "schema": "task-binding/v1",
         "id": task["id"],
         "class": task["class"],
@@ -267,3 +268,4 @@ def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_d
         **task_digests(task),
         **oracle_assets.oracle_binding(task["oracle"]["command"], oracle_files),
     }
+    return cast("TaskBinding", binding)

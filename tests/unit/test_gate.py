@@ -12,7 +12,9 @@ from skillbench.gate import (
     DEFAULT_POLICY,
     MAIN_LOOP_ONLY_METRICS,
     MAIN_LOOP_ONLY_WARNING,
+    POLICY_KEYS_NOT_IN_CONFIG,
     PROMOTION_METRICS,
+    RULES,
     bootstrap_median_ci,
     evaluate_candidate,
     promotion_document,
@@ -860,3 +862,101 @@ def test_a_decision_names_the_plugins_each_arm_loaded_by_digest():
     assert decision["plugins"] == {"incumbent": [], "candidate": [lean]}
     # Without plugins the document is as before.
     assert "plugins" not in document(arm_rows("t1", INC) + arm_rows("t1", CAND, cost_usd=0.5))["decisions"][0]
+
+
+# ─── Comparable rows: one Claude Code version and one model per pair ───────
+
+OLD_CLI, NEW_CLI = "2.1.197", "2.1.328"
+
+
+def saving_pair(**fields) -> list[dict]:
+    """Two tasks where the candidate is 20 % cheaper and resolves as often; ``fields`` map a column to
+    (incumbent value, candidate value) per task, e.g. ``cli_version=(OLD_CLI, NEW_CLI)``."""
+    return noisy_task("greet", saving=0.2, **fields) + noisy_task("money", scale=2.0, saving=0.2, shift=2, **fields)
+
+
+@pytest.mark.parametrize("rule", ["noise_aware", "upstream"])
+def test_one_cli_version_per_pair_keeps_the_decision(rule):
+    default = saving_pair()
+    upgraded = saving_pair(cli_version=(NEW_CLI, NEW_CLI))
+    assert decide_noisy(default, rule=rule)["decision"] == "promote"
+    assert decide_noisy(upgraded, rule=rule) == decide_noisy(default, rule=rule)
+
+
+@pytest.mark.parametrize("rule", ["noise_aware", "upstream"])
+def test_incumbent_and_candidate_cells_from_different_cli_versions_cannot_promote(rule):
+    result = decide_noisy(saving_pair(cli_version=(OLD_CLI, NEW_CLI)), rule=rule)
+    assert result["decision"] == "insufficient_evidence"
+    assert (
+        "rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197 (tasks: greet, money); "
+        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.328 (tasks: greet, money); "
+        "rerun the stale cells so both arms ran one Claude Code version"
+    ) in result["reasons"]
+    # The document that carries the refusal is a valid promotion.json.
+    assert document(saving_pair(cli_version=(OLD_CLI, NEW_CLI)))["decisions"][0]["decision"] == "insufficient_evidence"
+
+
+def test_one_arm_that_mixes_cli_versions_cannot_promote_and_the_reason_names_its_tasks():
+    rows = saving_pair(cli_version=(NEW_CLI, NEW_CLI))
+    stale = [{**row, "cli_version": OLD_CLI} if row["task"] == "money" and row["arm"] == CAND else row for row in rows]
+    result = decide_noisy(stale)
+    assert result["decision"] == "insufficient_evidence"
+    (reason,) = [reason for reason in result["reasons"] if reason.startswith("rows are not comparable")]
+    assert "the incumbent's cells (workflow) ran Claude Code 2.1.328 (tasks: greet, money)" in reason
+    assert (
+        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.197 (tasks: money) and "
+        "Claude Code 2.1.328 (tasks: greet)"
+    ) in reason
+
+
+def test_cells_from_different_models_cannot_promote():
+    rows = saving_pair(model=("claude-test-model", "claude-other-model"))
+    for rule in ("noise_aware", "upstream"):
+        result = decide_noisy(rows, rule=rule)
+        assert result["decision"] == "insufficient_evidence"
+        (reason,) = [reason for reason in result["reasons"] if reason.startswith("rows are not comparable")]
+        assert "(workflow) ran model claude-test-model (tasks: greet, money)" in reason
+        assert "(candidate_workflow) ran model claude-other-model (tasks: greet, money)" in reason
+        assert reason.endswith("rerun the stale cells so both arms ran one model")
+
+
+def test_excluded_rows_do_not_count_towards_comparability():
+    """Only rows that are compared must agree: an excluded cell says nothing about the CLI the evidence ran on."""
+    from skillbench.gate import comparability_reasons
+
+    rows = saving_pair(cli_version=(NEW_CLI, NEW_CLI))
+    rows.append(make_row("greet", CAND, 3, resolved=False, error_kind="session-error", cli_version=OLD_CLI))
+    assert comparability_reasons(rows, ["greet", "money"], (INC, CAND)) == []
+    rows.append(make_row("greet", CAND, 4, cli_version=OLD_CLI))
+    assert len(comparability_reasons(rows, ["greet", "money"], (INC, CAND))) == 1
+
+
+# ─── One place for the policy defaults and the metrics ─────────────────────
+
+
+def test_the_config_schema_and_the_shipped_config_state_the_gates_defaults():
+    """gate.DEFAULT_POLICY is the one place; the config schema's defaults and config/config.yaml repeat it."""
+    from pathlib import Path
+
+    import yaml
+
+    section = load_schema("config")["properties"]["gate"]["properties"]
+    configurable = {key: value for key, value in DEFAULT_POLICY.items() if key not in POLICY_KEYS_NOT_IN_CONFIG}
+    assert {key: spec.get("default") for key, spec in section.items()} == configurable
+    assert all(type(section[key]["default"]) is type(value) for key, value in configurable.items())
+    shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["gate"]
+    assert shipped == configurable
+    # The config's defaults are the policy a promotion records when the config says nothing.
+    assert resolve_policy(configurable) == resolve_policy(None)
+
+
+def test_the_schemas_name_the_gates_metrics_and_rules():
+    config = load_schema("config")["properties"]["gate"]["properties"]
+    promotion = load_schema("promotion")
+    assert set(config["metric"]["enum"]) == set(PROMOTION_METRICS)
+    assert set(promotion["$defs"]["metric"]["enum"]) == set(PROMOTION_METRICS)
+    assert set(config["rule"]["enum"]) == set(RULES)
+    assert set(promotion["properties"]["policy"]["properties"]["rule"]["enum"]) == set(RULES)
+    assert set(promotion["$defs"]["decision"]["properties"]["rule"]["enum"]) == set(RULES)
+    recorded = set(promotion["properties"]["policy"]["properties"]) - {"metric_warning", "quality_rule"}
+    assert recorded == set(DEFAULT_POLICY)

@@ -24,6 +24,9 @@ RECORDS = [
     (records.EvidenceLimits, "evidence-manifest", ("properties", "limits")),
     (records.EvidenceSources, "evidence-manifest", ("properties", "sources")),
     (records.EvidenceFile, "evidence-manifest", ("properties", "files", "items")),
+    (records.PromotionDocument, "promotion", ()),
+    (records.Decision, "promotion", ("$defs", "decision")),
+    (records.TaskRow, "promotion", ("$defs", "task_row")),
 ]
 
 

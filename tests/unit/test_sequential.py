@@ -288,3 +288,19 @@ def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, s
     else:
         assert pair["next_runs"] is None and pair["reason"].startswith("cut short at look 1 after 2 runs")
     validate(json.loads(out.read_text()), "look")
+
+
+def test_a_look_over_cells_from_two_cli_versions_refuses_to_decide():
+    """The same rows as the first-look promotion above, but the candidate's cells ran a newer CLI."""
+    rows = [
+        {**row, "cli_version": "2.1.328" if row["arm"] == CAND else "2.1.197"}
+        for row in pair_rows(2, saving=0.4, sigma=0.02)
+    ]
+    decision = decide(rows)
+    assert decision["decision"] == "insufficient_evidence"
+    assert [look["decision"] for look in decision["looks"]] == ["insufficient_evidence"]
+    assert any(
+        reason.startswith("rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197")
+        and "(candidate_workflow) ran Claude Code 2.1.328" in reason
+        for reason in decision["reasons"]
+    )

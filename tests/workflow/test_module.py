@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from skillbench import layout
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
