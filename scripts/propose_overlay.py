@@ -14,6 +14,7 @@ settings = dict(snakemake.params.settings)
 with rule_log(snakemake.log[0], secrets=secrets(settings["model"]["api_key_env"]), expected=(ProposerError,)):
     propose_overlay(
         settings=settings,
+        run_control=dict(snakemake.resources),
         generation=int(snakemake.wildcards.gen),
         evidence_dir=snakemake.input.evidence,
         model_script=snakemake.input.get("model_script") or None,

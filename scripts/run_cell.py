@@ -28,6 +28,7 @@ with (
 ):
     run_cell(
         settings=settings,
+        run_control=dict(snakemake.resources),
         task=dict(params.task),
         arm=wildcards.arm,
         run=int(wildcards.run),

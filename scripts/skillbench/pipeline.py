@@ -42,9 +42,20 @@ def merge_bindings(*, suite: str, binding_paths: list[str], skipped_expensive: l
     artifacts.write_artifact(Path(out), document, "task-bindings")
 
 
+# Agent settings that steer how a session job runs (retries, the outage streak, the heartbeat), not what it
+# measures: they reach a job as resources, so changing them reruns nothing (docs/internals.md).
+RUN_CONTROL_KEYS = ("attempts", "outage_streak", "heartbeat_s")
+
+
+def with_run_control(settings: dict[str, Any], run_control: dict[str, Any]) -> dict[str, Any]:
+    """The job's settings with the run-control values put back into its agent section."""
+    return {**settings, "agent": {**settings["agent"], **{key: run_control[key] for key in RUN_CONTROL_KEYS}}}
+
+
 def run_cell(
     *,
     settings: dict[str, Any],
+    run_control: dict[str, Any],
     task: dict[str, Any],
     arm: str,
     run: int,
@@ -60,7 +71,9 @@ def run_cell(
     log: TextIO | None = None,
 ) -> None:
     """`task` is the definition the workflow validated when it was parsed, `cli_version` the CLI's version it
-    found then, and `settings` the config sections a cell reads (the rule's params)."""
+    found then, `settings` the config sections a cell reads (the rule's params) and `run_control` how the job runs
+    (its resources)."""
+    settings = with_run_control(settings, run_control)
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     run_dir = Path(record_out).parent
@@ -408,6 +421,7 @@ def stage_evidence(
 def propose_overlay(
     *,
     settings: dict[str, Any],
+    run_control: dict[str, Any],
     generation: int,
     evidence_dir: str,
     model_script: str | None,
@@ -424,6 +438,8 @@ def propose_overlay(
     folder `overlay_out`, proposal.md, the session record and the prompt it was given."""
     from .overlay import OverlayError
     from .proposer import ProposerError, run_proposer
+
+    settings = with_run_control(settings, run_control)
 
     try:
         oracles = bound_oracles(bindings, oracle_dirs)

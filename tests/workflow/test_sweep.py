@@ -99,6 +99,14 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     assert untouched.stat().st_mtime_ns == before
     assert len(project.rows("one")) == 6
 
+    # How a job runs (retries, the outage streak, the heartbeat) is not what it measures: changing it reruns nothing.
+    steered = project.snakemake(
+        "--dry-run", config={**TWO_TASKS, "agent": {"attempts": 3, "outage_streak": 9, "heartbeat_s": 5}}
+    )
+    assert "Nothing to be done" in steered.stdout + steered.stderr
+    # The price table feeds the cost cross-check a row records: a new price reruns every cell.
+    repriced = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"prices": {"tolerance_pct": 2.5}}})
+    assert len(re.findall(r"^rule run_cell:", repriced.stdout, re.MULTILINE)) == 6
     # The CLI's version keys every cell: after an upgrade nothing measured by the old CLI is reused.
     newer_cli = reporting_cli(project.root, "2.1.999")
     upgraded = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"cli": newer_cli}})

@@ -17,6 +17,7 @@ rule run_cell:
     conda:
         "../envs/skillbench.yaml"
     resources:
+        **run_control_resources(),
         agent_sessions=1,
         attempt=lambda wildcards, attempt: attempt,
         runtime=get_cell_runtime,

@@ -379,8 +379,19 @@ def get_arm_extensions(wildcards):
 
 def job_settings(**sections):
     """Config sections as a param: plain JSON values with sorted keys, so the same config gives the same param
-    (Snakemake reruns a job whose params changed) and a second run is a no-op."""
+    (Snakemake reruns a job whose params changed) and a second run is a no-op. The agent section leaves out how a
+    job is run (retries, the outage streak, the heartbeat): changing those must not pay for sessions again, so
+    they reach the job as resources (run_control_resources), which Snakemake does not rerun on."""
+    if "agent" in sections:
+        sections["agent"] = {
+            key: value for key, value in sections["agent"].items() if key not in sb_pipeline.RUN_CONTROL_KEYS
+        }
     return json.loads(json.dumps(sections, sort_keys=True))
+
+
+def run_control_resources():
+    """The agent settings that steer how a session job runs but not what it measures."""
+    return {key: config["agent"][key] for key in sb_pipeline.RUN_CONTROL_KEYS}
 
 
 def get_cell_settings(wildcards):

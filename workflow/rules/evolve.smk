@@ -147,6 +147,7 @@ rule propose_overlay:
     conda:
         "../envs/skillbench.yaml"
     resources:
+        **run_control_resources(),
         agent_sessions=1,
         runtime=get_proposer_runtime,
     params:
