@@ -68,11 +68,14 @@ test: setup
 # (SKILLBENCH_TEST_CLI sets agent.cli in every test project). WORKFLOW_TESTS narrows the run to some files.
 CLAUDE_CODE    ?=
 WORKFLOW_TESTS ?= tests/workflow
-CLI_PREFIX = tools/cli-$(CLAUDE_CODE)
+CLI_PREFIX      = tools/cli-$(CLAUDE_CODE)
+ifneq ($(filter test-cli,$(MAKECMDGOALS)),)
+ifeq ($(CLAUDE_CODE),)
+$(error name the CLI version to test: make test-cli CLAUDE_CODE=2.1.332)
+endif
+endif
 
-test-cli: setup
-	@[ -n "$(CLAUDE_CODE)" ] || { echo "name the CLI version: make test-cli CLAUDE_CODE=2.1.332"; exit 2; }
-	$(MAKE) --no-print-directory $(CLI_PREFIX)/.installed
+test-cli: setup $(CLI_PREFIX)/.installed
 	SKILLBENCH_TEST_CLI=$(abspath $(CLI_PREFIX))/node_modules/.bin/claude $(BIN)/pytest -q $(WORKFLOW_TESTS)
 
 tools/cli-%/.installed:
