@@ -19,15 +19,18 @@ SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 # Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
 TEST_CLI = os.environ.get("SKILLBENCH_TEST_CLI")
 PINNED_CLI = REPO / "tools" / "node_modules" / ".bin" / "claude"
+PINNED_CLI_VERSION = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"][
+    "@anthropic-ai/claude-code"
+]
 
 
-def tested_cli() -> Path:
+def cli_under_test() -> Path:
     """The CLI the tests run: SKILLBENCH_TEST_CLI when set, else the pinned one in tools/."""
     return Path(TEST_CLI).resolve() if TEST_CLI else PINNED_CLI.resolve()
 
 
 def pytest_report_header() -> str:
-    return f"Claude Code CLI under test: {tested_cli()}"
+    return f"Claude Code CLI under test: {cli_under_test()}"
 
 
 @dataclass
@@ -81,7 +84,7 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
             shutil.copy2(source, root / name)
     (root / "tools").symlink_to(REPO / "tools")
     if TEST_CLI:
-        use_cli(root / "config" / "config.yaml", tested_cli())
+        use_cli(root / "config" / "config.yaml", cli_under_test())
     if commit:
         env = {
             "GIT_CONFIG_GLOBAL": "/dev/null",

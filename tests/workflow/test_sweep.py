@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import tested_cli
+from conftest import cli_under_test
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 SWEEP = {"evolution": {"generations": 0}}
@@ -136,7 +136,7 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
 
 def reporting_cli(folder: Path, version: str) -> str:
     """A wrapper around the CLI under test that reports another version."""
-    real = tested_cli()
+    real = cli_under_test()
     wrapper = folder / f"claude-{version}"
     wrapper.write_text(
         f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version} (Claude Code)"; exit 0; fi\nexec {real} "$@"\n'
