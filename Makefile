@@ -12,7 +12,7 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk demo test lint clean report-screenshot
+.PHONY: setup system python tools mcp-sdk demo test test-cli lint clean report-screenshot
 
 setup: system python tools mcp-sdk
 
@@ -62,6 +62,25 @@ test: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The workflow tests against another Claude Code CLI than the pinned one: `make test-cli CLAUDE_CODE=2.1.332`
+# installs that version once into tools/cli-<version>/ and points the test fixtures at it
+# (SKILLBENCH_TEST_CLI sets agent.cli in every test project). WORKFLOW_TESTS narrows the run to some files.
+CLAUDE_CODE    ?=
+WORKFLOW_TESTS ?= tests/workflow
+CLI_PREFIX      = tools/cli-$(CLAUDE_CODE)
+ifneq ($(filter test-cli,$(MAKECMDGOALS)),)
+ifeq ($(CLAUDE_CODE),)
+$(error name the CLI version to test: make test-cli CLAUDE_CODE=2.1.332)
+endif
+endif
+
+test-cli: setup $(CLI_PREFIX)/.installed
+	SKILLBENCH_TEST_CLI=$(abspath $(CLI_PREFIX))/node_modules/.bin/claude $(BIN)/pytest -q $(WORKFLOW_TESTS)
+
+tools/cli-%/.installed:
+	npm install --prefix tools/cli-$* --save-exact --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$*
+	touch $@
 
 # The HTML report of the demo run (`snakemake --report`), and a PNG of its run page taken with headless
 # Chromium (Debian's `chromium`, installed here when missing) for the README: docs/report.png.

@@ -16,6 +16,21 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+# Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
+TEST_CLI = os.environ.get("SKILLBENCH_TEST_CLI")
+PINNED_CLI = REPO / "tools" / "node_modules" / ".bin" / "claude"
+PINNED_CLI_VERSION = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"][
+    "@anthropic-ai/claude-code"
+]
+
+
+def cli_under_test() -> Path:
+    """The CLI the tests run: SKILLBENCH_TEST_CLI when set, else the pinned one in tools/."""
+    return Path(TEST_CLI).resolve() if TEST_CLI else PINNED_CLI.resolve()
+
+
+def pytest_report_header() -> str:
+    return f"Claude Code CLI under test: {cli_under_test()}"
 
 
 @dataclass
@@ -68,6 +83,8 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
         else:
             shutil.copy2(source, root / name)
     (root / "tools").symlink_to(REPO / "tools")
+    if TEST_CLI:
+        use_cli(root / "config" / "config.yaml", cli_under_test())
     if commit:
         env = {
             "GIT_CONFIG_GLOBAL": "/dev/null",
@@ -81,6 +98,15 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)
     return Project(root)
+
+
+def use_cli(config: Path, cli: Path) -> None:
+    """Point the project's default config at `cli`; every test config then inherits it unless it names its own."""
+    default = "\n  cli: claude\n"
+    text = config.read_text()
+    assert text.count(default) == 1, f"{config} no longer names its CLI as `agent.cli: claude`"
+    assert cli.is_file(), f"SKILLBENCH_TEST_CLI={TEST_CLI} is not a file"
+    config.write_text(text.replace(default, f"\n  cli: {json.dumps(str(cli))}\n"))
 
 
 @pytest.fixture

@@ -71,6 +71,17 @@ def key_leaks(roots: list[Path], key: str) -> list[str]:
     return leaks
 
 
+def content_blocks(event: dict) -> list:
+    """The content blocks of an assistant or user event; none for other events.
+
+    Newer CLIs send events whose `message` is a string (`system/permission_denied`), so only a dict's
+    content counts.
+    """
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
 def tool_calls(run_dir: Path) -> list[dict]:
     """Every tool call of a cell, in session order: name, input, result text and whether it was an error.
 
@@ -79,11 +90,7 @@ def tool_calls(run_dir: Path) -> list[dict]:
     calls: dict[tuple[str, str], dict] = {}
     for transcript in sorted((run_dir / "transcripts").glob("*.jsonl"), key=lambda path: path.stat().st_mtime_ns):
         for line in transcript.read_text().splitlines():
-            event = json.loads(line)
-            content = (event.get("message") or {}).get("content")
-            if not isinstance(content, list):
-                continue
-            for block in content:
+            for block in content_blocks(json.loads(line)):
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_use":

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hostile import content_blocks
 
 SUITE = Path(__file__).resolve().parent / "suites" / "faults"
 DIRECT = "workflow_direct"
@@ -80,8 +81,7 @@ def transcript_events(project, experiment: str, task: str, arm: str = DIRECT, ru
 def tool_results(events: list[dict]) -> list[str]:
     texts = []
     for event in events:
-        content = (event.get("message") or {}).get("content")
-        for block in content if isinstance(content, list) else []:
+        for block in content_blocks(event):
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 inner = block.get("content")
                 if isinstance(inner, list):
@@ -146,7 +146,7 @@ def test_session_timeout_is_a_session_error_and_kills_the_tool_process(project, 
     with WatchedSweep(project, config, *sweep_targets("slow")) as sweep:
         assert sweep.wait(60) == 0, sweep.output
         # The cell returned, so its session is over: nothing it started may still run.
-        assert "sleep" in sweep.kinds_seen(), sweep.seen
+        assert "long-command" in sweep.kinds_seen(), sweep.seen
         assert sweep.left_behind() == {}
 
     row = record(project, "slow", "slow")["row"]
@@ -296,13 +296,20 @@ def alive(pid: int) -> bool:
     return state[state.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
-def is_session_process(command: str) -> bool:
-    """The CLI, Bubblewrap (outer or nested) or the scripted `sleep 97`."""
-    return Path(command.split(" ", 1)[0]).name in ("claude", "bwrap") or command.startswith("sleep 97")
+# The `slow` task's long command (suites/faults/model-script.yaml) as /proc shows its command line.
+LONG_COMMAND = "python3 -c import time; time.sleep(97)"
+
+
+def session_process_kind(command: str) -> str | None:
+    """`claude`, `bwrap` (outer or nested), `long-command` (the scripted Python sleep) or None for any other."""
+    if command.startswith(LONG_COMMAND):
+        return "long-command"
+    name = Path(command.split(" ", 1)[0]).name
+    return name if name in ("claude", "bwrap") else None
 
 
 class WatchedSweep:
-    """snakemake in its own process group, with a poller that records every CLI, Bubblewrap and `sleep 97`
+    """snakemake in its own process group, with a poller that records every CLI, Bubblewrap and long-command
     process below it. Only these processes are checked and, on the way out, killed: other snakemake runs
     on the machine (another test session) are never touched."""
 
@@ -330,10 +337,11 @@ class WatchedSweep:
     def _poll(self) -> None:
         while not self._stop.is_set():
             for pid, command in descendants(self.proc.pid).items():
-                if is_session_process(command):
+                kind = session_process_kind(command)
+                if kind:
                     self.seen.setdefault(pid, command)
                     # A pid's command changes when bwrap execs the CLI: keep every kind ever seen.
-                    self.kinds.add(Path(command.split(" ", 1)[0]).name)
+                    self.kinds.add(kind)
             self._stop.wait(0.05)
 
     def kinds_seen(self) -> set[str]:
@@ -342,8 +350,8 @@ class WatchedSweep:
     def wait_for(self, predicate, timeout: float) -> bool:
         return wait_until(predicate, timeout, step=0.1)
 
-    def in_sleep(self) -> bool:
-        return any(command.startswith("sleep 97") and alive(pid) for pid, command in self.seen.items())
+    def in_long_command(self) -> bool:
+        return any(command.startswith(LONG_COMMAND) and alive(pid) for pid, command in self.seen.items())
 
     def left_behind(self) -> dict[int, str]:
         return {pid: command[:120] for pid, command in self.seen.items() if alive(pid)}
@@ -366,14 +374,14 @@ class WatchedSweep:
 
 
 def slow_sweep(project, suite: Path, experiment: str) -> WatchedSweep:
-    """The `slow` task with a long session timeout, entered once its session sits in `sleep 97`."""
+    """The `slow` task with a long session timeout, entered once its session sits in its long command."""
     config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 300})
     return WatchedSweep(project, config, *sweep_targets(experiment))
 
 
-def enter_sleep(sweep: WatchedSweep) -> None:
-    assert sweep.wait_for(sweep.in_sleep, 90), f"the slow session never reached its `sleep 97`:\n{sweep.output}"
-    assert {"claude", "bwrap", "sleep"} <= sweep.kinds_seen(), sweep.seen
+def enter_long_command(sweep: WatchedSweep) -> None:
+    assert sweep.wait_for(sweep.in_long_command, 90), f"no long command in the slow session:\n{sweep.output}"
+    assert {"claude", "bwrap", "long-command"} <= sweep.kinds_seen(), sweep.seen
 
 
 def ctrl_c_twice(sweep: WatchedSweep, *, group: bool = True) -> None:
@@ -386,7 +394,7 @@ def ctrl_c_twice(sweep: WatchedSweep, *, group: bool = True) -> None:
     send()
     time.sleep(1.0)
     # Draining: the session is still there after the first Ctrl-C.
-    assert sweep.in_sleep(), "the first Ctrl-C must let the running cell go on"
+    assert sweep.in_long_command(), "the first Ctrl-C must let the running cell go on"
     send()
 
 
@@ -423,7 +431,7 @@ def test_first_ctrl_c_lets_running_cells_finish_and_keeps_their_records(project)
 def test_ctrl_c_leaves_no_session_process_behind(project, suite):
     """A terminal's Ctrl-C, twice: SIGINT to snakemake's foreground process group (its job scripts included)."""
     with slow_sweep(project, suite, "ctrlc") as sweep:
-        enter_sleep(sweep)
+        enter_long_command(sweep)
         ctrl_c_twice(sweep)
         assert sweep.wait_for(lambda: not sweep.left_behind(), 15), sweep.left_behind()
         assert sweep.wait(60) != 0
@@ -436,7 +444,7 @@ def test_ctrl_c_leaves_no_session_process_behind(project, suite):
 def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(project, suite):
     """`kill -INT <snakemake pid>`: only snakemake itself gets the signal, not its job scripts."""
     with slow_sweep(project, suite, "sigint") as sweep:
-        enter_sleep(sweep)
+        enter_long_command(sweep)
         ctrl_c_twice(sweep, group=False)
         assert sweep.wait_for(lambda: not sweep.left_behind(), 15), (
             f"15 s after a 2nd SIGINT to snakemake (pid {sweep.proc.pid}, running: {sweep.proc.poll() is None}) "
@@ -448,7 +456,7 @@ def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):
     """The second Ctrl-C tears the session down; the cell writes no record (an interrupted cell is neither
     evidence nor a harness failure), says so in its log, and the next run does it again."""
     with slow_sweep(project, suite, "cancel") as sweep:
-        enter_sleep(sweep)
+        enter_long_command(sweep)
         ctrl_c_twice(sweep)
         sweep.wait(60)
     log = cell_log(project, "cancel", "slow")

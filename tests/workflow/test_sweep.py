@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import cli_under_test
+
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 SWEEP = {"evolution": {"generations": 0}}
 TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1, **SWEEP}
@@ -141,8 +143,8 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
 
 
 def reporting_cli(folder: Path, version: str) -> str:
-    """A wrapper around the installed CLI that reports another version."""
-    real = (Path(__file__).resolve().parents[2] / "tools" / "node_modules" / ".bin" / "claude").resolve()
+    """A wrapper around the CLI under test that reports another version."""
+    real = cli_under_test()
     wrapper = folder / f"claude-{version}"
     wrapper.write_text(
         f'#!/bin/sh\nif [ "$1" = --version ]; then echo "{version} (Claude Code)"; exit 0; fi\nexec {real} "$@"\n'
