@@ -631,7 +631,7 @@ def test_real_cli_loads_a_skill_writes_and_reports_the_scripted_usage(tmp_path):
     ]  # fmt: skip
     with ScriptedModel(steps, defaults=DEFAULTS, variables={"workspace": str(repo)}) as model:
         events = run_claude(repo, tmp_path / "home", model, "Use the demo-skill skill.")
-    init = events[0]
+    init = next(event for event in events if event.get("subtype") == "init")
     assert init["subtype"] == "init" and "demo-skill" in init["skills"]
     assert sorted(init["tools"]) == sorted(TOOLS.split(","))
     skill_calls = [b for b in blocks(events, "tool_use") if b["name"] == "Skill"]
@@ -715,7 +715,7 @@ def play(script: dict[str, Any], task: dict[str, Any], role: str, repo: Path, ho
     assert "final" not in kinds and "fail" not in kinds, f"{task['id']}/{role}: script ran past its end: {kinds}"
     assert result_usage(events) == scripted_usage(model, script["defaults"]), f"{task['id']}/{role}"
     skill_calls = [b["input"].get("skill") for b in blocks(events, "tool_use") if b["name"] == "Skill"]
-    init = events[0]
+    init = next(event for event in events if event.get("subtype") == "init")
     if role == "baseline":
         assert skill_calls == [] and "Skill" not in init["tools"]
     else:
