@@ -90,7 +90,7 @@ def _gate(args: argparse.Namespace) -> int:
         policy = dict(config["gate"])
         design = config["runs"]
     else:
-        policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key != "max_age_days"}
+        policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key not in gate.POLICY_KEYS_NOT_IN_CONFIG}
         design = None
     if args.runs is not None:
         try:
