@@ -17,6 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 # Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
+# Commits of test fixtures: no user or system git config, a fixed identity.
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "PATH": os.environ["PATH"],
+}
 TEST_CLI = os.environ.get("SKILLBENCH_TEST_CLI")
 PINNED_CLI = REPO / "tools" / "node_modules" / ".bin" / "claude"
 PINNED_CLI_VERSION = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"][
@@ -86,14 +95,7 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
     if TEST_CLI:
         use_cli(root / "config" / "config.yaml", cli_under_test())
     if commit:
-        env = {
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@t",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@t",
-            "PATH": os.environ["PATH"],
-        }
+        env = GIT_ENV
         subprocess.run(["git", "init", "-q", str(root)], check=True, env=env)
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "fixture"], check=True, env=env)

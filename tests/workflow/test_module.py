@@ -6,26 +6,15 @@ workflow is a checkout elsewhere. Real snakemake, real Claude Code CLI, scripted
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from conftest import GIT_ENV, REPO, SNAKEMAKE
 from skillbench import layout
 
-REPO = Path(__file__).resolve().parents[2]
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": os.environ["PATH"],
-}
 
 CONSUMER_SNAKEFILE = """\
 import sys
