@@ -109,13 +109,15 @@ def savings(baseline: dict[str, Any], arm: dict[str, Any]) -> dict[str, float | 
     result: dict[str, float | None] = {}
     for field in SAVINGS_FIELDS:
         base, value = baseline.get(field), arm.get(field)
-        if base is None or value is None:
-            result[field] = None
-        elif base == 0:
-            result[field] = 0.0
-        else:
-            result[field] = round(100 * (base - value) / base, 1)
+        result[field] = 0.0 if base == 0 and value is not None else percent_saved(base, value)
     return result
+
+
+def percent_saved(base: float | None, value: float | None) -> float | None:
+    """(base − value) / base in percent, 1 dp; None when either is unmeasured or the base is 0."""
+    if base is None or value is None or base == 0:
+        return None
+    return round(100 * (base - value) / base, 1)
 
 
 def broken_incumbent_arms(by_task: dict[str, dict[str, dict[str, Any]]], incumbent_arms: Iterable[str]) -> list[str]:

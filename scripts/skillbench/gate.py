@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from . import stats as gate_stats
-from .aggregate import aggregate_by_task, is_valid
+from .aggregate import aggregate_by_task, is_valid, percent_saved
 from .artifacts import utc_timestamp
 from .records import Decision, PromotionDocument, ResultRow, TaskFacts, TaskRow
 from .stats import BOOTSTRAP_CONFIDENCE, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_median_ci, sign_test
@@ -281,13 +281,6 @@ def _rows_by_task(rows: Sequence[ResultRow]) -> dict[str, list[ResultRow]]:
     return grouped
 
 
-def _improvement_pct(incumbent: float | None, candidate: float | None) -> float | None:
-    """(incumbent − candidate) / incumbent in percent, 1 dp; None when either is unmeasured or the incumbent is 0."""
-    if incumbent is None or candidate is None or incumbent == 0:
-        return None
-    return round(100 * (incumbent - candidate) / incumbent, 1)
-
-
 def _task_evidence(
     task: str,
     incumbent: dict[str, Any],
@@ -305,7 +298,7 @@ def _task_evidence(
     raw_inc, raw_cand = incumbent.get(metric), candidate.get(metric)
     m_inc = None if raw_inc is None else float(raw_inc)
     m_cand = None if raw_cand is None else float(raw_cand)
-    improvement = _improvement_pct(m_inc, m_cand)
+    improvement = percent_saved(m_inc, m_cand)
     skips_inc = int(incumbent.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
     skips_cand = int(candidate.get("error_kinds", {}).get(SKILL_ATTRIBUTABLE_ERROR_KIND, 0))
     # A task both arms measured cleanly, neither ever resolved, and whose failures are not

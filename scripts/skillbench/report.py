@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import layout
-from .aggregate import aggregate_by_task, resolved_by_task, savings
+from .aggregate import aggregate_by_task, percent_saved, resolved_by_task, savings
 from .records import USAGE_FIELDS
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -132,12 +132,6 @@ def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
     )
 
 
-def _percent_saved(base: float | None, value: float | None) -> float | None:
-    if base is None or value is None or base == 0:
-        return None
-    return round(100 * (base - value) / base, 1)
-
-
 def _savings_line(
     task: str,
     task_class: str,
@@ -165,7 +159,7 @@ def _savings_line(
             resolution,
             *(_pct(saved[field]) for field in USAGE_FIELDS),
             _pct(saved["cost_usd"]),
-            _pct(_percent_saved(base_all["cost_per_resolved_usd"], arm_all["cost_per_resolved_usd"])),
+            _pct(percent_saved(base_all["cost_per_resolved_usd"], arm_all["cost_per_resolved_usd"])),
             NOISY if noisy else _pct(saved["duration_s"]),
             DASH,
             DASH,
