@@ -12,7 +12,7 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk demo test test-cli lint clean report-screenshot
+.PHONY: setup system python tools mcp-sdk demo test test-cli clean report-screenshot
 
 setup: system python tools mcp-sdk
 
@@ -61,6 +61,7 @@ test: setup
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
 	$(BIN)/mypy
+	PYTHONPATH=scripts $(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 # The workflow tests against another Claude Code CLI than the pinned one: `make test-cli CLAUDE_CODE=2.1.332`
@@ -89,7 +90,7 @@ report-screenshot: setup
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --report results/demo/report.html
-	$(BIN)/python -m skillbench.screenshot results/demo/report.html docs/report.png --size 1400,1150
+	$(BIN)/python -m skillbench.reporting.screenshot results/demo/report.html docs/report.png --size 1400,1150
 
 clean:
 	rm -rf results logs .snakemake

@@ -4,7 +4,7 @@ Simulates paired result rows for five scenarios (the null, a real 15 % saving, t
 flaky tasks, a cheaper candidate that resolves less, a flaky null), under three noise models
 (lognormal σ = 0.3, a log-t with 3 degrees of freedom and the same standard deviation, and the
 lognormal with an occasional 3× run), runs every simulated generation through the gate's own
-decision function (``skillbench.gate.evaluate_candidate``, the one the pipeline and
+decision function (``skillbench.decision.gate.evaluate_candidate``, the one the pipeline and
 ``skillbench gate`` call), and prints the promotion rate with its Monte-Carlo standard error.
 
     .venv/bin/python bench/decision_quality.py                 # 4,000 trials per cell; rewrites docs/gate.md
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from skillbench.aggregate import aggregate_by_task
-from skillbench.gate import evaluate_candidate, run_design, sequential_decision
+from skillbench.decision.aggregate import aggregate_by_task
+from skillbench.decision.gate import evaluate_candidate, run_design, sequential_decision
 
 INCUMBENT, CANDIDATE = "workflow", "candidate_workflow"
 SIGMA = 0.3

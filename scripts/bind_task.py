@@ -1,8 +1,8 @@
 """Shim for rule bind_task: bind one task (resolved commit, sanitized template, oracle snapshot)."""
 
+from skillbench.base.runlog import rule_log
+from skillbench.experiment.suite import TaskError
 from skillbench.pipeline import bind_task
-from skillbench.runlog import rule_log
-from skillbench.tasks import TaskError
 
 with rule_log(snakemake.log[0], expected=(TaskError,)):
     bind_task(

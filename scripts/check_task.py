@@ -1,10 +1,10 @@
 """Shim for rule check_task: setup, verify and the hidden oracle on the base (and on the reference solution)."""
 
-from skillbench.environment import secrets
+from skillbench.base.process import install_signal_handlers, watch_parent
+from skillbench.base.runlog import rule_log
+from skillbench.execution.environment import secrets
+from skillbench.grading.taskcheck import TaskCheckError
 from skillbench.pipeline import check_task
-from skillbench.process import install_signal_handlers, watch_parent
-from skillbench.runlog import rule_log
-from skillbench.taskcheck import TaskCheckError
 
 install_signal_handlers()
 watch_parent()

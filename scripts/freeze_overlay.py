@@ -1,8 +1,8 @@
 """Shim for rule freeze_overlay: validate, freeze and bind a generation's candidate overlay."""
 
-from skillbench.overlay import OverlayError
+from skillbench.base.runlog import rule_log
+from skillbench.experiment.overlay import OverlayError
 from skillbench.pipeline import freeze_overlay
-from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(OverlayError,)):
     freeze_overlay(

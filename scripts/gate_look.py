@@ -1,8 +1,8 @@
 """Shim for checkpoint gate_look: one interim look of a sequential design → looks/look<k>.json."""
 
-from skillbench import layout
+from skillbench.base import layout
+from skillbench.base.runlog import rule_log
 from skillbench.pipeline import gate_look
-from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0]):
     gate_look(

@@ -1,7 +1,7 @@
 """Shim for checkpoint gate_promotion: rows + policy → promotion.json."""
 
-from skillbench.promotion import grade
-from skillbench.runlog import rule_log
+from skillbench.base.runlog import rule_log
+from skillbench.decision.promotion import grade
 
 with rule_log(snakemake.log[0]):
     grade(

@@ -1,7 +1,7 @@
 """Shim for rule plot_cell_timeline: each results.jsonl's cell records → the timeline of cells on worker slots."""
 
-from skillbench.figures import make_timeline
-from skillbench.runlog import rule_log
+from skillbench.base.runlog import rule_log
+from skillbench.reporting.figures import make_timeline
 
 with rule_log(snakemake.log[0]):
     make_timeline(

@@ -1,7 +1,7 @@
 """Shim for rule plot_cost_resolution: results.jsonl → cost against resolution per arm, one facet per task."""
 
-from skillbench.figures import make_cost_resolution
-from skillbench.runlog import rule_log
+from skillbench.base.runlog import rule_log
+from skillbench.reporting.figures import make_cost_resolution
 
 with rule_log(snakemake.log[0]):
     make_cost_resolution(

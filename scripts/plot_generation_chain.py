@@ -1,7 +1,7 @@
 """Shim for rule plot_generation_chain: summary.json + each generation's promotion.json → the chain figure."""
 
-from skillbench.figures import make_generation_chain
-from skillbench.runlog import rule_log
+from skillbench.base.runlog import rule_log
+from skillbench.reporting.figures import make_generation_chain
 
 with rule_log(snakemake.log[0]):
     make_generation_chain(

@@ -1,7 +1,7 @@
 """Shim for rule plot_session_spend: the cells behind each results.jsonl, proposer sessions → cost, turns by role."""
 
-from skillbench.figures import make_spend
-from skillbench.runlog import rule_log
+from skillbench.base.runlog import rule_log
+from skillbench.reporting.figures import make_spend
 
 with rule_log(snakemake.log[0]):
     make_spend(

@@ -2,11 +2,11 @@
 
 import sys
 
-from skillbench.environment import secrets
+from skillbench.base.process import install_signal_handlers, watch_parent
+from skillbench.base.runlog import rule_log
+from skillbench.evolution.proposer import ProposerError
+from skillbench.execution.environment import secrets
 from skillbench.pipeline import propose_overlay
-from skillbench.process import install_signal_handlers, watch_parent
-from skillbench.proposer import ProposerError
-from skillbench.runlog import rule_log
 
 install_signal_handlers()
 watch_parent()

@@ -2,14 +2,14 @@
 
 import sys
 
-from skillbench import layout
-from skillbench.breaker import OutageTripped
-from skillbench.cells import CellCancelled, RetryableCellFailure
-from skillbench.environment import secrets
+from skillbench.base import layout
+from skillbench.base.process import WriterBusy, install_signal_handlers, watch_parent
+from skillbench.base.runlog import rule_log
+from skillbench.execution.breaker import OutageTripped
+from skillbench.execution.environment import secrets
+from skillbench.execution.failures import CellCancelled, RetryableCellFailure
 from skillbench.pipeline import run_cell
-from skillbench.process import WriterBusy, install_signal_handlers, watch_parent
-from skillbench.progress import tracking_cell
-from skillbench.runlog import rule_log
+from skillbench.reporting.progress import tracking_cell
 
 install_signal_handlers()
 watch_parent()

@@ -1,9 +1,9 @@
 """Shim for rule stage_evidence: the bounded, redacted evidence bundle a generation's proposer reads."""
 
-from skillbench import layout
-from skillbench.evidence import EvidenceError
+from skillbench.base import layout
+from skillbench.base.runlog import rule_log
+from skillbench.evolution.evidence import EvidenceError
 from skillbench.pipeline import stage_evidence
-from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(EvidenceError,)):
     stage_evidence(

@@ -1,7 +1,7 @@
 """Shim for rule summarize_run: the chain of generations and the outcome; fails on broken incumbents."""
 
+from skillbench.base.runlog import rule_log
 from skillbench.pipeline import HarnessHealthError, summarize_run
-from skillbench.runlog import rule_log
 
 with rule_log(snakemake.log[0], expected=(HarnessHealthError,)):
     summarize_run(

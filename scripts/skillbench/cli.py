@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import artifacts
+from skillbench.base import artifacts
 
 YAML_KINDS = ("config", "task", "model-script")
 DEFAULT_CONFIG = Path("config/config.yaml")
@@ -26,7 +26,8 @@ DEFAULT_CONFIG = Path("config/config.yaml")
 
 def _validate_yaml(kind: str, path: Path) -> None:
     """The YAML documents an author writes; raise ArtifactError with one line per mistake."""
-    from . import configcheck, tasks
+    from skillbench.experiment import configcheck
+    from skillbench.experiment import suite as tasks
 
     if kind == "config":
         # A user's config file is merged over the default one, exactly as `snakemake --configfile` does.
@@ -77,14 +78,15 @@ def _validate(kind: str, path: Path) -> int:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from . import gate, layout, promotion
+    from skillbench.base import layout
+    from skillbench.decision import gate, promotion
 
     results = args.results.resolve()
     # A generation's rows sit in its folder, beside its overlay.json and looks; the bindings in the results root.
     overlay_json = args.overlay or results.parent / layout.OVERLAY
     bindings = args.bindings or Path(layout.bindings(results.parent.parent))
     if args.configfile:
-        from .apply import load_config
+        from skillbench.evolution.apply import load_config
 
         config = load_config(Path("config/config.yaml"), args.configfile)
         policy = dict(config["gate"])
@@ -152,7 +154,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from . import apply
+    from skillbench.evolution import apply
 
     try:
         recovered = apply.recover_interrupted(args.repository)
@@ -172,7 +174,7 @@ def _default_results_dir() -> Path:
     started last."""
     import yaml
 
-    from . import layout
+    from skillbench.base import layout
 
     try:
         document = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8")) or {}
@@ -186,7 +188,7 @@ def _default_results_dir() -> Path:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from . import progress
+    from skillbench.reporting import progress
 
     root = args.results_dir or _default_results_dir()
     try:
@@ -211,8 +213,10 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from . import layout, progress, tasks
-    from .apply import load_config
+    from skillbench.base import layout
+    from skillbench.evolution.apply import load_config
+    from skillbench.experiment import suite as tasks
+    from skillbench.reporting import progress
 
     try:
         config = load_config(Path("config/config.yaml"), *args.configfile)
@@ -266,7 +270,11 @@ def _check_tasks(args: argparse.Namespace) -> int:
     """Bind and check every selected task (as `check_task` does before a run); one line per task."""
     import tempfile
 
-    from . import configcheck, environment, sandbox, taskcheck, tasks
+    from skillbench.execution import environment, sandbox
+    from skillbench.experiment import configcheck
+    from skillbench.experiment import suite as tasks
+    from skillbench.grading import taskcheck
+    from skillbench.grading.binding import bind_task
 
     try:
         config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
@@ -286,7 +294,7 @@ def _check_tasks(args: argparse.Namespace) -> int:
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
-                binding = tasks.bind_task(
+                binding = bind_task(
                     task,
                     suite=Path(suite),
                     template_dir=Path(scratch) / "template",

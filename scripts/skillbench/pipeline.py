@@ -16,13 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from . import artifacts, cells, layout
-from .environment import api_key, load_script, resolve_cli, secrets
-from .errors import SkillbenchError
-from .process import ORPHANED, exclusive_writer
-from .progress import BatchBudget
-from .records import Decision, TaskBinding
-from .tasks import bind_task as bind_task_files
+from skillbench.base import artifacts, layout
+from skillbench.base.errors import SkillbenchError
+from skillbench.base.process import ORPHANED, exclusive_writer
+from skillbench.base.records import Decision, TaskBinding
+from skillbench.execution import cells
+from skillbench.execution.environment import api_key, load_script, resolve_cli, secrets
+from skillbench.execution.failures import CellCancelled
+from skillbench.grading.binding import bind_task as bind_task_files
+from skillbench.grading.graders import grader_for
+from skillbench.reporting.progress import BatchBudget
 
 
 def bind_task(*, suite: str, task: dict[str, Any], binding_out: str, template_out: str, oracle_out: str) -> None:
@@ -80,7 +83,7 @@ def run_cell(
     context = cells.CellContext(
         config=settings,
         template=Path(template),
-        oracle_snapshot=Path(oracle_snapshot),
+        grader=grader_for(task, oracle_snapshot=Path(oracle_snapshot)),
         run_dir=run_dir,
         claude_bin=resolve_cli(settings["agent"]["cli"]),
         cli_version=cli_version,
@@ -102,7 +105,7 @@ def run_cell(
         )
         artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
         if ORPHANED.is_set():
-            raise cells.CellCancelled(
+            raise CellCancelled(
                 f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
                 "so the next run does this cell again"
             )
@@ -110,7 +113,7 @@ def run_cell(
 
 
 def collect_results(*, records: list[str], bindings: str, arm_order: list[str], out: str) -> None:
-    from .report import canonical_order
+    from skillbench.reporting.report import canonical_order
 
     task_order = [task["id"] for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]]
     rows = []
@@ -134,7 +137,7 @@ def render_report(
     title: str = "skillbench benchmark",
 ) -> None:
     """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design."""
-    from . import report
+    from skillbench.reporting import report
 
     rows = artifacts.read_jsonl(Path(results), "result-row")
     bound = artifacts.read_artifact(Path(bindings), "task-bindings")
@@ -165,9 +168,8 @@ def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tupl
     """(row, path relative to the report) of each existing owner-only oracle log of a run whose oracle failed.
 
     The report sits in `sweep/` or `gen<N>/` of the results root; the logs beside the records."""
-    from .arms import is_candidate
-    from .cells import ORACLE_LOG
-    from .report import oracle_failed
+    from skillbench.experiment.arms import is_candidate
+    from skillbench.reporting.report import oracle_failed
 
     folder = report_path.parent
     results_root, generation = folder.parent, layout.generation_of_folder(folder.name)
@@ -178,7 +180,7 @@ def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tupl
         cell = layout.row_cell_dir(
             results_root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
         )
-        log = Path(cell) / ORACLE_LOG
+        log = Path(cell) / layout.ORACLE_LOG
         if log.is_file():
             links.append((row, os.path.relpath(log, folder)))
     return links
@@ -188,8 +190,8 @@ def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, byte
     """Every bound hidden oracle file as (label, bytes), re-checked against its binding's digests.
 
     `oracle_dirs` are the tasks' snapshot folders (`…/tasks/<task>/oracle`), one per bound task."""
-    from . import oracle
-    from .overlay import OverlayError
+    from skillbench.experiment.overlay import OverlayError
+    from skillbench.grading import oracle
 
     folders = {layout.task_of_oracle_snapshot(folder): Path(folder) for folder in oracle_dirs}
     found: list[tuple[str, bytes]] = []
@@ -206,8 +208,8 @@ def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, byte
 
 def suite_oracles(suite: str) -> list[tuple[str, bytes]]:
     """Every oracle file the task suite declares (selected or not), as (label, bytes), read from its sources."""
-    from . import oracle
-    from .tasks import load_suite
+    from skillbench.experiment.suite import load_suite
+    from skillbench.grading import oracle
 
     found: list[tuple[str, bytes]] = []
     for task in load_suite(suite):
@@ -226,7 +228,8 @@ def _checked_overlay(
     """(files, touched skills, paired candidate arms, promotion targets, their committed digests) of an overlay
     that passed every check a candidate must pass before any cell: no oracle content, the skill format, a real
     change, the experiment's paired arms (`paired_arms` of the touched skills), bound targets."""
-    from . import overlay, skillformat
+    from skillbench.evolution.apply import committed_target_digests
+    from skillbench.experiment import overlay, skillformat
 
     files = overlay.overlay_files(Path(source), skills["evolvable"])
     overlay.refuse_oracle_content(files, oracles, source)
@@ -235,7 +238,7 @@ def _checked_overlay(
     touched = overlay.touched_skills(files)
     candidates = paired_arms(touched)
     targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=skills["mirrors"])
-    bases = overlay.committed_target_digests(Path(repository), targets)
+    bases = committed_target_digests(Path(repository), targets)
     return files, touched, candidates, targets, bases
 
 
@@ -259,8 +262,8 @@ def freeze_overlay(
     `skills` is the config's skills section (root, evolvable, mirrors), `candidate_arms` the experiment's and
     `arm_skills` the skills of each selected arm. An overlay that carries any bound hidden oracle's content is
     refused before any cell runs."""
-    from . import overlay, skillformat
-    from .arms import check_candidate_arms, incumbent_of
+    from skillbench.experiment import overlay, skillformat
+    from skillbench.experiment.arms import check_candidate_arms, incumbent_of
 
     try:
         files, touched, candidates, targets, bases = _checked_overlay(
@@ -292,7 +295,7 @@ def freeze_overlay(
 
 def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None:
     """Parse time: validate evolution.initial_overlay as freeze_overlay will, so a bad overlay costs no session."""
-    from .arms import required_candidate_arms
+    from skillbench.experiment.arms import required_candidate_arms
 
     source = config["evolution"]["initial_overlay"]
     if not source or config["evolution"]["generations"] == 0:
@@ -326,11 +329,11 @@ def summarize_run(
     """summary.json and summary.md for the whole run; then fail loudly if an incumbent arm is broken.
 
     `arms` are the incumbent arms, `runs` the design and `min_runs` the gate's (they shape the advice)."""
-    from . import report
-    from .aggregate import aggregate_by_task, broken_incumbent_arms
-    from .configcheck import next_step
-    from .gate import summarize_gate
-    from .promotion import is_promoted
+    from skillbench.decision.aggregate import aggregate_by_task, broken_incumbent_arms
+    from skillbench.decision.gate import summarize_gate
+    from skillbench.decision.promotion import is_promoted
+    from skillbench.experiment.configcheck import next_step
+    from skillbench.reporting import report
 
     generations = []
     for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
@@ -394,7 +397,7 @@ def stage_evidence(
 ) -> None:
     """The evidence bundle of generation `generation`'s proposer (`seed`, `learnings` and `evolvable` as the
     config's evolution.seed_results, evolution.learnings and skills.evolvable)."""
-    from . import evidence
+    from skillbench.evolution import evidence
 
     source = evidence_source(seed, generation, results_root)
     folder = source["folder"]
@@ -436,8 +439,8 @@ def propose_overlay(
 ) -> None:
     """One proposer session (`settings`: the config sections the proposer reads) → the generation's candidate
     folder `overlay_out`, proposal.md, the session record and the prompt it was given."""
-    from .overlay import OverlayError
-    from .proposer import ProposerError, run_proposer
+    from skillbench.evolution.proposer import ProposerError, run_proposer
+    from skillbench.experiment.overlay import OverlayError
 
     settings = with_run_control(settings, run_control)
 
@@ -482,7 +485,7 @@ def gate_look(
 
     The next batch's price: each missing cell costs its arm's sessions (`arm_sessions`), and the mean recorded
     cost per finished cell so far. Pairs are admitted in config order, so the first pairs keep their batches."""
-    from . import gate
+    from skillbench.decision import gate
 
     run_design = gate.run_design(design)
     rows = [artifacts.read_artifact(Path(path), "cell-record")["row"] for path in records]
@@ -552,7 +555,7 @@ def check_task(
     """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why.
 
     `settings` holds the config sections the check reads (agent timeouts, sandbox)."""
-    from . import taskcheck
+    from skillbench.grading import taskcheck
 
     task_binding = cast(TaskBinding, artifacts.read_artifact(Path(binding), "task-binding"))
     document = taskcheck.check_task(

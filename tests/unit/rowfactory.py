@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from skillbench.aggregate import EXCLUDED_ERROR_KINDS
-from skillbench.artifacts import validate
+from skillbench.base.artifacts import validate
+from skillbench.base.records import EXCLUDED_ERROR_KINDS
 
 NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 MODEL = "claude-test-model"

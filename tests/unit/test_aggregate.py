@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from rowfactory import make_row
-from skillbench.aggregate import (
-    EXCLUDED_ERROR_KINDS,
-    SYSTEMIC_ERROR_KINDS,
+from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
+from skillbench.decision.aggregate import (
     aggregate,
     aggregate_by_task,
     broken_incumbent_arms,

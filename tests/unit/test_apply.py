@@ -13,8 +13,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from skillbench import apply, artifacts, gate, overlay, repo
-from skillbench.apply import ApplyError, apply_promotion, format_applied, load_config, validate_promotion_for_apply
+from skillbench.base import artifacts
+from skillbench.decision import gate
+from skillbench.evolution import apply
+from skillbench.evolution.apply import (
+    ApplyError,
+    apply_promotion,
+    committed_target_digests,
+    format_applied,
+    load_config,
+    validate_promotion_for_apply,
+)
+from skillbench.execution import repo
+from skillbench.experiment import overlay
 
 MODEL = "claude-sonnet-4-20250514"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -208,7 +219,7 @@ class Experiment:
         files = overlay.overlay_files(self.frozen, evolvable)
         targets = overlay.promotion_targets(files, skills_root=".claude/skills", mirrors=["plugin/skills"])
         assert targets == TARGETS
-        self.base_digests = overlay.committed_target_digests(self.repository, targets)
+        self.base_digests = committed_target_digests(self.repository, targets)
         artifacts.write_artifact(
             self.gen / "overlay.json",
             {

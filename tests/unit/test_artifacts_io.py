@@ -7,8 +7,8 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from skillbench.artifacts import ArtifactError, path_kind, read_regular_file, utc_timestamp
-from skillbench.oracle import OracleError
+from skillbench.base.artifacts import ArtifactError, path_kind, read_regular_file, utc_timestamp
+from skillbench.grading.oracle import OracleError
 
 
 def test_a_regular_file_within_the_limit_is_read_whole(tmp_path):

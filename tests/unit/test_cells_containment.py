@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from skillbench import cells, repo
-from skillbench.artifacts import remove_tree
-from skillbench.cells import AgentWorkspaceError, WorkspaceLimits
+from skillbench.base.artifacts import remove_tree
+from skillbench.execution import repo, workspace
+from skillbench.execution.failures import AgentWorkspaceError
+from skillbench.execution.workspace import WorkspaceLimits
+from skillbench.grading import masks
 
 SMALL = WorkspaceLimits(max_file_bytes=1 << 20, max_total_bytes=4 << 20, max_entries=50)
 
@@ -17,34 +19,34 @@ def test_a_huge_sparse_file_is_oversized_without_being_read(tmp_path):
     with open(tmp_path / "big", "wb") as handle:
         handle.truncate(64 << 30)  # 64 GiB, no blocks: reading it whole was a MemoryError
     with pytest.raises(AgentWorkspaceError) as caught:
-        cells.workspace_snapshot(tmp_path, SMALL)
+        workspace.workspace_snapshot(tmp_path, SMALL)
     assert caught.value.kind == "workspace-oversized" and "big is 68719476736 bytes" in str(caught.value)
     with pytest.raises(AgentWorkspaceError, match="big"):
-        cells.check_workspace(tmp_path, SMALL)
+        workspace.check_workspace(tmp_path, SMALL)
 
 
 def test_total_size_entry_count_and_depth_are_bounded(tmp_path):
     for index in range(5):
         (tmp_path / f"part{index}").write_bytes(b"x" * (1 << 20))
     with pytest.raises(AgentWorkspaceError, match="exceeds 4194304 bytes"):
-        cells.check_workspace(tmp_path, SMALL)
+        workspace.check_workspace(tmp_path, SMALL)
     many = tmp_path / "many"
     many.mkdir()
     for index in range(60):
         (many / str(index)).touch()
     with pytest.raises(AgentWorkspaceError, match="more than 50 entries"):
-        cells.check_workspace(many, SMALL)
+        workspace.check_workspace(many, SMALL)
     deep = tmp_path / "deep"
     deep.mkdir()
     os.chdir(deep)
     try:
-        for _ in range(cells.MAX_DEPTH + 5):
+        for _ in range(workspace.MAX_DEPTH + 5):
             os.mkdir("d")
             os.chdir("d")
     finally:
         os.chdir(tmp_path)
     with pytest.raises(AgentWorkspaceError, match="nest deeper"):
-        cells.check_workspace(deep, WorkspaceLimits())
+        workspace.check_workspace(deep, WorkspaceLimits())
     # pytest's own clean-up of old tmp folders recurses and would fail on a tree this deep in a later session.
     remove_tree(deep)
 
@@ -53,8 +55,8 @@ def test_snapshot_skips_only_the_top_level_git_and_hashes_in_chunks(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "sub" / ".git").mkdir(parents=True)
-    (tmp_path / "blob").write_bytes(os.urandom(3 * cells.HASH_CHUNK_BYTES + 7))
-    snapshot = cells.workspace_snapshot(tmp_path, WorkspaceLimits())
+    (tmp_path / "blob").write_bytes(os.urandom(3 * workspace.HASH_CHUNK_BYTES + 7))
+    snapshot = workspace.workspace_snapshot(tmp_path, WorkspaceLimits())
     assert ".git" not in snapshot and ".git/HEAD" not in snapshot and "sub/.git" in snapshot
     import hashlib
 
@@ -63,7 +65,7 @@ def test_snapshot_skips_only_the_top_level_git_and_hashes_in_chunks(tmp_path):
 
 def test_a_fifo_in_the_workspace_never_blocks_the_snapshot(tmp_path):
     os.mkfifo(tmp_path / "pipe")
-    assert cells.workspace_snapshot(tmp_path, SMALL)["pipe"].startswith("s:")
+    assert workspace.workspace_snapshot(tmp_path, SMALL)["pipe"].startswith("s:")
 
 
 @pytest.mark.parametrize(
@@ -84,7 +86,7 @@ def test_a_fifo_in_the_workspace_never_blocks_the_snapshot(tmp_path):
     ],
 )
 def test_grader_config_paths(path, grader):
-    assert cells.is_grader_config(path) is grader
+    assert masks.is_grader_config(path) is grader
 
 
 def test_grader_config_changes_are_masked_for_the_oracle(tmp_path):
@@ -93,7 +95,7 @@ def test_grader_config_changes_are_masked_for_the_oracle(tmp_path):
     (clone / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (clone / "setup.cfg").write_text("[metadata]\n")
     (clone / "tox.ini").write_text("[tox]\n")
-    before = cells.save_grader_config(clone, saved, SMALL)
+    before = masks.save_grader_config(clone, saved, SMALL)
     (clone / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '--collect-only'\n")
     (clone / "conftest.py").write_text("import os; os._exit(0)\n")
     (clone / "setup.cfg").unlink()
@@ -101,7 +103,7 @@ def test_grader_config_changes_are_masked_for_the_oracle(tmp_path):
     (clone / "tox.ini").mkdir()
     empty = tmp_path / "empty"
     empty.touch()
-    binds, changes, unmaskable = cells.grader_config_masks(clone, saved, before, SMALL, empty)
+    binds, changes, unmaskable = masks.grader_config_masks(clone, saved, before, SMALL, empty)
     assert sorted(binds) == sorted([(empty, "conftest.py"), (saved / "pyproject.toml", "pyproject.toml")])
     assert (saved / "pyproject.toml").read_text() == "[project]\nname = 'x'\n"
     assert changes == [
@@ -119,7 +121,7 @@ def test_python_start_up_files_left_in_a_home_are_named(tmp_path):
     (site / "zz.pth").write_text("import os\n")
     (site / "sitecustomize.py").write_text("import os\n")
     (tmp_path / ".bashrc").write_text("")
-    assert cells.python_startup_files(tmp_path) == [
+    assert masks.python_startup_files(tmp_path) == [
         ".local/lib/python3.11/site-packages/sitecustomize.py",
         ".local/lib/python3.11/site-packages/zz.pth",
     ]
@@ -164,8 +166,8 @@ def test_a_tree_nested_past_pythons_recursion_limit_is_still_removed(tmp_path):
 
 
 def test_workspace_error_kinds_are_counted_not_excluded():
-    from skillbench.aggregate import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
-    from skillbench.artifacts import load_schema
+    from skillbench.base.artifacts import load_schema
+    from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
 
     kinds = load_schema("result-row")["properties"]["error_kind"]["enum"]
     for kind in ("workspace-oversized", "workspace-tampered"):

@@ -43,7 +43,7 @@ def test_unknown_kind_and_missing_file(tmp_path, capsys):
 def _stored_generation(tmp_path):
     """A generation folder as the pipeline leaves it: rows, overlay.json, ../tasks/bindings.json."""
     from rowfactory import make_row
-    from skillbench import artifacts
+    from skillbench.base import artifacts
 
     results = tmp_path / "results" / "demo"
     artifacts.write_artifact(
@@ -110,21 +110,3 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
 
     assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.7"]) == 1
     assert "alpha must be a number between 0 and 0.5" in capsys.readouterr().err
-
-
-def test_the_offline_commands_do_not_depend_on_the_rule_layer():
-    """`skillbench gate`, `apply`, `status` and the rest run without Snakemake's rule steps (skillbench.pipeline)."""
-    import ast
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parents[2] / "scripts" / "skillbench"
-    for name in ("cli.py", "apply.py"):
-        imported = set()
-        for node in ast.walk(ast.parse((package / name).read_text())):
-            if isinstance(node, ast.ImportFrom):
-                imported.add(node.module or "")
-                imported.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.Import):
-                imported.update(alias.name for alias in node.names)
-        assert imported, name
-        assert not {"pipeline", "skillbench.pipeline"} & imported, name

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from skillbench import configcheck, skillformat
-from skillbench.artifacts import ArtifactError
+from skillbench.base.artifacts import ArtifactError
+from skillbench.experiment import configcheck, skillformat
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = REPO / "config" / "config.yaml"
@@ -180,7 +180,7 @@ def test_a_model_script_schema_error_names_the_field(tmp_path):
 
 
 def test_a_sequential_design_is_warned_about_by_its_most_runs():
-    from skillbench.configcheck import design_warnings
+    from skillbench.experiment.configcheck import design_warnings
 
     config = {
         "evolution": {"generations": 1},

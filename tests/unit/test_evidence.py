@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from rowfactory import make_binding, make_row
-from skillbench import evidence
-from skillbench.aggregate import EXCLUDED_ERROR_KINDS
-from skillbench.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
-from skillbench.evidence import (
+from skillbench.base.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
+from skillbench.base.records import EXCLUDED_ERROR_KINDS
+from skillbench.decision.gate import promotion_document
+from skillbench.evolution import evidence
+from skillbench.evolution.evidence import (
     EXCLUDED,
     MAX_BUNDLE_BYTES,
     MAX_FILE_BYTES,
@@ -26,7 +27,6 @@ from skillbench.evidence import (
     select_evidence,
     stage_evidence,
 )
-from skillbench.gate import promotion_document
 
 CANARY = "canary-Zq81x-SECRET-payload"
 NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}

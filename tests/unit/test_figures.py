@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 from rowfactory import make_binding, make_row
-from skillbench import figures
-from skillbench.artifacts import validate
-from skillbench.gate import promotion_document
-from skillbench.pages import render_page
+from skillbench.base.artifacts import validate
+from skillbench.decision.gate import promotion_document
+from skillbench.reporting import figures
+from skillbench.reporting.pages import render_page
 
 
 def test_cost_resolution_shows_every_run_the_median_and_the_cost_per_resolved_run():

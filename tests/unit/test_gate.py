@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from rowfactory import make_binding, make_row
-from skillbench.aggregate import EXCLUDED_ERROR_KINDS, aggregate_by_task
-from skillbench.artifacts import ArtifactError, load_schema, validate
-from skillbench.gate import (
+from skillbench.base.artifacts import ArtifactError, load_schema, validate
+from skillbench.base.records import EXCLUDED_ERROR_KINDS
+from skillbench.decision.aggregate import aggregate_by_task
+from skillbench.decision.gate import (
     DEFAULT_POLICY,
     MAIN_LOOP_ONLY_METRICS,
     MAIN_LOOP_ONLY_WARNING,
@@ -922,7 +923,7 @@ def test_cells_from_different_models_cannot_promote():
 
 def test_excluded_rows_do_not_count_towards_comparability():
     """Only rows that are compared must agree: an excluded cell says nothing about the CLI the evidence ran on."""
-    from skillbench.gate import comparability_reasons
+    from skillbench.decision.gate import comparability_reasons
 
     rows = saving_pair(cli_version=(NEW_CLI, NEW_CLI))
     rows.append(make_row("greet", CAND, 3, resolved=False, error_kind="session-error", cli_version=OLD_CLI))

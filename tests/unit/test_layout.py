@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from skillbench import layout
+from skillbench.base import layout
 
 
 def test_a_rule_pattern_filled_with_values_is_the_concrete_path():

@@ -10,7 +10,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from skillbench import arms, mcp, sandbox, sessions  # noqa: E402
+from skillbench import preflight  # noqa: E402
+from skillbench.execution import (
+    mcp,  # noqa: E402
+    sandbox,  # noqa: E402
+    sessions,  # noqa: E402
+)
+from skillbench.experiment import arms  # noqa: E402
 
 
 def make_project(root: Path) -> Path:
@@ -113,7 +119,7 @@ def test_check_arms_reports_mcp_errors_as_arm_errors(tmp_path):
     config = make_config(command="relative/server")
     config["skills"] = {"evolvable": []}
     with pytest.raises(arms.ArmError, match="mcp_servers.index.command"):
-        arms.check_arms(config, root)
+        preflight.check_arms(config, root)
 
 
 def test_session_surfaces_follow_roles_and_overrides():
@@ -227,7 +233,7 @@ def test_counts_uses_and_semantic_errors_per_server():
 
 
 def test_a_failed_server_makes_the_session_an_excluded_harness_error():
-    from skillbench.process import ProcessResult
+    from skillbench.base.process import ProcessResult
 
     events = [
         {

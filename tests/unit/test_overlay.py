@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from skillbench import overlay
-from skillbench.overlay import OverlayError
+from skillbench.evolution.apply import committed_target_digests
+from skillbench.experiment import overlay
+from skillbench.experiment.overlay import OverlayError
 
 EVOLVABLE = ["change-plan", "change-work"]
 
@@ -151,13 +152,13 @@ def test_committed_targets_and_drift(tmp_path, candidate):
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "skills")
     targets = [".claude/skills/change-work/SKILL.md"]
-    digests = overlay.committed_target_digests(repo, targets)
+    digests = committed_target_digests(repo, targets)
     assert list(digests) == targets
     write(repo, ".claude/skills/change-work/SKILL.md", "# work, edited but not committed\n")
     with pytest.raises(OverlayError, match="differ from HEAD"):
-        overlay.committed_target_digests(repo, targets)
+        committed_target_digests(repo, targets)
     with pytest.raises(OverlayError, match="not committed at HEAD"):
-        overlay.committed_target_digests(repo, ["plugin/skills/change-work/SKILL.md"])
+        committed_target_digests(repo, ["plugin/skills/change-work/SKILL.md"])
 
 
 # ─── Hostile names and links ────────────────────────────────────────────────

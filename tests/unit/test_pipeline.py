@@ -12,7 +12,7 @@ def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path)
 
     import pytest
     from rowfactory import make_row
-    from skillbench.artifacts import write_jsonl
+    from skillbench.base.artifacts import write_jsonl
     from skillbench.pipeline import HarnessHealthError, summarize_run
 
     rows = [make_row("t1", "workflow", run, resolved=False) for run in range(2)]
@@ -47,7 +47,9 @@ ORACLE_TEXT = (
 def _suite(tmp_path):
     """A task suite with one oracle, bound the way bind_task binds it (snapshot + bindings.json)."""
     import yaml
-    from skillbench import artifacts, oracle, tasks
+    from skillbench.base import artifacts
+    from skillbench.experiment import suite as tasks
+    from skillbench.grading import oracle
 
     suite = tmp_path / "suites" / "money"
     (suite / "oracles").mkdir(parents=True)
@@ -97,7 +99,7 @@ def _overlay(tmp_path, text: bytes):
 
 def test_freeze_overlay_refuses_an_overlay_carrying_a_bound_oracle_and_writes_nothing(tmp_path):
     import pytest
-    from skillbench.overlay import OverlayError
+    from skillbench.experiment.overlay import OverlayError
     from skillbench.pipeline import bound_oracles, freeze_overlay
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
@@ -129,7 +131,7 @@ def test_a_missing_or_tampered_oracle_snapshot_is_refused(tmp_path):
     import os
 
     import pytest
-    from skillbench.overlay import OverlayError
+    from skillbench.experiment.overlay import OverlayError
     from skillbench.pipeline import bound_oracles
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
@@ -144,7 +146,7 @@ def test_a_missing_or_tampered_oracle_snapshot_is_refused(tmp_path):
 
 def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path):
     import pytest
-    from skillbench.overlay import OverlayError
+    from skillbench.experiment.overlay import OverlayError
     from skillbench.pipeline import check_initial_overlay
 
     suite, _bindings, _dirs = _suite(tmp_path)
@@ -160,7 +162,7 @@ def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path
 
 def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
     import pytest
-    from skillbench.overlay import OverlayError
+    from skillbench.experiment.overlay import OverlayError
     from skillbench.pipeline import freeze_overlay
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)

@@ -10,7 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
-from skillbench import plugins, sessions  # noqa: E402
+from skillbench.execution import (
+    plugins,  # noqa: E402
+    sessions,  # noqa: E402
+)
 
 
 def make_plugin(root: Path, name: str = "kit", manifest: bool = True) -> Path:

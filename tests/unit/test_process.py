@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from skillbench import process
-from skillbench.process import run_managed
+from skillbench.base import process
+from skillbench.base.process import run_managed
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
@@ -372,7 +372,7 @@ def test_a_job_whose_snakemake_is_killed_stops_its_sessions_and_says_so(tmp_path
     job = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {SCRIPTS!r})
-        from skillbench import process
+        from skillbench.base import process
         chain = [pid for pid, _ in process.watched_ancestors()]
         open({str(tmp_path / "chain")!r}, "w").write(" ".join(map(str, chain)))
         process.watch_parent(interval=0.1, stream=sys.stdout)
@@ -413,7 +413,7 @@ def test_a_second_writer_waits_then_fails_naming_the_holder_and_gets_the_lock_on
         py(f"""
         import sys, time
         sys.path.insert(0, {SCRIPTS!r})
-        from skillbench.process import exclusive_writer
+        from skillbench.base.process import exclusive_writer
         with exclusive_writer(__import__("pathlib").Path({str(lock)!r}), what="cell run0"):
             open({str(ready)!r}, "w").close()
             time.sleep(120)

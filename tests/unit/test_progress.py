@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from rowfactory import make_row
-from skillbench import layout, progress
-from skillbench.artifacts import read_artifact, validate
+from skillbench.base import layout
+from skillbench.base.artifacts import read_artifact, validate
+from skillbench.reporting import progress
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -177,7 +178,7 @@ CONFIG = {
 
 
 def test_planned_work_counts_cells_and_sessions(monkeypatch):
-    from skillbench import arms
+    from skillbench.experiment import arms
 
     monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
     work = progress.planned_work(CONFIG, ["alpha", "beta", "gamma"])
@@ -192,7 +193,7 @@ def test_planned_work_counts_cells_and_sessions(monkeypatch):
 
 
 def test_cost_estimate_prices_each_cell_from_earlier_rows(monkeypatch):
-    from skillbench import arms
+    from skillbench.experiment import arms
 
     monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
     work = progress.planned_work(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skillbench.promotion import is_promoted, run_status
+from skillbench.decision.promotion import is_promoted, run_status
 
 
 def row(task: str, arm: str, run: int, error_kind: str | None = None) -> dict:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from rowfactory import make_row
-from skillbench import evidence
-from skillbench.proposer import ProposerError, build_prompt, clone_allow_list, sanitized_clone
+from skillbench.evolution import evidence
+from skillbench.evolution.proposer import ProposerError, build_prompt, clone_allow_list, sanitized_clone
 from test_evidence import CAND, INC, promotion_file, stream, write_cell, write_rows
 
 ARM_SKILLS = {"workflow": ["change-plan", "change-work"]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from skillbench import artifacts, records
+from skillbench.base import artifacts, records
 
 # (type, schema kind, path to the object schema inside it; "$ref" entries are followed)
 RECORDS = [

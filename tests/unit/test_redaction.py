@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from skillbench.redaction import SENSITIVE_KEYS, redact_text, redact_value, secrets_from_environment
+from skillbench.base.redaction import SENSITIVE_KEYS, redact_text, redact_value, secrets_from_environment
 
 
 def test_literal_secrets_are_replaced_longest_first():

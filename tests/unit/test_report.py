@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from rowfactory import make_binding, make_row
-from skillbench.aggregate import EXCLUDED_ERROR_KINDS
-from skillbench.artifacts import validate
-from skillbench.gate import promotion_document
-from skillbench.report import render_report
+from skillbench.base.artifacts import validate
+from skillbench.base.records import EXCLUDED_ERROR_KINDS
+from skillbench.decision.gate import promotion_document
+from skillbench.reporting.report import render_report
 
 NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 HEADER = (
@@ -354,7 +354,7 @@ def test_savings_rows_compare_with_the_configured_baseline_arm():
 
 
 def test_canonical_order_is_task_then_run_then_arm():
-    from skillbench.report import canonical_order
+    from skillbench.reporting.report import canonical_order
 
     rows = [{"task": t, "arm": a, "run": r} for t, a, r in [("b", "y", 0), ("a", "y", 1), ("a", "x", 1), ("a", "y", 0)]]
     ordered = canonical_order(rows, ["a", "b"], ["x", "y"])
@@ -367,7 +367,7 @@ def test_canonical_order_is_task_then_run_then_arm():
 
 
 def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
-    from skillbench.report import render_summary
+    from skillbench.reporting.report import render_summary
 
     summary = {
         "experiment": "x",
@@ -383,7 +383,7 @@ def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
 
 
 def test_a_promoted_run_says_how_to_apply_it():
-    from skillbench.report import render_summary
+    from skillbench.reporting.report import render_summary
 
     generation = {
         "generation": 1,

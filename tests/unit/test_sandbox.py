@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from skillbench import sandbox as sb
-from skillbench.sandbox import Sandbox, SandboxError
+from skillbench.execution import sandbox as sb
+from skillbench.execution.sandbox import Sandbox, SandboxError
 
 HOST_SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
@@ -448,7 +448,7 @@ def test_fresh_scratch_gives_every_step_an_empty_home_and_tmp(private_root):
 
 @needs_bwrap
 def test_harness_git_reads_nothing_the_clone_configures(private_root):
-    from skillbench import repo
+    from skillbench.execution import repo
 
     box = make_sandbox(private_root)
     clone = box.clone

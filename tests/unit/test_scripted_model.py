@@ -1,4 +1,4 @@
-"""Tests for skillbench.scripted_model: the HTTP contract, step choice, and real Claude Code CLI sessions.
+"""Tests for skillbench.execution.scripted_model: the HTTP contract, step choice, and real Claude Code CLI sessions.
 
 The real-CLI tests never skip: without tools/node_modules/.bin/claude they fail and say to run
 `make setup`. The suite check plays every role of every demo task through the real CLI and checks
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-from skillbench.artifacts import ArtifactError
-from skillbench.scripted_model import (
+from skillbench.base.artifacts import ArtifactError
+from skillbench.execution.scripted_model import (
     ScriptedModel,
     conversation_text,
     load_model_script,
@@ -501,7 +501,16 @@ def test_cli_serves_a_session_and_prints_the_base_url(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text(yaml.safe_dump({"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"r": []}}}))
     env = dict(os.environ, PYTHONPATH=str(REPO / "scripts"))
-    command = [sys.executable, "-m", "skillbench.scripted_model", str(script), "t", "r", "--var", "workspace=/w"]
+    command = [
+        sys.executable,
+        "-m",
+        "skillbench.execution.scripted_model",
+        str(script),
+        "t",
+        "r",
+        "--var",
+        "workspace=/w",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
         base_url = process.stdout.readline().strip()

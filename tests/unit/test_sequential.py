@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rowfactory import make_binding, make_row
-from skillbench import stats
-from skillbench.artifacts import validate
-from skillbench.gate import promotion_document, run_design, sequential_decision
+from skillbench.base.artifacts import validate
+from skillbench.decision import stats
+from skillbench.decision.gate import promotion_document, run_design, sequential_decision
 
 INC, CAND = "workflow", "candidate_workflow"
 MODEL = "claude-test-model"
@@ -190,7 +190,7 @@ def test_promotion_document_records_the_looks_and_validates():
 
 
 def _config(**overrides):
-    from skillbench.apply import load_config
+    from skillbench.evolution.apply import load_config
 
     config = load_config(Path(__file__).resolve().parents[2] / "config" / "config.yaml")
     config.update(overrides)
@@ -198,7 +198,7 @@ def _config(**overrides):
 
 
 def test_a_session_cap_below_the_first_batch_is_a_config_error():
-    from skillbench.progress import check_budget
+    from skillbench.reporting.progress import check_budget
 
     config = _config(budget={"max_sessions": 10, "max_usd": None})
     with pytest.raises(ValueError, match=r"budget.max_sessions: 10 is below the first batch's 24 agent sessions"):
@@ -219,7 +219,7 @@ def test_a_session_cap_below_the_first_batch_is_a_config_error():
 
 
 def test_planned_work_of_a_sequential_design_counts_up_to_max():
-    from skillbench.progress import planned_work
+    from skillbench.reporting.progress import planned_work
 
     work = planned_work(_config(runs={"min": 2, "max": 6, "step": 2}), ["t1"])
     assert work["runs"] == 6
@@ -260,7 +260,7 @@ def _write_records(root: Path, rows: list[dict]) -> list[str]:
     ],
 )
 def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, status):
-    from skillbench.arms import session_counts
+    from skillbench.experiment.arms import session_counts
     from skillbench.pipeline import gate_look
 
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from skillbench.artifacts import load_schema
-from skillbench.process import ProcessResult
-from skillbench.records import USAGE_FIELDS
-from skillbench.sessions import (
+from skillbench.base.artifacts import load_schema
+from skillbench.base.process import ProcessResult
+from skillbench.base.records import USAGE_FIELDS
+from skillbench.execution.sessions import (
     MAX_TRANSCRIPT_BYTES,
     TRANSCRIPT_SOURCE,
     SessionProgress,
@@ -943,9 +943,9 @@ def launch_config(provider: str) -> dict:
 
 @pytest.mark.parametrize("provider", ["scripted", "anthropic"])
 def test_launch_session_runs_the_cli_with_the_prompt_on_stdin_and_records_it(tmp_path, provider):
-    from skillbench.sandbox import Sandbox
-    from skillbench.scripted_model import ScriptedModel
-    from skillbench.sessions import SCRIPTED_KEY, SessionSurface, launch_session
+    from skillbench.execution.sandbox import Sandbox
+    from skillbench.execution.scripted_model import ScriptedModel
+    from skillbench.execution.sessions import SCRIPTED_KEY, SessionSurface, launch_session
 
     seen_file = tmp_path / "seen.json"
     cli = tmp_path / "fake-claude"

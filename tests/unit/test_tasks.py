@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from skillbench.tasks import TaskError, load_suite, select_tasks, task_digests
+from skillbench.experiment.suite import TaskError, load_suite, select_tasks, task_digests
 
 
 def good_task(task_id: str = "add-flag", **overrides):
@@ -192,7 +192,7 @@ def test_digests_change_with_the_text():
 
 
 def test_a_suite_that_is_not_utf8_names_the_file_line_and_fix(suite_dir):
-    from skillbench.tasks import TaskError, load_suite
+    from skillbench.experiment.suite import TaskError, load_suite
 
     path = suite_dir / "tasks.yaml"
     path.write_bytes(b"tasks:\n- id: caf\xe9\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 from conftest import GIT_ENV, REPO, SNAKEMAKE
-from skillbench import layout
+from skillbench.base import layout
 
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
 

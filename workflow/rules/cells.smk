@@ -1,7 +1,7 @@
 # Cells: one (task, arm, run) = a fresh clone, the arm's headless Claude Code sessions in
 # the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live in
 # the results' shared cells folder and every generation reuses them while their inputs are
-# unchanged; candidate cells of generation N live in that generation's folder (skillbench.layout).
+# unchanged; candidate cells of generation N live in that generation's folder (skillbench.base.layout).
 
 
 rule run_cell:

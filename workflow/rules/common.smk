@@ -8,19 +8,20 @@ from pathlib import Path
 # consumer's when this workflow is used as a module; current_basedir is this file's folder (workflow/rules).
 sys.path.insert(0, str(Path(str(workflow.current_basedir)).parents[1] / "scripts"))
 
-from skillbench import arms as sb_arms  # noqa: E402
-from skillbench import breaker as sb_breaker  # noqa: E402
-from skillbench import gate as sb_gate  # noqa: E402
-from skillbench import configcheck as sb_configcheck  # noqa: E402
-from skillbench import environment as sb_environment  # noqa: E402
-from skillbench import layout as sb_layout  # noqa: E402
+from skillbench.experiment import arms as sb_arms  # noqa: E402
+from skillbench.execution import breaker as sb_breaker  # noqa: E402
+from skillbench.decision import gate as sb_gate  # noqa: E402
+from skillbench.experiment import configcheck as sb_configcheck  # noqa: E402
+from skillbench.execution import environment as sb_environment  # noqa: E402
+from skillbench.base import layout as sb_layout  # noqa: E402
 from skillbench import pipeline as sb_pipeline  # noqa: E402
-from skillbench import process as sb_process  # noqa: E402
-from skillbench import progress as sb_progress  # noqa: E402
-from skillbench import promotion as sb_promotion  # noqa: E402
-from skillbench import sandbox as sb_sandbox  # noqa: E402
-from skillbench import skillformat as sb_skillformat  # noqa: E402
-from skillbench import tasks as sb_tasks  # noqa: E402
+from skillbench import preflight as sb_preflight  # noqa: E402
+from skillbench.base import process as sb_process  # noqa: E402
+from skillbench.reporting import progress as sb_progress  # noqa: E402
+from skillbench.decision import promotion as sb_promotion  # noqa: E402
+from skillbench.execution import sandbox as sb_sandbox  # noqa: E402
+from skillbench.experiment import skillformat as sb_skillformat  # noqa: E402
+from skillbench.experiment import suite as sb_tasks  # noqa: E402
 
 # One line per mistake (with the closest valid key for a typo); the full schema report goes to the log,
 # and to the terminal as well under `snakemake --verbose`.
@@ -29,7 +30,7 @@ sb_configcheck.validate_config(
     log_path="logs/config-errors.log",
     verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
 )
-sb_arms.check_arms(config)
+sb_preflight.check_arms(config)
 sb_environment.check_model_access(config["model"])
 CLI_VERSION = sb_environment.check_cli(config["agent"]["cli"])
 
@@ -359,8 +360,8 @@ def get_final_targets(wildcards):
 
 
 # An arm's MCP servers and plugins change what its sessions can do, so they key its cells' cache.
-from skillbench import mcp as sb_mcp  # noqa: E402
-from skillbench import plugins as sb_plugins  # noqa: E402
+from skillbench.execution import mcp as sb_mcp  # noqa: E402
+from skillbench.execution import plugins as sb_plugins  # noqa: E402
 
 
 def get_arm_extensions(wildcards):

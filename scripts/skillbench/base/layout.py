@@ -1,0 +1,317 @@
+"""The results layout: where every artifact of a run lives, for the rules, the shims and the library alike.
+
+```
+results/<experiment>/
+  tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json
+  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log
+                               incumbent and baseline cells, shared by every generation
+  gen<N>/                      one generation of the evolution chain
+    cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
+    evidence/  proposal.md  proposer-session.json  proposer-prompt.md  transcripts/
+    overlay/ (the proposer's draft)  overlay.json  frozen-overlay/ (read-only; overlay.json holds its digest)
+    looks/look<k>.json  results.jsonl  promotion.json  report.md  report.html  figures/
+  sweep/results.jsonl, report.md, report.html, figures/         the incumbent arms alone
+  summary.json  summary.md  summary.html  figures/  progress.json
+  .outage-breaker.json         the outage breaker shared by concurrent cell jobs
+  .progress/plan.json, running/, lock
+logs/<experiment>/<rule>/…
+```
+
+Every function returns a plain string path. Called with Snakemake wildcards (``"{gen}"``, ``"{task}"``, …)
+it returns a rule's file pattern; called with values, the concrete path. ``root`` is
+``results/<experiment>`` (``results_root``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RESULTS = "results"
+LOGS = "logs"
+CELLS = "cells"
+SWEEP = "sweep"
+FIGURES = "figures"
+FROZEN_OVERLAY = "frozen-overlay"
+# A Snakemake wildcard constraint: the folder a cell lives in (incumbent cells, or a generation's candidate cells).
+CELLSET_PATTERN = r"cells|gen\d+/cells"
+GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
+# Every finished cell's record under a results root, incumbent and candidate (globs relative to the root).
+CELL_RECORD_GLOBS = ("cells/*/*/run*/record.json", "gen*/cells/*/*/run*/record.json")
+RECORD = "record.json"
+# The hidden oracle's output tail beside a cell's record, for the task author only (0600).
+ORACLE_LOG = "oracle.log"
+# Files a generation folder (or a seed folder, `evolution.seed_results`) holds, by name.
+ROWS = "results.jsonl"
+PROMOTION = "promotion.json"
+PROPOSAL = "proposal.md"
+OVERLAY = "overlay.json"
+LOOKS = "looks"
+PROGRESS_FOLDER = ".progress"
+
+Root = str | Path
+
+
+def _join(*parts: object) -> str:
+    return "/".join(str(part) for part in parts)
+
+
+def results_root(experiment: str) -> str:
+    return _join(RESULTS, experiment)
+
+
+def log(experiment: str, *parts: str) -> str:
+    """A job's log: ``logs/<experiment>/<rule>[/<job>].log``."""
+    return f"{_join(LOGS, experiment, *parts)}.log"
+
+
+# ─── Generations ────────────────────────────────────────────────────────────
+
+
+def generation_name(gen: int | str) -> str:
+    return f"gen{gen}"
+
+
+def generation_of_folder(name: str) -> int | None:
+    """N of a ``gen<N>`` folder name; None for any other name (``sweep``, a seed folder)."""
+    match = GENERATION_FOLDER.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def generation_dir(root: Root, gen: int | str) -> str:
+    return _join(root, generation_name(gen))
+
+
+def stage_dir(root: Root, gen: int | str | None) -> str:
+    """Where a set of rows, its report and figures live: ``gen<N>``, or ``sweep`` for the incumbent arms alone."""
+    return _join(root, SWEEP) if gen is None else generation_dir(root, gen)
+
+
+def rows(root: Root, gen: int | str | None) -> str:
+    return _join(stage_dir(root, gen), ROWS)
+
+
+def report(root: Root, gen: int | str | None) -> str:
+    return _join(stage_dir(root, gen), "report.md")
+
+
+def report_page(root: Root, gen: int | str | None) -> str:
+    return _join(stage_dir(root, gen), "report.html")
+
+
+def stage_figure(root: Root, gen: int | str | None, name: str) -> str:
+    return _join(stage_dir(root, gen), FIGURES, name)
+
+
+def overlay(root: Root, gen: int | str) -> str:
+    """The frozen candidate's record (``overlay.json``: digest, files, paired arms, promotion targets)."""
+    return _join(generation_dir(root, gen), OVERLAY)
+
+
+def frozen_overlay(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), FROZEN_OVERLAY)
+
+
+def frozen_overlay_beside(overlay_json: Root) -> Path:
+    """The frozen copy lives beside its overlay.json."""
+    return Path(overlay_json).parent / FROZEN_OVERLAY
+
+
+def overlay_draft(root: Root, gen: int | str) -> str:
+    """The folder the proposer writes its candidate into (freeze_overlay reads it)."""
+    return _join(generation_dir(root, gen), "overlay")
+
+
+def proposal(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), PROPOSAL)
+
+
+def proposer_session(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), "proposer-session.json")
+
+
+def proposer_prompt(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), "proposer-prompt.md")
+
+
+def proposer_transcripts(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), "transcripts")
+
+
+def evidence(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), "evidence")
+
+
+def look(root: Root, gen: int | str, look: int | str) -> str:
+    return _join(generation_dir(root, gen), LOOKS, f"look{look}.json")
+
+
+def promotion(root: Root, gen: int | str) -> str:
+    return _join(generation_dir(root, gen), PROMOTION)
+
+
+# ─── Cells ──────────────────────────────────────────────────────────────────
+
+
+def cellset(gen: int | str | None) -> str:
+    """The folder (below the root) of a cell: ``cells`` for incumbent arms, ``gen<N>/cells`` for candidates."""
+    return CELLS if gen is None else _join(generation_name(gen), CELLS)
+
+
+def cellset_generation(name: str) -> str | None:
+    """The generation (as the ``gen`` wildcard spells it) of a candidate cellset; None for ``cells``."""
+    if name == CELLS:
+        return None
+    folder, _, rest = name.partition("/")
+    number = generation_of_folder(folder)
+    if rest != CELLS or number is None:
+        raise ValueError(f"{name!r} is not a cell folder ({CELLSET_PATTERN})")
+    return folder.removeprefix("gen")
+
+
+def cell_label(cells: str, task: str, arm: str, run: int | str) -> str:
+    """A cell's path below the root, e.g. ``gen0/cells/fix-bug/candidate_plan/run2`` (also its progress label)."""
+    return _join(cells, task, arm, f"run{run}")
+
+
+def cell_dir(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    return _join(root, cell_label(cells, task, arm, run))
+
+
+def cell_record(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    return _join(cell_dir(root, cells, task, arm, run), RECORD)
+
+
+def cell_patch(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    return _join(cell_dir(root, cells, task, arm, run), "patch.diff")
+
+
+def cell_transcripts(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    return _join(cell_dir(root, cells, task, arm, run), "transcripts")
+
+
+def row_cell_dir(root: Root, task: str, arm: str, run: int, gen: int | str | None, *, candidate: bool) -> str:
+    """Where a result row's cell wrote its artifacts: candidate arms under their generation, others shared."""
+    return cell_dir(root, cellset(gen if candidate else None), task, arm, run)
+
+
+def parse_cell_record(relative: Path) -> tuple[int | None, str, str, int] | None:
+    """(generation or None, task, arm, run) of a record path relative to the root; None for anything else."""
+    parts = relative.parts
+    if len(parts) == 5 and parts[0] == CELLS:
+        generation = None
+    elif len(parts) == 6 and parts[1] == CELLS and generation_of_folder(parts[0]) is not None:
+        generation = generation_of_folder(parts[0])
+        parts = parts[1:]
+    else:
+        return None
+    run = parts[3]
+    if parts[4] != RECORD or not (run.startswith("run") and run[3:].isdigit()):
+        return None
+    return generation, parts[1], parts[2], int(run[3:])
+
+
+def cell_records_on_disk(root: Root) -> list[Path]:
+    """Every finished cell's record under ``root``, sorted."""
+    base = Path(root)
+    return sorted(path for pattern in CELL_RECORD_GLOBS for path in base.glob(pattern))
+
+
+# ─── Tasks ──────────────────────────────────────────────────────────────────
+
+
+def task_dir(root: Root, task: str) -> str:
+    return _join(root, "tasks", task)
+
+
+def binding(root: Root, task: str) -> str:
+    return _join(task_dir(root, task), "binding.json")
+
+
+def template(root: Root, task: str) -> str:
+    return _join(task_dir(root, task), "template")
+
+
+def oracle_snapshot(root: Root, task: str) -> str:
+    return _join(task_dir(root, task), "oracle")
+
+
+def task_check(root: Root, task: str) -> str:
+    return _join(task_dir(root, task), "check.json")
+
+
+def bindings(root: Root) -> str:
+    return _join(root, "tasks", "bindings.json")
+
+
+def root_of_cell_file(path: Root, cells: str) -> str:
+    """The results root of a file directly in a cell's folder under ``cells`` (``cellset``)."""
+    return str(Path(path).parents[len(Path(cells).parts) + 3])
+
+
+def root_of_generation_file(path: Root) -> str:
+    """The results root of a file (or folder) directly in a ``gen<N>`` folder."""
+    return str(Path(path).parents[1])
+
+
+def root_of_look(path: Root) -> str:
+    return str(Path(path).parents[2])
+
+
+def task_of_oracle_snapshot(folder: Root) -> str:
+    """The task whose oracle snapshot ``folder`` (``…/tasks/<task>/oracle``) is."""
+    return Path(folder).parent.name
+
+
+# ─── The whole run ──────────────────────────────────────────────────────────
+
+
+def summary(root: Root) -> str:
+    return _join(root, "summary.json")
+
+
+def summary_markdown(root: Root) -> str:
+    return _join(root, "summary.md")
+
+
+def summary_page(root: Root) -> str:
+    return _join(root, "summary.html")
+
+
+def run_figure(root: Root, name: str) -> str:
+    return _join(root, FIGURES, name)
+
+
+def html_report(root: Root) -> str:
+    """Where the closing lines suggest `snakemake --report` writes the HTML report."""
+    return _join(root, "report.html")
+
+
+def breaker(root: Root) -> str:
+    """The outage breaker's state, shared by every cell job of the run (reset when a run starts)."""
+    return _join(root, ".outage-breaker.json")
+
+
+def progress(root: Root) -> str:
+    return _join(root, "progress.json")
+
+
+def progress_plan(root: Root) -> str:
+    return _join(root, PROGRESS_FOLDER, "plan.json")
+
+
+def progress_running(root: Root) -> str:
+    return _join(root, PROGRESS_FOLDER, "running")
+
+
+def progress_lock(root: Root) -> str:
+    return _join(root, PROGRESS_FOLDER, "lock")
+
+
+def planned_runs(results: Root = RESULTS) -> list[Path]:
+    """The run plan of every experiment under ``results/``."""
+    return list(Path(results).glob(progress_plan("*")))
+
+
+def root_of_plan(plan: Path) -> Path:
+    return plan.parent.parent

@@ -1,0 +1,349 @@
+"""Typed records: the documents that cross module boundaries, one TypedDict per schema object.
+
+Each type names exactly the fields of its JSON Schema in `schemas/` (a unit test keeps the two in
+step), so a producer that misspells a field or a consumer that reads one that does not exist is a
+type error, not a silent `None`. The schemas stay the contract on disk; these types are the same
+contract inside the library.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+# The token counts a session reports and a row carries: the one list of them, for every module.
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+ErrorKind = Literal[
+    "session-error",
+    "cancelled",
+    "skill-not-invoked",
+    "evidence-unverified",
+    "plan-evidence-invalid",
+    "implementation-evidence-invalid",
+    "verify-failed",
+    "oracle-failed",
+    "no-work-produced",
+    "workspace-oversized",
+    "workspace-tampered",
+    "infra-error",
+    "cleanup-failure",
+]
+
+
+class TranscriptArtifact(TypedDict):
+    path: str
+    sha256: str
+    bytes: int
+    source: str
+
+
+ResultRow = TypedDict(
+    "ResultRow",
+    {
+        "schema": Literal["result-row/v1"],
+        "task": str,
+        "class": str,
+        "run": int,
+        "arm": str,
+        "ok": bool,
+        "resolved": bool,
+        "authored_tests_passed": bool,
+        "authored_test_output": str,
+        "verify_output": str,
+        "oracle_passed": bool,
+        "oracle_output": str,
+        "error_kind": ErrorKind | None,
+        "error_detail": str | dict[str, Any] | None,
+        "evidence_diagnostics": list[str],
+        "input_tokens": int,
+        "cache_creation_input_tokens": int,
+        "cache_read_input_tokens": int,
+        "output_tokens": int,
+        "cost_usd": float | None,
+        "cost_check": dict[str, Any] | None,
+        "duration_s": float,
+        "num_turns": int,
+        "session_ids": list[str],
+        "transcript_artifacts": list[TranscriptArtifact],
+        "transcript_missing": bool,
+        "skill_invoked": bool | None,
+        "tool_use_counts": dict[str, int],
+        "mcp_tool_uses": NotRequired[dict[str, int]],
+        "mcp_semantic_errors": NotRequired[dict[str, int]],
+        "plugins": NotRequired[list[dict[str, Any]]],
+        "plan_produced": bool,
+        "diff_files": int,
+        "diff_insertions": int,
+        "diff_deletions": int,
+        "model": str,
+        "effort": str | None,
+        "provider": Literal["scripted", "anthropic"],
+        "cli_version": str | None,
+        "task_ref": str,
+        "task_base_sha": str,
+        "sanitized_task_sha": str,
+        "variant_head_sha": str | None,
+        "task_prompt_digest": str,
+        "skill_digest": str | None,
+        "candidate_overlay_digest": str | None,
+        "oracle_digest": str,
+        "oracle_command_digest": str,
+        "oracle_manifest_digest": str,
+        "sandbox_backend": Literal["bwrap", "none"],
+        "recorded_at": str,
+    },
+)
+ResultRow.__doc__ = "One (task, arm, run) outcome: `schemas/result-row.schema.json`."
+
+
+class SessionWindow(TypedDict):
+    role: str
+    started_at: str
+    finished_at: str
+
+
+class CellTiming(TypedDict):
+    started_at: str
+    finished_at: str
+    wall_s: float
+    sessions_s: float
+    setup_s: float
+    verify_s: float
+    oracle_s: float
+    overhead_s: float
+    sessions: list[SessionWindow]
+
+
+class CellRecord(TypedDict):
+    """What `run_cell` writes: `schemas/cell-record.schema.json`."""
+
+    schema: Literal["cell-record/v1"]
+    row: ResultRow
+    attempt: int
+    timing: CellTiming
+
+
+class OracleFileBinding(TypedDict):
+    target: str
+    sha256: str
+    size: int
+
+
+TaskBinding = TypedDict(
+    "TaskBinding",
+    {
+        "schema": Literal["task-binding/v1"],
+        "id": str,
+        "class": str,
+        "expensive": bool,
+        "target": str,
+        "ref": str,
+        "resolved_sha": str,
+        "sanitized_sha": str,
+        "prompt_digest": str,
+        "setup_digest": str,
+        "verify_digest": str,
+        "oracle_digest": str,
+        "oracle_command_digest": str,
+        "oracle_manifest_digest": str,
+        "oracle_files": list[OracleFileBinding],
+    },
+)
+TaskBinding.__doc__ = "One task bound to an immutable commit: `schemas/task-binding.schema.json`."
+
+
+class TaskBindings(TypedDict):
+    """Every selected task's binding in suite order: `schemas/task-bindings.schema.json`."""
+
+    schema: Literal["task-bindings/v1"]
+    suite: str
+    tasks: list[TaskBinding]
+    skipped_expensive: list[str]
+
+
+class OverlayFile(TypedDict):
+    path: str
+    sha256: str
+    bytes: int
+
+
+class OverlayDocument(TypedDict):
+    """A frozen candidate overlay: `schemas/overlay.schema.json`."""
+
+    schema: Literal["overlay/v1"]
+    generation: int
+    candidate_origin: Literal["manual-initial-overlay", "model-proposer"]
+    source: str
+    proposer_model: str | None
+    digest: str
+    files: list[OverlayFile]
+    touched_skills: list[str]
+    required_candidate_arms: list[str]
+    pairs: list[list[str]]
+    targets: list[str]
+    target_base_digests: dict[str, str]
+
+
+class ProposerSession(TypedDict):
+    """`gen<N>/proposer-session.json`: `schemas/proposer-session.schema.json`."""
+
+    schema: Literal["proposer-session/v1"]
+    generation: int
+    session: dict[str, Any]
+
+
+class Progress(TypedDict):
+    """`progress.json`: `schemas/progress.schema.json`."""
+
+    schema: Literal["progress/v1"]
+    experiment: str
+    state: Literal["waiting", "running", "finishing", "interrupted", "finished"]
+    cells_done: int
+    cells_planned: int
+    cells_running: int
+    cells_interrupted: int
+    generations: int
+    spend_usd: float
+    unmeasured_costs: int
+    median_cell_s: float | None
+    session_cap: int | None
+    eta_s: float | None
+    started_at: str
+    updated_at: str
+
+
+class EvidenceSources(TypedDict):
+    results_root: str | None
+    rows: str | None
+    promotion: str | None
+    prior_proposal: str | None
+
+
+class EvidenceLimits(TypedDict):
+    max_rows: int
+    max_transcripts_per_row: int
+    max_learnings: int
+    verify_tail_chars: int
+    max_file_bytes: int
+    max_bundle_bytes: int
+
+
+class EvidenceCounts(TypedDict):
+    rows_read: int
+    rows_excluded: int
+    rows_selected: int
+    rows_staged: int
+    patches: int
+    transcripts: int
+    learnings: int
+    gate_decisions: int
+
+
+class EvidenceFile(TypedDict):
+    name: str
+    bytes: int
+    sha256: str
+    truncated: bool
+
+
+class EvidenceManifest(TypedDict):
+    """`manifest.json` of an evidence bundle: `schemas/evidence-manifest.schema.json`. The stager writes it, the
+    proposer's prompt is built from it."""
+
+    schema: str
+    generation: int | None
+    sources: EvidenceSources
+    limits: EvidenceLimits
+    counts: EvidenceCounts
+    files: list[EvidenceFile]
+    total_bytes: int
+    trimmed_rows: int
+    prior_proposal_staged: bool
+    prior_proposal_dropped: bool
+
+
+# The gate's documents (promotion/v1).
+TaskFacts = TypedDict(
+    "TaskFacts",
+    {
+        "task": str,
+        "class": str,
+        "incumbent_resolved": str,
+        "candidate_resolved": str,
+        "incumbent_excluded_runs": int,
+        "candidate_excluded_runs": int,
+        "incumbent_metric": float | None,
+        "candidate_metric": float | None,
+        "improvement_pct": float | None,
+        "gated": bool,
+        "quality_floor_enforced": bool,
+        "skill_attributable_failure": bool,
+        "candidate_quality_floor_met": bool,
+        "paired": dict[str, Any] | None,
+    },
+)
+TaskFacts.__doc__ = "What a task row says before the tests ran (every field of the schema's task_row but checks)."
+
+
+class TaskRow(TaskFacts):
+    """One task's evidence in a decision: the task_row of `schemas/promotion.schema.json`."""
+
+    checks: dict[str, Any]
+
+
+class DecisionFields(TypedDict):
+    incumbent_arm: str
+    candidate_arm: str
+    rule: str
+    decision: str
+    metric: str
+    metric_warning: str | None
+    median_improvement_pct: float | None
+    resolution_margin: int
+    reasons: list[str]
+    gated_tasks: list[str]
+    ungated_tasks: list[str]
+    tasks: list[TaskRow]
+    tests: dict[str, Any]
+    statistics: dict[str, Any]
+
+
+# total=False rather than NotRequired: with postponed annotations a class body's NotRequired is
+# invisible at run time (Python 3.11), and the schema test reads the required keys at run time.
+class Decision(DecisionFields, total=False):
+    """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`.
+
+    ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one."""
+
+    looks: list[dict[str, Any]]
+    plugins: dict[str, list[dict[str, Any]]]
+    sequential: dict[str, Any]
+
+
+class PromotionDocument(TypedDict):
+    """promotion.json: `schemas/promotion.schema.json`."""
+
+    schema: str
+    run_status: str
+    generated_at: str
+    evidence_expires_at: str
+    policy: dict[str, Any]
+    decisions: list[Decision]
+    benchmark_model: str | None
+    effort: str | None
+    proposer_model: str | None
+    candidate_origin: str
+    candidate_overlay_digest: str
+    required_candidate_arms: list[str]
+    selected_tasks: list[dict[str, Any]]
+    target_base_digests: dict[str, str]
+
+
+# Error kinds a row is excluded from evidence for (the harness's failures and interruptions), and the ones
+# the outage breaker counts as systemic. Every other kind is the agent's counted outcome.
+EXCLUDED_ERROR_KINDS = frozenset(
+    {"session-error", "infra-error", "evidence-unverified", "cleanup-failure", "cancelled"}
+)
+
+
+SYSTEMIC_ERROR_KINDS = frozenset({"session-error", "infra-error", "cleanup-failure"})

@@ -1,0 +1,105 @@
+"""``promotion.json``: a generation's stored rows graded into its promotion document, and what a document says.
+
+Owns grading from the files (rows, frozen overlay record, task bindings, the last sequential look) — the
+same function serves the gate rule and the offline `skillbench gate` — the run-status check that keeps a
+partial set of rows from promoting, the binding a promotion carries, and whether a document promotes.
+The decision itself is `gate`'s.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from skillbench.base import artifacts
+from skillbench.base.records import PromotionDocument, ResultRow
+
+
+def is_promoted(promotion: dict[str, Any]) -> bool:
+    """A generation promotes when it has decisions and every one of them is `promote`."""
+    return bool(promotion["decisions"]) and all(d["decision"] == "promote" for d in promotion["decisions"])
+
+
+def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) -> str:
+    """`complete` when every (task, arm) has the same runs 0..R-1 and nothing was cancelled, else `aborted`.
+
+    The pipeline only gates a generation whose cells all finished; a partial results.jsonl (a regrade of
+    an interrupted run) must never promote."""
+    if any(row["error_kind"] == "cancelled" for row in rows):
+        return "aborted"
+    runs: dict[tuple[str, str], set[int]] = {(task, arm): set() for task in tasks for arm in arms}
+    for row in rows:
+        if (row["task"], row["arm"]) in runs:
+            runs[(row["task"], row["arm"])].add(row["run"])
+    seen: set[int] = set().union(*runs.values()) if runs else set()
+    expected = set(range(max(seen) + 1)) if seen else set()
+    return "complete" if expected and all(found == expected for found in runs.values()) else "aborted"
+
+
+def promotion_binding(
+    model: str, effort: str | None, overlay_doc: dict[str, Any], bindings_doc: dict[str, Any]
+) -> dict[str, Any]:
+    """What a promotion is bound to: the benchmark model and effort, the candidate and the selected tasks."""
+    return {
+        "benchmark_model": model,
+        "effort": effort,
+        "proposer_model": overlay_doc["proposer_model"],
+        "candidate_origin": overlay_doc["candidate_origin"],
+        "candidate_overlay_digest": overlay_doc["digest"],
+        "required_candidate_arms": overlay_doc["required_candidate_arms"],
+        "selected_tasks": bindings_doc["tasks"],
+        "target_base_digests": overlay_doc["target_base_digests"],
+    }
+
+
+def _cut_short(look: str | None) -> dict[str, str] | None:
+    """Candidate arm → reason, for the pairs the generation's last look cut short on a budget."""
+    if look is None:
+        return None
+    look_doc = artifacts.read_artifact(Path(look), "look")
+    return {pair["candidate_arm"]: pair["reason"] for pair in look_doc["pairs"] if pair["status"] == "cut_short"}
+
+
+def grade(
+    *,
+    results: str,
+    overlay_json: str,
+    bindings: str,
+    policy: dict[str, Any],
+    model: str,
+    effort: str | None,
+    out: str,
+    generated_at: datetime | None = None,
+    design: Any = None,
+    look: str | None = None,
+) -> PromotionDocument:
+    """Rows + policy → promotion.json (the gate rule, and `skillbench gate` offline).
+
+    With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
+    the rows; ``look`` (the generation's last look document) names the pairs a budget cut short."""
+    from skillbench.decision import gate
+
+    rows = artifacts.read_jsonl(Path(results), "result-row")
+    overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
+    bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
+    arms = [arm for pair in overlay_doc["pairs"] for arm in pair]
+    run_design = gate.run_design(design if design is not None else 1)
+    sequential = run_design["kind"] == "sequential"
+    if sequential:
+        # Pairs stop at different looks, so arms differ in runs; each pair's replay checks its own rows.
+        status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
+    else:
+        status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
+    document = gate.promotion_document(
+        cast("list[ResultRow]", rows),  # read_jsonl validated them against the result-row schema
+        pairs=[tuple(pair) for pair in overlay_doc["pairs"]],
+        policy=policy,
+        binding=promotion_binding(model, effort, overlay_doc, bindings_doc),
+        run_status=status,
+        generated_at=generated_at or datetime.now(UTC),
+        design=run_design if sequential else None,
+        cut_short=_cut_short(look),
+    )
+    artifacts.write_artifact(Path(out), document, "promotion")
+    return document

@@ -1,0 +1,142 @@
+"""What a run needs from the machine it runs on: the Claude Code CLI, the model's API key, the scripted model.
+
+Owns finding the CLI (an explicit path, the project's ``tools/`` install, else PATH), telling its version
+and refusing versions older than the oldest supported one; reading the API key from the environment
+variable the config names (the key itself never enters config or rule params); the parse-time check that
+the configured model is reachable without credentials in config; and loading the scripted model's script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from skillbench.base.artifacts import ArtifactError
+from skillbench.base.process import run_managed
+from skillbench.base.redaction import secrets_from_environment
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# The oldest Claude Code CLI the test suite runs (tools/package.json pins it); older ones are refused
+# because their behaviour inside the sandbox is unverified (1.0.x fails there: it loads a yoga.wasm
+# beside its bin file, which the sandbox does not mount).
+MIN_CLI_VERSION = "2.1.197"
+VERSION_PATTERN = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)")
+CLI_VERSION_TIMEOUT_S = 60
+
+
+def resolve_cli(name: str, project_root: Path = PROJECT_ROOT) -> Path:
+    """The Claude Code CLI: an explicit path, else tools/node_modules/.bin/<name>, else PATH."""
+    candidate = Path(name).expanduser()
+    if "/" in name:
+        if candidate.is_file():
+            return candidate.resolve()
+        raise ArtifactError(f"config agent.cli: {name} does not exist")
+    local = project_root / "tools" / "node_modules" / ".bin" / name
+    if local.exists():
+        return local.resolve()
+    found = shutil.which(name)
+    if found:
+        return Path(found).resolve()
+    raise ArtifactError(
+        f"config agent.cli: {name!r} is neither in {local.parent} nor on PATH; "
+        "run `make setup` to install the Claude Code CLI"
+    )
+
+
+def _package_version(cli: Path) -> str | None:
+    """The version of the npm package the binary ships in, when it is Claude Code's."""
+    for parent in cli.parents:
+        manifest = parent / "package.json"
+        if manifest.is_file():
+            try:
+                package = json.loads(manifest.read_text())
+            except (OSError, json.JSONDecodeError):
+                return None
+            if package.get("name") == "@anthropic-ai/claude-code":
+                version = package.get("version")
+                return version if isinstance(version, str) else None
+    return None
+
+
+def cli_version(cli: Path) -> str | None:
+    """The CLI's version: from the npm package the binary ships in, else from `<cli> --version`."""
+    packaged = _package_version(cli)
+    if packaged is not None:
+        return packaged
+    result = run_managed(
+        [str(cli), "--version"],
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "DISABLE_AUTOUPDATER": "1"},
+        timeout=CLI_VERSION_TIMEOUT_S,
+        cwd="/",
+    )
+    match = VERSION_PATTERN.match(result.stdout_tail) if result.ok else None
+    return ".".join(match.groups()) if match else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    match = VERSION_PATTERN.match(version)
+    return tuple(int(part) for part in match.groups()) if match else ()
+
+
+def check_cli(name: str) -> str:
+    """Parse time: the configured CLI (`agent.cli`) exists and is recent enough; return its version (a key of
+    every cell)."""
+    cli = resolve_cli(name)
+    version = cli_version(cli)
+    if version is None:
+        raise ArtifactError(
+            f"config agent.cli: cannot tell the version of {cli} (neither its npm "
+            "package.json nor `--version` names one); point agent.cli at a Claude Code CLI"
+        )
+    if _version_key(version) < _version_key(MIN_CLI_VERSION):
+        raise ArtifactError(
+            f"config agent.cli: Claude Code {version} at {cli} is older than the oldest "
+            f"supported version {MIN_CLI_VERSION}; run `make setup` (it installs the pinned "
+            "CLI into tools/) or point agent.cli at a newer one"
+        )
+    return version
+
+
+def api_key(env_name: str) -> str | None:
+    """The model's API key from the environment variable `model.api_key_env` names (None when unset)."""
+    keys = secrets_from_environment([env_name])
+    return keys[0] if keys else None
+
+
+def secrets(env_name: str) -> list[str]:
+    """What a job's log and artifacts redact: the API key, when it is set."""
+    return [key for key in [api_key(env_name)] if key]
+
+
+def _plain_url(base_url: str) -> bool:
+    parts = urlsplit(base_url)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not (parts.username or parts.password or parts.query or parts.fragment)
+    )
+
+
+def check_model_access(model: dict[str, Any]) -> None:
+    """The real API needs its key in the environment (config `model`): say so before any job starts."""
+    if model["provider"] == "anthropic" and not api_key(model["api_key_env"]):
+        raise ArtifactError(
+            f"model.provider is anthropic but the environment variable {model['api_key_env']} is empty; "
+            "export the key (never put it in config), or use model.provider: scripted for an offline run"
+        )
+    base_url = model["base_url"]
+    if base_url and not _plain_url(base_url):
+        raise ArtifactError(
+            f"model.base_url must be a plain http(s) URL without credentials, query or fragment (got {base_url!r})"
+        )
+
+
+def load_script(path: str | None) -> dict[str, Any] | None:
+    """The scripted model's script (the rule's input), or None for the real API."""
+    from skillbench.execution.scripted_model import load_model_script
+
+    return load_model_script(path) if path else None

@@ -1,0 +1,974 @@
+"""Containment: Bubblewrap command wrapping, the scratch environment, Claude Code settings, the preflight.
+
+Every subprocess a cell runs in its clone (setup, sessions, verify, oracle, git) is wrapped
+here. Under `bwrap`:
+
+* the sandbox never runs as host root: when the harness is root, Bubblewrap is started through
+  `setpriv` as an unprivileged host uid of its own (no capabilities, empty bounding set,
+  no_new_privs). Each Sandbox takes a free id from `HOST_ID_BASE`…`+HOST_ID_SLOTS` and holds a
+  lock on it while it lives, so concurrent cells never share a uid (and so never share
+  RLIMIT_NPROC); its private folders and clone are handed to that id;
+* resource limits (`SandboxLimits`, config `sandbox.limits`) are set with `prlimit` on every
+  sandbox: processes (per host uid) and file size always; address space on everything the
+  agent starts (Bash tool commands, git, setup, verify, oracle) but not on the CLI process
+  itself, whose JavaScript engine reserves more address space than it uses;
+* inside, the process is `agent` (uid/gid 1000) in new user, PID, IPC, UTS and cgroup
+  namespaces with every capability dropped, `--die-with-parent` and `--new-session`;
+* the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
+  over it), home and tmp are private folders (a fresh pair per session, and a fresh empty pair
+  for verify and for the oracle: `fresh_scratch`), `/run` is a tmpfs, and only system folders
+  are visible, read-only — never the host root, home or results; `/etc/passwd` and
+  `/etc/group` are synthetic; the root itself is remounted read-only;
+* `verify` and the oracle add a read-only workspace and no network.
+
+The environment is built from scratch; the model key is added by the caller for the CLI process
+only, and nothing the CLI starts on its own inherits it from a file the agent wrote:
+
+* Claude Code runs every Bash tool command through the shell-prefix wrapper
+  (`CLAUDE_CODE_SHELL_PREFIX`), which clears the environment and starts the command in a nested
+  Bubblewrap with its own PID namespace and `/proc`, no network, and the CLI's settings and state
+  (`~/.claude`, `~/.claude.json`, `/workspace/.claude`) read-only;
+* the CLI also runs `git` itself (status, log, config at start-up) with its own environment. It
+  finds git on PATH, and `/opt/claude/git` comes first: a wrapper that starts the real git the
+  same way (empty environment, nested sandbox, no network, own `/proc`) with hooks and fsmonitor
+  off, so whatever a session planted in the clone's `.git` (hooks, fsmonitor, filters, pager,
+  external diff) runs, if at all, without the key, without the network and without sight of the
+  CLI's process;
+* the CLI's shell snapshot (made at a session's first Bash call) runs a login bash with the
+  CLI's environment, sourcing the home's dotfiles: the shell start-up files
+  (`SHELL_STARTUP_FILES`) are empty and read-only in every sandbox, and every session gets a
+  fresh home, so no session sources a file an earlier session or its own commands wrote.
+
+* an arm's MCP servers are started by the CLI through `mcp_server_argv`: `env -i`, then a nested
+  Bubblewrap of their own (own user and PID namespace and `/proc`, no capabilities, `--clearenv`
+  plus the server's allow list, no network unless the arm allows it, no home, the system trees,
+  the server's read-only mounts and the workspace read-only unless the arm says otherwise). The
+  mounts are bound read-only into the session's sandbox at the same paths first; trees every
+  uid can read are bound as they are (`share_read_only`), others are copied.
+
+So a command the agent writes can neither read the CLI's environment or memory, nor reach any
+socket, nor plant a settings file whose `env` would send the key elsewhere. The CLI's own file
+tools are held back by the deny rules of `claude_settings`.
+
+The harness's own git after a session (`harness_git`) never reads the clone's `.git`: it uses a
+harness-owned copy of the repository made before the first session, outside the workspace,
+with a harness-written config, on a read-only workspace without network.
+
+The `none` backend runs on the host (for machines without user namespaces); it contains nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypedDict, Unpack
+
+from skillbench.base.errors import SkillbenchError
+from skillbench.base.process import run_managed
+
+SANDBOX_WORKSPACE = "/workspace"
+SANDBOX_HOME = "/home/agent"
+SANDBOX_TMP = "/tmp"
+SANDBOX_TOOLS = "/opt/claude"
+SANDBOX_CLAUDE = f"{SANDBOX_TOOLS}/claude"
+SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
+SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
+SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
+# Where the harness-owned git directory appears to the harness's own git runs (never to a session).
+SANDBOX_HARNESS_GIT = "/run/skillbench-git"
+SANDBOX_PATH = f"{SANDBOX_TOOLS}:/usr/local/bin:/usr/bin:/bin"
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+SANDBOX_HOSTNAME = "skillbench"
+# The host uid/gid the preflight runs as when the harness itself is root. Nothing on the host should
+# own files under these ids; every file a sandbox creates lives in a cell's private root.
+UNPRIVILEGED_HOST_ID = 65432
+# Each Sandbox takes its own host id from this range (see allocate_host_id), so RLIMIT_NPROC,
+# which the kernel counts per uid, bounds one cell and not all of them together.
+HOST_ID_BASE = 200_000
+HOST_ID_SLOTS = 4096
+HOST_ID_LOCKS = Path(tempfile.gettempdir()) / "skillbench-host-ids"
+SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_ENTRIES = (
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/python3",
+    "/etc/python3.11",
+)
+SYNTHETIC_PASSWD = (
+    "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"agent:x:{SANDBOX_UID}:{SANDBOX_GID}:agent:{SANDBOX_HOME}:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+)
+SYNTHETIC_GROUP = f"root:x:0:\nagent:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"
+PREFLIGHT_TIMEOUT_S = 10
+BACKENDS = ("bwrap", "none")
+# Tools a session may use without a prompt (the arm's --tools narrows this further).
+ALLOWED_TOOLS = ("Read", "Edit", "Write", "Bash", "Skill")
+DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
+# Host-owned sandbox paths the CLI's own file tools must not open (the Read/Edit/Write tools run
+# inside the CLI process, which holds the model key).
+PROTECTED_PATHS = ("/proc", "/sys", "/dev")
+
+
+class SandboxError(SkillbenchError, RuntimeError):
+    """The sandbox cannot be built or does not work on this machine."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-sandbox resource limits (config `sandbox.limits`); 0 switches a limit off.
+
+    `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread of the
+    cell, the CLI included); `memory_mb` is RLIMIT_AS of each process the agent starts (not the
+    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write).
+    """
+
+    processes: int = 512
+    memory_mb: int = 8192
+    file_mb: int = 1024
+
+    @classmethod
+    def from_config(cls, section: dict | None) -> SandboxLimits:
+        section = section or {}
+        defaults = cls()
+        return cls(
+            **{name: int(section.get(name, getattr(defaults, name))) for name in ("processes", "memory_mb", "file_mb")}
+        )
+
+    def prlimit_args(self, *, memory: bool, processes: bool = True) -> list[str]:
+        """`prlimit` options for these limits (soft = hard, so the sandbox cannot raise them)."""
+        args = []
+        if processes and self.processes > 0:
+            args.append(f"--nproc={self.processes}")
+        if self.file_mb > 0:
+            args.append(f"--fsize={self.file_mb * 1024 * 1024}")
+        if memory and self.memory_mb > 0:
+            args.append(f"--as={self.memory_mb * 1024 * 1024}")
+        return args
+
+
+def resolve_prlimit() -> str:
+    found = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if not found:
+        raise SandboxError(
+            "prlimit (util-linux) was not found; the sandbox needs it to set resource limits "
+            "(install util-linux, or set every sandbox.limits value to 0)"
+        )
+    return found
+
+
+def resolve_git() -> str:
+    """The real git (never the wrapper a sandbox puts first on its PATH)."""
+    found = shutil.which("git", path="/usr/bin:/bin:/usr/local/bin")
+    if not found:
+        raise SandboxError("git was not found in /usr/bin, /bin or /usr/local/bin; install it (make system does)")
+    return found
+
+
+def allocate_host_id(hint: str) -> tuple[int, int]:
+    """A host uid no other live Sandbox on this machine uses, and the descriptor whose lock holds it.
+
+    The lock (flock on `<HOST_ID_LOCKS>/<uid>`) is released when the descriptor is closed or the
+    process dies, so a crashed cell never keeps its id. The search starts at a slot derived from
+    `hint` (the private root) to keep collisions rare.
+    """
+    HOST_ID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(HOST_ID_LOCKS)
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+        raise SandboxError(f"{HOST_ID_LOCKS} must be a directory owned by the harness user")
+    start = int.from_bytes(hashlib.sha256(hint.encode()).digest()[:4], "big") % HOST_ID_SLOTS
+    for offset in range(HOST_ID_SLOTS):
+        uid = HOST_ID_BASE + (start + offset) % HOST_ID_SLOTS
+        descriptor = os.open(HOST_ID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            continue
+        return uid, descriptor
+    raise SandboxError(f"all {HOST_ID_SLOTS} sandbox host ids are in use")
+
+
+def base_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
+    """The whole environment of a sandboxed process; nothing is inherited from the host."""
+    return {
+        "HOME": home,
+        "USER": "agent",
+        "LOGNAME": "agent",
+        "TMPDIR": tmp,
+        "PATH": path,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "CI": "1",
+        "NO_COLOR": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_TMPDIR": tmp,
+    }
+
+
+def tool_environment(*, home: str, tmp: str, path: str) -> dict[str, str]:
+    """The environment a Bash tool command starts with: the base environment without the CLI's own switches."""
+    return {
+        name: value
+        for name, value in base_environment(home=home, tmp=tmp, path=path).items()
+        if not name.startswith(("CLAUDE_", "DISABLE_"))
+    }
+
+
+# Shell start-up files in the home. The CLI makes its shell snapshot with a login bash that
+# sources them while holding the key: they are bound read-only and empty in every sandbox.
+SHELL_STARTUP_FILES = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".bash_logout",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+)
+# Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
+# runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
+# read-only, and the CLI's own file tools are denied them (see claude_settings).
+CLI_STATE_PATHS = (f"{SANDBOX_HOME}/.claude", f"{SANDBOX_HOME}/.claude.json", f"{SANDBOX_WORKSPACE}/.claude")
+
+
+def namespace_args(*, network: bool, outer: bool = False) -> list[str]:
+    """Bubblewrap's namespace and privilege options, for every sandbox the harness builds.
+
+    Each sandbox runs as `agent` in a new user namespace with its own PID and IPC namespaces, dies
+    with its parent and drops every capability; `network` False adds a network namespace of its
+    own (no network). The `outer` sandbox (a cell's) also gets its own host name, cgroup namespace
+    and terminal session; the sandboxes nested inside it share those with it.
+    """
+    args = [
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_GID),
+        "--unshare-pid",
+        "--unshare-ipc",
+    ]
+    if outer:
+        args += ["--unshare-uts", "--hostname", SANDBOX_HOSTNAME, "--unshare-cgroup-try"]
+    if not network:
+        args.append("--unshare-net")
+    args.append("--die-with-parent")
+    if outer:
+        args.append("--new-session")
+    return [*args, "--cap-drop", "ALL"]
+
+
+def kernel_filesystem_args(tmpfs: str) -> list[str]:
+    """A /proc of the sandbox's own PID namespace, a minimal /dev, and an empty tmpfs at `tmpfs`."""
+    return ["--proc", "/proc", "--dev", "/dev", "--tmpfs", tmpfs]
+
+
+def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
+    """The root (a tmpfs holding the mount points) made read-only, so nothing can be created beside
+    the binds; then the working folder and the command."""
+    return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
+
+
+def nested_namespace_args() -> list[str]:
+    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
+    args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
+    for path in CLI_STATE_PATHS:
+        args += ["--ro-bind-try", path, path]
+    return args
+
+
+def _credential_free_exec(
+    command: str, *, home: str, tmp: str, path: str, nested_bwrap: str | None, prlimit: list[str] | None
+) -> str:
+    """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
+    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given."""
+    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
+    if nested_bwrap:
+        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
+    if prlimit:
+        command = f"{' '.join(prlimit)} -- {command}"
+    return f"exec /usr/bin/env -i {variables} {command}\n"
+
+
+def shell_prefix_script(
+    *, home: str, tmp: str, path: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+) -> str:
+    """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
+
+    So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds. With
+    `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
+    and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
+    The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
+    sandbox shows. `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself
+    does not get.
+    """
+    return (
+        "#!/bin/sh\n"
+        "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
+        'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
+        + _credential_free_exec(
+            '/bin/bash -c "$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
+        )
+    )
+
+
+def git_wrapper_script(
+    *, home: str, tmp: str, path: str, git: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+) -> str:
+    """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
+
+    The CLI runs git itself (status, log, config) with the model key in its environment; a hook,
+    fsmonitor, filter or pager planted in the clone's `.git` would inherit it. This wrapper is
+    first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
+    environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
+    """
+    command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
+    return (
+        "#!/bin/sh\n"
+        "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
+        + _credential_free_exec(command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit)
+    )
+
+
+class McpServerLaunch(TypedDict):
+    """What `mcp_server_argv` needs to know about one MCP server (see there)."""
+
+    command: str
+    args: Sequence[str]
+    env: dict[str, str]
+    mounts: Sequence[str]
+    network: bool
+    workspace: str
+
+
+def mcp_server_argv(
+    *,
+    command: str,
+    args: Sequence[str],
+    env: dict[str, str],
+    mounts: Sequence[str],
+    network: bool,
+    workspace: str,
+    nested_bwrap: str = SANDBOX_BWRAP,
+    prlimit: list[str] | None = None,
+) -> list[str]:
+    """The argv the CLI starts for one stdio MCP server: its own nested Bubblewrap inside the session's sandbox.
+
+    `env -i` first, so not even Bubblewrap (whose /proc/<pid>/environ the server could read) holds the
+    CLI's environment; inside, `--clearenv` plus exactly `env`. Own user, PID and IPC namespaces, every
+    capability dropped, no network unless `network`; the system trees, the server's `mounts` (already
+    bound read-only at the same paths in the session's sandbox) read-only, a private tmpfs /tmp, no
+    home, and the workspace as `workspace` says (`none`, `read-only`, `read-write`).
+    """
+    argv = ["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
+    if prlimit:
+        argv += [*prlimit, "--"]
+    argv += [nested_bwrap, *namespace_args(network=network), "--clearenv"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    # The session's sandbox already shows its synthetic passwd and group at the usual paths.
+    argv += [*system_mount_args(), *account_file_args("/etc/passwd", "/etc/group"), *kernel_filesystem_args("/tmp")]
+    for target in mounts:
+        argv += ["--ro-bind", target, target]
+    if workspace != "none":
+        argv += ["--bind" if workspace == "read-write" else "--ro-bind", SANDBOX_WORKSPACE, SANDBOX_WORKSPACE]
+    return [*argv, *closing_args(chdir=SANDBOX_WORKSPACE if workspace != "none" else "/tmp", argv=[command, *args])]
+
+
+def world_readable_tree(root: Path) -> bool:
+    """Whether any uid can read everything under `root` and reach it (so it can be bound without a copy)."""
+    root = Path(root).absolute()
+    if not all(os.stat(parent).st_mode & stat.S_IXOTH for parent in root.parents):
+        return False
+    info = os.stat(root)
+    if not stat.S_ISDIR(info.st_mode):
+        return bool(info.st_mode & stat.S_IROTH)
+    for directory, _subdirs, files in os.walk(root):
+        if os.stat(directory).st_mode & (stat.S_IROTH | stat.S_IXOTH) != (stat.S_IROTH | stat.S_IXOTH):
+            return False
+        for name in files:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+            if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                return False
+    return True
+
+
+def account_file_args(passwd: str, group: str) -> list[str]:
+    """`passwd` and `group` bound read-only as the sandbox's /etc/passwd and /etc/group."""
+    return ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
+
+
+def system_mount_args() -> list[str]:
+    """Read-only system folders; merged-/usr symlinks are recreated as symlinks."""
+    args: list[str] = []
+    for entry in (*SYSTEM_TREES, *ETC_ENTRIES):
+        if os.path.islink(entry):
+            args += ["--symlink", os.readlink(entry), entry]
+        elif os.path.exists(entry):
+            args += ["--ro-bind", entry, entry]
+    return args
+
+
+def resolve_bwrap(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        raise SandboxError(
+            f"Bubblewrap ({name!r}) was not found; install the Debian package `bubblewrap` "
+            "(make setup does) or set sandbox.backend: none on machines without user namespaces"
+        )
+    return str(Path(found).resolve())
+
+
+def host_identity() -> tuple[int, int]:
+    """The host uid/gid sandboxed processes run as: never root."""
+    if os.geteuid() == 0:
+        return UNPRIVILEGED_HOST_ID, UNPRIVILEGED_HOST_ID
+    return os.geteuid(), os.getegid()
+
+
+def launcher_args(host_id: int | None = None) -> list[str]:
+    """As root, start Bubblewrap as an unprivileged host id with no capabilities at all; otherwise nothing."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if not setpriv:
+        raise SandboxError(
+            "setpriv (util-linux) was not found; the harness runs as root and needs it to start "
+            "the sandbox as an unprivileged user"
+        )
+    uid, gid = (host_id, host_id) if host_id is not None else host_identity()
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={gid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def preflight(bwrap: str) -> None:
+    """Run `true` inside the full namespace set and the nested tool sandbox once; raise if containment fails here."""
+    if not sys.platform.startswith("linux"):
+        raise SandboxError("the bwrap sandbox works only on Linux; set sandbox.backend: none elsewhere")
+    executable = resolve_bwrap(bwrap)
+    resolve_prlimit()
+    resolve_git()
+    argv = [
+        *launcher_args(),
+        executable,
+        *namespace_args(network=False, outer=True),
+        *system_mount_args(),
+        *kernel_filesystem_args("/tmp"),
+        "--ro-bind",
+        executable,
+        SANDBOX_BWRAP,
+        "--",
+        SANDBOX_BWRAP,
+        *nested_namespace_args(),
+        "--",
+        "/bin/true",
+    ]
+    result = run_managed(argv, env={"PATH": "/usr/bin:/bin"}, timeout=PREFLIGHT_TIMEOUT_S, cwd="/")
+    if not result.ok:
+        detail = "; ".join(part for part in (result.stderr_tail.strip()[-1000:], result.detail) if part)
+        raise SandboxError(
+            f"Bubblewrap preflight failed ({result.state}, exit {result.returncode}): {detail}. "
+            f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
+            "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)"
+        )
+
+
+def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
+    """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
+
+    * hooks are off (`disableAllHooks`), bypass mode is disabled;
+    * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
+      web, subagent and notebook tools are denied;
+    * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
+      the model key) may not open /proc, /sys, /dev or ~/.claude, nor write the CLI's settings and
+      state (`CLI_STATE_PATHS`); the CLI resolves symlinks before it applies these rules;
+    * `cli_sandbox=True` (bwrap only) also turns on the CLI's own Bash sandbox as a second layer:
+      writes only to /workspace and /tmp, every network domain denied, no unsandboxed fallback,
+      fail if unavailable. It works inside our Bubblewrap once socat is installed (Claude Code
+      needs bwrap and socat for it), but it is off by default because it changes what the
+      measured agent sees: while each Bash command runs it mounts /dev/null over absent dotfiles
+      (.bashrc, .gitconfig, .mcp.json, .vscode, ...), which show up as untracked entries in
+      /workspace and make `git add -A` fail. The first layer (the shell-prefix's nested
+      Bubblewrap) does not depend on it.
+    """
+    if sandbox_backend not in BACKENDS:
+        raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
+    deny = [*DENIED_TOOLS]
+    settings: dict = {"disableAllHooks": True}
+    if sandbox_backend == "bwrap":
+        for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude"):
+            deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
+        for state in CLI_STATE_PATHS:
+            deny += [f"Edit(/{state})", f"Write(/{state})", f"Edit(/{state}/**)", f"Write(/{state}/**)"]
+        if cli_sandbox:
+            settings["sandbox"] = {
+                "enabled": True,
+                "failIfUnavailable": True,
+                "allowUnsandboxedCommands": False,
+                "autoAllowBashIfSandboxed": True,
+                "network": {
+                    "allowedDomains": [],
+                    "deniedDomains": ["*"],
+                    "allowLocalBinding": False,
+                    "allowAllUnixSockets": False,
+                },
+                "filesystem": {"allowWrite": [SANDBOX_WORKSPACE, SANDBOX_TMP]},
+            }
+    settings["permissions"] = {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"}
+    return json.dumps(settings, separators=(",", ":"), sort_keys=True)
+
+
+def _real_directory(path: Path, label: str) -> Path:
+    path = Path(path).absolute()
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or path.resolve(strict=True) != path:
+        raise SandboxError(f"{label} must be a real directory without symlinks: {path}")
+    return path
+
+
+def _hand_over(root: Path, uid: int, gid: int) -> None:
+    """Give a tree the sandbox's host id (symlinks themselves, never their targets)."""
+    os.lchown(root, uid, gid)
+    for directory, subdirs, files in os.walk(root):
+        for name in subdirs + files:
+            os.lchown(os.path.join(directory, name), uid, gid)
+
+
+@dataclass
+class Sandbox:
+    """One cell's containment: a clone plus a private root holding home, tmp and wrappers.
+
+    `close()` releases the sandbox's host id; a Sandbox that is never closed keeps it until the
+    process ends.
+    """
+
+    backend: str
+    clone: Path
+    private_root: Path
+    bwrap: str = "bwrap"
+    claude_bin: Path | None = None
+    read_only_paths: list[str] = field(default_factory=list)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise SandboxError(f"unknown sandbox backend {self.backend!r}; use one of {BACKENDS}")
+        self.clone = _real_directory(self.clone, "the clone")
+        self.private_root = _real_directory(self.private_root, "the private root")
+        self.home_host = self.private_root / "home"
+        self.tmp_host = self.private_root / "tmp"
+        self.tools_host = self.private_root / "tools"
+        self.mounts_host = self.private_root / "mounts"
+        for folder in (self.home_host, self.tmp_host, self.tools_host, self.mounts_host):
+            folder.mkdir(mode=0o700, exist_ok=True)
+        self.launcher: list[str] = []
+        self._id_lock: int | None = None
+        self.git_executable = resolve_git()
+        if self.backend == "bwrap":
+            self._prepare_bubblewrap()
+        else:
+            self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
+        # with the harness and everything else the user runs.
+        self._limit_processes = bool(self.launcher)
+        wanted = self.backend == "bwrap" and bool(
+            self.limits.prlimit_args(memory=True, processes=self._limit_processes)
+        )
+        self.prlimit = resolve_prlimit() if wanted else None
+        self._write_tools()
+        self._scratch_count = 0
+        self._shared: set[Path] = set()
+        if self.launcher:
+            self._hand_over_private_trees()
+            self._check_cli_is_readable()
+
+    def _prepare_bubblewrap(self) -> None:
+        """The project settings folder, the Bubblewrap executable and (as root) a host id of the sandbox's own."""
+        # Project settings live in <clone>/.claude; it must exist so that tool commands get it
+        # read-only (an empty folder is invisible to git, churn and patches).
+        project_claude = self.clone / ".claude"
+        if project_claude.is_symlink() or (project_claude.exists() and not project_claude.is_dir()):
+            raise SandboxError(f"{project_claude} must be a real directory")
+        project_claude.mkdir(exist_ok=True)
+        self.bwrap = resolve_bwrap(self.bwrap)
+        if os.geteuid() == 0:
+            uid, self._id_lock = allocate_host_id(str(self.private_root))
+            self.launcher = launcher_args(uid)
+            self.host_uid = self.host_gid = uid
+        else:
+            self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+
+    def _write_tools(self) -> None:
+        """The shell-prefix and git wrappers, the synthetic passwd and group, and the empty file, in `tools_host`."""
+        nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
+        inner_limits = self._inner_memory_limit()
+        prefix = self.tools_host / "shell-prefix"
+        prefix.write_text(
+            shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested, prlimit=inner_limits)
+        )
+        prefix.chmod(0o500)
+        git_wrapper = self.tools_host / "git"
+        git_wrapper.write_text(
+            git_wrapper_script(
+                home=self.home,
+                tmp=self.tmp,
+                path=self.path,
+                git=self.git_executable,
+                nested_bwrap=nested,
+                prlimit=inner_limits,
+            )
+        )
+        git_wrapper.chmod(0o500)
+        (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
+        (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
+        (self.tools_host / "empty").write_bytes(b"")
+
+    def _hand_over_private_trees(self) -> None:
+        """Give the private root and the clone to the sandbox's host id (which must be able to reach them)."""
+        for tree in (self.private_root, self.clone):
+            if tree != self.private_root and tree.is_relative_to(self.private_root):
+                continue
+            if not all(self._allows(parent, stat.S_IXOTH) for parent in tree.parents):
+                raise SandboxError(
+                    f"{tree} lies under a folder the sandbox user (host uid {self.host_uid}) "
+                    "cannot enter; put private roots under a world-searchable folder such as /tmp"
+                )
+            _hand_over(tree, self.host_uid, self.host_gid)
+
+    def _check_cli_is_readable(self) -> None:
+        claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
+        if claude is not None and not (
+            all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
+            and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)
+        ):
+            raise SandboxError(
+                f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
+                f"(host uid {self.host_uid}); install it under world-readable folders"
+            )
+
+    def close(self) -> None:
+        """Release the host id (idempotent)."""
+        if self._id_lock is not None:
+            os.close(self._id_lock)
+            self._id_lock = None
+
+    def fresh_scratch(self, name: str) -> tuple[Path, Path]:
+        """Give the next commands a new, empty home and tmp; return their host paths.
+
+        A session's home is writable by its tool commands, and the CLI's start-up shell sources
+        the home's dotfiles with the key in its environment; verify and the oracle must not run
+        anything an earlier process left in a home or tmp either.
+        """
+        self._scratch_count += 1
+        root = self.private_root / "scratch" / f"{self._scratch_count}-{name}"
+        root.mkdir(parents=True, mode=0o700)
+        (root.parent).chmod(0o700)
+        home, tmp = root / "home", root / "tmp"
+        home.mkdir(mode=0o700)
+        tmp.mkdir(mode=0o700)
+        if self.launcher:
+            for path in (root.parent, root, home, tmp):
+                os.lchown(path, self.host_uid, self.host_gid)
+        self.home_host, self.tmp_host = home, tmp
+        return home, tmp
+
+    @property
+    def workspace(self) -> str:
+        return SANDBOX_WORKSPACE if self.backend == "bwrap" else str(self.clone)
+
+    @property
+    def home(self) -> str:
+        return SANDBOX_HOME if self.backend == "bwrap" else str(self.home_host)
+
+    @property
+    def tmp(self) -> str:
+        return SANDBOX_TMP if self.backend == "bwrap" else str(self.tmp_host)
+
+    @property
+    def path(self) -> str:
+        if self.backend == "bwrap":
+            return SANDBOX_PATH
+        host_path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        return f"{self.tools_host}:{host_path}"
+
+    @property
+    def claude(self) -> str:
+        if self.claude_bin is None:
+            raise SandboxError("no Claude Code CLI was given to this sandbox")
+        return SANDBOX_CLAUDE if self.backend == "bwrap" else str(self.claude_bin)
+
+    @property
+    def shell_prefix(self) -> str:
+        return SANDBOX_SHELL_PREFIX if self.backend == "bwrap" else str(self.tools_host / "shell-prefix")
+
+    @property
+    def empty_file(self) -> Path:
+        """A harness-owned empty file, to bind over a workspace file that must not take effect."""
+        return self.tools_host / "empty"
+
+    def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**base_environment(home=self.home, tmp=self.tmp, path=self.path), **(extra or {})}
+
+    def to_sandbox(self, host_path: Path) -> str:
+        """Where a path inside the clone appears to the sandboxed process."""
+        relative = Path(host_path).absolute().relative_to(self.clone)
+        return f"{self.workspace}/{relative.as_posix()}" if str(relative) != "." else self.workspace
+
+    def _allows(self, path: Path, other_bits: int) -> bool:
+        """Whether the sandbox's host id has the permission `other_bits` (given as the "other" bits) on `path`."""
+        info = os.stat(path)
+        if info.st_uid == self.host_uid:
+            bits = other_bits << 6
+        elif info.st_gid == self.host_gid:
+            bits = other_bits << 3
+        else:
+            bits = other_bits
+        return info.st_mode & bits == bits
+
+    def _readable_source(self, host: Path) -> Path:
+        """A host path the sandbox's host id can bind: trees in the private root are handed over, others copied."""
+        host = Path(host).absolute()
+        if not self.launcher:
+            return host
+        if host.is_relative_to(self.private_root):
+            _hand_over(host, self.host_uid, self.host_gid)
+            return host
+        if host in self._shared:
+            return host
+        copy = self.mounts_host / f"{len(os.listdir(self.mounts_host))}-{host.name}"
+        if host.is_dir():
+            shutil.copytree(host, copy, symlinks=True)
+        else:
+            shutil.copy2(host, copy, follow_symlinks=False)
+        _hand_over(copy, self.host_uid, self.host_gid)
+        return copy
+
+    def share_read_only(self, host: Path) -> None:
+        """Let `host` be bound read-only as it is rather than copied, when every uid can read it (an MCP
+        server's SDK or a plugin: trusted, read-only, possibly large)."""
+        host = Path(host).absolute()
+        if host not in self._shared and world_readable_tree(host):
+            self._shared.add(host)
+
+    def mcp_server_argv(self, **server: Unpack[McpServerLaunch]) -> list[str]:
+        """`mcp_server_argv` for this sandbox (the address-space limit included); the `none` backend runs the
+        server on the host with only its environment."""
+        if self.backend == "none":
+            variables = (f"{name}={value}" for name, value in server["env"].items())
+            return ["/usr/bin/env", "-i", *variables, server["command"], *server["args"]]
+        return mcp_server_argv(**server, prlimit=self._inner_memory_limit())
+
+    def _inner_memory_limit(self) -> list[str] | None:
+        """The prlimit call (argv before `--`) that gives a process the agent starts inside the sandbox
+        the address-space limit, or None when there is none."""
+        if self.prlimit and self.limits.memory_mb > 0:
+            return [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
+        return None
+
+    def _limit_prefix(self, memory: bool) -> list[str]:
+        if not self.prlimit:
+            return []
+        args = self.limits.prlimit_args(memory=memory, processes=self._limit_processes)
+        return [self.prlimit, *args, "--"] if args else []
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        read_only_workspace: bool = False,
+        network: bool = True,
+        extra_read_only: Sequence[tuple[Path, str]] = (),
+        extra_writable: Sequence[tuple[Path, str]] = (),
+        limit_memory: bool = False,
+    ) -> list[str]:
+        """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
+
+        `limit_memory` adds the address-space limit (everything but the CLI process itself).
+        """
+        if self.backend == "none":
+            return list(argv)
+        return [
+            *self._limit_prefix(limit_memory),
+            *self.launcher,
+            self.bwrap,
+            *namespace_args(network=network, outer=True),
+            *system_mount_args(),
+            *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
+            *kernel_filesystem_args("/run"),
+            *self._cell_binds(read_only_workspace),
+            *self._skill_root_binds(),
+            *self._extra_binds(extra_read_only, extra_writable),
+            *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
+        ]
+
+    def _cell_binds(self, read_only_workspace: bool) -> list[str]:
+        """The clone, the current home and tmp, the harness's wrappers and CLI, and the empty shell start-up files."""
+        args = [
+            "--ro-bind" if read_only_workspace else "--bind",
+            str(self.clone),
+            SANDBOX_WORKSPACE,
+            "--bind",
+            str(self.home_host),
+            SANDBOX_HOME,
+            "--bind",
+            str(self.tmp_host),
+            SANDBOX_TMP,
+            "--ro-bind",
+            str(self.tools_host / "shell-prefix"),
+            SANDBOX_SHELL_PREFIX,
+            "--ro-bind",
+            str(self.tools_host / "git"),
+            SANDBOX_GIT_WRAPPER,
+            "--ro-bind",
+            self.bwrap,
+            SANDBOX_BWRAP,
+        ]
+        if self.claude_bin is not None:
+            args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
+        for name in SHELL_STARTUP_FILES:
+            args += ["--ro-bind", str(self.empty_file), f"{SANDBOX_HOME}/{name}"]
+        return args
+
+    def _skill_root_binds(self) -> list[str]:
+        """Skill roots stay read-only even while the workspace is writable: a session must not
+        rewrite the skills it is being measured on. (Binds over the workspace, so they come after it.)"""
+        args: list[str] = []
+        for relative in self.read_only_paths:
+            host = self.clone / relative
+            if host.is_dir() and not host.is_symlink():
+                if self.launcher:
+                    _hand_over(host, self.host_uid, self.host_gid)
+                args += ["--ro-bind", str(host), f"{SANDBOX_WORKSPACE}/{relative}"]
+        return args
+
+    def _extra_binds(self, read_only: Sequence[tuple[Path, str]], writable: Sequence[tuple[Path, str]]) -> list[str]:
+        args: list[str] = []
+        for host, target in read_only:
+            args += ["--ro-bind", str(self._readable_source(host)), target]
+        for host, target in writable:
+            args += ["--bind", str(self._readable_source(host)), target]
+        return args
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: dict[str, str] | None = None,
+        read_only_workspace: bool = False,
+        network: bool = True,
+        extra_read_only: Sequence[tuple[Path, str]] = (),
+        extra_writable: Sequence[tuple[Path, str]] = (),
+        limit_memory: bool = True,
+        **kwargs,
+    ):
+        wrapped = self.command(
+            argv,
+            read_only_workspace=read_only_workspace,
+            network=network,
+            extra_read_only=extra_read_only,
+            extra_writable=extra_writable,
+            limit_memory=limit_memory,
+        )
+        cwd = "/" if self.backend == "bwrap" else str(self.clone)
+        return run_managed(
+            wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd, **kwargs
+        )
+
+    def git(self, timeout: float = 120):
+        """A repo.GitRunner for the clone's own repository, before any session ran in it (hooks and filters off)."""
+        from skillbench.execution.repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
+
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+            env = self.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
+            return self.run(
+                [self.git_executable, *SAFE_GIT_CONFIG, *args],
+                timeout=timeout,
+                env=env,
+                capture_stdout_bytes=capture_stdout_bytes,
+            )
+
+        return run
+
+    def harness_git(self, git_dir: Path, timeout: float = 120):
+        """A repo.GitRunner over the clone's work tree with the harness-owned repository `git_dir`.
+
+        Nothing of the clone's `.git` is read (git always skips a `.git` entry in the work tree):
+        no config, attributes file, hooks or index the agent could have written. The workspace is
+        read-only, the network is off, and the home is a path that does not exist, so neither
+        the agent's ~/.gitconfig nor ~/.config/git/attributes is read either.
+        """
+        run_script = self.harness_script(git_dir, timeout)
+
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+            return run_script('exec "$@"', list(args), capture_stdout_bytes=capture_stdout_bytes)
+
+        return run
+
+    def harness_script(self, git_dir: Path, timeout: float = 120):
+        """A repo.ScriptRunner: `/bin/sh -c SCRIPT sh GIT ARGS...` with the harness git environment (harness_git)."""
+        from skillbench.execution.repo import HARNESS_GIT_SETTINGS, SANITIZED_IDENTITY, config_environment
+
+        git_dir = Path(git_dir)
+        location = SANDBOX_HARNESS_GIT if self.backend == "bwrap" else str(git_dir)
+        writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
+
+        def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None):
+            env = self.environment(
+                {
+                    "HOME": "/nonexistent",
+                    "XDG_CONFIG_HOME": "/nonexistent",
+                    "GIT_CONFIG_GLOBAL": "/dev/null",
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "GIT_DIR": location,
+                    "GIT_WORK_TREE": self.workspace,
+                    "GIT_ATTR_NOSYSTEM": "1",
+                    **config_environment(HARNESS_GIT_SETTINGS),
+                    **SANITIZED_IDENTITY,
+                }
+            )
+            return self.run(
+                ["/bin/sh", "-c", script, "sh", self.git_executable, *args],
+                timeout=timeout,
+                env=env,
+                read_only_workspace=True,
+                network=False,
+                extra_writable=writable,
+                capture_stdout_bytes=capture_stdout_bytes,
+            )
+
+        return run

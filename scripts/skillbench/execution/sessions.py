@@ -1,0 +1,1100 @@
+"""Evidence from one headless Claude Code session.
+
+Owns the CLI argv and the one way a session is launched (`launch_session`, for cells and the proposer
+alike), strict parsing of the parent-captured stream-json stdout (the only admissible evidence: files
+under the session's HOME are writable by the agent), the skill-invocation proof, redacted transcript
+persistence, the per-session record and its per-cell sum, the usage fields, the cost cross-check, and
+progress reporting.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from skillbench.base.artifacts import utc_timestamp, write_exclusive
+from skillbench.base.process import ProcessResult, run_managed
+from skillbench.base.records import USAGE_FIELDS
+from skillbench.base.redaction import redact_text, redact_value
+from skillbench.execution import mcp
+from skillbench.execution.sandbox import claude_settings
+
+if TYPE_CHECKING:
+    from skillbench.execution.sandbox import Sandbox
+    from skillbench.execution.scripted_model import ScriptedModel
+
+MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
+TRANSCRIPT_SOURCE = "parent-captured-stream-json"
+EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
+# The scripted model accepts any key; the CLI needs one.
+SCRIPTED_KEY = "skillbench-scripted-offline-key"
+ERROR_TAIL_CHARS = 2000
+
+_TOOL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_PREFIX = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_SKILL_INPUT_FIELDS = ("skill", "command", "name")
+# modelUsage field -> price-table field, USD per million tokens.
+_PRICED_USAGE = (
+    ("inputTokens", "input"),
+    ("outputTokens", "output"),
+    ("cacheCreationInputTokens", "cache_write"),
+    ("cacheReadInputTokens", "cache_read"),
+)
+# Cache writes that live one hour: their price-table field, and the modelUsage count newer CLIs report.
+CACHE_WRITE_1H = "cache_write_1h"
+_ONE_HOUR_USAGE = "cacheCreationEphemeral1hInputTokens"
+
+
+def cli_command(
+    cli: str,
+    *,
+    tools: list[str],
+    disallowed_tools: list[str],
+    model: str,
+    effort: str | None,
+    settings_json: str | None,
+    permission_mode: str | None = "dontAsk",
+    mcp_config: str = EMPTY_MCP_CONFIG,
+    plugin_dirs: Sequence[str] = (),
+    disable_slash_commands: bool = False,
+) -> list[str]:
+    """The headless CLI argv. The prompt always goes on stdin: the variadic flags would swallow a positional.
+
+    `--strict-mcp-config` is always passed, so only the servers of `mcp_config` (which skillbench
+    writes) exist: none from the workspace's `.mcp.json`, the home or a plugin.
+    """
+    argv = [cli, "-p", "--input-format", "text", "--output-format", "stream-json", "--verbose"]
+    if settings_json is not None:
+        argv += ["--settings", settings_json]
+    argv += ["--strict-mcp-config", "--mcp-config", mcp_config]
+    for directory in plugin_dirs:
+        argv += ["--plugin-dir", directory]
+    if disable_slash_commands:
+        argv.append("--disable-slash-commands")
+    joined = ",".join(tools)
+    # --allowedTools only pre-approves; without --tools every built-in tool (subagents, web) stays available.
+    # --tools does not filter MCP tools: a server's tools a session may not use come as disallowed_tools.
+    argv += ["--tools", joined, "--allowedTools", joined]
+    if permission_mode:
+        argv += ["--permission-mode", permission_mode]
+    argv += ["--model", model]
+    if effort:
+        argv += ["--effort", effort]
+    for tool in disallowed_tools:
+        argv += ["--disallowedTools", tool]
+    return argv
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Strict stream parsing
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        # 1e999 parses to inf without ever hitting parse_constant.
+        raise ValueError(f"non-finite number {text}")
+    return number
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            # Last-wins would let one line carry two readings of the same field.
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
+def parse_event_stream(raw: bytes) -> list[dict[str, Any]]:
+    """Every event of a stream-json capture, strictly: UTF-8, one JSON object per non-blank line, finite numbers."""
+    try:
+        text = bytes(raw).decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"event stream is not valid UTF-8 (byte {exc.start})") from exc
+    events: list[dict[str, Any]] = []
+    # Only "\n" separates events: str.splitlines would also split inside strings holding U+2028 or U+0085.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(
+                line, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+            )
+        except ValueError as exc:
+            raise ValueError(f"event stream line {number} is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise ValueError(f"event stream line {number} is nested too deeply") from exc
+        if not isinstance(event, dict):
+            raise ValueError(f"event stream line {number} is not a JSON object")
+        events.append(event)
+    if not events:
+        raise ValueError("event stream contains no events")
+    return events
+
+
+def evidence_window(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The events up to and including the single result event, and that result event."""
+    results = [index for index, event in enumerate(events) if event.get("type") == "result"]
+    if len(results) != 1:
+        raise ValueError(f"expected exactly one result event, found {len(results)}")
+    index = results[0]
+    # Background-task bookkeeping ("system" events) may trail the result; it carries no tool or usage
+    # payload. Anything else after the result could forge evidence.
+    trailing = [event.get("type") for event in events[index + 1 :] if event.get("type") != "system"]
+    if trailing:
+        raise ValueError(f"a {str(trailing[0])[:40]!r} event follows the result event")
+    # Cutting here makes "nothing after the result is evidence" a property of what readers can see.
+    return events[: index + 1], events[index]
+
+
+def _content_blocks(event: dict[str, Any]) -> list[Any]:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
+        content = event.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _tool_name(value: Any) -> str:
+    """A tool name is an identifier; anything else is content and is counted as the generic "tool"."""
+    if isinstance(value, str) and _TOOL_NAME.fullmatch(value.strip()):
+        return value.strip()
+    return "tool"
+
+
+def _skill_identifier(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    token = value.split(maxsplit=1)[0].removeprefix("/")
+    # Plugin skills are requested as "plugin:skill"; the skill is what we benchmark.
+    return token.rsplit(":", 1)[-1] or None
+
+
+def _skill_request_matcher(skill: str) -> Callable[[Any], bool]:
+    """Whether a Skill input field names ``skill``.
+
+    A plugin skill ("plugin:skill") is proved by its qualified name or by its bare name, never by the
+    same skill name of another plugin.
+    """
+    expected = _skill_identifier(skill)
+    if expected is None:
+        raise ValueError(f"expected skill {skill[:80]!r} has no identifier")
+    plugin = skill.strip().rsplit(":", 1)[0] if ":" in skill else None
+
+    def requested(value: Any) -> bool:
+        if _skill_identifier(value) != expected:
+            return False
+        token = value.split(maxsplit=1)[0].removeprefix("/")
+        return plugin is None or ":" not in token or token.rsplit(":", 1)[0] == plugin
+
+    return requested
+
+
+def _block_id(block: dict[str, Any], key: str, index: int) -> str:
+    tool_id = block.get(key)
+    if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
+        raise ValueError(f"{block.get('type')} in event {index + 1} has no well-formed {key}")
+    return tool_id
+
+
+def _is_skill_request(block: dict[str, Any], requested: Callable[[Any], bool]) -> bool:
+    name = block.get("name")
+    arguments = block.get("input")
+    return (
+        isinstance(name, str)
+        and name.casefold() == "skill"
+        and isinstance(arguments, dict)
+        and any(requested(arguments.get(field)) for field in _SKILL_INPUT_FIELDS)
+    )
+
+
+def _result_is_error(block: dict[str, Any], tool_id: str) -> bool:
+    is_error = block.get("is_error")
+    if is_error not in (None, False, True):
+        raise ValueError(f"tool_result for {tool_id} has a non-boolean is_error")
+    return is_error is True
+
+
+def _tool_exchanges(
+    events: list[dict[str, Any]], requested: Callable[[Any], bool]
+) -> tuple[dict[str, tuple[int, bool]], dict[str, tuple[int, bool]]]:
+    """Tool requests as id -> (event index, is a matching Skill request); results as id -> (event index, is_error)."""
+    requests: dict[str, tuple[int, bool]] = {}
+    results: dict[str, tuple[int, bool]] = {}
+    for index, event in enumerate(events):
+        for block in _content_blocks(event):
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                tool_id = _block_id(block, "id", index)
+                if tool_id in requests:
+                    raise ValueError(f"duplicate tool_use id {tool_id}")
+                requests[tool_id] = (index, _is_skill_request(block, requested))
+            elif block.get("type") == "tool_result":
+                tool_id = _block_id(block, "tool_use_id", index)
+                if tool_id in results:
+                    raise ValueError(f"duplicate tool_result for {tool_id}")
+                results[tool_id] = (index, _result_is_error(block, tool_id))
+    return requests, results
+
+
+def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
+    """Whether a Skill request for ``skill`` got a later successful tool result.
+
+    False when no such request exists; ValueError when the stream is ambiguous (bad or duplicate ids, a
+    matching request without a result, or a result that does not follow its request).
+    """
+    requests, results = _tool_exchanges(events, _skill_request_matcher(skill))
+    succeeded = False
+    for tool_id, (request_index, matched) in requests.items():
+        if not matched:
+            continue
+        if tool_id not in results:
+            raise ValueError(f"Skill request {tool_id} has no tool_result")
+        result_index, is_error = results[tool_id]
+        if result_index <= request_index:
+            raise ValueError(f"the tool_result for Skill request {tool_id} does not follow it")
+        succeeded = succeeded or not is_error
+    return succeeded
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Costs
+
+
+def _nonnegative(raw: Any) -> float | None:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        return None
+    if not math.isfinite(raw) or raw < 0:
+        return None
+    return float(raw)
+
+
+def measured_cost(raw: Any) -> float | None:
+    """A reported cost as a finite non-negative float; None when unmeasured (never a fake 0.0)."""
+    return _nonnegative(raw)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def price_rates(price: Any) -> dict[str, float] | None:
+    """A model's price-table entry as price field -> USD per million tokens; None when a price is missing or bad.
+
+    `cache_write` is the 5-minute cache write. A table without `cache_write_1h` (configs from before
+    the field existed) gets Anthropic's 1-hour rate, twice `input`.
+    """
+    if not isinstance(price, dict):
+        return None
+    rates = {field: _nonnegative(price.get(field)) for _usage_field, field in _PRICED_USAGE}
+    if CACHE_WRITE_1H in price:
+        rates[CACHE_WRITE_1H] = _nonnegative(price[CACHE_WRITE_1H])
+    else:
+        input_rate = rates["input"]
+        rates[CACHE_WRITE_1H] = None if input_rate is None else 2 * input_rate
+    valid = {field: rate for field, rate in rates.items() if rate is not None}
+    return valid if len(valid) == len(rates) else None
+
+
+def main_loop_one_hour_writes(result_usage: Any) -> int | None:
+    """1-hour cache writes of the main loop, from the result's ``usage.cache_creation``; 0 when not reported.
+
+    None when the split is there but malformed.
+    """
+    if not isinstance(result_usage, dict) or result_usage.get("cache_creation") is None:
+        return 0
+    split = result_usage["cache_creation"]
+    if not isinstance(split, dict):
+        return None
+    one_hour = split.get("ephemeral_1h_input_tokens")
+    return 0 if one_hour is None else _count(one_hour)
+
+
+def _model_cost(usage: Any, price: Any, main_loop_one_hour: int) -> float | None:
+    """One model's cost; its 1-hour cache writes come from its own usage when reported, else `main_loop_one_hour`."""
+    rates = price_rates(price)
+    if not isinstance(usage, dict) or rates is None:
+        return None
+    tokens = {field: _count(usage.get(usage_field)) for usage_field, field in _PRICED_USAGE}
+    one_hour = _count(usage[_ONE_HOUR_USAGE]) if _ONE_HOUR_USAGE in usage else main_loop_one_hour
+    written = tokens["cache_write"]
+    if written is None or one_hour is None or one_hour > written:
+        return None
+    # The 1-hour writes are counted inside cacheCreationInputTokens; the rest live five minutes (or
+    # did not say, which the CLI prices as five minutes too).
+    tokens["cache_write"], tokens[CACHE_WRITE_1H] = written - one_hour, one_hour
+    cost = 0.0
+    for field, count in tokens.items():
+        if count is None:
+            return None
+        cost += count * rates[field] / 1_000_000
+    return cost
+
+
+def recompute_cost(
+    model_usage: dict[str, Any], prices: dict[str, Any], *, result_usage: Any = None, main_model: Any = None
+) -> float | None:
+    """Cost in USD from the result's ``modelUsage`` and a per-model price table in USD per million tokens.
+
+    Cache writes that live one hour are priced at `cache_write_1h`, the others at `cache_write`. A
+    model's 1-hour count is its ``cacheCreationEphemeral1hInputTokens`` (newer CLIs); older CLIs
+    report the split only in the result's ``usage`` (`result_usage`), which covers the main loop,
+    so that count goes to `main_model` (the session's model; needed only when ``modelUsage`` names
+    several). Without a split every cache write is priced as five-minute.
+
+    None when a model has no price, a token count or price is missing or malformed, or a reported
+    split cannot be placed.
+    """
+    if not isinstance(model_usage, dict) or not isinstance(prices, dict):
+        return None
+    main_loop_one_hour = main_loop_one_hour_writes(result_usage)
+    if main_loop_one_hour is None:
+        return None
+    if main_model not in model_usage:
+        main_model = next(iter(model_usage)) if len(model_usage) == 1 else None
+    if main_loop_one_hour and main_model is None:
+        return None
+    total = 0.0
+    for model, usage in model_usage.items():
+        cost = _model_cost(usage, prices.get(model), main_loop_one_hour if model == main_model else 0)
+        if cost is None:
+            return None
+        total += cost
+    # Float noise below a nano-dollar would only make equal figures look different.
+    return round(total, 10)
+
+
+def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+    """The row's `cost_check`: the CLI's reported cost of a cell against the one recomputed from its token usage.
+
+    `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured.
+    """
+    reported, recomputed = summed.get("cost_usd"), summed.get("recomputed_cost_usd")
+    agrees = difference = None
+    if reported is not None and recomputed is not None:
+        difference = (
+            0.0
+            if recomputed == reported == 0
+            else round(100 * abs(reported - recomputed) / max(recomputed, reported), 3)
+        )
+        agrees = difference <= prices["tolerance_pct"]
+    return {
+        "price_table": prices["table"],
+        "recomputed_usd": recomputed,
+        "agrees": agrees,
+        "difference_pct": difference,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Transcripts
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def persist_transcript(
+    raw: bytes, *, directory: Path, prefix: str, session_id: Any, secrets: Sequence[str]
+) -> dict[str, Any]:
+    """Write the redacted, canonical event stream once as ``<directory>/<prefix>-<session_id>.jsonl``.
+
+    ``directory`` is the run folder's ``transcripts`` directory; the returned path is relative to the
+    run folder.
+    """
+    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        raise ValueError(f"unsafe transcript prefix {_short(prefix)}")
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise ValueError(f"unsafe session id {_short(session_id)}")
+    directory = Path(directory)
+    if directory.name != "transcripts":
+        raise ValueError(f"transcript directory must be <run folder>/transcripts, not {directory}")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    mode = directory.lstat().st_mode
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        raise ValueError(f"transcript directory is not a real directory: {directory}")
+    directory.chmod(0o700)
+
+    # Re-parsing proves the artifact is the complete structured stream, not arbitrary captured bytes.
+    events = parse_event_stream(raw)
+    try:
+        lines = [
+            json.dumps(
+                redact_value(event, secrets), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
+            for event in events
+        ]
+    except RecursionError as exc:
+        raise ValueError("event stream is nested too deeply to redact") from exc
+    payload = "".join(line + "\n" for line in lines).encode("utf-8")
+    if len(payload) > MAX_TRANSCRIPT_BYTES:
+        raise ValueError(f"redacted transcript is {len(payload)} bytes, over the {MAX_TRANSCRIPT_BYTES} limit")
+    parse_event_stream(payload)
+
+    name = f"{prefix}-{session_id}.jsonl"
+    path = directory / name
+    write_exclusive(path, payload, 0o600)
+    return {
+        "path": f"transcripts/{name}",
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "bytes": len(payload),
+        "source": TRANSCRIPT_SOURCE,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Session records
+
+
+def _redact_stream_tail(text: str, secrets: Sequence[str]) -> str:
+    """Redact a stdout tail line by line, structurally where a line is a whole JSON object."""
+    out = []
+    for line in text.split("\n"):
+        try:
+            out.append(json.dumps(redact_value(json.loads(line), secrets), ensure_ascii=False))
+        except (ValueError, RecursionError):
+            out.append(redact_text(line, secrets))
+    return "\n".join(out)
+
+
+def _read_evidence(result: ProcessResult) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
+    """(evidence window, result event, None), or ([], {}, why the captured stream is no evidence)."""
+    try:
+        if result.stdout_capture is None:
+            raise ValueError("the parent did not capture the session's stdout")
+        if result.stdout_capture_overflow:
+            raise ValueError(f"captured event stream exceeds {MAX_TRANSCRIPT_BYTES} bytes")
+        window, data = evidence_window(parse_event_stream(result.stdout_capture))
+    except ValueError as exc:
+        return [], {}, str(exc)
+    return window, data, None
+
+
+def _usage_counts(data: dict[str, Any]) -> dict[str, int | None]:
+    usage = data.get("usage")
+    return {field: _count(usage.get(field)) if isinstance(usage, dict) else None for field in USAGE_FIELDS}
+
+
+def _failure_reasons(
+    result: ProcessResult, data: dict[str, Any], stream_error: str | None, counts: dict[str, int | None]
+) -> list[str]:
+    """Why the session failed; empty when it did not."""
+    raw_subtype = data.get("subtype")
+    reasons = []
+    if not result.ok:
+        reasons.append(f"process {result.state} (returncode {result.returncode})")
+    if stream_error is not None:
+        reasons.append(f"event stream: {stream_error}")
+    if data.get("is_error", False):
+        reasons.append("result is_error")
+    if isinstance(raw_subtype, str) and raw_subtype.startswith("error"):
+        reasons.append(f"result subtype {raw_subtype[:80]}")
+    if stream_error is None:
+        reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
+    return reasons
+
+
+def _failure_detail(
+    result: ProcessResult, data: dict[str, Any], stream_error: str | None, reasons: list[str], secrets: Sequence[str]
+) -> dict[str, Any]:
+    raw_subtype = data.get("subtype")
+    subtype = raw_subtype if raw_subtype is None or isinstance(raw_subtype, str) else _short(raw_subtype)
+    return redact_value(
+        {
+            "subtype": subtype,
+            "returncode": result.returncode,
+            "process_state": result.state,
+            "stderr_tail": result.stderr_tail[-ERROR_TAIL_CHARS:],
+            # A session can fail with an empty stderr; the stream tail is then the only clue.
+            "stdout_tail": _redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
+            "process_detail": result.detail,
+            "event_stream_error": stream_error,
+            "reasons": reasons,
+        },
+        secrets,
+    )
+
+
+def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
+    """How often the session requested each tool (a name that is not an identifier counts as "tool")."""
+    counts: dict[str, int] = {}
+    for event in window:
+        for block in _content_blocks(event):
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                name = _tool_name(block.get("name"))
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _session_model(window: list[dict[str, Any]]) -> Any:
+    """The model `system/init` names: the main loop's, whose cache-write split the result's usage reports."""
+    for event in window:
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            return event.get("model")
+    return None
+
+
+def _recomputed_cost(window: list[dict[str, Any]], data: dict[str, Any], prices: dict[str, Any] | None) -> float | None:
+    model_usage = data.get("modelUsage")
+    if prices is None or not isinstance(model_usage, dict):
+        return None
+    return recompute_cost(model_usage, prices, result_usage=data.get("usage"), main_model=_session_model(window))
+
+
+def _mark_mcp_failure(record: dict[str, Any], mcp_failed: dict[str, str]) -> None:
+    if mcp_failed and record["error_kind"] != "cancelled":
+        # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
+        listed = ", ".join(f"{name} ({status})" for name, status in mcp_failed.items())
+        record.update(
+            ok=False,
+            error_kind="infra-error",
+            error_detail=f"MCP server(s) did not start: {listed}; see the cell log for their stderr",
+        )
+
+
+def _gather_evidence(
+    record: dict[str, Any],
+    result: ProcessResult,
+    window: list[dict[str, Any]],
+    *,
+    session_id: Any,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+) -> list[str]:
+    """Prove the skill invocation and keep the transcript, into `record`; return what could not be verified."""
+    diagnostics: list[str] = []
+    if expected_skill is not None:
+        try:
+            record["skill_invoked"] = skill_was_invoked(window, expected_skill)
+        except ValueError as exc:
+            record["skill_invoked"] = None
+            diagnostics.append(f"unverifiable skill evidence: {exc}")
+    if transcript_dir is not None:
+        try:
+            record["transcript_artifact"] = persist_transcript(
+                result.stdout_capture or b"",
+                directory=transcript_dir,
+                prefix=transcript_prefix,
+                session_id=session_id,
+                secrets=secrets,
+            )
+        except (OSError, ValueError) as exc:
+            diagnostics.append(f"unverifiable transcript persistence: {exc}")
+    return diagnostics
+
+
+def _judge_evidence(
+    record: dict[str, Any],
+    diagnostics: list[str],
+    *,
+    expected_skill: str | None,
+    already_failed: bool,
+    secrets: Sequence[str],
+) -> None:
+    """Fail a session that did not invoke its skill or whose evidence is unverified.
+
+    A session that `already_failed` (its own error, or an MCP server that never started) keeps that
+    verdict; what is wrong with its evidence only becomes a diagnostic.
+    """
+    if expected_skill is not None:
+        record.setdefault("skill_invoked", None)
+        if record["skill_invoked"] is False:
+            detail = f"the event stream shows no successful {expected_skill} invocation"
+            if already_failed:
+                diagnostics.append(detail)
+            elif not diagnostics:
+                record.update(ok=False, error_kind="skill-not-invoked", error_detail=redact_text(detail, secrets))
+    if diagnostics:
+        diagnostics = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
+        record["transcript_missing"] = True
+        record["evidence_diagnostics"] = diagnostics
+        if not already_failed:
+            record.update(ok=False, error_kind="evidence-unverified", error_detail="; ".join(diagnostics))
+
+
+def session_record(
+    result: ProcessResult,
+    *,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+    prices: dict[str, Any] | None,
+    started_at: str,
+    finished_at: str,
+    mcp_servers: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The record of one session, from its process outcome and parent-captured stdout.
+
+    With `mcp_servers`, the record counts each server's tool uses and semantic errors, and a server
+    that `system/init` does not show as connected makes the session an `infra-error` (the harness's,
+    excluded) whose `mcp_failed` names it.
+    """
+    window, data, stream_error = _read_evidence(result)
+    counts = _usage_counts(data)
+    reasons = _failure_reasons(result, data, stream_error, counts)
+    session_error = bool(reasons)
+    mcp_uses, mcp_errors = mcp.mcp_counts(window, list(mcp_servers))
+    mcp_failed = mcp.failed_servers(window, list(mcp_servers)) if stream_error is None else {}
+    milliseconds = _nonnegative(data.get("duration_ms"))
+    session_id = data.get("session_id")
+    record: dict[str, Any] = {
+        "ok": not session_error,
+        "error_kind": "cancelled" if result.state == "cancelled" else ("session-error" if session_error else None),
+        "error_detail": _failure_detail(result, data, stream_error, reasons, secrets) if session_error else None,
+        "session_id": session_id if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) else None,
+        "num_turns": _count(data.get("num_turns")) or 0,
+        "cost_usd": measured_cost(data.get("total_cost_usd")),
+        "recomputed_cost_usd": _recomputed_cost(window, data, prices),
+        "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
+        "tool_use_counts": tool_use_counts(window),
+        "mcp_tool_uses": mcp_uses,
+        "mcp_semantic_errors": mcp_errors,
+        "mcp_failed": mcp_failed,
+        **{field: value or 0 for field, value in counts.items()},
+        "transcript_missing": False,
+        "evidence_diagnostics": [],
+        "started_at": started_at,
+        "finished_at": finished_at,
+    }
+    _mark_mcp_failure(record, mcp_failed)
+    if expected_skill is None and transcript_dir is None:
+        return record
+    if stream_error is not None:
+        diagnostics = [f"unverifiable event stream: {stream_error}"]
+    else:
+        diagnostics = _gather_evidence(
+            record,
+            result,
+            window,
+            session_id=session_id,
+            expected_skill=expected_skill,
+            transcript_dir=transcript_dir,
+            transcript_prefix=transcript_prefix,
+            secrets=secrets,
+        )
+    _judge_evidence(
+        record,
+        diagnostics,
+        expected_skill=expected_skill,
+        already_failed=session_error or bool(mcp_failed),
+        secrets=secrets,
+    )
+    return record
+
+
+def _utc_now() -> str:
+    return utc_timestamp()
+
+
+def run_session(
+    argv: list[str],
+    *,
+    prompt: str,
+    env: dict[str, str],
+    cwd: str | None,
+    timeout: float,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+    prices: dict[str, Any] | None,
+    progress: SessionProgress | None = None,
+    mcp_servers: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run one headless session (prompt on stdin, stdout captured as evidence) and return its record."""
+    started_at = _utc_now()
+    outcome = run_managed(
+        argv,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin_data=prompt.encode("utf-8"),
+        capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
+        stdout_observer=progress.observe if progress is not None else None,
+    )
+    return session_record(
+        outcome,
+        expected_skill=expected_skill,
+        transcript_dir=transcript_dir,
+        transcript_prefix=transcript_prefix,
+        secrets=secrets,
+        prices=prices,
+        started_at=started_at,
+        finished_at=_utc_now(),
+        mcp_servers=mcp_servers,
+    )
+
+
+@dataclass(frozen=True)
+class SessionSurface:
+    """What a session can reach: its tools, MCP servers and plugins, and the binds and environment they need."""
+
+    tools: list[str]
+    disallowed_tools: list[str]
+    mcp_config: str = EMPTY_MCP_CONFIG
+    mcp_servers: list[str] = dataclasses.field(default_factory=list)
+    plugin_dirs: list[str] = dataclasses.field(default_factory=list)
+    disable_slash_commands: bool = False
+    # (host path, path in the sandbox), bound read-only into the session's sandbox.
+    binds: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) -> dict[str, str]:
+    """The CLI's environment in `sandbox`: the model endpoint and key, and the shell prefix its Bash tool runs under."""
+    extra = {"ANTHROPIC_API_KEY": api_key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
+    if base_url:
+        extra["ANTHROPIC_BASE_URL"] = base_url
+    return sandbox.environment(extra)
+
+
+def _model_endpoint(
+    stack: ExitStack, model: dict[str, Any], api_key: str | None, scripted_model: Callable[[], ScriptedModel]
+) -> tuple[str | None, str]:
+    """(base URL, API key) of the session's model: a scripted model started on `stack`, or the configured API."""
+    if model["provider"] == "scripted":
+        server = stack.enter_context(scripted_model())
+        return server.base_url, api_key or SCRIPTED_KEY
+    if not api_key:
+        raise ValueError(f"model.provider {model['provider']} needs an API key and none was given")
+    return model["base_url"], api_key
+
+
+def launch_session(
+    sandbox: Sandbox,
+    surface: SessionSurface,
+    *,
+    label: str,
+    prompt: str,
+    model: str,
+    config: dict[str, Any],
+    api_key: str | None,
+    scripted_model: Callable[[], ScriptedModel],
+    transcript_dir: Path,
+    transcript_prefix: str,
+    log: TextIO | None,
+    expected_skill: str | None = None,
+) -> dict[str, Any]:
+    """Run one headless Claude Code session of `model` in `sandbox` and return its record (`session_record`).
+
+    The model endpoint is the scripted model `scripted_model()` builds, for `model.provider: scripted`,
+    or the configured API; `label` names the session in the progress lines written to `log`.
+    """
+    argv = cli_command(
+        sandbox.claude,
+        tools=surface.tools,
+        disallowed_tools=surface.disallowed_tools,
+        model=model,
+        effort=config["model"]["effort"],
+        settings_json=claude_settings(sandbox_backend=sandbox.backend),
+        mcp_config=surface.mcp_config,
+        plugin_dirs=surface.plugin_dirs,
+        disable_slash_commands=surface.disable_slash_commands,
+    )
+    secrets = [api_key] if api_key else []
+    with ExitStack() as stack:
+        base_url, key = _model_endpoint(stack, config["model"], api_key, scripted_model)
+        progress = stack.enter_context(
+            SessionProgress(label, stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"])
+        )
+        return run_session(
+            sandbox.command(argv, extra_read_only=surface.binds),
+            prompt=prompt,
+            env={**session_environment(sandbox, base_url, key), **surface.extra_env},
+            cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
+            timeout=config["agent"]["session_timeout_s"],
+            expected_skill=expected_skill,
+            transcript_dir=transcript_dir,
+            transcript_prefix=transcript_prefix,
+            secrets=secrets,
+            prices=config["agent"]["prices"]["usd_per_mtok"],
+            progress=progress,
+            mcp_servers=surface.mcp_servers,
+        )
+
+
+def _sum_costs(values: list[Any]) -> float | None:
+    # One unmeasured session makes the cell unmeasured: a partial sum would look cheaper than it was.
+    if any(value is None for value in values):
+        return None
+    return round(sum(values), 4)
+
+
+def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the session records of one cell."""
+    if not records:
+        raise ValueError("sum_sessions needs at least one session record")
+    total: dict[str, Any] = {field: sum(record[field] for record in records) for field in USAGE_FIELDS}
+    total["cost_usd"] = _sum_costs([record["cost_usd"] for record in records])
+    total["recomputed_cost_usd"] = _sum_costs([record.get("recomputed_cost_usd") for record in records])
+    total["duration_s"] = round(sum(record["duration_s"] for record in records), 1)
+    total["num_turns"] = sum(record["num_turns"] for record in records)
+    total["ok"] = all(record["ok"] for record in records)
+    total["session_ids"] = [record.get("session_id") for record in records]
+    failed = [record for record in records if record.get("error_kind")]
+    details = [record["error_detail"] for record in records if record.get("error_detail")]
+    total["error_kind"] = failed[0]["error_kind"] if failed else None
+    # Kind and detail come from the same session so the detail explains the kind.
+    total["error_detail"] = (failed[0].get("error_detail") if failed else None) or (details[0] if details else None)
+    invoked = [record["skill_invoked"] for record in records if "skill_invoked" in record]
+    if False in invoked:
+        total["skill_invoked"] = False
+    elif None in invoked or not invoked:
+        total["skill_invoked"] = None
+    else:
+        total["skill_invoked"] = True
+    total["transcript_missing"] = any(record.get("transcript_missing", False) for record in records)
+    total["transcript_artifacts"] = [
+        record["transcript_artifact"] for record in records if "transcript_artifact" in record
+    ]
+    total["evidence_diagnostics"] = [item for record in records for item in record.get("evidence_diagnostics", [])]
+    tool_use_counts: dict[str, int] = {}
+    for record in records:
+        for name, count in record.get("tool_use_counts", {}).items():
+            tool_use_counts[name] = tool_use_counts.get(name, 0) + int(count)
+    total["tool_use_counts"] = tool_use_counts
+    for field in ("mcp_tool_uses", "mcp_semantic_errors"):
+        summed: dict[str, int] = {}
+        for record in records:
+            for name, count in record.get(field, {}).items():
+                summed[name] = summed.get(name, 0) + int(count)
+        total[field] = summed
+    return total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Progress
+
+
+MAX_PROGRESS_LINE_BYTES = 1024 * 1024
+MAX_PENDING = 256
+MAX_PREVIEW_CHARS = 800
+_PREVIEWED_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob"})
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def _neutralize(text: str) -> str:
+    # A CI runner treats a line starting with "::" as a workflow command.
+    return "\n".join("[:]" + line[2:] if line.startswith("::") else line for line in text.split("\n"))
+
+
+def _preview(value: Any, secrets: Sequence[str]) -> str:
+    try:
+        value = redact_value(value, secrets)
+    except ValueError:
+        value = str(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = json.dumps(str(value), ensure_ascii=False)
+    text = redact_text(text, secrets).translate(_LINE_BREAKS)
+    if len(text) <= MAX_PREVIEW_CHARS:
+        return text
+    return f"{text[:MAX_PREVIEW_CHARS]}…[truncated {len(text) - MAX_PREVIEW_CHARS} chars]"
+
+
+def _small_int(value: Any) -> str:
+    return str(value) if _count(value) is not None else "?"
+
+
+class SessionProgress:
+    """Live, redacted metadata about a running session: turns, tool calls, retries, and a heartbeat.
+
+    Model prose is never logged; tool inputs/results of a few read-only tools are shown as bounded,
+    redacted previews. `observe` runs on the stdout reader thread, so it only queues messages; the
+    heartbeat thread (and exit) prints them.
+    """
+
+    def __init__(
+        self, label: str, stream: TextIO | None = None, secrets: Sequence[str] = (), heartbeat_s: float = 60.0
+    ) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stdout
+        self.secrets = tuple(secret for secret in secrets if secret)
+        self.heartbeat_s = heartbeat_s
+        self._lock = threading.Lock()
+        self._buffer = bytearray()
+        self._skipping = False
+        self._started = time.monotonic()
+        self._last_spoke = self._started
+        self.events = 0
+        self.turns = 0
+        self.tool_calls = 0
+        self.mcp_calls = 0
+        self._last_message_id: Any = None
+        self._pending_tools: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._last_activity = "starting"
+        self._queue: collections.deque[str] = collections.deque(maxlen=MAX_PENDING)
+        self._dropped = 0
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> SessionProgress:
+        with self._lock:
+            self._say(f"started (heartbeat every {self.heartbeat_s:g}s)")
+        self._thread = threading.Thread(target=self._heartbeat, name=f"progress-{self.label}", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+        self._flush()
+
+    def _elapsed(self) -> str:
+        seconds = int(time.monotonic() - self._started)
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+
+    def _say(self, message: str) -> None:
+        # Caller holds the lock. Queue only: the reader thread must never block on a slow log pipe.
+        if len(self._queue) == self._queue.maxlen:
+            self._dropped += 1
+        self._queue.append(_neutralize(redact_text(f"[{self.label} {self._elapsed()}] {message}", self.secrets)))
+        self._last_spoke = time.monotonic()
+
+    def _flush(self) -> None:
+        with self._lock:
+            messages = list(self._queue)
+            self._queue.clear()
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            messages.insert(0, f"[{self.label}] ({dropped} progress messages dropped)")
+        try:
+            for message in messages:
+                print(message, file=self.stream, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def _heartbeat(self) -> None:
+        tick = min(1.0, max(self.heartbeat_s / 2, 0.01))
+        while not self._done.wait(tick):
+            with self._lock:
+                if time.monotonic() - self._last_spoke >= self.heartbeat_s:
+                    mcp = f" ({self.mcp_calls} MCP)" if self.mcp_calls else ""
+                    self._say(
+                        f"still running · {self.events} events · {self.turns} turns · "
+                        f"{self.tool_calls} tool calls{mcp} · last: {self._last_activity}"
+                    )
+            self._flush()
+
+    def observe(self, chunk: bytes) -> None:
+        """Consume one stdout chunk. Never raises, never blocks on I/O."""
+        try:
+            with self._lock:
+                self._buffer.extend(chunk)
+                while (newline := self._buffer.find(b"\n")) >= 0:
+                    line = bytes(self._buffer[:newline])
+                    del self._buffer[: newline + 1]
+                    if self._skipping:
+                        self._skipping = False
+                    else:
+                        self._observe_line(line)
+                if len(self._buffer) > MAX_PROGRESS_LINE_BYTES:
+                    # An enormous event cannot be parsed from a bounded buffer; skip to its end.
+                    self._buffer.clear()
+                    self._skipping = True
+        except Exception:
+            pass
+
+    def _observe_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            event = json.loads(line.decode("utf-8", errors="replace"))
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        self.events += 1
+        kind = event.get("type")
+        if kind == "assistant":
+            self._observe_assistant(event)
+        elif kind == "user":
+            self._observe_user(event)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            delay = _nonnegative(event.get("retry_delay_ms"))
+            attempt = f"{_small_int(event.get('attempt'))}/{_small_int(event.get('max_retries'))}"
+            self._last_activity = f"API retry {attempt}"
+            wait = f" in {delay / 1000:.1f}s" if delay is not None else ""
+            self._say(f"API retry {attempt}{wait}: the model endpoint did not answer")
+        elif kind == "system" and event.get("subtype") == "init":
+            self._last_activity = "session init"
+            self._say("session initialized")
+        elif kind == "result":
+            cost = measured_cost(event.get("total_cost_usd"))
+            self._last_activity = "result"
+            status = "error" if event.get("is_error") or str(event.get("subtype")).startswith("error") else "ok"
+            shown = f"${cost:.4f}" if cost is not None else "cost n/a"
+            self._say(f"finished · {_small_int(event.get('num_turns'))} turns · {status} · {shown}")
+
+    def _observe_assistant(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        # The CLI emits one assistant event per content block; blocks of one reply share the message id.
+        if message_id is None or message_id != self._last_message_id:
+            self.turns += 1
+        self._last_message_id = message_id
+        uses = [
+            block for block in _content_blocks(event) if isinstance(block, dict) and block.get("type") == "tool_use"
+        ]
+        if not uses:
+            self._last_activity = "model reply"
+            return
+        names = [_tool_name(block.get("name")) for block in uses]
+        self.tool_calls += len(names)
+        self.mcp_calls += sum(1 for name in names if name.startswith(mcp.MCP_PREFIX))
+        self._last_activity = ", ".join(names[:4])
+        self._say(f"turn {self.turns} · {self._last_activity}")
+        for block, name in zip(uses, names, strict=True):
+            tool_id = block.get("id")
+            if isinstance(tool_id, str) and _TOOL_ID.fullmatch(tool_id):
+                self._pending_tools[tool_id] = name
+                while len(self._pending_tools) > MAX_PENDING:
+                    self._pending_tools.popitem(last=False)
+            if name in _PREVIEWED_TOOLS or name.startswith(mcp.MCP_PREFIX):
+                self._say(f"tool {name} input={_preview(block.get('input'), self.secrets)}")
+
+    def _observe_user(self, event: dict[str, Any]) -> None:
+        for block in _content_blocks(event):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            name = self._pending_tools.pop(tool_id, "tool") if isinstance(tool_id, str) else "tool"
+            status = "error" if block.get("is_error") is True else "ok"
+            if status == "ok" and name.startswith(mcp.MCP_PREFIX) and mcp.is_error_envelope(block.get("content")):
+                status = "error (envelope)"
+            self._last_activity = f"{name} result {status}"
+            if name in _PREVIEWED_TOOLS or name.startswith(mcp.MCP_PREFIX):
+                self._say(f"tool {name} result={status} output={_preview(block.get('content'), self.secrets)}")

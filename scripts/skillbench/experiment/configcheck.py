@@ -1,0 +1,328 @@
+"""Experiment configs and the YAML inputs an author writes: checked when the workflow is parsed, one line per mistake.
+
+This module owns
+* `validate_config`: the config against `schemas/config.schema.json`, filling the schema's defaults in place (as
+  `snakemake.utils.validate(..., set_default=True)` does), with every violation reduced to one line that names the
+  key (`unknown key `run`; did you mean `runs`?`). The full jsonschema report goes to a log file, not the terminal.
+* `read_yaml`: a YAML file as data, with errors that say what is wrong and where (an undefined alias is not
+  "not valid UTF-8").
+* `load_config`: config files merged the way `snakemake --configfile` merges them, then validated.
+* `design_warnings`: an experiment design that can never promote a candidate (say so before any session).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from jsonschema import Draft202012Validator, validators
+
+from skillbench.base.artifacts import ArtifactError, load_schema
+
+CONFIG_KIND = "config"
+MAX_LINES = 6
+
+
+class ConfigError(ArtifactError):
+    """The config is invalid. `str()` is the short message; `detail` is jsonschema's full report."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def _with_defaults(validator_class):
+    """A validator that fills `default` values of `properties` before checking them (jsonschema FAQ pattern).
+
+    Defaults are deep-copied: the schema is cached, and a shared default dict filled in one config would leak into the
+    next one."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in props.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, props, instance, schema)
+
+    return validators.extend(validator_class, {"properties": properties})
+
+
+_DefaultingValidator = _with_defaults(Draft202012Validator)
+
+
+def _key_path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _closest(word: str, choices: list[str]) -> str | None:
+    matches = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if matches:
+        return matches[0]
+    # A prefix (`run` → `runs`, `gen` → `generations`) is the commonest typo and scores low on ratio alone.
+    prefixed = [choice for choice in choices if choice.startswith(word) or word.startswith(choice)]
+    return prefixed[0] if len(prefixed) == 1 else None
+
+
+def _unknown_keys(error: jsonschema.ValidationError) -> list[str] | None:
+    """One line per unexpected key of an `additionalProperties: false` violation, or None for other errors."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return None
+    known = list(error.schema.get("properties", {})) if isinstance(error.schema, Mapping) else []
+    where = _key_path(error.absolute_path)
+    lines = []
+    for key in sorted(set(error.instance) - set(known), key=str):
+        full = f"{where}.{key}" if where else str(key)
+        hint = _closest(str(key), known)
+        suggestion = f"; did you mean `{(where + '.') if where else ''}{hint}`?" if hint else ""
+        valid = f" (valid keys{' under `' + where + '`' if where else ''}: {', '.join(known)})" if not hint else ""
+        lines.append(f"unknown key `{full}`{suggestion}{valid}")
+    return lines
+
+
+def _leaf(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
+    """The most specific sub-error of an anyOf/oneOf failure."""
+    return jsonschema.exceptions.best_match(error.context) if error.context else error
+
+
+def _looks_typed(value: Any) -> bool:
+    """A string that YAML would have read as a number or boolean had it not been forced to text."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return not isinstance(yaml.safe_load(value), str)
+    except yaml.YAMLError:
+        return False
+
+
+def describe(error: jsonschema.ValidationError, what: str = "config") -> list[str]:
+    """jsonschema's error as short lines naming the key, for a user who wrote YAML, not a schema."""
+    unknown = _unknown_keys(error)
+    if unknown is not None:
+        return [f"{what}: {line}" for line in unknown]
+    error = _leaf(error)
+    where = _key_path(error.absolute_path) or "(top level)"
+    line = f"{what}: key `{where}`: {error.message}"
+    expected = error.schema.get("type") if isinstance(error.schema, dict) else None
+    if error.validator == "type" and expected in ("integer", "number", "boolean") and _looks_typed(error.instance):
+        line += (
+            " — a value nested in `--config key={...}` is read as text by Snakemake; put the value in a YAML file "
+            "and pass it with --configfile"
+        )
+    return [line]
+
+
+def schema_problems(
+    document: Any, kind: str, *, fill_defaults: bool = False, what: str | None = None
+) -> tuple[list[str], str]:
+    """(short lines, full report) for every violation of `kind`'s schema; fills defaults in place when asked."""
+    schema = load_schema(kind)
+    validator = (_DefaultingValidator if fill_defaults else Draft202012Validator)(schema)
+    errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    lines: list[str] = []
+    for error in errors:
+        for line in describe(error, what or kind):
+            if line not in lines:
+                lines.append(line)
+    return lines, "\n\n".join(str(error) for error in errors)
+
+
+def validate_config(
+    config: dict[str, Any], *, source: str = "config", log_path: str | Path | None = None, verbose: bool = False
+) -> dict[str, Any]:
+    """Fill the schema's defaults into `config` and check it; raise ConfigError with one line per mistake.
+
+    The full jsonschema report (schema excerpts included) is written to `log_path` when given, and added to the
+    message only when `verbose`."""
+    lines, detail = schema_problems(config, CONFIG_KIND, fill_defaults=True, what=source)
+    if not lines:
+        return config
+    shown = lines[:MAX_LINES]
+    if len(lines) > MAX_LINES:
+        shown.append(f"… and {len(lines) - MAX_LINES} more")
+    if log_path is not None:
+        try:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(log_path).write_text("\n".join(lines) + "\n\n" + detail + "\n", encoding="utf-8")
+            shown.append(f"(the full schema report is in {log_path}; the keys are described in config/README.md)")
+        except OSError:
+            pass
+    if verbose:
+        shown += ["", detail]
+    raise ConfigError("\n".join(shown), detail)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    if isinstance(exc, yaml.composer.ComposerError) and "undefined alias" in problem:
+        return (
+            f"{where}{problem} — an alias `*name` must come after the anchor `&name` it repeats, in the same "
+            "file (anchors and aliases are allowed)"
+        )
+    return f"{where}{context + ': ' if context else ''}{problem}"
+
+
+def read_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
+    """Parse a YAML file (anchors and aliases allowed); raise ArtifactError naming file, line and problem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ArtifactError(f"{path}: {what} does not exist") from exc
+    except OSError as exc:
+        raise ArtifactError(f"{path}: {what} cannot be read: {exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ArtifactError(
+            f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8"
+        ) from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{path}: {what} is not valid YAML: {_yaml_problem(exc)}") from exc
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Snakemake's --configfile merge: mappings merge key by key, everything else (lists too) is replaced."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(*paths: str | Path, log_path: str | Path | None = None) -> dict[str, Any]:
+    """Read config files (later ones merged over earlier ones, as with snakemake --configfile), fill defaults, check."""
+    config: dict[str, Any] = {}
+    for path in map(Path, paths):
+        document = read_yaml(path, what="config file")
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise ConfigError(f"{path}: a config file must hold a mapping of keys at the top level")
+        config = merge(config, document)
+    source = str(paths[-1]) if paths else "config"
+    return validate_config(config, source=source, log_path=log_path)
+
+
+def most_runs(runs: int | dict[str, Any]) -> int:
+    """The most runs per (task, arm) a design can reach: `runs` itself, or a sequential design's `max`."""
+    return runs["max"] if isinstance(runs, dict) else runs
+
+
+def design_warnings(config: dict[str, Any], task_count: int) -> list[str]:
+    """Why this design can never promote a candidate, or promotes only if nothing at all goes wrong (one line each).
+
+    Only generations > 0 are gated; a plain sweep cannot promote by design and gets no warning."""
+    if not config["evolution"]["generations"]:
+        return []
+    gate = config["gate"]
+    warnings = []
+    runs, min_runs = most_runs(config["runs"]), gate["min_runs"]
+    if runs < min_runs:
+        warnings.append(
+            f"runs is {runs} but gate.min_runs is {min_runs}: no candidate can ever be promoted (every task needs "
+            f"{min_runs} valid runs per arm); set runs to at least {min_runs}, or lower gate.min_runs"
+        )
+    ratio = gate["min_gated_task_ratio"]
+    needed = math.ceil(ratio * task_count - 1e-9)
+    # A ratio below 1 reads as "some tasks may fail"; with this few tasks it tolerates none.
+    if task_count and 0 < ratio < 1 and needed >= task_count:
+        warnings.append(
+            f"only {task_count} task(s) selected for gate.min_gated_task_ratio {ratio:g}: every one of them must carry "
+            "quality signal, so a single task that neither arm resolves blocks any promotion; add tasks (or lower "
+            "gate.min_gated_task_ratio)"
+        )
+    return warnings
+
+
+def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> str:
+    """The advice after a run that promoted nothing, matching why: more generations only help a design that can
+    promote at all. `reasons` are the gate's reasons of the last generation."""
+    gate = config["gate"]
+    if most_runs(config["runs"]) < gate["min_runs"]:
+        return (
+            f"With runs: {most_runs(config['runs'])} no candidate can be promoted "
+            f"(gate.min_runs is {gate['min_runs']}), so "
+            f"more generations would not help: set `runs` to at least {gate['min_runs']} (or lower "
+            "`gate.min_runs`) and run again."
+        )
+    text = " ".join(reasons)
+    if "evidence base is too thin" in text or "no task supplied quality signal" in text:
+        return (
+            f"Too few of the {task_count} task(s) carried quality signal (tasks neither arm resolves are not "
+            "gated): add tasks the arms can resolve, or lower `gate.min_gated_task_ratio`."
+        )
+    if "excluded runs" in text or "different valid run counts" in text:
+        return (
+            "Some runs were excluded (session, infra or cleanup errors; see the report's error kinds): fix the "
+            "cause and run the same command again, which redoes only what is missing."
+        )
+    return "Raise `evolution.generations` to continue the chain."
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    hint = _closest(word, choices)
+    return f"; did you mean `{hint}`?" if hint else f" (known: {', '.join(choices) or 'none'})"
+
+
+def check_model_script(
+    path: str | Path,
+    *,
+    suite_tasks: list[str],
+    selected_tasks: list[str],
+    arm_roles: dict[str, list[str]],
+    selected_arms: list[str],
+    needs_proposer: bool,
+) -> dict[str, Any]:
+    """Read and check a scripted-model script before any job; return it, or raise ArtifactError listing every mistake.
+
+    Checks the schema, that every task id and role it names exists (suite tasks; roles of the config's arms), and that
+    every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs).
+    """
+    document = read_yaml(path, what="model script")
+    problems, _detail = schema_problems(document, "model-script", what=str(path))
+    if problems:
+        raise ArtifactError("\n".join(problems[:MAX_LINES]))
+    scripted = document.get("tasks") or {}
+    known_roles = sorted({role for roles in arm_roles.values() for role in roles})
+    for task, roles in scripted.items():
+        if task not in suite_tasks:
+            problems.append(f"{path}: task `{task}` is not in the task suite{_did_you_mean(task, suite_tasks)}")
+            continue
+        for role in roles or {}:
+            if role not in known_roles:
+                problems.append(
+                    f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
+                    f"{_did_you_mean(role, known_roles)}"
+                )
+    for task in selected_tasks:
+        for arm in selected_arms:
+            for role in arm_roles[arm]:
+                if role not in (scripted.get(task) or {}):
+                    line = f"{path}: task `{task}` has no steps for role `{role}` (a session of arm `{arm}`)"
+                    if line not in problems:
+                        problems.append(line)
+    if needs_proposer and not document.get("proposer"):
+        problems.append(f"{path}: no `proposer` steps, but this experiment runs a proposer session")
+    if problems:
+        more = [f"… and {len(problems) - MAX_LINES} more"] if len(problems) > MAX_LINES else []
+        shown = problems[:MAX_LINES] + more
+        raise ArtifactError("\n".join(shown))
+    return document

@@ -1,0 +1,234 @@
+"""Task suites: loading, validation and selection of `tasks/<suite>/tasks.yaml`.
+
+A bad suite fails before any agent session is paid for, with a message that names the
+file, the task and the field. Structure is checked against `schemas/task.schema.json` (per task);
+what a schema cannot say (unique ids, files that must exist and not be symlinks, safe
+relative paths, exactly one target) is checked here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from skillbench.base.artifacts import ArtifactError, schema_errors
+
+MAX_ORACLE_FILES = 8
+MAX_ORACLE_PATH_BYTES = 240
+MAX_ORACLE_COMMAND_BYTES = 8192
+
+
+class TaskError(ArtifactError):
+    """A task suite is invalid; the message names the file, the task and the field."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    tasks: list[dict[str, Any]]
+    skipped_expensive: list[str]
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _fail(suite: Path, task_id: str | None, field: str | None, problem: str) -> TaskError:
+    where = f"task {task_id!r}" if task_id else "suite"
+    what = f", field {field!r}" if field else ""
+    return TaskError(f"{suite}: {where}{what}: {problem}")
+
+
+def _safe_relative(value: str) -> str | None:
+    """Why a path is unsafe as a suite-relative or oracle-relative path, or None if it is fine."""
+    if "\\" in value or "\x00" in value:
+        return "must not contain backslashes or NUL bytes"
+    if len(value.encode("utf-8")) > MAX_ORACLE_PATH_BYTES:
+        return f"longer than {MAX_ORACLE_PATH_BYTES} bytes"
+    path = PurePosixPath(value)
+    if path.is_absolute():
+        return "must be relative, not absolute"
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        return "must not contain '..', '.' or empty parts"
+    return None
+
+
+def _regular_file_inside(suite_dir: Path, relative: str) -> str | None:
+    """Why `relative` is not a regular, non-symlink file under the suite folder (None if it is)."""
+    current = suite_dir
+    parts = PurePosixPath(relative).parts
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return f"file {relative!r} does not exist under {suite_dir}"
+        if stat.S_ISLNK(info.st_mode):
+            return f"{relative!r} is (or passes through) a symlink"
+        last = index == len(parts) - 1
+        if not last and not stat.S_ISDIR(info.st_mode):
+            return f"{relative!r}: {part!r} is not a directory"
+        if last and not stat.S_ISREG(info.st_mode):
+            return f"{relative!r} is not a regular file"
+    return None
+
+
+def _check_oracle(suite: Path, task_id: str, oracle: dict[str, Any]) -> None:
+    command = oracle["command"]
+    if len(command.encode("utf-8")) > MAX_ORACLE_COMMAND_BYTES:
+        raise _fail(suite, task_id, "oracle.command", f"longer than {MAX_ORACLE_COMMAND_BYTES} bytes")
+    files = oracle["files"]
+    if len(files) > MAX_ORACLE_FILES:
+        raise _fail(suite, task_id, "oracle.files", f"{len(files)} files; at most {MAX_ORACLE_FILES} are allowed")
+    seen: dict[str, set[str]] = {"source": set(), "target": set()}
+    for index, entry in enumerate(files):
+        for key in ("source", "target"):
+            field = f"oracle.files[{index}].{key}"
+            value = entry[key]
+            problem = _safe_relative(value)
+            if problem:
+                raise _fail(suite, task_id, field, f"{value!r} {problem}")
+            if key == "target" and PurePosixPath(value).parts[0] == ".git":
+                raise _fail(suite, task_id, field, "must not be inside .git")
+            if value in seen[key]:
+                raise _fail(suite, task_id, field, f"duplicate {key} {value!r}")
+            seen[key].add(value)
+        problem = _regular_file_inside(suite.parent, entry["source"])
+        if problem:
+            raise _fail(suite, task_id, f"oracle.files[{index}].source", problem)
+
+
+def _check_target(suite: Path, task: dict[str, Any]) -> None:
+    task_id = task["id"]
+    has_repo, has_snapshot = "repo" in task, "snapshot" in task
+    if has_repo == has_snapshot:
+        given = "both given" if has_repo else "neither given"
+        raise _fail(
+            suite,
+            task_id,
+            "repo/snapshot",
+            f"exactly one target is required ({given}): `repo` (+ optional `ref`) or `snapshot: <dir>`",
+        )
+    if "ref" in task and not has_repo:
+        raise _fail(suite, task_id, "ref", "only valid together with `repo`")
+    if has_snapshot:
+        problem = _safe_relative(task["snapshot"])
+        if problem:
+            raise _fail(suite, task_id, "snapshot", f"{task['snapshot']!r} {problem}")
+        directory = suite.parent / task["snapshot"]
+        if directory.is_symlink() or not directory.is_dir():
+            raise _fail(suite, task_id, "snapshot", f"{directory} is not a real directory")
+
+
+def _check_solution(suite: Path, task: dict[str, Any]) -> None:
+    """A reference solution is a patch file in the suite folder, or a ref of the task's own repository."""
+    solution = task.get("solution")
+    if not solution:
+        return
+    if "patch" in solution:
+        problem = _safe_relative(solution["patch"]) or _regular_file_inside(suite.parent, solution["patch"])
+        if problem:
+            raise _fail(suite, task["id"], "solution.patch", problem)
+    elif "repo" not in task:
+        raise _fail(
+            suite,
+            task["id"],
+            "solution.ref",
+            "a solution ref needs a `repo` target; for a `snapshot` task give `solution: {patch: <file>}`",
+        )
+
+
+def _schema_field(error: str) -> tuple[str | None, str]:
+    """Split '$[2].oracle.files: message' into ('oracle.files', message)."""
+    path, _, message = error.partition(": ")
+    parts = path.removeprefix("$").lstrip(".")
+    if parts.startswith("["):
+        parts = parts.partition("]")[2].lstrip(".")
+    return (parts or None), message
+
+
+def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
+    """Return the suite's tasks, normalised, or raise TaskError naming task and field."""
+    if not isinstance(document, dict) or not isinstance(document.get("tasks"), list):
+        raise _fail(suite, None, "tasks", "the file must be a mapping with a `tasks` list")
+    if set(document) - {"tasks"}:
+        raise _fail(suite, None, None, f"unknown top-level keys: {sorted(set(document) - {'tasks'})}")
+    if not document["tasks"]:
+        raise _fail(suite, None, "tasks", "the suite has no tasks")
+    tasks: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, task in enumerate(document["tasks"]):
+        task_id = task["id"] if isinstance(task, dict) and isinstance(task.get("id"), str) else f"#{index}"
+        errors = schema_errors(task, "task")
+        if errors:
+            field, message = _schema_field(errors[0])
+            raise _fail(suite, task_id, field, message)
+        for field in ("id", "class", "prompt", "verify"):
+            if not task[field].strip():
+                raise _fail(suite, task_id, field, "must not be blank")
+        if "setup" in task and not task["setup"].strip():
+            raise _fail(suite, task_id, "setup", "must not be blank (omit it instead)")
+        if task_id in seen:
+            raise _fail(suite, task_id, "id", "duplicate task id")
+        seen.add(task_id)
+        _check_target(suite, task)
+        if not task["oracle"]["command"].strip():
+            raise _fail(suite, task_id, "oracle.command", "must not be blank")
+        _check_oracle(suite, task_id, task["oracle"])
+        _check_solution(suite, task)
+        tasks.append({"expensive": False, **task})
+    return tasks
+
+
+def load_suite(path: str | Path) -> list[dict[str, Any]]:
+    suite = Path(path)
+    try:
+        document = yaml.safe_load(suite.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TaskError(f"{suite}: task suite file does not exist") from exc
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TaskError(
+            f"{suite}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on line {line}, offset "
+            f"{exc.start}); save the task suite as UTF-8"
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise TaskError(f"{suite}: not valid YAML: {exc}") from exc
+    return validate_suite(document, suite)
+
+
+def select_tasks(tasks: list[dict[str, Any]], *, include_expensive: bool, only: Sequence[str] = ()) -> Selection:
+    """Drop expensive tasks unless asked for, and keep only the named ids when `only` is given."""
+    known = {task["id"] for task in tasks}
+    unknown = [task_id for task_id in only if task_id not in known]
+    if unknown:
+        raise TaskError(f"tasks.only names unknown task ids: {unknown}; known: {sorted(known)}")
+    wanted = [task for task in tasks if not only or task["id"] in only]
+    selected = [task for task in wanted if include_expensive or not task["expensive"]]
+    skipped = [task["id"] for task in wanted if task["expensive"] and not include_expensive]
+    if not selected:
+        raise TaskError("no tasks selected after expensive-task filtering; set tasks.include_expensive: true")
+    return Selection(selected, skipped)
+
+
+# Fields only the task check reads (`check_task`): editing them re-checks the task but reruns no binding or cell.
+CHECK_ONLY_FIELDS = ("solution", "verify_on_base", "oracle_on_base")
+
+
+def run_definition(task: dict[str, Any]) -> dict[str, Any]:
+    """The part of a task that bindings and cells depend on."""
+    return {key: value for key, value in task.items() if key not in CHECK_ONLY_FIELDS}
+
+
+def task_digests(task: dict[str, Any]) -> dict[str, str]:
+    return {
+        "prompt_digest": sha256_text(task["prompt"]),
+        "setup_digest": sha256_text(task.get("setup", "")),
+        "verify_digest": sha256_text(task["verify"]),
+    }

@@ -1,0 +1,300 @@
+"""The task check: a task's own validation before any session is paid for (`check_task`, `skillbench check-tasks`).
+
+On the bound template, in the same sandbox a cell uses (the cell's verify and oracle runners, `verify.run_checked`
+and `verify.run_hidden_oracle`): run `setup`, then `verify` and the hidden oracle on the untouched code. The oracle
+must fail there — a task whose oracle passes on the base has nothing to fix (unless the task declares
+`oracle_on_base: pass`: its oracle guards behaviour to keep, as in a refactoring) — and must be able to run at all
+(a command that is not found, a test file that does not exist, a collection error). `verify` must do what the task
+declares with `verify_on_base` (when it declares it). With a reference solution (`solution: {patch: …}` or
+`{ref: …}`, hidden like the oracle) applied, verify and the oracle must both pass: the SWE-bench "fail-to-pass"
+validation. Every unmet expectation is one sentence with the command, its exit code and the end of its output.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillbench.base.artifacts import ArtifactError, remove_tree
+from skillbench.base.records import TaskBinding
+from skillbench.base.redaction import redact_text
+from skillbench.execution import repo
+from skillbench.execution.sandbox import Sandbox, SandboxLimits
+from skillbench.grading import oracle
+from skillbench.grading.verify import VerifierRun, run_checked, run_hidden_oracle, verifier_environment
+
+TAIL_CHARS = 1500
+# Exit codes of a command the shell could not run at all, whatever the command.
+NOT_RUNNABLE_EXIT_CODES = {126: "not executable", 127: "command not found"}
+# pytest: 2 interrupted (collection errors, an import error in a test file), 3 internal error, 4 usage error
+# (a test file or folder that does not exist), 5 no tests collected.
+PYTEST_NOT_RUN = {
+    2: "collection error",
+    3: "internal error",
+    4: "usage error (a file that does not exist?)",
+    5: "no tests collected",
+}
+
+
+class TaskCheckError(ArtifactError):
+    """A task failed its check; the message names the task, the command, the exit code and the output tail."""
+
+
+def _tail(text: str, secrets: list[str]) -> str:
+    return redact_text(text, secrets)[-TAIL_CHARS:]
+
+
+def _step(
+    name: str, command: str, run: VerifierRun | Any, expected: str, met: bool, secrets: list[str]
+) -> dict[str, Any]:
+    output = run.output if isinstance(run, VerifierRun) else f"{run.stdout_tail}\n{run.stderr_tail}".strip()
+    exit_code = run.exit_code if isinstance(run, VerifierRun) else run.returncode
+    return {
+        "step": name,
+        "command": command,
+        "state": run.state,
+        "exit_code": exit_code,
+        "expected": expected,
+        "met": met,
+        "tail": _tail(output, secrets),
+    }
+
+
+def _problem(task_id: str, step: dict[str, Any], why: str) -> str:
+    tail = step["tail"].strip().splitlines()[-12:]
+    shown = ("\n    " + "\n    ".join(tail)) if tail else " (no output)"
+    return (
+        f"task {task_id}: {why}\n  command: {step['command']}\n  exit code: {step['exit_code']} "
+        f"({step['state']})\n  output tail:{shown}"
+    )
+
+
+def cannot_run(command: str, run: VerifierRun) -> str | None:
+    """Why an oracle run says nothing about the code (it could not run), or None."""
+    if run.state in ("timeout", "killed"):
+        return f"it {run.state}"
+    if run.exit_code in NOT_RUNNABLE_EXIT_CODES:
+        return NOT_RUNNABLE_EXIT_CODES[run.exit_code]
+    if "pytest" in command and run.exit_code in PYTEST_NOT_RUN:
+        return f"pytest exit {run.exit_code}: {PYTEST_NOT_RUN[run.exit_code]}"
+    return None
+
+
+def check_task(
+    task: dict[str, Any],
+    binding: TaskBinding,
+    *,
+    config: dict[str, Any],
+    template: Path,
+    oracle_snapshot: Path,
+    solution: bytes | None,
+    secrets: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run the check in a fresh sandboxed clone of the template; return the `task-check` document (never raises for
+    the task's own failures: `ok` is false and `problems` say why)."""
+    steps: list[dict[str, Any]] = []
+    files = oracle.load_snapshot(oracle_snapshot, binding)
+    private_root = Path(tempfile.mkdtemp(prefix="skillbench-check-"))
+    try:
+        clone = private_root / "workspace"
+        repo.clone_template(template, clone)
+        sandbox = Sandbox(
+            config["sandbox"]["backend"],
+            clone,
+            private_root,
+            bwrap=config["sandbox"]["bwrap"],
+            limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+        )
+        try:
+            checks = _Checks(task, sandbox, files, private_root, steps, list(secrets), config["agent"])
+            problems = checks.run(solution)
+        finally:
+            sandbox.close()
+    finally:
+        remove_tree(private_root)
+    return _document(task["id"], steps, problems, solution is not None)
+
+
+@dataclass
+class _Checks:
+    """One task's checks in one sandbox; every step run is appended to `steps`."""
+
+    task: dict[str, Any]
+    sandbox: Sandbox
+    files: list[tuple[str, bytes]]
+    private_root: Path
+    steps: list[dict[str, Any]]
+    secrets: list[str]
+    agent: dict[str, Any]
+
+    def run(self, solution: bytes | None) -> list[str]:
+        """The problems found: setup, then verify and the oracle on the base, then (with a solution that
+        applies) on the solution."""
+        if self.task.get("setup") and not self._setup():
+            return [_problem(self.task["id"], self.steps[-1], "`setup` fails on the untouched code")]
+        problems = self._stage("base", has_solution=solution is not None)
+        if solution is None or problems:
+            return problems
+        if not self._apply(solution):
+            return [
+                _problem(self.task["id"], self.steps[-1], "the reference solution does not apply to the task's commit")
+            ]
+        return self._stage("solution", has_solution=True)
+
+    def _setup(self) -> bool:
+        command = self.task["setup"]
+        result = self.sandbox.run(["/bin/sh", "-lc", command], timeout=self.agent["setup_timeout_s"])
+        self.steps.append(_step("setup", command, result, "pass", result.ok, self.secrets))
+        return result.ok
+
+    def _apply(self, solution: bytes) -> bool:
+        from skillbench.execution.repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
+
+        env = self.sandbox.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
+        result = self.sandbox.run(
+            [self.sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
+            timeout=120,
+            env=env,
+            stdin_data=solution,
+        )
+        self.steps.append(_step("apply-solution", "git apply <solution>", result, "pass", result.ok, self.secrets))
+        return result.ok
+
+    def _stage(self, stage: str, *, has_solution: bool) -> list[str]:
+        return _verify_and_oracle(
+            self.task,
+            self.sandbox,
+            self.files,
+            self.private_root,
+            self.steps,
+            self.secrets,
+            stage=stage,
+            has_solution=has_solution,
+            timeout=self.agent["verify_timeout_s"],
+        )
+
+
+def _verify_and_oracle(
+    task: dict[str, Any],
+    sandbox: Sandbox,
+    files: list[tuple[str, bytes]],
+    private_root: Path,
+    steps: list[dict[str, Any]],
+    secrets: list[str],
+    *,
+    stage: str,
+    has_solution: bool,
+    timeout: float,
+) -> list[str]:
+    task_id = task["id"]
+    problems: list[str] = []
+    verify = run_checked(sandbox, task["verify"], timeout=timeout, env=verifier_environment(sandbox, "verify"))
+    if stage == "base":
+        expected = task.get("verify_on_base", "any")
+    else:
+        expected = "pass"
+    met = expected == "any" or verify.passed == (expected == "pass")
+    steps.append(_step(f"verify-on-{stage}", task["verify"], verify, expected, met, secrets))
+    if not met:
+        where = "the untouched code" if stage == "base" else "the reference solution"
+        declared = " although the task declares `verify_on_base: pass`" if stage == "base" else ""
+        verb = "fails" if expected == "pass" else "passes"
+        problems.append(_problem(task_id, steps[-1], f"`verify` {verb} on {where}{declared}"))
+    command = task["oracle"]["command"]
+    run = run_hidden_oracle(sandbox, task, files, timeout=timeout, private_root=private_root)
+    unrunnable = cannot_run(command, run)
+    if stage == "base" and task.get("oracle_on_base") == "pass":
+        # A task whose oracle guards behaviour that must be kept (a refactoring): it must pass on the base.
+        steps.append(_step("oracle-on-base", command, run, "pass", run.passed, secrets))
+        if not run.passed:
+            why = f"cannot run ({unrunnable})" if unrunnable else "fails"
+            problems.append(
+                _problem(
+                    task_id,
+                    steps[-1],
+                    f"the hidden oracle {why} on the untouched code although the task declares `oracle_on_base: pass`",
+                )
+            )
+    elif stage == "base":
+        # A collection error on the base is what an oracle of not-yet-written code looks like; a reference
+        # solution that passes proves the oracle runs, so it is accepted only then.
+        tolerated = unrunnable is not None and has_solution and run.exit_code == 2 and "pytest" in command
+        met = not run.passed and (unrunnable is None or tolerated)
+        steps.append(_step("oracle-on-base", command, run, "fail", met, secrets))
+        if run.passed:
+            problems.append(
+                _problem(
+                    task_id,
+                    steps[-1],
+                    "the hidden oracle passes on the untouched code: there is "
+                    "nothing to fix (check the oracle, or bind the task to a "
+                    "commit before the fix)",
+                )
+            )
+        elif not met:
+            hint = (
+                " (if it imports code the task asks for, give a reference `solution:` that makes it pass)"
+                if run.exit_code == 2
+                else ""
+            )
+            problems.append(_problem(task_id, steps[-1], f"the hidden oracle cannot run ({unrunnable}){hint}"))
+    else:
+        steps.append(_step("oracle-on-solution", command, run, "pass", run.passed, secrets))
+        if not run.passed:
+            problems.append(_problem(task_id, steps[-1], "the hidden oracle fails on the reference solution"))
+    return problems
+
+
+def _document(task_id: str, steps: list[dict[str, Any]], problems: list[str], has_solution: bool) -> dict[str, Any]:
+    return {
+        "schema": "task-check/v1",
+        "task": task_id,
+        "ok": not problems,
+        "steps": steps,
+        "problems": problems,
+        "summary": summary_line(task_id, steps, problems, has_solution),
+    }
+
+
+def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str], has_solution: bool) -> str:
+    by_name = {step["step"]: step for step in steps}
+    if problems:
+        first = problems[0].splitlines()[0].removeprefix(f"task {task_id}: ")
+        return f"{task_id}: REFUSED — {first}"
+    base = by_name.get("oracle-on-base")
+    if base is None:
+        parts = ["base: not checked"]
+    elif base["expected"] == "pass":
+        parts = ["base: oracle passes as declared"]
+    else:
+        parts = [f"base: oracle fails as expected (exit {base['exit_code']})"]
+    verify = by_name.get("verify-on-base")
+    if verify and verify["expected"] != "any":
+        parts.append(f"verify {'passes' if verify['expected'] == 'pass' else 'fails'} as declared")
+    parts.append("solution: verify and oracle pass" if has_solution else "no reference solution")
+    return f"{task_id}: " + "; ".join(parts)
+
+
+def solution_bytes(task: dict[str, Any], suite: Path, binding: TaskBinding) -> bytes | None:
+    """The reference solution as a patch against the task's commit: the patch file, or the diff to `ref`."""
+    solution = task.get("solution")
+    if not solution:
+        return None
+    if "patch" in solution:
+        return (Path(suite).parent / solution["patch"]).read_bytes()
+    source = Path(task["repo"]).expanduser().resolve()
+    git = repo.host_git(source)
+    resolved = repo.resolve_commit(source, solution["ref"])
+    result = git(
+        ["diff", "--binary", "--no-ext-diff", "--no-textconv", binding["resolved_sha"], resolved],
+        capture_stdout_bytes=64 * 1024 * 1024,
+    )
+    if not result.ok or result.stdout_capture is None:
+        raise TaskCheckError(
+            f"task {task['id']}: solution.ref {solution['ref']!r}: cannot diff it against "
+            f"{binding['resolved_sha']} in {source}"
+        )
+    return result.stdout_capture

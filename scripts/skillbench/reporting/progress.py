@@ -1,0 +1,618 @@
+"""Run progress: cells done/planned, cells running, spend so far, an ETA; ``progress.json`` and ``skillbench status``.
+
+Owns the run plan (written when a run starts: which cells the config implies and the session
+cap), the registry of running cells (one small file per running cell job, removed when it
+ends), the progress snapshot recomputed from the files on disk, its one-line rendering, and
+``progress.json`` (replaced atomically under an exclusive lock each time a cell job ends).
+Everything is recomputed from disk, so the same numbers come out while a run goes on, after it
+finished and after a crash: a running entry whose process is gone counts as interrupted.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import socket
+import statistics
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from skillbench.base import artifacts, layout
+from skillbench.decision.aggregate import is_valid
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return artifacts.utc_timestamp(moment)
+
+
+# ─── The plan ────────────────────────────────────────────────────────────────
+
+
+def run_plan(
+    *,
+    experiment: str,
+    task_ids: list[str],
+    arms: list[str],
+    candidate_arms: list[str],
+    runs: int,
+    generations: int,
+    session_cap: int | None,
+    started_at: str,
+) -> dict[str, Any]:
+    """What a run will do, fixed when it starts: the cells of every arm and the generations it may run."""
+    return {
+        "schema": "progress-plan/v1",
+        "experiment": experiment,
+        "tasks": list(task_ids),
+        "arms": list(arms),
+        "candidate_arms": list(candidate_arms),
+        "runs": runs,
+        "generations": generations,
+        "session_cap": session_cap,
+        "started_at": started_at,
+    }
+
+
+def write_plan(results_dir: str | Path, plan: dict[str, Any]) -> None:
+    """Written when a run starts (workflow/rules/run_hooks.smk); a new plan forgets an earlier run's running cells."""
+    root = Path(results_dir)
+    artifacts.atomic_write_text(Path(layout.progress_plan(root)), artifacts.canonical_json(plan))
+    running = Path(layout.progress_running(root))
+    running.mkdir(parents=True, exist_ok=True)
+    for entry in running.glob("*.json"):
+        entry.unlink(missing_ok=True)
+
+
+def incumbent_cell_count(plan: dict[str, Any]) -> int:
+    return len(plan["tasks"]) * plan["runs"] * len(plan["arms"])
+
+
+def candidate_cell_count(plan: dict[str, Any]) -> int:
+    return len(plan["tasks"]) * plan["runs"] * len(plan["candidate_arms"])
+
+
+def _in_plan(key: tuple[int | None, str, str, int], plan: dict[str, Any], generations: int) -> bool:
+    generation, task, arm, run = key
+    if task not in plan["tasks"] or run >= plan["runs"]:
+        return False
+    if generation is None:
+        return arm in plan["arms"]
+    return generation < generations and arm in plan["candidate_arms"]
+
+
+def effective_generations(root: Path, plan: dict[str, Any]) -> int:
+    """Generations the run does: all it may run, or up to the first promoted one (the chain stops there)."""
+    for generation in range(plan["generations"]):
+        promotion = Path(layout.promotion(root, generation))
+        try:
+            document = json.loads(promotion.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        decisions = document.get("decisions") or []
+        if decisions and all(decision.get("decision") == "promote" for decision in decisions):
+            return generation + 1
+    return plan["generations"]
+
+
+# ─── Running cells ───────────────────────────────────────────────────────────
+
+
+def _entry_name(label: str) -> str:
+    return hashlib.sha256(label.encode()).hexdigest()[:24] + ".json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    # A killed job whose parent died too stays a zombie until something reaps it: it is not running.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+def running_cells(root: Path, host: str | None = None) -> tuple[list[str], list[str]]:
+    """(running, interrupted) cell labels. An entry of this host whose process is gone was interrupted;
+    entries of other hosts (cluster nodes) are taken at their word."""
+    host = host or socket.gethostname()
+    running, interrupted = [], []
+    folder = Path(layout.progress_running(root))
+    for entry in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            document = json.loads(entry.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        label = str(document.get("cell", entry.stem))
+        if document.get("host") == host and not _alive(int(document.get("pid", 0))):
+            interrupted.append(label)
+        else:
+            running.append(label)
+    return running, interrupted
+
+
+# ─── The snapshot ────────────────────────────────────────────────────────────
+
+
+def _proposer_costs(root: Path, generations: int) -> list[float | None]:
+    costs = []
+    for generation in range(generations):
+        path = Path(layout.proposer_session(root, generation))
+        if path.is_file():
+            try:
+                costs.append(json.loads(path.read_text(encoding="utf-8"))["session"].get("cost_usd"))
+            except (OSError, ValueError, KeyError, TypeError):
+                costs.append(None)
+    return costs
+
+
+def summarize(
+    *,
+    plan: dict[str, Any],
+    finished: list[dict[str, Any]],
+    running: int,
+    interrupted: int,
+    proposer_costs: list[float | None],
+    generations: int,
+    finished_run: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    """The progress snapshot from plain values.
+
+    ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell;
+    ``finished_run`` says the run summary exists and no cell job is alive.
+    Spend sums measured costs (cells and proposer sessions); unmeasured ones are counted, never 0.
+    ETA = remaining cells in waves of ``session_cap`` × the median cell wall time.
+    """
+    planned = incumbent_cell_count(plan) + generations * candidate_cell_count(plan)
+    done = len(finished)
+    costs = [cell["cost_usd"] for cell in finished] + list(proposer_costs)
+    measured = [cost for cost in costs if cost is not None]
+    median_cell = statistics.median(cell["wall_s"] for cell in finished) if finished else None
+    remaining = max(planned - done, 0)
+    cap = plan.get("session_cap") or 1
+    if remaining == 0:
+        eta = 0.0
+    elif median_cell is None:
+        eta = None
+    else:
+        eta = round(-(-remaining // cap) * median_cell, 1)
+    if finished_run and remaining == 0:
+        state = "finished"
+    elif running:
+        state = "running"
+    elif interrupted:
+        state = "interrupted"
+    else:
+        state = "waiting" if remaining else "finishing"
+    return {
+        "schema": "progress/v1",
+        "experiment": plan["experiment"],
+        "state": state,
+        "cells_done": done,
+        "cells_planned": planned,
+        "cells_running": running,
+        "cells_interrupted": interrupted,
+        "generations": generations,
+        "spend_usd": round(sum(measured), 6),
+        "unmeasured_costs": len(costs) - len(measured),
+        "median_cell_s": None if median_cell is None else round(median_cell, 3),
+        "session_cap": plan.get("session_cap"),
+        "eta_s": eta,
+        "started_at": plan["started_at"],
+        "updated_at": _iso(now),
+    }
+
+
+def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str | None = None) -> dict[str, Any]:
+    """Recompute progress from the files under ``results/<experiment>``."""
+    root = Path(results_dir)
+    plan_path = Path(layout.progress_plan(root))
+    if not plan_path.is_file():
+        raise artifacts.ArtifactError(
+            f"{plan_path}: no run plan; start the run with snakemake first "
+            f"(or check that {root} is a results/<experiment> folder)"
+        )
+    plan = artifacts.read_json(plan_path)
+    generations = effective_generations(root, plan)
+    finished = []
+    for path in layout.cell_records_on_disk(root):
+        key = layout.parse_cell_record(path.relative_to(root))
+        if key is None or not _in_plan(key, plan, generations):
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            finished.append({"cost_usd": record["row"].get("cost_usd"), "wall_s": float(record["timing"]["wall_s"])})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    running, interrupted = running_cells(root, host)
+    # The run summary is made last, from every cell: with it present and nothing left, the run is over.
+    finished_run = Path(layout.summary(root)).is_file() and not running
+    return summarize(
+        plan=plan,
+        finished=finished,
+        running=len(running),
+        interrupted=len(interrupted),
+        proposer_costs=_proposer_costs(root, generations),
+        generations=generations,
+        finished_run=finished_run,
+        now=now or _now(),
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def format_line(progress: dict[str, Any]) -> str:
+    """One line for the terminal, e.g. ``[progress] demo: 12/63 cells, 2 running, $2.41 spent, ETA 3m10s``."""
+    parts = [f"{progress['cells_done']}/{progress['cells_planned']} cells", f"{progress['cells_running']} running"]
+    if progress["cells_interrupted"]:
+        parts.append(f"{progress['cells_interrupted']} interrupted")
+    spend = f"${progress['spend_usd']:.2f} spent"
+    if progress["unmeasured_costs"]:
+        spend += f" (+{progress['unmeasured_costs']} unmeasured)"
+    parts.append(spend)
+    if progress["state"] == "finished":
+        parts.append("finished")
+    elif progress["eta_s"] is None:
+        parts.append("ETA after the first cell")
+    else:
+        parts.append(f"ETA {_duration(progress['eta_s'])}")
+    return f"[progress] {progress['experiment']}: " + ", ".join(parts)
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    lock = Path(layout.progress_lock(root))
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def update(results_dir: str | Path) -> dict[str, Any] | None:
+    """Recompute and atomically replace ``progress.json`` under the lock; None when no run plan exists."""
+    root = Path(results_dir)
+    if not Path(layout.progress_plan(root)).is_file():
+        return None
+    with _locked(root):
+        progress = snapshot(root)
+        artifacts.write_artifact(Path(layout.progress(root)), progress, "progress")
+    return progress
+
+
+@contextmanager
+def tracking_cell(results_dir: str | Path, label: str, *, stream=None) -> Iterator[None]:
+    """Register a running cell for the duration of its job; when it ends, refresh ``progress.json`` and print
+    the run line. Progress is a view: a failure to record it never fails the cell."""
+    root = Path(results_dir)
+    entry = Path(layout.progress_running(root)) / _entry_name(label)
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        document = {"cell": label, "pid": os.getpid(), "host": socket.gethostname(), "started_at": _iso(_now())}
+        artifacts.atomic_write_text(entry, artifacts.canonical_json(document))
+    except OSError:
+        pass
+    try:
+        yield
+    finally:
+        entry.unlink(missing_ok=True)
+        try:
+            progress = update(root)
+        except (OSError, artifacts.ArtifactError) as exc:
+            print(f"[progress] not updated: {exc}", file=stream or sys.stdout)
+        else:
+            if progress is not None:
+                print(format_line(progress), file=stream or sys.stdout, flush=True)
+
+
+# ─── The end of a run ────────────────────────────────────────────────────────
+
+
+def _command(snakemake_bin: str, name: str) -> str:
+    """``name`` as the user can type it: beside the running snakemake (e.g. .venv/bin/), relative when inside."""
+    folder = Path(snakemake_bin).parent
+    candidate = folder / name
+    if not candidate.exists():
+        return name
+    try:
+        relative = candidate.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return str(candidate)
+    return str(relative)
+
+
+def closing_lines(
+    results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake", interrupted: bool = False
+) -> list[str]:
+    """What the user reads when snakemake ends: outcome, where the reports are, the HTML report command and the
+    next step."""
+    root = Path(results_dir)
+    snakemake = _command(snakemake_bin, "snakemake")
+    skillbench = _command(snakemake_bin, "skillbench")
+    try:
+        state = update(root)
+    except (OSError, artifacts.ArtifactError):
+        state = None
+    counts = ""
+    if state is not None:
+        counts = f" ({state['cells_done']}/{state['cells_planned']} cells, ${state['spend_usd']:.2f} measured spend)"
+    if not ok and interrupted:
+        return [
+            f"skillbench: run of {root} interrupted{counts}.",
+            "  kept:      every cell that finished has its record (cells stopped by a second Ctrl-C have none)",
+            f"  progress:  {skillbench} status {root}",
+            "  next:      run the same command again: finished cells are kept, the rest run",
+        ]
+    if not ok:
+        return [
+            f"skillbench: run of {root} stopped with errors{counts}.",
+            "  why:       the failed jobs' error lines are above; their logs are under logs/",
+            f"  progress:  {skillbench} status {root}",
+            "  next:      fix the cause and run the same command again: finished cells are kept "
+            f"(after a killed run, `{snakemake} --unlock` first)",
+        ]
+    summary_path = Path(layout.summary(root))
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = None
+    reports = [Path(layout.report(root, None))]
+    if summary is None:
+        outcome = "finished"
+    elif summary["outcome"] == "sweep":
+        outcome = "benchmark sweep finished"
+    elif summary["outcome"] == "promoted":
+        outcome = f"generation {summary['promoted_generation']}'s candidate was PROMOTED"
+    else:
+        outcome = f"no candidate cleared the gate in {summary['generations_requested']} generation(s)"
+    if summary is not None:
+        reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
+    lines = [
+        f"skillbench: {outcome}{counts}.",
+        f"  summary:   {layout.summary_markdown(root)}",
+        f"  reports:   {', '.join(str(path) for path in reports)}",
+        f"  HTML:      {snakemake} --report {layout.html_report(root)}   "
+        "(figures and every report; open it in a browser)",
+    ]
+    if summary is not None and summary["outcome"] == "promoted":
+        lines.append(
+            f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
+        )
+    elif summary is not None and summary["outcome"] == "not_promoted":
+        advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+        lines.append(f"  next:      {advice}")
+    return lines
+
+
+# ─── Before a run: what the config implies ───────────────────────────────────
+
+
+def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
+    """Cells and agent sessions a config implies, per arm; candidate cells and proposer sessions per generation."""
+    from skillbench.experiment import arms as arm_config
+
+    incumbent = arm_config.selected_arms(config)
+    generations = config["evolution"]["generations"]
+    candidates = arm_config.candidate_arms(config)
+    # A sequential design (runs: {min, max, step}) may run up to max.
+    runs = config["runs"] if isinstance(config["runs"], int) else config["runs"]["max"]
+
+    def sessions_of(arm: str) -> int:
+        return len(arm_config.arm_definition(config, arm)["sessions"])
+
+    cells: list[dict[str, Any]] = [
+        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+        for task in task_ids
+        for run in range(runs)
+        for arm in incumbent
+    ]
+    candidate_cells: list[dict[str, Any]] = [
+        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+        for task in task_ids
+        for run in range(runs)
+        for arm in candidates
+    ]
+    proposers = max(generations - (1 if config["evolution"]["initial_overlay"] else 0), 0)
+    return {
+        "tasks": list(task_ids),
+        "incumbent_arms": incumbent,
+        "candidate_arms": candidates,
+        "runs": runs,
+        "generations": generations,
+        "incumbent_cells": cells,
+        "candidate_cells_per_generation": candidate_cells,
+        "proposer_sessions": proposers,
+        "cells": len(cells) + generations * len(candidate_cells),
+        "sessions": sum(c["sessions"] for c in cells)
+        + generations * sum(c["sessions"] for c in candidate_cells)
+        + proposers,
+    }
+
+
+def cost_estimate(
+    work: dict[str, Any], previous: list[dict[str, Any]], proposer_costs: list[float]
+) -> dict[str, Any] | None:
+    """Expected cost (and a low–high range) of ``planned_work`` from earlier rows: each planned cell costs what the
+    same (task, incumbent arm) cost before (median; min and max for the range), falling back to the arm's, then
+    every row's. A candidate cell is priced like its incumbent. None without a measured earlier row."""
+    from skillbench.experiment.arms import incumbent_of
+
+    measured = [row for row in previous if row.get("cost_usd") is not None and is_valid(row)]
+    if not measured:
+        return None
+
+    def costs(predicate) -> list[float]:
+        return [row["cost_usd"] for row in measured if predicate(row)]
+
+    def price(cell: dict[str, Any]) -> tuple[float, float, float]:
+        arm = incumbent_of(cell["arm"])
+        found = (
+            costs(lambda r: r["task"] == cell["task"] and incumbent_of(r["arm"]) == arm)
+            or costs(lambda r: incumbent_of(r["arm"]) == arm)
+            or costs(lambda r: True)
+        )
+        return min(found), statistics.median(found), max(found)
+
+    cells = work["incumbent_cells"] + work["generations"] * work["candidate_cells_per_generation"]
+    priced = [price(cell) for cell in cells]
+    proposer = (
+        (min(proposer_costs), statistics.median(proposer_costs), max(proposer_costs))
+        if proposer_costs
+        else (0.0, 0.0, 0.0)
+    )
+    extra = [value * work["proposer_sessions"] for value in proposer]
+    return {
+        "low_usd": round(sum(p[0] for p in priced) + extra[0], 4),
+        "expected_usd": round(sum(p[1] for p in priced) + extra[1], 4),
+        "high_usd": round(sum(p[2] for p in priced) + extra[2], 4),
+        "rows": len(measured),
+        "proposer_priced": bool(proposer_costs),
+    }
+
+
+def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:
+    """Rows of every finished cell under ``results/<experiment>`` and the measured proposer session costs."""
+    rows = []
+    for path in layout.cell_records_on_disk(results_dir):
+        try:
+            rows.append(json.loads(path.read_text(encoding="utf-8"))["row"])
+        except (OSError, ValueError, KeyError):
+            continue
+    proposers = []
+    for path in sorted(Path(found) for found in glob.glob(layout.proposer_session(results_dir, "*"))):
+        try:
+            cost = json.loads(path.read_text(encoding="utf-8"))["session"].get("cost_usd")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if cost is not None:
+            proposers.append(cost)
+    return rows, proposers
+
+
+def check_budget(
+    config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str], first_runs: int
+) -> None:
+    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
+    first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
+    first batch would be passed before any look could stop it."""
+    from skillbench.experiment import arms as arm_config
+
+    cap = config["budget"]["max_sessions"]
+    if cap is None:
+        return
+    sessions = sum(
+        len(arm_config.arm_definition(config, arm)["sessions"]) * first_runs * len(task_ids)
+        for arm in [*incumbent_arms, *candidate_arms]
+    )
+    if sessions > cap:
+        raise ValueError(
+            f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
+            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
+            "raise the cap, or lower runs (runs.min) or the tasks/arms selected"
+        )
+
+
+# ─── Between batches of a sequential design: the budget ─────────────────────
+
+
+def recorded_spend(arm_sessions: dict[str, int], results_root: str | Path) -> dict[str, Any]:
+    """Sessions and cost_usd of every finished cell under the experiment's results folder (records on disk);
+    ``arm_sessions`` is each incumbent arm's sessions per cell."""
+    from skillbench.experiment.arms import incumbent_of
+
+    sessions, usd = 0, 0.0
+    for path in layout.cell_records_on_disk(results_root):
+        row = artifacts.read_artifact(path, "cell-record")["row"]
+        sessions += arm_sessions[incumbent_of(row["arm"])]
+        usd += row.get("cost_usd") or 0.0
+    return {"sessions": sessions, "usd": round(usd, 6)}
+
+
+@dataclass
+class BatchBudget:
+    """What a look may still start: the spend so far and the batches already admitted at this look.
+
+    A batch's price: each missing cell costs its arm's sessions, and the mean recorded cost per finished cell."""
+
+    spend: dict[str, Any]
+    cost_per_cell: float
+    arm_sessions: dict[str, int]
+    budget: dict[str, Any]
+    tasks: list[str]
+    present: set[tuple[str, str, int]]
+    planned_sessions: int = 0
+    planned_usd: float = 0.0
+    planned_cells: set[tuple[str, str, int]] = field(default_factory=set)
+
+    @classmethod
+    def from_disk(
+        cls, results_root: str | Path, arm_sessions: dict[str, int], budget: dict[str, Any], present: list[dict]
+    ) -> BatchBudget:
+        """The budget of a look over ``present`` rows, with the spend recorded under ``results_root``."""
+        spend = recorded_spend(arm_sessions, results_root)
+        finished = len(layout.cell_records_on_disk(results_root))
+        return cls(
+            spend=spend,
+            cost_per_cell=spend["usd"] / finished if finished else 0.0,
+            arm_sessions=arm_sessions,
+            budget=budget,
+            tasks=sorted({row["task"] for row in present}),
+            present={(row["task"], row["arm"], row["run"]) for row in present},
+            planned_sessions=spend["sessions"],
+            planned_usd=spend["usd"],
+        )
+
+    def admit(self, pair: tuple[str, str], runs: int, next_runs: int) -> list[str]:
+        """Admit the pair's batch (runs ``runs``..``next_runs``-1 of both arms) and return [], or return the caps
+        it would pass (and admit nothing)."""
+        from skillbench.experiment.arms import incumbent_of
+
+        batch = (
+            {(task, arm, run) for task in self.tasks for arm in pair for run in range(runs, next_runs)}
+            - self.present
+            - self.planned_cells
+        )
+        sessions = sum(self.arm_sessions[incumbent_of(arm)] for _, arm, _ in batch)
+        projected = len(batch) * self.cost_per_cell
+        over = []
+        max_sessions, max_usd = self.budget.get("max_sessions"), self.budget.get("max_usd")
+        if max_sessions is not None and self.planned_sessions + sessions > max_sessions:
+            over.append(
+                f"budget.max_sessions {max_sessions} (spent {self.spend['sessions']} sessions; the "
+                f"next batch needs {sessions} more)"
+            )
+        if max_usd is not None and self.planned_usd + projected > max_usd:
+            over.append(
+                f"budget.max_usd {max_usd:g} (spent ${self.spend['usd']:.4f}; the next batch is "
+                f"projected at ${projected:.4f})"
+            )
+        if not over:
+            self.planned_sessions += sessions
+            self.planned_usd += projected
+            self.planned_cells |= batch
+        return over

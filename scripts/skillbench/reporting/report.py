@@ -1,0 +1,638 @@
+"""``report.md`` and ``summary.md`` rendering: the per (task, arm) median table, savings, provenance, the gate's
+verdict, and the run's summary across generations.
+
+Owns the Markdown layout and number formatting of the benchmark report and the run summary, the canonical
+order of rows (task-file order, run-major, arm-minor), and the summary document's outcome. Plain rows and
+documents in, deterministic values out: no timestamps, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillbench.base import layout
+from skillbench.base.records import USAGE_FIELDS
+from skillbench.decision.aggregate import aggregate_by_task, percent_saved, resolved_by_task, savings
+
+DEFAULT_BASELINE_ARM = "baseline"
+DASH = "—"
+MINUS = "−"
+
+# Session time (summed over an arm's sessions) below this many seconds is dominated by start-up and machine
+# load: its savings swing from run to run and are not shown.
+NOISY_WALL_S = 60.0
+NOISY = "†"
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
+HOW_TO_READ = (
+    "## How to read this\n"
+    "\n"
+    "- One line per task and arm: medians over the arm's valid runs. **resolved** counts the runs that passed the\n"
+    "  task's verify and its hidden oracle; runs excluded for session/infra errors are named there and left out.\n"
+    "- **cost $** is the median cost of one run; **$/resolved** is what one *resolved* run costs — every valid run's\n"
+    "  cost divided by the resolved runs — the fair price when arms differ in quality (n/a when none resolved).\n"
+    "- **savings %** rows compare an arm with the baseline arm, (baseline − arm) / baseline, positive = cheaper,\n"
+    "  over the runs that resolved in both arms only, with both resolution counts beside them (arm vs baseline);\n"
+    "  n/a when either arm resolved nothing. Their $/resolved column compares what a resolved run costs.\n"
+    f"- **wall s** is the summed session time; {NOISY} marks medians under {NOISY_WALL_S:.0f} s, where start-up and\n"
+    "  machine load dominate: no wall-time saving is shown for them.\n"
+    "- **churn** = files/+insertions/−deletions against the clone's starting commit (plans and skills excluded)."
+)
+TOKEN_WARNING = (
+    "**WARNING:** subagents were possible in this run (a Task/Agent tool was allowed or used): token columns count\n"
+    "only each arm's main-loop session — tokens spent by subagents are not in them, so they favour arms that\n"
+    "delegate. cost $ is the only column that includes subagent spend; to compare tokens fairly, recount usage\n"
+    "from the captured transcripts, counting each message.id once."
+)
+COLUMNS = (
+    "task",
+    "class",
+    "arm",
+    "resolved",
+    "input",
+    "cache_create",
+    "cache_read",
+    "output",
+    "cost $",
+    "$/resolved",
+    "wall s",
+    "turns",
+    "churn",
+    "errors",
+)
+SESSION_IDS_NOTE = (
+    "Session ids for every run are in results.jsonl — open the matching transcript to see where each arm "
+    "spent its tokens."
+)
+
+
+def _table_line(cells: list[str] | tuple[str, ...]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _whole(value: float | int) -> str:
+    return f"{value:.0f}"
+
+
+def _cost(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def _wall(seconds: float) -> str:
+    return _whole(seconds) + (NOISY if seconds < NOISY_WALL_S else "")
+
+
+def subagents_possible(rows: list[dict[str, Any]], tools: list[str] | None) -> bool:
+    """A subagent tool was allowed to the sessions (when the tool list is known) or some run used one."""
+    used = any(SUBAGENT_TOOLS & set(row.get("tool_use_counts") or {}) for row in rows)
+    return used or bool(tools is not None and SUBAGENT_TOOLS & set(tools))
+
+
+def _ordered(preferred: list[str], present: list[str]) -> list[str]:
+    """``preferred`` entries that are present, then anything present but not named, in appearance order."""
+    named = [item for item in dict.fromkeys(preferred) if item in present]
+    return named + [item for item in present if item not in named]
+
+
+def _resolved_cell(summary: dict[str, Any]) -> str:
+    cell = f"{summary['resolved']}/{summary['valid_runs']}"
+    if summary["excluded_runs"]:
+        cell += f" ({summary['excluded_runs']} excluded)"
+    return cell
+
+
+def _errors_cell(error_kinds: dict[str, int]) -> str:
+    if not error_kinds:
+        return DASH
+    return ", ".join(f"{kind}×{count}" for kind, count in sorted(error_kinds.items()))
+
+
+def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
+    files, insertions, deletions = (
+        _whole(summary[field]) for field in ("diff_files", "diff_insertions", "diff_deletions")
+    )
+    churn = f"{files}/+{insertions}/{MINUS}{deletions}"
+    return _table_line(
+        [
+            task,
+            summary["class"],
+            arm,
+            _resolved_cell(summary),
+            *(_whole(summary[field]) for field in USAGE_FIELDS),
+            _cost(summary["cost_usd"]),
+            _cost(summary["cost_per_resolved_usd"]),
+            _wall(summary["duration_s"]),
+            _whole(summary["num_turns"]),
+            churn,
+            _errors_cell(summary["error_kinds"]),
+        ]
+    )
+
+
+def _savings_line(
+    task: str,
+    task_class: str,
+    arm: str,
+    summaries: dict[str, dict[str, Any]],
+    resolved_only: dict[str, dict[str, Any] | None],
+    baseline_arm: str,
+) -> str:
+    """Savings of ``arm`` against the baseline over resolved runs only, next to both arms' resolution."""
+    arm_all, base_all = summaries[arm], summaries[baseline_arm]
+    resolution = f"{arm_all['resolved']}/{arm_all['valid_runs']} vs {base_all['resolved']}/{base_all['valid_runs']}"
+    arm_resolved, base_resolved = resolved_only.get(arm), resolved_only.get(baseline_arm)
+    if arm_resolved is None or base_resolved is None:
+        saved: dict[str, float | None] = dict.fromkeys((*USAGE_FIELDS, "cost_usd", "duration_s"))
+        basis = "n/a: an arm resolved nothing"
+    else:
+        saved = savings(base_resolved, arm_resolved)
+        basis = "over resolved runs"
+    noisy = base_all["duration_s"] < NOISY_WALL_S or arm_all["duration_s"] < NOISY_WALL_S
+    return _table_line(
+        [
+            task,
+            task_class,
+            f"**{arm} savings %**",
+            resolution,
+            *(_pct(saved[field]) for field in USAGE_FIELDS),
+            _pct(saved["cost_usd"]),
+            _pct(percent_saved(base_all["cost_per_resolved_usd"], arm_all["cost_per_resolved_usd"])),
+            NOISY if noisy else _pct(saved["duration_s"]),
+            DASH,
+            DASH,
+            basis,
+        ]
+    )
+
+
+def _distinct(rows: list[dict[str, Any]], field: str) -> list[Any]:
+    return list(dict.fromkeys(row.get(field) for row in rows))
+
+
+def _code_list(values: list[Any]) -> str:
+    known = [f"`{value}`" for value in values if value is not None]
+    return ", ".join(known) if known else "unknown"
+
+
+def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], task_order: list[str]) -> list[str]:
+    def pick(key: str, row_field: str) -> list[Any]:
+        if key in provenance:
+            value = provenance[key]
+            return list(value) if isinstance(value, list | tuple) else [value]
+        return _distinct(rows, row_field)
+
+    selected = list(provenance.get("selected_tasks", task_order))
+    skipped = list(provenance.get("skipped_tasks", []))
+    runs = provenance.get("runs", max((row["run"] for row in rows), default=-1) + 1)
+    lines = [
+        "## Run provenance",
+        "",
+        f"- Benchmark model: {_code_list(pick('model', 'model'))}",
+    ]
+    if "proposer_model" in provenance:
+        lines.append(f"- Proposer model: `{provenance['proposer_model']}`")
+    lines += [
+        f"- Provider: {_code_list(pick('provider', 'provider'))}",
+        f"- Reasoning effort: {_code_list(pick('effort', 'effort'))}",
+        f"- Claude Code CLI version: {_code_list(pick('cli_version', 'cli_version'))}",
+        f"- Sandbox backend(s): {_code_list(pick('sandbox_backends', 'sandbox_backend'))}",
+        f"- Selected tasks ({len(selected)}): {', '.join(selected) if selected else 'none'}",
+        f"- Skipped expensive tasks ({len(skipped)}): {', '.join(skipped) if skipped else 'none'}",
+        f"- Runs per (task, arm): {runs}",
+    ]
+    plugins: dict[tuple[str, Any, Any], list[str]] = {}
+    for row in rows:
+        for plugin in row.get("plugins") or []:
+            arms = plugins.setdefault((plugin["name"], plugin.get("version"), plugin["digest"]), [])
+            if row["arm"] not in arms:
+                arms.append(row["arm"])
+    for (name, version, digest), arms in plugins.items():
+        lines.append(
+            f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` (arms: {', '.join(arms)})"
+        )
+    mcp_uses: dict[str, int] = {}
+    for row in rows:
+        for server, count in (row.get("mcp_tool_uses") or {}).items():
+            mcp_uses[server] = mcp_uses.get(server, 0) + count
+    if mcp_uses:
+        lines.append("- MCP tool calls: " + ", ".join(f"`{server}` {count}" for server, count in mcp_uses.items()))
+    run_status = provenance.get("run_status", "complete")
+    if run_status != "complete":
+        lines.append(f"- Run status: `{run_status}` — partial evidence; promotion is disabled")
+    return lines
+
+
+def _metric_value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric == "cost_usd":
+        return f"{value:.4f}"
+    if metric == "duration_s":
+        return f"{value:.1f}"
+    return f"{value:.1f}" if value != int(value) else f"{value:.0f}"
+
+
+def _paired_cell(paired: dict[str, Any] | None) -> str:
+    if paired is None:
+        return "n/a"
+    return f"{paired['runs']} runs: {paired['wins']}W/{paired['losses']}L/{paired['ties']}T"
+
+
+def _p_value(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _signed(value: float | None, unit: str) -> str:
+    return "n/a" if value is None else f"{value:+.1f}{unit}"
+
+
+def _runs_lines(decision: dict[str, Any]) -> list[str]:
+    """Every paired run's metric value, so the spread behind each median is visible."""
+    tasks = [row for row in decision["tasks"] if row.get("paired")]
+    if not tasks:
+        return []
+    width = max(len(row["paired"]["run_indices"]) for row in tasks)
+    metric = decision["metric"]
+    lines = [
+        "",
+        f"Per-run {metric} (paired runs):",
+        "",
+        _table_line(["task", "arm", *(f"run {index + 1}" for index in range(width))]),
+        _table_line(["---"] * (2 + width)),
+    ]
+    for row in tasks:
+        paired = row["paired"]
+        for arm, values in (
+            (decision["incumbent_arm"], paired["incumbent_values"]),
+            (decision["candidate_arm"], paired["candidate_values"]),
+        ):
+            cells = [_metric_value(metric, value) for value in values]
+            lines.append(_table_line([row["task"], arm, *cells, *([DASH] * (width - len(cells)))]))
+    return lines
+
+
+def _tests_lines(decision: dict[str, Any]) -> list[str]:
+    """What the gate tested: the design, the cost and quality tests, and what the runs could have detected."""
+    tests = decision.get("tests")
+    if not tests:
+        return []
+    cost, quality = tests["cost"], tests["quality"]
+    deciding = "decided on these tests" if decision.get("rule") == "noise_aware" else "reported only; rule upstream"
+    lines = [
+        "",
+        f"Tests ({deciding}): design {tests['design']['text']}.",
+        "",
+        _table_line(["test", "estimate", "interval", "p-value", "detectable at 80% power", "conclusion"]),
+        _table_line(["---"] * 6),
+        _table_line(
+            [
+                f"{decision['metric']} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
+                _pct(cost["estimate_pct"]) + ("%" if cost["estimate_pct"] is not None else ""),
+                "n/a"
+                if cost["ci_low_pct"] is None
+                else f"{cost['ci_low_pct']:.1f}% to {cost['ci_high_pct']:.1f}% ({cost['confidence']:.0%})",
+                _p_value(cost["p_value"]),
+                "n/a" if cost["mde_pct"] is None else f"{cost['mde_pct']:.1f}% saving",
+                cost["conclusion"].replace("_", " "),
+            ]
+        ),
+        _table_line(
+            [
+                f"resolution, candidate − incumbent (margin {quality['margin_pct']:g} points)",
+                f"{quality['candidate_resolved']}/{quality['candidate_runs']} vs "
+                f"{quality['incumbent_resolved']}/{quality['incumbent_runs']}, "
+                f"{_signed(quality['difference_pct'], ' points')}",
+                "n/a"
+                if quality["ci_low_pct"] is None
+                else f"{quality['ci_low_pct']:+.1f} to {quality['ci_high_pct']:+.1f} ({1 - 2 * quality['alpha']:.0%})",
+                f"non-inferiority {_p_value(quality['p_noninferiority'])}; worse {_p_value(quality['p_worse'])}; "
+                f"better {_p_value(quality['p_better'])}",
+                "n/a" if quality["mde_pct"] is None else f"{quality['mde_pct']:.1f} points",
+                quality["conclusion"].replace("_", " "),
+            ]
+        ),
+    ]
+    if cost["conclusion"] == "inconclusive":
+        lines += [
+            "",
+            f"Not enough runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
+            f"and the {cost['confidence']:.0%} interval still holds both no saving and the "
+            f"{cost['floor_pct']:.1f}% floor. More runs per task (or more tasks) narrow it.",
+        ]
+    return lines + _looks_lines(decision) + _runs_lines(decision)
+
+
+def _looks_lines(decision: dict[str, Any]) -> list[str]:
+    """A sequential design's interim looks: runs so far, the cost statistic against its boundary, the verdict."""
+    looks, sequential = decision.get("looks"), decision.get("sequential")
+    if not sequential:
+        return []
+    planned = ", ".join(str(runs) for runs in sequential["looks_planned"])
+    lines = [
+        "",
+        f"Looks (sequential design, {sequential['spending'].replace('_', '–')} alpha spending, looks at {planned} "
+        f"runs per (task, arm); futility below conditional power {sequential['futility_power']:g}):",
+        "",
+        _table_line(
+            [
+                "look",
+                "runs",
+                "saving",
+                "statistic t",
+                "boundary t (z)",
+                "p-value",
+                "nominal alpha",
+                "conditional power (cost / quality)",
+                "decision",
+                "why",
+            ]
+        ),
+        _table_line(["---"] * 10),
+    ]
+    for look in looks or []:
+        powers = look["conditional_power"]
+        lines.append(
+            _table_line(
+                [
+                    str(look["look"]),
+                    str(look["runs"]),
+                    _pct(look["estimate_pct"]) + ("%" if look["estimate_pct"] is not None else ""),
+                    "n/a" if look["statistic"] is None else f"{look['statistic']:.2f}",
+                    ("n/a" if look["boundary_t"] is None else f"{look['boundary_t']:.2f}")
+                    + ("" if look["boundary_z"] is None else f" ({look['boundary_z']:.2f})"),
+                    _p_value(look["p_value"]),
+                    f"{look['nominal_alpha']:.4g}",
+                    " / ".join("n/a" if powers[key] is None else f"{powers[key]:.2f}" for key in ("cost", "quality")),
+                    look["decision"].replace("_", " "),
+                    look["reason"].replace("|", "/"),
+                ]
+            )
+        )
+    if sequential["cut_short"]:
+        lines += ["", f"Cut short: {decision['reasons'][0]}"]
+    elif sequential["status"] == "continue":
+        lines += ["", f"Not decided yet: the next look needs {sequential['next_runs']} runs per (task, arm)."]
+    return lines
+
+
+def _decision_lines(decision: dict[str, Any]) -> list[str]:
+    metric = decision["metric"]
+    lines = [
+        f"### {decision['candidate_arm']} vs {decision['incumbent_arm']}: {decision['decision']}",
+        "",
+        _table_line(
+            [
+                "task",
+                "class",
+                "incumbent resolved",
+                "candidate resolved",
+                f"incumbent {metric}",
+                f"candidate {metric}",
+                "improvement %",
+                "gated",
+                "paired runs (candidate W/L/T)",
+            ]
+        ),
+        _table_line(["---"] * 9),
+    ]
+    for row in decision["tasks"]:
+        incumbent_resolved = row["incumbent_resolved"]
+        if row["incumbent_excluded_runs"]:
+            incumbent_resolved += f" ({row['incumbent_excluded_runs']} excluded)"
+        candidate_resolved = row["candidate_resolved"]
+        if row["candidate_excluded_runs"]:
+            candidate_resolved += f" ({row['candidate_excluded_runs']} excluded)"
+        lines.append(
+            _table_line(
+                [
+                    row["task"],
+                    row["class"],
+                    incumbent_resolved,
+                    candidate_resolved,
+                    _metric_value(metric, row["incumbent_metric"]),
+                    _metric_value(metric, row["candidate_metric"]),
+                    _pct(row["improvement_pct"]),
+                    "yes" if row["gated"] else "no",
+                    _paired_cell(row["paired"]),
+                ]
+            )
+        )
+    lines += _tests_lines(decision)
+    sign = decision["statistics"]["sign_test"]
+    boot = decision["statistics"]["bootstrap"]
+    if boot["ci_low_pct"] is None:
+        interval = "not computable (no gated task with a measured improvement)"
+    else:
+        verdict = "excludes zero" if boot["excludes_zero"] else "includes zero"
+        interval = f"[{boot['ci_low_pct']:.1f}%, {boot['ci_high_pct']:.1f}%] ({verdict})"
+    margin = decision["resolution_margin"]
+    lines += [
+        "",
+        f"Decision: **{decision['decision']}** on `{metric}`; median improvement over gated tasks "
+        f"{_pct(decision['median_improvement_pct'])}%; resolution margin {'+' if margin > 0 else ''}{margin} run(s).",
+        "",
+        "Reasons:",
+        "",
+        *(f"- {reason}" for reason in decision["reasons"]),
+        "",
+        f"Sign test over gated tasks: {sign['wins']} win(s), {sign['losses']} loss(es), {sign['ties']} tie(s); "
+        f"two-sided p = {sign['p_value']:.4f}.",
+        "",
+        f"Bootstrap {boot['confidence']:.0%} CI of the median improvement ({boot['resamples']} task resamples, "
+        f"seed {boot['seed']}): {interval}.",
+    ]
+    if decision.get("metric_warning"):
+        lines += ["", decision["metric_warning"]]
+    return lines
+
+
+def _promotion_lines(promotion: dict[str, Any]) -> list[str]:
+    lines = ["## Candidate vs incumbent", ""]
+    if promotion.get("run_status", "complete") != "complete":
+        lines += [f"Run status `{promotion['run_status']}`: every decision is forced to insufficient_evidence.", ""]
+    for index, decision in enumerate(promotion.get("decisions", [])):
+        if index:
+            lines.append("")
+        lines += _decision_lines(decision)
+    return lines
+
+
+def render_report(
+    rows: list[dict[str, Any]],
+    *,
+    title: str,
+    task_order: list[str],
+    arm_order: list[str],
+    provenance: dict[str, Any],
+    promotion: dict[str, Any] | None = None,
+    baseline_arm: str = DEFAULT_BASELINE_ARM,
+) -> str:
+    """The whole ``report.md`` as one string; savings rows compare every arm with ``baseline_arm``.
+
+    Tasks follow ``task_order`` and arms ``arm_order``; tasks or arms present in ``rows`` but
+    not named there follow in order of first appearance, so no row is silently dropped.
+    ``provenance`` keys (each optional; missing ones fall back to the distinct values in the
+    rows): model, proposer_model, provider, effort, cli_version, sandbox_backends,
+    selected_tasks, skipped_tasks, runs, run_status; ``tools`` (the sessions' allowed tools) decides,
+    with the rows' tool use, whether the subagent warning applies.
+    """
+    by_task = aggregate_by_task(rows)
+    resolved_only = resolved_by_task(rows)
+    lines = [f"# {title}", "", HOW_TO_READ, ""]
+    if subagents_possible(rows, provenance.get("tools")):
+        lines += [TOKEN_WARNING, ""]
+    lines += [_table_line(COLUMNS), _table_line(["---"] * len(COLUMNS))]
+    for task in _ordered(task_order, list(by_task)):
+        arms = by_task[task]
+        ordered_arms = _ordered(arm_order, list(arms))
+        for arm in ordered_arms:
+            lines.append(_arm_line(task, arm, arms[arm]))
+        if baseline_arm in arms:
+            for arm in ordered_arms:
+                if arm != baseline_arm:
+                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task], baseline_arm))
+
+    summaries = [summary for arms in by_task.values() for summary in arms.values()]
+    excluded = sum(summary["excluded_runs"] for summary in summaries)
+    missing = sum(summary["transcripts_missing"] for summary in summaries)
+    lines.append("")
+    if excluded:
+        lines += [
+            f"{excluded} run(s) hit session/infra/cleanup errors, were cancelled, or had unverifiable evidence "
+            "and were excluded from medians and resolve denominators — see error_kind in results.jsonl.",
+            "",
+        ]
+    if missing:
+        lines += [
+            f"{missing} run(s) had no locatable or readable session transcript, so they were excluded from "
+            "promotion evidence (skill_invoked=null in results.jsonl).",
+            "",
+        ]
+    lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
+    if promotion is not None:
+        lines += ["", *_promotion_lines(promotion)]
+    return "\n".join(lines) + "\n"
+
+
+def canonical_order(rows: list[dict[str, Any]], task_order: list[str], arm_order: list[str]) -> list[dict[str, Any]]:
+    """Task-file order, then run-major, arm-minor."""
+    return sorted(rows, key=lambda row: (task_order.index(row["task"]), row["run"], arm_order.index(row["arm"])))
+
+
+def runs_text(runs: Any) -> Any:
+    """The design as the report states it: the integer of a fixed design, a sentence for a sequential one."""
+    if isinstance(runs, int):
+        return runs
+    return f"{runs['min']} to {runs['max']}, step {runs['step']} (sequential; each pair's looks are in its decision)"
+
+
+def oracle_log_section(links: list[tuple[dict[str, Any], str]]) -> str:
+    """Links (row, relative path) to the oracle's output of every run whose hidden oracle failed, for the task
+    author. The report shows only the link, never the owner-only log's content."""
+    if not links:
+        return ""
+    lines = [f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})" for row, relative in links]
+    return (
+        "\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
+        "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
+        "same way, check the oracle (`skillbench check-tasks`) before blaming the agent.\n\n" + "\n".join(lines) + "\n"
+    )
+
+
+def oracle_failed(row: dict[str, Any]) -> bool:
+    """The run's hidden oracle ran and failed (its output is in the cell's owner-only oracle log)."""
+    return not row["oracle_passed"] and row["oracle_output"] == "hidden oracle failed"
+
+
+# ─── summary.md ─────────────────────────────────────────────────────────────
+
+
+def generation_summary(
+    promotion: dict[str, Any], overlay_doc: dict[str, Any], *, promoted: bool, gate_summary: list[str]
+) -> dict[str, Any]:
+    """One generation's entry of summary.json: its candidate, its decisions and the gate's summary lines."""
+    return {
+        "generation": overlay_doc["generation"],
+        "candidate_origin": overlay_doc["candidate_origin"],
+        "candidate_overlay_digest": overlay_doc["digest"],
+        "touched_skills": overlay_doc["touched_skills"],
+        "required_candidate_arms": overlay_doc["required_candidate_arms"],
+        "promoted": promoted,
+        "run_status": promotion["run_status"],
+        "decisions": [
+            {
+                "candidate_arm": d["candidate_arm"],
+                "incumbent_arm": d["incumbent_arm"],
+                "decision": d["decision"],
+                "median_improvement_pct": d["median_improvement_pct"],
+                "reasons": d["reasons"],
+            }
+            for d in promotion["decisions"]
+        ],
+        "gate_summary": gate_summary,
+    }
+
+
+def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """(outcome, promoted generation): a sweep, the first promoted generation, or no promotion."""
+    promoted = next((g["generation"] for g in generations if g["promoted"]), None)
+    if requested == 0:
+        return "sweep", promoted
+    return ("promoted" if promoted is not None else "not_promoted"), promoted
+
+
+def _generation_table(summary: dict[str, Any]) -> list[str]:
+    lines = ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
+    for generation in summary["generations"]:
+        decisions = ", ".join(f"{d['candidate_arm']}: {d['decision']}" for d in generation["decisions"])
+        lines.append(
+            f"| {generation['generation']} | {generation['candidate_origin']} | "
+            f"`{generation['candidate_overlay_digest'][:16]}` | "
+            f"{', '.join(generation['required_candidate_arms'])} | {decisions} |"
+        )
+    lines.append("")
+    for generation in summary["generations"]:
+        lines.append(f"## Generation {generation['generation']}")
+        lines.append("")
+        lines += [f"- {line}" for line in generation["gate_summary"]]
+        lines.append("")
+    return lines
+
+
+def _outcome_line(summary: dict[str, Any]) -> str:
+    if summary["outcome"] == "promoted":
+        return (
+            f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
+            f"Apply it with `skillbench apply {layout.results_root(summary['experiment'])}`."
+        )
+    advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+    return f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** {advice}"
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """summary.md: the chain of generations, each generation's gate summary and the outcome."""
+    lines = [f"# skillbench run `{summary['experiment']}`", ""]
+    if summary["outcome"] == "sweep":
+        lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
+    else:
+        lines += [*_generation_table(summary), _outcome_line(summary)]
+    cut_short = [
+        f"generation {g['generation']} {d['candidate_arm']}"
+        for g in summary["generations"]
+        for d in g["decisions"]
+        if d["reasons"] and d["reasons"][0].startswith("cut short:")
+    ]
+    if cut_short:
+        lines += [
+            "",
+            f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
+            f"{', '.join(cut_short)} (their reports show the looks taken).",
+        ]
+    if summary["broken_incumbent_arms"]:
+        lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
+    return "\n".join(lines).rstrip() + "\n"

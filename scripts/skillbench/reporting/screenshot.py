@@ -1,0 +1,111 @@
+"""A PNG of the HTML report (``snakemake --report``) opened on one page, taken with headless Chromium.
+
+Owns the one developer tool behind ``make report-screenshot``: it copies the report with a
+small script that opens the chosen result (by default the run summary page) the way a click
+in the report's menu would, and asks Chromium for a screenshot of the window.
+
+    python -m skillbench.reporting.screenshot REPORT_HTML OUT_PNG [--page summary.html] [--size 1400,1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+OPEN_PAGE = """
+<script>
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var suffix = %s;
+    var path = Object.keys(results).find(function (p) { return p.endsWith(suffix); });
+    if (!path) { document.title = "page not found: " + suffix; return; }
+    app.showCategory(%s);
+    app.setView({content: "html", contentPath: results[path].data_uri, resultPath: path});
+    // The page frame is one screen high: keep the window from scrolling under it.
+    document.documentElement.style.overflow = "hidden";
+    document.body.style.overflow = "hidden";
+  }, 300);
+});
+</script>
+"""
+
+
+def browser() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise SystemExit("no Chromium on PATH: install the Debian package `chromium` (make report-screenshot does)")
+
+
+def with_opener(report_html: str, page: str, category: str) -> str:
+    """The report with a script that opens ``page`` (a result path suffix) in ``category`` once it loaded."""
+    script = OPEN_PAGE % (json.dumps(page), json.dumps(category))
+    head, marker, tail = report_html.rpartition("</body>")
+    if not marker:
+        raise ValueError("not an HTML report: no </body>")
+    return head + script + marker + tail
+
+
+def take(
+    report: Path, out: Path, *, page: str = "summary.html", category: str = "Run", size: tuple[int, int] = (1400, 1000)
+) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        wrapped = Path(scratch) / "report.html"
+        wrapped.write_text(with_opener(report.read_text(encoding="utf-8"), page, category), encoding="utf-8")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        command = [
+            browser(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            f"--user-data-dir={scratch}/profile",
+            f"--window-size={size[0]},{size[1]}",
+            "--virtual-time-budget=8000",
+            f"--screenshot={out.resolve()}",
+            wrapped.as_uri(),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+        if result.returncode != 0 or not out.is_file():
+            raise SystemExit(f"chromium failed ({result.returncode}): {result.stderr[-2000:]}")
+    crop_to_viewport(out)
+
+
+def crop_to_viewport(png: Path) -> None:
+    """Headless Chromium's picture is taller than the page's viewport: cut it where the report's menu (a dark
+    column one viewport high, on the left edge) ends."""
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)
+    dark = [row for row in range(image.shape[0]) if image[row, 10, :3].sum() < 2.0]
+    if dark and dark[-1] + 1 < image.shape[0]:
+        matplotlib.image.imsave(png, image[: dark[-1] + 1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m skillbench.reporting.screenshot",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("report", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--page", default="summary.html", help="open the result whose path ends with this")
+    parser.add_argument("--category", default="Run")
+    parser.add_argument("--size", default="1400,1000", help="window WIDTH,HEIGHT")
+    args = parser.parse_args(argv)
+    width, height = (int(part) for part in args.size.split(","))
+    take(args.report, args.out, page=args.page, category=args.category, size=(width, height))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
