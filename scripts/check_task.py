@@ -3,13 +3,12 @@
 from skillbench.base.process import install_signal_handlers, watch_parent
 from skillbench.base.runlog import rule_log
 from skillbench.execution.environment import secrets
-from skillbench.grading.taskcheck import TaskCheckError
-from skillbench.pipeline import check_task
+from skillbench.steps.tasks import check_task
 
 install_signal_handlers()
 watch_parent()
 params = snakemake.params
-with rule_log(snakemake.log[0], secrets=secrets(params.api_key_env), expected=(TaskCheckError,)):
+with rule_log(snakemake.log[0], secrets=secrets(params.api_key_env)):
     check_task(
         settings=dict(params.settings),
         api_key_env=params.api_key_env,

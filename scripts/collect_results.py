@@ -1,7 +1,7 @@
 """Shim for rule collect_results: cell records → results.jsonl in canonical order."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.pipeline import collect_results
+from skillbench.steps.sweep import collect_results
 
 with rule_log(snakemake.log[0]):
     collect_results(

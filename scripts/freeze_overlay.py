@@ -1,10 +1,9 @@
 """Shim for rule freeze_overlay: validate, freeze and bind a generation's candidate overlay."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.experiment.overlay import OverlayError
-from skillbench.pipeline import freeze_overlay
+from skillbench.steps.evolve import freeze_overlay
 
-with rule_log(snakemake.log[0], expected=(OverlayError,)):
+with rule_log(snakemake.log[0]):
     freeze_overlay(
         generation=int(snakemake.wildcards.gen),
         source=snakemake.params.source,

@@ -2,7 +2,7 @@
 
 from skillbench.base import layout
 from skillbench.base.runlog import rule_log
-from skillbench.pipeline import gate_look
+from skillbench.steps.gate import gate_look
 
 with rule_log(snakemake.log[0]):
     gate_look(

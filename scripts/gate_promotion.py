@@ -1,10 +1,10 @@
 """Shim for checkpoint gate_promotion: rows + policy → promotion.json."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.decision.promotion import grade
+from skillbench.steps.gate import gate_promotion
 
 with rule_log(snakemake.log[0]):
-    grade(
+    gate_promotion(
         results=snakemake.input.results,
         overlay_json=snakemake.input.overlay,
         bindings=snakemake.input.bindings,

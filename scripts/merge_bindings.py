@@ -1,7 +1,7 @@
 """Shim for rule merge_bindings: one bindings.json in suite order, with the skipped expensive tasks."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.pipeline import merge_bindings
+from skillbench.steps.tasks import merge_bindings
 
 with rule_log(snakemake.log[0]):
     merge_bindings(

@@ -1,10 +1,10 @@
 """Shim for rule plot_cell_timeline: each results.jsonl's cell records → the timeline of cells on worker slots."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.reporting.figures import make_timeline
+from skillbench.steps.report import plot_cell_timeline
 
 with rule_log(snakemake.log[0]):
-    make_timeline(
+    plot_cell_timeline(
         results=list(snakemake.input.results),
         title=snakemake.params.title,
         out=snakemake.output.figure,

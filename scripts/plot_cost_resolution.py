@@ -1,10 +1,10 @@
 """Shim for rule plot_cost_resolution: results.jsonl → cost against resolution per arm, one facet per task."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.reporting.figures import make_cost_resolution
+from skillbench.steps.report import plot_cost_resolution
 
 with rule_log(snakemake.log[0]):
-    make_cost_resolution(
+    plot_cost_resolution(
         results=snakemake.input.results,
         bindings=snakemake.input.bindings,
         arm_order=list(snakemake.params.arms),

@@ -1,10 +1,10 @@
 """Shim for rule plot_session_spend: the cells behind each results.jsonl, proposer sessions → cost, turns by role."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.reporting.figures import make_spend
+from skillbench.steps.report import plot_session_spend
 
 with rule_log(snakemake.log[0]):
-    make_spend(
+    plot_session_spend(
         results=list(snakemake.input.results),
         proposer_sessions=list(snakemake.input.proposer_sessions),
         title=snakemake.params.title,

@@ -1,7 +1,7 @@
 """Shim for rule render_report: results.jsonl → report.md."""
 
 from skillbench.base.runlog import rule_log
-from skillbench.pipeline import render_report
+from skillbench.steps.sweep import render_report
 
 with rule_log(snakemake.log[0]):
     render_report(

@@ -3,13 +3,11 @@
 import sys
 
 from skillbench.base import layout
-from skillbench.base.process import WriterBusy, install_signal_handlers, watch_parent
+from skillbench.base.process import install_signal_handlers, watch_parent
 from skillbench.base.runlog import rule_log
-from skillbench.execution.breaker import OutageTripped
 from skillbench.execution.environment import secrets
-from skillbench.execution.failures import CellCancelled, RetryableCellFailure
-from skillbench.pipeline import run_cell
 from skillbench.reporting.progress import tracking_cell
+from skillbench.steps.cells import run_cell
 
 install_signal_handlers()
 watch_parent()
@@ -20,11 +18,7 @@ results_root = layout.root_of_cell_file(snakemake.output.record, wildcards.cells
 # When the cell ends, progress.json is refreshed and the run line (cells, spend, ETA) printed to snakemake's output.
 with (
     tracking_cell(results_root, layout.cell_label(wildcards.cellset, wildcards.task, wildcards.arm, wildcards.run)),
-    rule_log(
-        snakemake.log[0],
-        secrets=secrets(settings["model"]["api_key_env"]),
-        expected=(RetryableCellFailure, OutageTripped, CellCancelled, WriterBusy),
-    ),
+    rule_log(snakemake.log[0], secrets=secrets(settings["model"]["api_key_env"])),
 ):
     run_cell(
         settings=settings,

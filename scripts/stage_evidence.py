@@ -2,10 +2,9 @@
 
 from skillbench.base import layout
 from skillbench.base.runlog import rule_log
-from skillbench.evolution.evidence import EvidenceError
-from skillbench.pipeline import stage_evidence
+from skillbench.steps.evolve import stage_evidence
 
-with rule_log(snakemake.log[0], expected=(EvidenceError,)):
+with rule_log(snakemake.log[0]):
     stage_evidence(
         generation=int(snakemake.wildcards.gen),
         results_root=layout.root_of_generation_file(snakemake.output.evidence),

@@ -3,7 +3,8 @@
 The library is layered; a package imports only from the packages below it (an import-linter
 contract in pyproject.toml, checked by `make test`, keeps it so):
 
-    cli, pipeline        the `skillbench` command and the rule steps the Snakemake shims call
+    cli, steps           the `skillbench` command, and the rule steps the Snakemake shims call
+    preflight            the checks of an experiment that need no agent session (parse time)
     reporting            report.md, summaries, figures, HTML pages, progress and estimates
     evolution            the proposer's evidence, the proposer session, applying a promotion
     decision             the promotion gate: statistics, aggregation, promotion documents

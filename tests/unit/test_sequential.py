@@ -261,7 +261,7 @@ def _write_records(root: Path, rows: list[dict]) -> list[str]:
 )
 def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, status):
     from skillbench.experiment.arms import session_counts
-    from skillbench.pipeline import gate_look
+    from skillbench.steps.gate import gate_look
 
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
     paths = _write_records(tmp_path, rows)

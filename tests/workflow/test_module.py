@@ -32,7 +32,7 @@ module skillbench:
 use rule * from skillbench
 
 # Which copy of the library the module imported (an installed one would hide a wrong import path).
-print("skillbench library:", sys.modules["skillbench.pipeline"].__file__, file=sys.stderr)
+print("skillbench library:", sys.modules["skillbench"].__file__, file=sys.stderr)
 """
 
 
@@ -69,7 +69,7 @@ def test_the_workflow_runs_as_a_module_from_the_consumers_folder(project, tmp_pa
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
 
-    assert f"skillbench library: {project.root / 'scripts' / 'skillbench' / 'pipeline.py'}" in output
+    assert f"skillbench library: {project.root / 'scripts' / 'skillbench' / '__init__.py'}" in output
     assert json.loads(breaker.read_text())["streak"] == 0
     assert (results / ".progress" / "plan.json").is_file()
     run_dir = results / "cells" / "money-thousands" / "baseline" / "run0"

@@ -14,7 +14,7 @@ from skillbench.decision import gate as sb_gate  # noqa: E402
 from skillbench.experiment import configcheck as sb_configcheck  # noqa: E402
 from skillbench.execution import environment as sb_environment  # noqa: E402
 from skillbench.base import layout as sb_layout  # noqa: E402
-from skillbench import pipeline as sb_pipeline  # noqa: E402
+from skillbench import steps as sb_steps  # noqa: E402
 from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
@@ -67,7 +67,7 @@ GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = sb_arms.candidate_arms(config)
 GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
-sb_pipeline.check_initial_overlay(config)
+sb_preflight.check_initial_overlay(config)
 sb_progress.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
 if config["model"]["provider"] == "scripted":
     # A broken script or a task/role typo would otherwise surface in every cell, after the sessions ran.
@@ -385,14 +385,14 @@ def job_settings(**sections):
     they reach the job as resources (run_control_resources), which Snakemake does not rerun on."""
     if "agent" in sections:
         sections["agent"] = {
-            key: value for key, value in sections["agent"].items() if key not in sb_pipeline.RUN_CONTROL_KEYS
+            key: value for key, value in sections["agent"].items() if key not in sb_steps.RUN_CONTROL_KEYS
         }
     return json.loads(json.dumps(sections, sort_keys=True))
 
 
 def run_control_resources():
     """The agent settings that steer how a session job runs but not what it measures."""
-    return {key: config["agent"][key] for key in sb_pipeline.RUN_CONTROL_KEYS}
+    return {key: config["agent"][key] for key in sb_steps.RUN_CONTROL_KEYS}
 
 
 def get_cell_settings(wildcards):

@@ -1,9 +1,9 @@
 """Rule logs: send a rule script's output to its `log:` file, redacted, and fail with a clear message.
 
-Every shim wraps its one library call in `rule_log(path, secrets, expected)`: stdout and stderr go
-to the log, an error of an `expected` class (bad input, a retryable cell failure, an open outage
-breaker) is written as one redacted line instead of a traceback, any other error with its
-traceback, and the job exits non-zero so Snakemake sees the failure (and retries it where the
+Every shim wraps its one rule step in `rule_log(path, secrets)`: stdout and stderr go to the log, an
+expected error (any `SkillbenchError`: bad input, a refused overlay, a retryable cell failure, an open
+outage breaker) is written as one redacted line instead of a traceback, any other error (a bug) with
+its traceback, and the job exits non-zero so Snakemake sees the failure (and retries it where the
 rule says so).
 """
 
@@ -15,13 +15,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
 
 
 @contextmanager
-def rule_log(
-    path: str | Path, secrets: Sequence[str] = (), expected: tuple[type[BaseException], ...] = ()
-) -> Iterator[None]:
+def rule_log(path: str | Path, secrets: Sequence[str] = ()) -> Iterator[None]:
     log_path = Path(path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("a", encoding="utf-8", buffering=1) as log:
@@ -29,7 +28,7 @@ def rule_log(
         sys.stdout = sys.stderr = log
         try:
             yield
-        except expected as exc:
+        except SkillbenchError as exc:
             print(f"error: {redact_text(str(exc), secrets)}", file=log)
             sys.stdout, sys.stderr = saved
             print(f"error: {redact_text(str(exc), secrets)}", file=sys.stderr)

@@ -15,11 +15,10 @@ import random
 import statistics
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from skillbench.base import artifacts
-from skillbench.base.records import CellRecord, ProposerSession, ResultRow, TaskBindings
+from skillbench.base.records import ResultRow
 from skillbench.decision.aggregate import is_valid
 from skillbench.experiment.arms import incumbent_of
 
@@ -584,98 +583,3 @@ def plot_timeline(data: dict[str, Any], *, title: str) -> str:
 
 
 # ─── Rule steps (I/O edge) ───────────────────────────────────────────────────
-
-
-def _read_rows(path: Path) -> list[ResultRow]:
-    return cast(list[ResultRow], artifacts.read_jsonl(path, "result-row"))  # validated against its schema
-
-
-def _read_cell_record(path: Path) -> CellRecord:
-    return cast(CellRecord, artifacts.read_artifact(path, "cell-record"))  # validated against its schema
-
-
-def _task_order(bindings: str) -> list[str]:
-    document = cast(TaskBindings, artifacts.read_artifact(Path(bindings), "task-bindings"))
-    return [task["id"] for task in document["tasks"]]
-
-
-def make_cost_resolution(*, results: str, bindings: str, arm_order: list[str], title: str, out: str) -> None:
-    rows = _read_rows(Path(results))
-    facets = cost_resolution_data(rows, _task_order(bindings), arm_order)
-    artifacts.atomic_write_text(Path(out), plot_cost_resolution(facets, title=title))
-
-
-def make_forest(*, promotion: str, candidate_arm: str, out: str) -> None:
-    document = artifacts.read_artifact(Path(promotion), "promotion")
-    artifacts.atomic_write_text(Path(out), plot_forest(forest_data(document, candidate_arm)))
-
-
-def make_generation_chain(*, summary: str, promotions: list[str], out: str) -> None:
-    document = artifacts.read_artifact(Path(summary), "summary")
-    gates = [artifacts.read_artifact(Path(path), "promotion") for path in promotions]
-    artifacts.atomic_write_text(Path(out), plot_generations(generation_chain_data(document, gates)))
-
-
-def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, Any]]:
-    from skillbench.execution.sessions import parse_event_stream
-
-    row = record["row"]
-    roles = [session["role"] for session in record["timing"]["sessions"]]
-    found: list[dict[str, Any]] = []
-    for index, artifact in enumerate(row["transcript_artifacts"]):
-        name = Path(artifact["path"]).name
-        role = next((r for r in roles if name.startswith(f"{r}-")), roles[index] if index < len(roles) else "session")
-        try:
-            usage = session_usage(parse_event_stream((record_path.parent / artifact["path"]).read_bytes()))
-        except (OSError, ValueError):
-            usage = {"cost_usd": None, "num_turns": None}
-        found.append({"role": session_role(row["arm"], role), **usage})
-    return found
-
-
-def run_records(results: list[str]) -> list[Path]:
-    """The cell records behind the rows of each ``results.jsonl`` (sweep/ or gen<N>/), each once, in row order:
-    incumbent cells are shared, a generation's candidate cells live in its folder (``layout.row_cell_dir``)."""
-    from skillbench.base import layout
-    from skillbench.experiment.arms import is_candidate
-
-    records: dict[Path, None] = {}
-    for path in map(Path, results):
-        root, generation = path.parent.parent, layout.generation_of_folder(path.parent.name)
-        for row in _read_rows(path):
-            cell = layout.row_cell_dir(
-                root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
-            )
-            records[Path(cell) / layout.RECORD] = None
-    return list(records)
-
-
-def make_spend(*, results: list[str], proposer_sessions: list[str], title: str, out: str) -> None:
-    sessions: list[dict[str, Any]] = []
-    for path in run_records(results):
-        sessions += _record_sessions(path, _read_cell_record(path))
-    for path in map(Path, proposer_sessions):
-        session = cast(ProposerSession, artifacts.read_artifact(path, "proposer-session"))["session"]
-        sessions.append(
-            {"role": "proposer", "cost_usd": session.get("cost_usd"), "num_turns": session.get("num_turns")}
-        )
-    artifacts.atomic_write_text(Path(out), plot_spend(spend_data(sessions), title=title))
-
-
-def make_timeline(*, results: list[str], title: str, out: str) -> None:
-    cells: list[dict[str, Any]] = []
-    for path in run_records(results):
-        record = _read_cell_record(path)
-        row, timing = record["row"], record["timing"]
-        generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""
-        label = "/".join(part for part in (generation, row["task"], row["arm"], f"run{row['run']}") if part)
-        cells.append(
-            {
-                "label": label,
-                "arm": row["arm"],
-                "started_at": timing["started_at"],
-                "finished_at": timing["finished_at"],
-                "sessions": timing["sessions"],
-            }
-        )
-    artifacts.atomic_write_text(Path(out), plot_timeline(timeline_data(cells), title=title))

@@ -13,8 +13,6 @@ import html
 import re
 from pathlib import Path
 
-from skillbench.base import artifacts
-
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; margin: 24px;
        max-width: 1200px; }
@@ -104,9 +102,3 @@ def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, ti
         f"<title>{html.escape(page_title)}</title><style>{STYLE}</style></head><body>\n"
         f"{head_html}{figure_html}\n{rest}\n</body></html>\n"
     )
-
-
-def make_page(*, markdown: str, figures: list[str], out: str, title: str | None = None) -> None:
-    text = Path(markdown).read_text(encoding="utf-8")
-    inline = [(*figure_text(path), Path(path).read_bytes()) for path in figures]
-    artifacts.atomic_write_text(Path(out), render_page(text, inline, title=title))

@@ -13,7 +13,7 @@ def test_a_broken_incumbent_fails_the_run_after_the_summary_is_written(tmp_path)
     import pytest
     from rowfactory import make_row
     from skillbench.base.artifacts import write_jsonl
-    from skillbench.pipeline import HarnessHealthError, summarize_run
+    from skillbench.steps.evolve import HarnessHealthError, summarize_run
 
     rows = [make_row("t1", "workflow", run, resolved=False) for run in range(2)]
     rows += [make_row("t1", "baseline", run) for run in range(2)]
@@ -100,7 +100,7 @@ def _overlay(tmp_path, text: bytes):
 def test_freeze_overlay_refuses_an_overlay_carrying_a_bound_oracle_and_writes_nothing(tmp_path):
     import pytest
     from skillbench.experiment.overlay import OverlayError
-    from skillbench.pipeline import bound_oracles, freeze_overlay
+    from skillbench.steps.evolve import bound_oracles, freeze_overlay
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
     assert bound_oracles(str(bindings), oracle_dirs) == [("rounding_test.py of task rounding", ORACLE_TEXT)]
@@ -132,7 +132,7 @@ def test_a_missing_or_tampered_oracle_snapshot_is_refused(tmp_path):
 
     import pytest
     from skillbench.experiment.overlay import OverlayError
-    from skillbench.pipeline import bound_oracles
+    from skillbench.steps.evolve import bound_oracles
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
     with pytest.raises(OverlayError, match="task rounding is bound but its oracle snapshot was not given"):
@@ -147,7 +147,7 @@ def test_a_missing_or_tampered_oracle_snapshot_is_refused(tmp_path):
 def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path):
     import pytest
     from skillbench.experiment.overlay import OverlayError
-    from skillbench.pipeline import check_initial_overlay
+    from skillbench.preflight import check_initial_overlay
 
     suite, _bindings, _dirs = _suite(tmp_path)
     source = _overlay(tmp_path, ORACLE_TEXT)
@@ -163,7 +163,7 @@ def test_an_initial_overlay_carrying_a_suite_oracle_fails_at_parse_time(tmp_path
 def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
     import pytest
     from skillbench.experiment.overlay import OverlayError
-    from skillbench.pipeline import freeze_overlay
+    from skillbench.steps.evolve import freeze_overlay
 
     _suite_path, bindings, oracle_dirs = _suite(tmp_path)
     source = _overlay(tmp_path, b"Run the verify command once.\n")
@@ -195,3 +195,31 @@ def test_shims_hand_the_library_only_what_the_rule_declares():
     for shim in SHIMS:
         used = set(re.findall(r"snakemake\.(\w+)", shim.read_text()))
         assert used <= {"params", "input", "output", "wildcards", "log", "resources"}, (shim.name, used)
+
+
+def test_every_shim_calls_the_one_step_named_like_its_rule_inside_its_rule_log():
+    """One shim convention: `scripts/<rule>.py` imports `<rule>` from a `skillbench.steps` module that defines it,
+    and calls it once inside `rule_log`, so an expected error reaches the log as one line."""
+    import ast
+    import importlib
+
+    for shim in SHIMS:
+        rule = shim.stem
+        tree = ast.parse(shim.read_text())
+        steps = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("skillbench.steps.")
+        ]
+        assert len(steps) == 1 and [alias.name for alias in steps[0].names] == [rule], shim.name
+        assert callable(getattr(importlib.import_module(steps[0].module), rule)), shim.name
+        blocks = [node for node in tree.body if isinstance(node, ast.With)]
+        assert len(blocks) == 1, shim.name
+        managers = [ast.unparse(item.context_expr) for item in blocks[0].items]
+        assert any(manager.startswith("rule_log(") for manager in managers), shim.name
+        calls = [
+            node
+            for node in ast.walk(blocks[0])
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == rule
+        ]
+        assert len(calls) == 1, shim.name

@@ -1,0 +1,22 @@
+"""Rule steps: the I/O edge between the Snakemake shims and the library, one module per rule file.
+
+Every shim in `scripts/<rule>.py` calls exactly one function of `skillbench.steps.<stage>` (named like its
+rule) with plain values taken from the rule's params, inputs, outputs, wildcards, log and resources —
+never the workflow's config: a rule's params are its job's whole interface (docs/internals.md). A step
+reads its inputs (validating them), calls the library, and writes its outputs atomically after
+validating them. Each step module imports only what its rules need, so a cell job never loads the
+gate's statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Agent settings that steer how a session job runs (retries, the outage streak, the heartbeat), not what it
+# measures: they reach a job as resources, so changing them reruns nothing (docs/internals.md).
+RUN_CONTROL_KEYS = ("attempts", "outage_streak", "heartbeat_s")
+
+
+def with_run_control(settings: dict[str, Any], run_control: dict[str, Any]) -> dict[str, Any]:
+    """The job's settings with the run-control values put back into its agent section."""
+    return {**settings, "agent": {**settings["agent"], **{key: run_control[key] for key in RUN_CONTROL_KEYS}}}

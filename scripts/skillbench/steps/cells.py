@@ -1,0 +1,72 @@
+"""Step of workflow/rules/cells.smk: one (task, arm, run) cell → its record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from skillbench.base import artifacts, layout
+from skillbench.base.process import ORPHANED, exclusive_writer
+from skillbench.base.records import TaskBinding
+from skillbench.execution import cells
+from skillbench.execution.environment import api_key, load_script, resolve_cli
+from skillbench.execution.failures import CellCancelled
+from skillbench.grading.graders import grader_for
+from skillbench.steps import with_run_control
+
+
+def run_cell(
+    *,
+    settings: dict[str, Any],
+    run_control: dict[str, Any],
+    task: dict[str, Any],
+    arm: str,
+    run: int,
+    binding: str,
+    template: str,
+    oracle_snapshot: str,
+    model_script: str | None,
+    record_out: str,
+    attempt: int,
+    results_root: str,
+    cli_version: str,
+    overlay_json: str | None = None,
+    log: TextIO | None = None,
+) -> None:
+    """`task` is the definition the workflow validated when it was parsed, `cli_version` the CLI's version it
+    found then, `settings` the config sections a cell reads (the rule's params) and `run_control` how the job runs
+    (its resources)."""
+    settings = with_run_control(settings, run_control)
+    overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
+    task_binding = artifacts.read_artifact(Path(binding), "task-binding")
+    run_dir = Path(record_out).parent
+    context = cells.CellContext(
+        config=settings,
+        template=Path(template),
+        grader=grader_for(task, oracle_snapshot=Path(oracle_snapshot)),
+        run_dir=run_dir,
+        claude_bin=resolve_cli(settings["agent"]["cli"]),
+        cli_version=cli_version,
+        api_key=api_key(settings["model"]["api_key_env"]),
+        model_script=load_script(model_script),
+        skills_source=Path(settings["skills"]["root"]),
+        overlay=layout.frozen_overlay_beside(overlay_json) if overlay_json else None,
+        overlay_digest=overlay_digest,
+        log=log,
+    )
+    # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
+    with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
+        record = cells.run_one_cell(
+            cells.Cell(task, cast(TaskBinding, task_binding), arm, run),
+            context,
+            attempt=attempt,
+            attempts=settings["agent"]["attempts"],
+            breaker_state=Path(layout.breaker(results_root)),
+        )
+        artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")
+        if ORPHANED.is_set():
+            raise CellCancelled(
+                f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
+                "so the next run does this cell again"
+            )
+        artifacts.write_artifact(Path(record_out), record, "cell-record")

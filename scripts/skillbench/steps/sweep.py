@@ -1,0 +1,78 @@
+"""Steps of workflow/rules/sweep.smk: cell records → results.jsonl → report.md."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from skillbench.base import artifacts, layout
+from skillbench.experiment.arms import is_candidate
+from skillbench.reporting import report
+
+
+def collect_results(*, records: list[str], bindings: str, arm_order: list[str], out: str) -> None:
+    task_order = [task["id"] for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]]
+    rows = []
+    for path in records:
+        record = artifacts.read_artifact(Path(path), "cell-record")
+        rows.append(artifacts.validate(record["row"], "result-row", source=f"{path} (row)"))
+    artifacts.write_jsonl(Path(out), report.canonical_order(rows, task_order, arm_order), "result-row")
+
+
+def render_report(
+    *,
+    results: str,
+    bindings: str,
+    model: dict[str, Any],
+    runs: Any,
+    tools: list[str],
+    baseline_arm: str,
+    arm_order: list[str],
+    out: str,
+    promotion: str | None = None,
+    title: str = "skillbench benchmark",
+) -> None:
+    """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design."""
+    rows = artifacts.read_jsonl(Path(results), "result-row")
+    bound = artifacts.read_artifact(Path(bindings), "task-bindings")
+    promotion_doc = artifacts.read_artifact(Path(promotion), "promotion") if promotion else None
+    provenance = {
+        "model": model["name"],
+        "provider": model["provider"],
+        "effort": model["effort"] or "CLI default",
+        "selected_tasks": [task["id"] for task in bound["tasks"]],
+        "skipped_tasks": bound["skipped_expensive"],
+        "runs": report.runs_text(runs),
+        "run_status": "complete",
+        "tools": tools,
+    }
+    text = report.render_report(
+        rows,
+        title=title,
+        task_order=provenance["selected_tasks"],
+        arm_order=arm_order,
+        provenance=provenance,
+        promotion=promotion_doc,
+        baseline_arm=baseline_arm,
+    )
+    artifacts.atomic_write_text(Path(out), text + report.oracle_log_section(oracle_log_links(rows, Path(out))))
+
+
+def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[dict[str, Any], str]]:
+    """(row, path relative to the report) of each existing owner-only oracle log of a run whose oracle failed.
+
+    The report sits in `sweep/` or `gen<N>/` of the results root; the logs beside the records."""
+    folder = report_path.parent
+    results_root, generation = folder.parent, layout.generation_of_folder(folder.name)
+    links = []
+    for row in rows:
+        if not report.oracle_failed(row):
+            continue
+        cell = layout.row_cell_dir(
+            results_root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
+        )
+        log = Path(cell) / layout.ORACLE_LOG
+        if log.is_file():
+            links.append((row, os.path.relpath(log, folder)))
+    return links
