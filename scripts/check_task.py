@@ -1,12 +1,9 @@
 """Shim for rule check_task: setup, verify and the hidden oracle on the base (and on the reference solution)."""
 
-from skillbench.base.process import install_signal_handlers, watch_parent
 from skillbench.base.runlog import rule_log
 from skillbench.execution.environment import secrets
 from skillbench.steps.tasks import check_task
 
-install_signal_handlers()
-watch_parent()
 params = snakemake.params
 with rule_log(snakemake.log[0], secrets=secrets(params.api_key_env)):
     check_task(

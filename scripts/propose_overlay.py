@@ -2,13 +2,10 @@
 
 import sys
 
-from skillbench.base.process import install_signal_handlers, watch_parent
 from skillbench.base.runlog import rule_log
 from skillbench.execution.environment import secrets
 from skillbench.steps.evolve import propose_overlay
 
-install_signal_handlers()
-watch_parent()
 settings = dict(snakemake.params.settings)
 with rule_log(snakemake.log[0], secrets=secrets(settings["model"]["api_key_env"])):
     propose_overlay(

@@ -3,14 +3,11 @@
 import sys
 
 from skillbench.base import layout
-from skillbench.base.process import install_signal_handlers, watch_parent
 from skillbench.base.runlog import rule_log
 from skillbench.execution.environment import secrets
 from skillbench.reporting.progress import tracking_cell
 from skillbench.steps.cells import run_cell
 
-install_signal_handlers()
-watch_parent()
 params = snakemake.params
 wildcards = snakemake.wildcards
 settings = dict(params.settings)

@@ -270,7 +270,8 @@ def _check_tasks(args: argparse.Namespace) -> int:
     """Bind and check every selected task (as `check_task` does before a run); one line per task."""
     import tempfile
 
-    from skillbench.execution import environment, sandbox
+    from skillbench import preflight
+    from skillbench.execution import environment, quota
     from skillbench.experiment import configcheck
     from skillbench.experiment import suite as tasks
     from skillbench.grading import taskcheck
@@ -284,8 +285,9 @@ def _check_tasks(args: argparse.Namespace) -> int:
             include_expensive=True if args.all else config["tasks"]["include_expensive"],
             only=args.task or config["tasks"]["only"],
         ).tasks
-        if config["sandbox"]["backend"] == "bwrap":
-            sandbox.preflight(config["sandbox"]["bwrap"])
+        preflight.check_containment(config)
+        if quota.disk_quota_mb(config):
+            quota.enter_private_mounts()
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 1

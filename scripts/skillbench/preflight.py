@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import mcp, plugins
+from skillbench.execution import mcp, plugins, quota, sandbox
 from skillbench.experiment import arms, overlay, skillformat
 from skillbench.experiment.arms import ArmError, required_candidate_arms
 from skillbench.experiment.suite import load_suite
@@ -71,3 +71,12 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None
         lambda touched: required_candidate_arms(config, touched, source),
         repository,
     )
+
+
+def check_containment(config: dict[str, Any]) -> None:
+    """Once per run, before any session: the sandbox and the per-cell disk quota work on this machine."""
+    if config["sandbox"]["backend"] != "bwrap":
+        return
+    sandbox.preflight(config["sandbox"]["bwrap"])
+    if quota.disk_quota_mb(config):
+        quota.preflight()

@@ -22,6 +22,7 @@ def test_error_kind_sets_follow_the_contract():
         "evidence-unverified",
         "cleanup-failure",
         "cancelled",
+        "budget-exhausted",
     }
     assert SYSTEMIC_ERROR_KINDS == {"session-error", "infra-error", "cleanup-failure"}
     assert SYSTEMIC_ERROR_KINDS <= EXCLUDED_ERROR_KINDS

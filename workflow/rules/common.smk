@@ -19,7 +19,6 @@ from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
-from skillbench.execution import sandbox as sb_sandbox  # noqa: E402
 from skillbench.experiment import skillformat as sb_skillformat  # noqa: E402
 from skillbench.experiment import suite as sb_tasks  # noqa: E402
 
@@ -94,7 +93,7 @@ def prepare_run():
     """Fail closed before any session: containment must work. Then reset the outage breaker and take over
     Ctrl-C (runs after Snakemake's scheduler installed its own SIGTERM handler, which the first Ctrl-C uses)."""
     if config["sandbox"]["backend"] == "bwrap":
-        sb_sandbox.preflight(config["sandbox"]["bwrap"])
+        sb_preflight.check_containment(config)
     else:
         print(
             "WARNING: sandbox.backend is none: sessions, setup, verify and the oracle run on the host "

@@ -25,6 +25,9 @@ ErrorKind = Literal[
     "no-work-produced",
     "workspace-oversized",
     "workspace-tampered",
+    "disk-quota-exceeded",
+    "session-timeout",
+    "budget-exhausted",
     "infra-error",
     "cleanup-failure",
 ]
@@ -342,7 +345,7 @@ class PromotionDocument(TypedDict):
 # Error kinds a row is excluded from evidence for (the harness's failures and interruptions), and the ones
 # the outage breaker counts as systemic. Every other kind is the agent's counted outcome.
 EXCLUDED_ERROR_KINDS = frozenset(
-    {"session-error", "infra-error", "evidence-unverified", "cleanup-failure", "cancelled"}
+    {"session-error", "infra-error", "evidence-unverified", "cleanup-failure", "cancelled", "budget-exhausted"}
 )
 
 

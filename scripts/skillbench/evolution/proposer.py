@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -25,7 +26,7 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.evolution.evidence import read_manifest
-from skillbench.execution import repo, sessions
+from skillbench.execution import quota, repo, sessions
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment import overlay as overlays
@@ -252,7 +253,8 @@ def run_proposer(
         manifest = read_manifest(evidence)
     except EvidenceError as exc:
         raise ProposerError(f"the evidence bundle of generation {generation} is unusable: {exc}") from exc
-    private_root = Path(tempfile.mkdtemp(prefix="skillbench-proposer-"))
+    cleanup = ExitStack()
+    private_root = cleanup.enter_context(quota.private_root("skillbench-proposer-", quota.disk_quota_mb(config)))
     sandbox: Sandbox | None = None
     try:
         clone = private_root / "workspace"
@@ -319,6 +321,6 @@ def run_proposer(
         if sandbox is not None:
             sandbox.close()
         try:
-            remove_tree(private_root)
-        except OSError:
+            cleanup.close()
+        except (OSError, quota.QuotaError):
             pass

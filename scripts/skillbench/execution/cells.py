@@ -27,18 +27,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO, cast
 
 from skillbench.base import layout
-from skillbench.base.artifacts import ArtifactError, remove_tree, utc_timestamp
+from skillbench.base.artifacts import ArtifactError, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import breaker, repo, sessions
+from skillbench.execution import breaker, quota, repo, sessions
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
 from skillbench.execution.sandbox import Sandbox, SandboxError, SandboxLimits
 from skillbench.execution.scripted_model import ScriptedModel, session_steps
@@ -358,6 +358,7 @@ def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> Result
             limits=WorkspaceLimits.from_config(config["sandbox"].get("limits")),
             skills=arm_config.local_skills(arm_config.arm_skills(config, cell.arm)),
             private_root=private_root,
+            disk_mb=quota.disk_quota_mb(config),
         )
         return _execute(work)
     finally:
@@ -374,6 +375,8 @@ class CellWork:
     limits: WorkspaceLimits
     skills: list[str]
     private_root: Path
+    # The quota (MB) over everything under `private_root`; 0 when there is none.
+    disk_mb: int = 0
     # The evaluated skills' fingerprint once the workspace is prepared; no session may change it.
     skill_digest: str | None = None
 
@@ -481,6 +484,10 @@ def _run_setup(work: CellWork) -> None:
         ["/bin/sh", "-lc", work.cell.task["setup"]], timeout=work.config["agent"]["setup_timeout_s"]
     )
     work.context.timings["setup"] = time.monotonic() - started
+    if work.disk_mb and quota.is_full(work.private_root):
+        raise InfraError(
+            f"task setup filled the cell's {work.disk_mb} MB disk quota; raise sandbox.limits.disk_mb for this suite"
+        )
     if not result.ok:
         raise InfraError(
             f"task setup failed ({result.state}, exit {result.returncode}): "
@@ -550,6 +557,12 @@ def _check_after_session(
 ) -> None:
     """Note Python start-up files left in the session's home; fail a session that changed the evaluated skills."""
     outcome.diagnostics += work.context.grader.after_session(work, session["role"], home)
+    if work.disk_mb and quota.is_full(work.private_root):
+        raise AgentWorkspaceError(
+            "disk-quota-exceeded",
+            f"the {session['role']} session filled the cell's {work.disk_mb} MB disk quota (its workspace, "
+            "homes and tmp together)",
+        )
     check_workspace(work.clone, work.limits)
     if work.fingerprint() != work.skill_digest:
         planning = bool(session.get("plan_document"))
@@ -646,7 +659,7 @@ def _harness_git_step(git, orig_sha: str, step):
         raise
 
 
-HARNESS_FAILURES = (InfraError, SandboxError, OSError, ValueError, ArtifactError, repo.GitError)
+HARNESS_FAILURES = (InfraError, SandboxError, quota.QuotaError, OSError, ValueError, ArtifactError, repo.GitError)
 
 
 def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: int, breaker_state: Path) -> CellRecord:
@@ -690,8 +703,11 @@ def _fresh_run_folder(run_dir: Path) -> None:
 def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
     """The cell's row: its own verdict, an `infra-error` row for a harness failure, `cleanup-failure` after it."""
     label = cell.label
-    private_root = Path(tempfile.mkdtemp(prefix="skillbench-cell-"))
+    scratch = ExitStack()
     try:
+        private_root = scratch.enter_context(
+            quota.private_root("skillbench-cell-", quota.disk_quota_mb(context.config))
+        )
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted before it started")
         row = execute_cell(cell, context, private_root)
@@ -710,10 +726,10 @@ def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
             }
         )
     finally:
-        cleanup_error = None
+        cleanup_error: Exception | None = None
         try:
-            remove_tree(private_root)
-        except OSError as exc:
+            scratch.close()
+        except (OSError, quota.QuotaError) as exc:
             cleanup_error = exc
     if cleanup_error is not None:
         primary = f"primary={row['error_kind']}: {row['error_detail']}"

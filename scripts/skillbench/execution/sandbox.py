@@ -136,20 +136,21 @@ class SandboxLimits:
 
     `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread of the
     cell, the CLI included); `memory_mb` is RLIMIT_AS of each process the agent starts (not the
-    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write).
+    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write); `disk_mb`
+    is the cell's disk quota (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
     """
 
     processes: int = 512
     memory_mb: int = 8192
     file_mb: int = 1024
+    disk_mb: int = 4096
 
     @classmethod
     def from_config(cls, section: dict | None) -> SandboxLimits:
         section = section or {}
         defaults = cls()
-        return cls(
-            **{name: int(section.get(name, getattr(defaults, name))) for name in ("processes", "memory_mb", "file_mb")}
-        )
+        names = ("processes", "memory_mb", "file_mb", "disk_mb")
+        return cls(**{name: int(section.get(name, getattr(defaults, name))) for name in names})
 
     def prlimit_args(self, *, memory: bool, processes: bool = True) -> list[str]:
         """`prlimit` options for these limits (soft = hard, so the sandbox cannot raise them)."""

@@ -12,16 +12,15 @@ validation. Every unmet expectation is one sentence with the command, its exit c
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillbench.base.artifacts import ArtifactError, remove_tree
+from skillbench.base.artifacts import ArtifactError
 from skillbench.base.records import TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import repo
+from skillbench.execution import quota, repo
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
 from skillbench.grading import oracle
 from skillbench.grading.verify import VerifierRun, run_checked, run_hidden_oracle, verifier_environment
@@ -97,8 +96,7 @@ def check_task(
     the task's own failures: `ok` is false and `problems` say why)."""
     steps: list[dict[str, Any]] = []
     files = oracle.load_snapshot(oracle_snapshot, binding)
-    private_root = Path(tempfile.mkdtemp(prefix="skillbench-check-"))
-    try:
+    with quota.private_root("skillbench-check-", quota.disk_quota_mb(config)) as private_root:
         clone = private_root / "workspace"
         repo.clone_template(template, clone)
         sandbox = Sandbox(
@@ -113,8 +111,6 @@ def check_task(
             problems = checks.run(solution)
         finally:
             sandbox.close()
-    finally:
-        remove_tree(private_root)
     return _document(task["id"], steps, problems, solution is not None)
 
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from skillbench.base.process import install_signal_handlers, watch_parent
+from skillbench.execution import quota
+
 # Agent settings that steer how a session job runs (retries, the outage streak, the heartbeat), not what it
 # measures: they reach a job as resources, so changing them reruns nothing (docs/internals.md).
 RUN_CONTROL_KEYS = ("attempts", "outage_streak", "heartbeat_s")
@@ -20,3 +23,16 @@ RUN_CONTROL_KEYS = ("attempts", "outage_streak", "heartbeat_s")
 def with_run_control(settings: dict[str, Any], run_control: dict[str, Any]) -> dict[str, Any]:
     """The job's settings with the run-control values put back into its agent section."""
     return {**settings, "agent": {**settings["agent"], **{key: run_control[key] for key in RUN_CONTROL_KEYS}}}
+
+
+def start_session_job(settings: dict[str, Any]) -> None:
+    """The start of a job that runs untrusted work (a cell, a task check, a proposer session).
+
+    Its own mount namespace comes first, while the job is still one thread: every private root it makes is
+    then a disk quota of its own (`sandbox.limits.disk_mb`). Then SIGINT is ignored and SIGTERM cancels
+    (`install_signal_handlers`), and the job stops its sessions once the snakemake that started it is gone
+    (`watch_parent`)."""
+    if quota.disk_quota_mb(settings):
+        quota.enter_private_mounts()
+    install_signal_handlers()
+    watch_parent()

@@ -12,7 +12,7 @@ from skillbench.execution import cells
 from skillbench.execution.environment import api_key, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
 from skillbench.grading.graders import grader_for
-from skillbench.steps import with_run_control
+from skillbench.steps import start_session_job, with_run_control
 
 
 def run_cell(
@@ -36,6 +36,7 @@ def run_cell(
     """`task` is the definition the workflow validated when it was parsed, `cli_version` the CLI's version it
     found then, `settings` the config sections a cell reads (the rule's params) and `run_control` how the job runs
     (its resources)."""
+    start_session_job(settings)
     settings = with_run_control(settings, run_control)
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")

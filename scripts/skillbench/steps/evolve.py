@@ -20,7 +20,7 @@ from skillbench.experiment.configcheck import next_step
 from skillbench.grading import oracle
 from skillbench.preflight import checked_overlay
 from skillbench.reporting import report
-from skillbench.steps import with_run_control
+from skillbench.steps import start_session_job, with_run_control
 
 
 def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, bytes]]:
@@ -210,6 +210,7 @@ def propose_overlay(
 ) -> None:
     """One proposer session (`settings`: the config sections the proposer reads) → the generation's candidate
     folder `overlay_out`, proposal.md, the session record and the prompt it was given."""
+    start_session_job(settings)
     settings = with_run_control(settings, run_control)
 
     try:

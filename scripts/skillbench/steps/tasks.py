@@ -10,6 +10,7 @@ from skillbench.base.records import TaskBinding
 from skillbench.execution.environment import secrets
 from skillbench.grading import taskcheck
 from skillbench.grading.binding import bind_task as bind_task_files
+from skillbench.steps import start_session_job
 
 
 def bind_task(*, suite: str, task: dict[str, Any], binding_out: str, template_out: str, oracle_out: str) -> None:
@@ -43,6 +44,7 @@ def check_task(
     """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why.
 
     `settings` holds the config sections the check reads (agent timeouts, sandbox)."""
+    start_session_job(settings)
     task_binding = cast(TaskBinding, artifacts.read_artifact(Path(binding), "task-binding"))
     document = taskcheck.check_task(
         task,

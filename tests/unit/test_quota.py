@@ -1,0 +1,105 @@
+"""Disk quotas: a session job's private roots are tmpfs quotas in a mount namespace of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from skillbench.execution import quota
+
+LIBRARY = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def run_job(body: str) -> subprocess.CompletedProcess:
+    """Run `body` as a fresh single-threaded job process (a test process must keep its own namespaces)."""
+    script = "from pathlib import Path\nfrom skillbench.execution import quota\n" + textwrap.dedent(body)
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(LIBRARY)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_quota_stops_writes_inside_it_and_nothing_of_it_reaches_the_host(tmp_path):
+    marker = tmp_path / "root.txt"
+    result = run_job(
+        f"""
+        import errno, os
+        quota.enter_private_mounts()
+        with quota.private_root("skillbench-test-quota-", 4) as root:
+            Path({str(marker)!r}).write_text(str(root))
+            (root / "small").write_bytes(b"x" * 1024 * 1024)
+            try:
+                (root / "big").write_bytes(b"x" * 8 * 1024 * 1024)
+            except OSError as exc:
+                print("refused", errno.errorcode[exc.errno])
+            print("full", quota.is_full(root), "used", quota.usage_bytes(root) >= 4 * 1024 * 1024 - 65536)
+            # The job's own view has the mount; the host's does not.
+            print("mounted", any(str(root) in line for line in open("/proc/self/mounts")))
+            print("host", any(str(root) in line for line in open(f"/proc/{{os.getppid()}}/mounts")))
+        print("removed", not root.exists())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines == ["refused ENOSPC", "full True used True", "mounted True", "host False", "removed True"]
+    root = Path(marker.read_text())
+    assert not root.exists()
+    assert not any(str(root) in line for line in Path("/proc/self/mounts").read_text().splitlines())
+
+
+def test_a_quota_needs_the_private_mount_namespace_first():
+    with pytest.raises(quota.QuotaError, match="disk_mb"):
+        with quota.private_root("skillbench-test-quota-", 4):
+            pass
+
+
+def test_without_a_quota_the_private_root_is_a_plain_folder_removed_after_use():
+    with quota.private_root("skillbench-test-quota-", 0) as root:
+        (root / "file").write_text("x")
+        assert root.is_dir()
+    assert not root.exists()
+
+
+THREADED_JOB = """
+import subprocess, sys, threading, time
+from skillbench.execution import quota
+threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+try:
+    quota.enter_private_mounts()
+except quota.QuotaError as exc:
+    print("refused:", exc)
+    sys.exit(0)
+with quota.private_root("skillbench-test-quota-", 1) as root:
+    probe = subprocess.run(["df", "--output=size", str(root)], capture_output=True, text=True)
+    print("quota", probe.stdout.split()[-1])
+"""
+
+
+def run_threaded_job(as_root: bool) -> str:
+    command = [sys.executable, "-c", THREADED_JOB]
+    if os.geteuid() == 0 and not as_root:
+        # An unprivileged user: the sandbox's own preflight id, which owns nothing on the host.
+        command = ["setpriv", "--reuid=65432", "--regid=65432", "--clear-groups", "--", *command]
+    result = subprocess.run(
+        command, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(LIBRARY)}, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_threaded_job_enters_its_private_mounts_only_as_root():
+    """A user namespace refuses a threaded caller; as root the main thread moves, and what it starts sees the quota."""
+    assert "before it starts any thread" in run_threaded_job(as_root=False)
+    if os.geteuid() == 0:
+        assert run_threaded_job(as_root=True).split() == ["quota", "1024"]
+
+
+def test_the_preflight_passes_on_this_machine():
+    quota.preflight()
