@@ -28,6 +28,7 @@ with (
         oracle_snapshot=snakemake.input.oracle,
         model_script=snakemake.input.get("model_script") or None,
         record_out=snakemake.output.record,
+        ledger_out=snakemake.output.ledger,
         attempt=snakemake.resources.attempt,
         results_root=results_root,
         cli_version=params.cli_version,

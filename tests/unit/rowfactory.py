@@ -34,6 +34,7 @@ def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fie
         "cache_read_input_tokens": 0,
         "output_tokens": 100,
         "cost_usd": 1.0,
+        "cli_cost_usd": None,
         "cost_check": None,
         "duration_s": 10.0,
         "num_turns": 5,

@@ -119,6 +119,7 @@ def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
             "cache_read_input_tokens": 0,
             "output_tokens": 100,
             "cost_usd": cost,
+            "cli_cost_usd": None,
             "cost_check": None,
             "duration_s": 10.0,
             "num_turns": 5,

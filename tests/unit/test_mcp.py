@@ -268,7 +268,6 @@ def test_a_failed_server_makes_the_session_an_excluded_harness_error():
         transcript_dir=None,
         transcript_prefix="x",
         secrets=[],
-        prices=None,
         started_at="a",
         finished_at="b",
         mcp_servers=["index"],

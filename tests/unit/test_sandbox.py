@@ -82,11 +82,12 @@ def test_namespaces_capabilities_and_identity(private_root):
         "--unshare-uts",
         "--die-with-parent",
         "--new-session",
+        "--unshare-net",
     ):
         assert flag in argv
     assert ("--cap-drop", "ALL") in {tuple(argv[i : i + 2]) for i in range(len(argv) - 1)}
     assert argv[argv.index("--uid") + 1] == str(sb.SANDBOX_UID)
-    assert "--unshare-net" not in argv  # the CLI needs the model endpoint
+    # No network at all: the CLI reaches its model only through the gateway's socket (sessions.bridged_command).
     launcher = argv[: argv.index(shutil.which("bwrap") and str(Path(shutil.which("bwrap")).resolve()))]
     if os.geteuid() == 0:
         assert any(arg.endswith("setpriv") for arg in launcher) and f"--reuid={box.host_uid}" in launcher
@@ -99,7 +100,7 @@ def test_namespaces_capabilities_and_identity(private_root):
 @needs_bwrap
 def test_verifiers_get_a_read_only_workspace_and_no_network(private_root):
     box = make_sandbox(private_root)
-    argv = box.command(["sh", "-c", "true"], read_only_workspace=True, network=False)
+    argv = box.command(["sh", "-c", "true"], read_only_workspace=True)
     triples = pairs(argv)
     assert ("--ro-bind", str(box.clone), "/workspace") in triples
     assert ("--bind", str(box.clone), "/workspace") not in triples
@@ -140,9 +141,7 @@ def test_capabilities_are_gone_so_read_only_binds_cannot_be_undone(private_root)
 @needs_bwrap
 def test_read_only_workspace_really_is(private_root):
     box = make_sandbox(private_root)
-    result = box.run(
-        ["/bin/sh", "-c", "echo changed > app.py; echo exit=$?"], timeout=30, read_only_workspace=True, network=False
-    )
+    result = box.run(["/bin/sh", "-c", "echo changed > app.py; echo exit=$?"], timeout=30, read_only_workspace=True)
     assert "Read-only file system" in result.stderr_tail and "exit=2" in result.stdout_tail
     assert (box.clone / "app.py").read_text() == "print('hi')\n"
 
@@ -523,7 +522,7 @@ def expected_system_mounts() -> list[str]:
 
 
 def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list[str]:
-    """A session (writable workspace, network, no address-space limit) or a verifier (read-only, neither)."""
+    """A session (writable workspace, no address-space limit) or a verifier (read-only, limited); no network."""
     tools = box.tools_host
     as_root = os.geteuid() == 0
     limits = ["--nproc=64"] if as_root else []  # RLIMIT_NPROC only with a host uid of the sandbox's own
@@ -536,7 +535,7 @@ def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list
         launcher = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all"]
         launcher += ["--bounding-set=-all", "--no-new-privs", "--"]
     namespaces = [*AGENT_NAMESPACES, "--unshare-uts", "--hostname", "skillbench", "--unshare-cgroup-try"]
-    namespaces += (["--unshare-net"] if verifier else []) + ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    namespaces += ["--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     startup = [arg for name in STARTUP_FILES for arg in ("--ro-bind", str(tools / "empty"), f"/home/agent/{name}")]
     return [
         *[prlimit, *limits, "--"],
@@ -565,7 +564,7 @@ def test_a_cell_sandbox_argv_is_exactly_the_documented_one(private_root):
     box.fresh_scratch("session")
     try:
         assert box.command(["claude", "-p"]) == expected_cell_argv(box, ["claude", "-p"], verifier=False)
-        verifier = box.command(["sh", "-c", "true"], read_only_workspace=True, network=False, limit_memory=True)
+        verifier = box.command(["sh", "-c", "true"], read_only_workspace=True, limit_memory=True)
         assert verifier == expected_cell_argv(box, ["sh", "-c", "true"], verifier=True)
     finally:
         box.close()
@@ -585,6 +584,8 @@ def test_the_git_wrapper_is_exactly_the_documented_one(private_root):
             *AGENT_NAMESPACES,
             "--unshare-net --die-with-parent --cap-drop ALL --dev-bind / / --proc /proc",
             *(f"--ro-bind-try {path} {path}" for path in CLI_STATE),
+            # The gateway's socket folder is covered: a Unix socket would be a way out past the network namespace.
+            "--tmpfs /run/skillbench-gateway",
         ]
     )
     assert (box.tools_host / "git").read_text() == (

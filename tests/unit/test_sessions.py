@@ -9,6 +9,7 @@ import os
 import stat
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -27,8 +28,6 @@ from skillbench.execution.sessions import (
     measured_cost,
     parse_event_stream,
     persist_transcript,
-    recompute_cost,
-    run_session,
     session_record,
     skill_was_invoked,
     sum_sessions,
@@ -106,17 +105,40 @@ def process_result(capture: bytes | None, *, state="ok", returncode=0, overflow=
     )
 
 
-def record_for(capture: bytes | None, *, expected_skill=None, transcript_dir=None, secrets=(), prices=None, **proc):
+def record_for(capture: bytes | None, *, expected_skill=None, transcript_dir=None, secrets=(), ledger=None, **proc):
     return session_record(
         process_result(capture, **proc),
         expected_skill=expected_skill,
         transcript_dir=transcript_dir,
         transcript_prefix="demo-task-workflow-run0",
         secrets=secrets,
-        prices=prices,
         started_at="2026-11-29T07:37:12Z",
         finished_at="2026-11-29T07:37:13Z",
+        ledger=ledger,
     )
+
+
+def ledger_entry(outcome="ok", *, refused=None, cost=0.01, failure=None, **usage) -> dict:
+    counts = {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    counts.update(usage)
+    return {
+        "seq": 1, "method": "POST", "path": "/v1/messages?beta=true", "kind": "messages", "model": "m",
+        "served_model": "m", "stream": True, "status": 200 if outcome == "ok" else 402, "outcome": outcome,
+        "refused": refused, "failure": failure, "request_id": None, "started_at": "2026-11-29T07:37:12.000Z",
+        "finished_at": "2026-11-29T07:37:12.500Z", "duration_s": 0.5,
+        "usage": {**counts, "cache_creation_5m_input_tokens": None, "cache_creation_1h_input_tokens": None},
+        "cost_usd": cost,
+    }  # fmt: skip
+
+
+def ledger_of(*entries: dict) -> dict:
+    from skillbench.execution.gateway import ledger_totals
+
+    return {
+        "label": "demo", "open": False, "opened_at": "2026-11-29T07:37:12.000Z",
+        "closed_at": "2026-11-29T07:37:13.000Z", "max_usd": None, "requests": list(entries),
+        "totals": ledger_totals(list(entries)),
+    }  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -199,16 +221,16 @@ def test_evidence_window_cuts_at_the_single_result():
 # Session records
 
 
-def test_real_sample_stream_gives_exact_usage_and_cost():
-    record = record_for(SAMPLE.read_bytes(), prices=SONNET_4_PRICES)
+def test_real_sample_stream_gives_exact_usage_and_the_cli_cost():
+    record = record_for(SAMPLE.read_bytes())
     assert record["ok"] is True and record["error_kind"] is None and record["error_detail"] is None
     assert record["session_id"] == SAMPLE_SESSION
     assert record["input_tokens"] == 3003
     assert record["cache_creation_input_tokens"] == 903
     assert record["cache_read_input_tokens"] == 603
     assert record["output_tokens"] == 153
-    assert record["cost_usd"] == 0.01487115
-    assert record["recomputed_cost_usd"] == pytest.approx(0.01487115, abs=1e-12)
+    # Without the gateway's ledger the cost is unmeasured; what the CLI reported is only the cross-check.
+    assert record["cost_usd"] is None and record["cli_cost_usd"] == 0.01487115
     assert record["num_turns"] == 3
     assert record["duration_s"] == 0.3
     assert record["tool_use_counts"] == {"Write": 1, "Bash": 1}
@@ -288,11 +310,11 @@ def test_missing_or_malformed_usage_field_is_a_session_error(bad):
 
 
 @pytest.mark.parametrize(("raw_cost", "expected"), [(-0.5, None), ("0.5", None), (True, None), (None, None), (0, 0.0)])
-def test_unmeasured_cost_is_none_and_the_session_stays_ok(raw_cost, expected):
+def test_unmeasured_cli_cost_is_none_and_the_session_stays_ok(raw_cost, expected):
     record = record_for(encode([init_event(), result_event(total_cost_usd=raw_cost)]))
     assert record["ok"] is True
-    assert record["cost_usd"] == expected
-    assert (record["cost_usd"] is None) == (expected is None)
+    assert record["cli_cost_usd"] == expected
+    assert (record["cli_cost_usd"] is None) == (expected is None)
 
 
 def test_measured_cost():
@@ -502,7 +524,6 @@ def test_transcript_is_written_once(tmp_path):
         transcript_dir=directory,
         transcript_prefix="cell",
         secrets=[],
-        prices=None,
         started_at="a",
         finished_at="b",
     )
@@ -551,159 +572,74 @@ def test_oversized_redacted_transcript_is_refused(tmp_path):
 # Costs and sums
 
 
-def test_recompute_cost_reproduces_the_cli_figure():
-    result = json.loads(SAMPLE.read_text().splitlines()[-1])
-    recomputed = recompute_cost(result["modelUsage"], SONNET_4_PRICES)
-    assert recomputed == pytest.approx(result["total_cost_usd"], abs=1e-12)
-    assert recompute_cost(result["modelUsage"], {"other-model": SONNET_4_PRICES["claude-sonnet-4-20250514"]}) is None
-    usage = {"claude-sonnet-4-20250514": dict(result["modelUsage"]["claude-sonnet-4-20250514"])}
-    del usage["claude-sonnet-4-20250514"]["cacheReadInputTokens"]
-    assert recompute_cost(usage, SONNET_4_PRICES) is None
-    assert recompute_cost(result["modelUsage"], {"claude-sonnet-4-20250514": {"input": 3.0}}) is None
-    assert recompute_cost({}, SONNET_4_PRICES) == 0.0
-
-
-SONNET = "claude-sonnet-4-20250514"
-HAIKU = "claude-3-5-haiku-20241022"
 PRICE_CHECK = {"table": "anthropic-list-2025-05", "tolerance_pct": 1.0}
 
 
-def cli_reported_cost(tokens: dict, one_hour: int, *, base_input: float, output: float) -> float:
-    """The cost as the CLI computes it from Anthropic's multipliers: a 5-minute cache write costs 1.25x the
-    input price, a 1-hour one 2x, a cache read 0.1x; the 1-hour writes are counted inside the cache writes."""
-    five_minute = tokens["cache_creation_input_tokens"] - one_hour
-    return (
-        tokens["input_tokens"] * base_input
-        + tokens["output_tokens"] * output
-        + five_minute * 1.25 * base_input
-        + one_hour * 2 * base_input
-        + tokens["cache_read_input_tokens"] * 0.1 * base_input
-    ) / 1_000_000
-
-
-def model_usage(tokens: dict, **extra) -> dict:
-    return {
-        "inputTokens": tokens["input_tokens"],
-        "outputTokens": tokens["output_tokens"],
-        "cacheCreationInputTokens": tokens["cache_creation_input_tokens"],
-        "cacheReadInputTokens": tokens["cache_read_input_tokens"],
-        **extra,
-    }
-
-
-TOKENS = {
-    "input_tokens": 1200,
-    "output_tokens": 800,
-    "cache_creation_input_tokens": 40_000,
-    "cache_read_input_tokens": 90_000,
-}
-
-
-@pytest.mark.parametrize("prices", [SONNET_4_PRICES, {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": 6.0}}])
-def test_one_hour_cache_writes_reported_in_model_usage_are_priced_at_the_one_hour_rate(prices):
-    # Without cache_write_1h in the table (an old config) the 1-hour rate is 2x input, Anthropic's price.
-    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=30_000)}
-    expected = cli_reported_cost(TOKENS, 30_000, base_input=3.0, output=15.0)
-    assert recompute_cost(usage, prices) == pytest.approx(expected, abs=1e-10)
-    # The split changes the figure: pricing every write as 5-minute would be 30 % cheaper here.
-    assert recompute_cost({SONNET: model_usage(TOKENS)}, prices) == pytest.approx(
-        cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0), abs=1e-10
+def test_the_ledger_gives_the_session_its_tokens_and_cost_and_the_cli_figure_is_the_cross_check():
+    ledger = ledger_of(
+        ledger_entry(cost=0.006, input_tokens=1000, output_tokens=50),
+        ledger_entry(cost=0.004, input_tokens=2003, output_tokens=103, cache_read_input_tokens=603),
     )
-
-
-def test_the_price_table_sets_the_one_hour_rate_when_it_has_one():
-    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=10_000)}
-    prices = {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": 10.0}}
-    expected = (1200 * 3.0 + 800 * 15.0 + 30_000 * 3.75 + 10_000 * 10.0 + 90_000 * 0.3) / 1_000_000
-    assert recompute_cost(usage, prices) == pytest.approx(expected, abs=1e-10)
-    assert recompute_cost(usage, {SONNET: {**SONNET_4_PRICES[SONNET], "cache_write_1h": -1}}) is None
-
-
-def test_a_one_hour_split_larger_than_the_cache_writes_is_malformed():
-    usage = {SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens=40_001)}
-    assert recompute_cost(usage, SONNET_4_PRICES) is None
-    assert (
-        recompute_cost({SONNET: model_usage(TOKENS, cacheCreationEphemeral1hInputTokens="9")}, SONNET_4_PRICES) is None
-    )
-
-
-def split_session(one_hour: int, *, reported: float, model_usage_split: bool = False, models: tuple = (SONNET,)):
-    """A session whose result reports the cache-write split as the pinned CLI does: in `usage.cache_creation`."""
-    usage = {
-        **TOKENS,
-        "cache_creation": {"ephemeral_1h_input_tokens": one_hour, "ephemeral_5m_input_tokens": 40_000 - one_hour},
-    }
-    split = {"cacheCreationEphemeral1hInputTokens": one_hour} if model_usage_split else {}
-    by_model = {model: model_usage(TOKENS, **(split if model == SONNET else {})) for model in models}
-    init = {**init_event(), "model": SONNET}
-    return encode([init, result_event(usage=usage, modelUsage=by_model, total_cost_usd=reported)])
-
-
-def test_the_cost_cross_check_agrees_with_a_cli_that_prices_one_hour_writes():
-    reported = round(cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0), 8)
-    record = record_for(split_session(25_000, reported=reported), prices=SONNET_4_PRICES)
-    assert record["recomputed_cost_usd"] == pytest.approx(reported, abs=1e-10)
+    record = record_for(SAMPLE.read_bytes(), ledger=ledger)
+    assert record["ok"] is True and record["error_kind"] is None
+    assert (record["input_tokens"], record["output_tokens"], record["cache_read_input_tokens"]) == (3003, 153, 603)
+    assert record["cost_usd"] == 0.01 and record["cli_cost_usd"] == 0.01487115
     check = cost_check(sum_sessions([record]), PRICE_CHECK)
-    assert check["agrees"] is True and check["difference_pct"] == 0.0
-    # Priced all as 5-minute writes, the same session would disagree by far more than the tolerance.
-    all_five_minute = cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0)
-    assert 100 * (reported - all_five_minute) / reported > 10 * PRICE_CHECK["tolerance_pct"]
+    assert check["ledger_usd"] == 0.01 and check["cli_usd"] == pytest.approx(0.0149, abs=1e-4)
+    assert check["agrees"] is False and check["difference_pct"] > PRICE_CHECK["tolerance_pct"]
 
 
-def test_a_split_in_model_usage_is_not_counted_twice():
-    reported = cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0)
-    record = record_for(split_session(25_000, reported=reported, model_usage_split=True), prices=SONNET_4_PRICES)
-    assert record["recomputed_cost_usd"] == pytest.approx(reported, abs=1e-10)
+def test_an_unpriced_request_leaves_the_session_unmeasured_never_free():
+    record = record_for(SAMPLE.read_bytes(), ledger=ledger_of(ledger_entry(cost=0.01), ledger_entry(cost=None)))
+    assert record["cost_usd"] is None
+    assert cost_check(sum_sessions([record]), PRICE_CHECK)["agrees"] is None
 
 
-def test_the_main_loop_split_goes_to_the_session_model_only():
-    # The result's usage covers the main loop, which runs on the model system/init names; another model's
-    # cache writes (a subagent's, a side call's) stay 5-minute.
-    prices = {**SONNET_4_PRICES, HAIKU: {"input": 0.8, "output": 4.0, "cache_write": 1.0, "cache_read": 0.08}}
-    record = record_for(split_session(25_000, reported=0.5, models=(SONNET, HAIKU)), prices=prices)
-    sonnet = cli_reported_cost(TOKENS, 25_000, base_input=3.0, output=15.0)
-    haiku = cli_reported_cost(TOKENS, 0, base_input=0.8, output=4.0)
-    assert record["recomputed_cost_usd"] == pytest.approx(sonnet + haiku, abs=1e-10)
-    # Without system/init naming the model, a split that several models could own cannot be placed.
-    usage = {**TOKENS, "cache_creation": {"ephemeral_1h_input_tokens": 5, "ephemeral_5m_input_tokens": 0}}
-    by_model = {SONNET: model_usage(TOKENS), HAIKU: model_usage(TOKENS)}
-    assert recompute_cost(by_model, prices, result_usage=usage) is None
-    assert recompute_cost(
-        by_model, prices, result_usage={**usage, "cache_creation": {"ephemeral_1h_input_tokens": 0}}
-    ) == (pytest.approx(cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0) + haiku, abs=1e-10))
+@pytest.mark.parametrize(("refused", "kind"), [("budget", "budget-exhausted"), ("session-cap", "session-cap-reached")])
+def test_a_refusal_at_a_spend_cap_says_which_cap_ended_the_session(refused, kind):
+    message = f"skillbench gateway: the {refused} is reached"
+    events = [init_event(), result_event(is_error=True, api_error_status=402)]
+    ledger = ledger_of(ledger_entry(), ledger_entry("refused", refused=refused, cost=0.0, failure=message))
+    record = record_for(encode(events), returncode=1, state="failed", ledger=ledger)
+    assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, kind, message)
 
 
-def test_without_a_split_every_cache_write_is_priced_as_five_minute():
-    five_minute = cli_reported_cost(TOKENS, 0, base_input=3.0, output=15.0)
-    for usage in (dict(TOKENS), {**TOKENS, "cache_creation": None}, {**TOKENS, "cache_creation": {}}):
-        events = [
-            init_event(),
-            result_event(usage=usage, modelUsage={SONNET: model_usage(TOKENS)}, total_cost_usd=five_minute),
-        ]
-        record = record_for(encode(events), prices=SONNET_4_PRICES)
-        assert record["recomputed_cost_usd"] == pytest.approx(five_minute, abs=1e-10)
-        assert cost_check(sum_sessions([record]), PRICE_CHECK)["agrees"] is True
-    malformed = {**TOKENS, "cache_creation": {"ephemeral_1h_input_tokens": -3}}
-    events = [init_event(), result_event(usage=malformed, modelUsage={SONNET: model_usage(TOKENS)})]
-    assert record_for(encode(events), prices=SONNET_4_PRICES)["recomputed_cost_usd"] is None
+def test_a_clock_run_out_in_the_agents_own_work_is_its_counted_timeout():
+    record = record_for(encode([init_event()]), state="timeout", returncode=-9, ledger=ledger_of(ledger_entry()))
+    assert record["error_kind"] == "session-timeout" and record["ok"] is False
+
+
+@pytest.mark.parametrize("trouble", ["in-flight", "client-gone", "upstream-failure", "gateway-error"])
+def test_a_clock_run_out_while_the_model_api_was_slow_or_failing_is_the_harnesss(trouble):
+    ledger = ledger_of(ledger_entry(), ledger_entry(trouble, cost=None if trouble == "in-flight" else 0.0))
+    record = record_for(encode([init_event()]), state="timeout", returncode=-9, ledger=ledger)
+    assert record["error_kind"] == "session-error"
+    assert "model API was slow or failing (1 of its 2 model requests" in record["error_detail"]
+
+
+def test_a_cancelled_session_stays_cancelled_whatever_the_ledger_says():
+    ledger = ledger_of(ledger_entry("refused", refused="budget", cost=0.0, failure="refused"))
+    record = record_for(encode([init_event()]), state="cancelled", returncode=-15, ledger=ledger)
+    assert record["error_kind"] == "cancelled"
 
 
 def test_cost_check_reports_the_difference_and_unmeasured_figures():
-    assert cost_check({"cost_usd": 1.02, "recomputed_cost_usd": 1.0}, PRICE_CHECK) == {
+    assert cost_check({"cost_usd": 1.0, "cli_cost_usd": 1.02}, PRICE_CHECK) == {
         "price_table": "anthropic-list-2025-05",
-        "recomputed_usd": 1.0,
+        "ledger_usd": 1.0,
+        "cli_usd": 1.02,
         "agrees": False,
         "difference_pct": pytest.approx(100 * 0.02 / 1.02, abs=1e-3),
     }
-    assert cost_check({"cost_usd": 0.0, "recomputed_cost_usd": 0.0}, PRICE_CHECK)["agrees"] is True
-    unmeasured = cost_check({"cost_usd": None, "recomputed_cost_usd": 1.0}, PRICE_CHECK)
+    assert cost_check({"cost_usd": 0.0, "cli_cost_usd": 0.0}, PRICE_CHECK)["agrees"] is True
+    unmeasured = cost_check({"cost_usd": 1.0, "cli_cost_usd": None}, PRICE_CHECK)
     assert unmeasured["agrees"] is None and unmeasured["difference_pct"] is None
 
 
 def session(**fields) -> dict:
     base = {
         "ok": True, "error_kind": None, "error_detail": None, "session_id": "s1", "num_turns": 3,
-        "cost_usd": 0.10004, "recomputed_cost_usd": 0.1, "duration_s": 1.25,
+        "cost_usd": 0.10004, "cli_cost_usd": 0.1, "duration_s": 1.25,
         "tool_use_counts": {"Bash": 2}, "input_tokens": 100, "cache_creation_input_tokens": 10,
         "cache_read_input_tokens": 20, "output_tokens": 5, "transcript_missing": False, "evidence_diagnostics": [],
     }  # fmt: skip
@@ -721,7 +657,7 @@ def test_sum_sessions_adds_and_merges():
     assert total["input_tokens"] == 200 and total["output_tokens"] == 10
     assert total["cache_creation_input_tokens"] == 20 and total["cache_read_input_tokens"] == 40
     assert total["cost_usd"] == 0.3
-    assert total["recomputed_cost_usd"] == 0.2
+    assert total["cli_cost_usd"] == 0.2
     assert total["duration_s"] == 3.6
     assert total["num_turns"] == 6
     assert total["ok"] is True and total["error_kind"] is None and total["error_detail"] is None
@@ -734,12 +670,12 @@ def test_sum_sessions_adds_and_merges():
 
 def test_sum_sessions_propagates_unmeasured_cost_and_first_error():
     total = sum_sessions([
-        session(recomputed_cost_usd=None),
+        session(cli_cost_usd=None),
         session(ok=False, cost_usd=None, error_kind="evidence-unverified", error_detail="first",
                 transcript_missing=True, evidence_diagnostics=["d1"]),
         session(ok=False, error_kind="session-error", error_detail={"subtype": None}, evidence_diagnostics=["d2"]),
     ])  # fmt: skip
-    assert total["cost_usd"] is None and total["recomputed_cost_usd"] is None
+    assert total["cost_usd"] is None and total["cli_cost_usd"] is None
     assert total["ok"] is False
     assert (total["error_kind"], total["error_detail"]) == ("evidence-unverified", "first")
     assert total["transcript_missing"] is True
@@ -768,50 +704,6 @@ def fake_cli(tmp_path: Path, body: str) -> list[str]:
     script = tmp_path / "fake_claude.py"
     script.write_text(textwrap.dedent(body))
     return [sys.executable, str(script)]
-
-
-def test_run_session_sends_the_prompt_on_stdin_and_records_evidence(tmp_path):
-    prompt_copy = tmp_path / "prompt.txt"
-    argv = fake_cli(
-        tmp_path,
-        f"""
-        import sys
-        open({str(prompt_copy)!r}, "wb").write(sys.stdin.buffer.read())
-        sys.stdout.buffer.write(open({str(SAMPLE)!r}, "rb").read())
-    """,
-    )
-    output = io.StringIO()
-    with SessionProgress("cell", output, [], heartbeat_s=60) as progress:
-        record = run_session(
-            argv, prompt="Fix the bug ✓", env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path), timeout=30,
-            expected_skill=None, transcript_dir=tmp_path / "transcripts", transcript_prefix="cell", secrets=[],
-            prices=SONNET_4_PRICES, progress=progress,
-        )  # fmt: skip
-    assert prompt_copy.read_text() == "Fix the bug ✓"
-    assert record["ok"] is True and record["output_tokens"] == 153
-    assert record["transcript_artifact"]["path"] == f"transcripts/cell-{SAMPLE_SESSION}.jsonl"
-    assert record["started_at"].endswith("Z") and record["started_at"] <= record["finished_at"]
-    assert "finished · 3 turns · ok · $0.0149" in output.getvalue()
-
-
-def test_run_session_overflowing_stdout_is_a_session_error(tmp_path):
-    argv = fake_cli(
-        tmp_path,
-        """
-        import json, sys
-        line = json.dumps({"type": "system", "subtype": "noise", "pad": "p" * 65536}) + "\\n"
-        for _ in range(130):
-            sys.stdout.write(line)
-        sys.stdout.write(json.dumps({"type": "result"}) + "\\n")
-    """,
-    )
-    record = run_session(
-        argv, prompt="p", env={"PATH": "/usr/bin:/bin"}, cwd=None, timeout=30, expected_skill="change-work",
-        transcript_dir=tmp_path / "transcripts", transcript_prefix="cell", secrets=[], prices=None,
-    )  # fmt: skip
-    assert record["error_kind"] == "session-error"
-    assert "exceeds" in record["error_detail"]["event_stream_error"]
-    assert not (tmp_path / "transcripts").exists()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -911,85 +803,186 @@ def test_transcript_file_uses_no_follow(tmp_path):
 # Launching a session
 
 
+# A stand-in CLI (a unit test of the launcher, not of the CLI): it records what it was given, sends one Messages
+# request with its token to the address it got, and prints a stream-json result with the usage it was answered.
 FAKE_CLI = """#!{python}
-import json, os, sys
+import http.client, json, os, sys, urllib.parse
 prompt = sys.stdin.read()
 env = {{k: v for k, v in os.environ.items() if k.startswith(("ANTHROPIC", "CLAUDE", "MCP"))}}
 seen = {{"argv": sys.argv[1:], "prompt": prompt, "env": env}}
 with open({seen!r}, "w") as handle:
     json.dump(seen, handle)
-usage = {{"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
-by_model = {{"m": {{"inputTokens": 10, "outputTokens": 5, "cacheCreationInputTokens": 0, "cacheReadInputTokens": 0}}}}
+address = urllib.parse.urlsplit(os.environ["ANTHROPIC_BASE_URL"])
+connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+body = json.dumps({{"model": "m", "max_tokens": 10, "tools": [{{"name": "Bash"}}],
+                    "messages": [{{"role": "user", "content": prompt}}]}})
+for _ in range(int(os.environ.get("FAKE_REQUESTS", "1"))):
+    connection.request("POST", "/v1/messages", body=body, headers={{"x-api-key": os.environ["ANTHROPIC_API_KEY"]}})
+    answer = connection.getresponse()
+    reply = json.loads(answer.read())
+    if answer.status != 200:
+        break
+if answer.status != 200:
+    print(json.dumps({{"type": "result", "subtype": "success", "is_error": True, "num_turns": 1, "duration_ms": 5,
+                      "session_id": "sess-launch", "api_error_status": answer.status, "usage": {{}}}}))
+    sys.exit(1)
+usage = reply["usage"]
 for event in (
     {{"type": "system", "subtype": "init", "session_id": "sess-launch", "model": "m"}},
+    {{"type": "assistant", "message": {{"id": reply["id"], "content": reply["content"]}}}},
     {{"type": "result", "subtype": "success", "is_error": False, "duration_ms": 10, "num_turns": 1,
-      "session_id": "sess-launch", "total_cost_usd": 0.000105, "usage": usage,
-      "modelUsage": by_model}},
+      "session_id": "sess-launch", "total_cost_usd": 0.000105, "usage": usage}},
 ):
     print(json.dumps(event), flush=True)
 """
+PRICES = {"m": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}}
 
 
-def launch_config(provider: str) -> dict:
+def launch_config(provider: str, base_url: str | None = None, **budget) -> dict:
     return {
-        "model": {"provider": provider, "effort": None, "base_url": "http://127.0.0.1:9/api"},
+        "model": {"provider": provider, "effort": None, "base_url": base_url},
         "agent": {
             "heartbeat_s": 60,
             "session_timeout_s": 60,
-            "prices": {"usd_per_mtok": {"m": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}}},
+            "prices": {"table": "t", "tolerance_pct": 1.0, "usd_per_mtok": PRICES},
         },
+        "budget": {"max_usd": None, "max_session_usd": None, **budget},
     }
 
 
-@pytest.mark.parametrize("provider", ["scripted", "anthropic"])
-def test_launch_session_runs_the_cli_with_the_prompt_on_stdin_and_records_it(tmp_path, provider):
+class KeyRecordingUpstream:
+    """A loopback stand-in for the provider's API: answers every Messages request and records its key."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        keys: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                keys.append(self.headers.get("x-api-key", ""))
+                usage = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 0,
+                         "cache_creation_input_tokens": 0}  # fmt: skip
+                body = json.dumps(
+                    {
+                        "id": "msg_up_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "m",
+                        "content": [{"type": "text", "text": "hi"}],
+                        "usage": usage,
+                    }  # fmt: skip
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                return
+
+        self.keys = keys
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def launch(tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: io.StringIO, requests: int = 1):
+    """One session of the stand-in CLI under the `none` backend, through a job's real gateway."""
+    from skillbench.execution.access import model_access
     from skillbench.execution.sandbox import Sandbox
     from skillbench.execution.scripted_model import ScriptedModel
-    from skillbench.execution.sessions import SCRIPTED_KEY, SessionSurface, launch_session
+    from skillbench.execution.sessions import SessionSurface, launch_session
 
     seen_file = tmp_path / "seen.json"
     cli = tmp_path / "fake-claude"
     cli.write_text(FAKE_CLI.format(python=sys.executable, seen=str(seen_file)))
     cli.chmod(0o755)
-    (tmp_path / "root" / "workspace").mkdir(parents=True)
-    sandbox = Sandbox("none", tmp_path / "root" / "workspace", tmp_path / "root", claude_bin=cli)
+    root = tmp_path / "root"
+    (root / "workspace").mkdir(parents=True)
+    sandbox = Sandbox("none", root / "workspace", root, claude_bin=cli)
     started: list[ScriptedModel] = []
 
     def scripted() -> ScriptedModel:
-        started.append(ScriptedModel([], defaults={}))
+        started.append(ScriptedModel([{"text": "scripted reply"}], defaults={}))
         return started[-1]
 
-    log = io.StringIO()
-    api_key = None if provider == "scripted" else "sk-launch-secret-123456"
     try:
-        record = launch_session(
-            sandbox,
-            SessionSurface(tools=["Read", "Bash"], disallowed_tools=["Skill"], extra_env={"MCP_TIMEOUT": "5"}),
-            label="demo/launch",
-            prompt=f"do the task {api_key}",
-            model="m",
-            config=launch_config(provider),
-            api_key=api_key,
-            scripted_model=scripted,
-            transcript_dir=tmp_path / "run" / "transcripts",
-            transcript_prefix="work",
-            log=log,
-        )
+        with model_access(
+            private_root=root, config=config, api_key=api_key, socket_owner=None, results_root=None, job="demo"
+        ) as access:
+            record, ledger = launch_session(
+                sandbox,
+                SessionSurface(
+                    tools=["Read", "Bash"],
+                    disallowed_tools=["Skill"],
+                    extra_env={"MCP_TIMEOUT": "5", "FAKE_REQUESTS": str(requests)},
+                ),
+                label="demo/launch",
+                prompt=prompt,
+                model="m",
+                config=config,
+                access=access,
+                secrets=[api_key] if api_key else [],
+                scripted_model=scripted,
+                transcript_dir=tmp_path / "run" / "transcripts",
+                transcript_prefix="work",
+                log=log,
+            )
     finally:
         sandbox.close()
-    seen = json.loads(seen_file.read_text())
-    assert seen["prompt"] == f"do the task {api_key}" and all("do the task" not in arg for arg in seen["argv"])
+    return record, ledger, json.loads(seen_file.read_text()), started
+
+
+def test_a_scripted_session_reaches_its_model_only_through_the_gateway_with_a_token(tmp_path):
+    log = io.StringIO()
+    record, ledger, seen, started = launch(tmp_path, launch_config("scripted"), None, "do the task ✓", log)
+    assert seen["prompt"] == "do the task ✓" and all("do the task" not in arg for arg in seen["argv"])
     assert ["--tools", "Read,Bash"] == seen["argv"][seen["argv"].index("--tools") :][:2]
     assert "--disallowedTools" in seen["argv"] and seen["argv"][seen["argv"].index("--model") + 1] == "m"
-    assert seen["env"]["CLAUDE_CODE_SHELL_PREFIX"] == sandbox.shell_prefix and seen["env"]["MCP_TIMEOUT"] == "5"
-    if provider == "scripted":
-        assert len(started) == 1 and seen["env"]["ANTHROPIC_BASE_URL"] == started[0].base_url
-        assert seen["env"]["ANTHROPIC_API_KEY"] == SCRIPTED_KEY
-    else:
-        assert started == [] and seen["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/api"
-        assert seen["env"]["ANTHROPIC_API_KEY"] == api_key
+    assert seen["env"]["MCP_TIMEOUT"] == "5" and "CLAUDE_CODE_SHELL_PREFIX" in seen["env"]
+    # The CLI got a session token and the forwarder's address, never the scripted model's own.
+    assert seen["env"]["ANTHROPIC_API_KEY"].startswith("sbx-session-")
+    assert started[0].base_url not in json.dumps(seen)
+    assert [request["kind"] for request in started[0].requests] == ["step"]
+    assert ledger["totals"]["requests"] == 1 and ledger["open"] is False
     assert record["ok"] is True and record["session_id"] == "sess-launch"
-    assert record["recomputed_cost_usd"] == pytest.approx(record["cost_usd"], abs=1e-12)
+    assert record["cost_usd"] == ledger["totals"]["cost_usd"] and record["cost_usd"] > 0
     assert record["transcript_artifact"]["path"] == "transcripts/work-sess-launch.jsonl"
-    assert (tmp_path / "run" / "transcripts" / "work-sess-launch.jsonl").is_file()
-    assert "[demo/launch" in log.getvalue() and "sk-launch-secret" not in log.getvalue()
+    assert "[demo/launch" in log.getvalue() and seen["env"]["ANTHROPIC_API_KEY"] not in log.getvalue()
+
+
+def test_a_real_provider_session_sends_the_key_upstream_and_the_cli_never_sees_it(tmp_path):
+    upstream = KeyRecordingUpstream()
+    key = "sk-launch-secret-0123456789abcdef"
+    try:
+        log = io.StringIO()
+        record, ledger, seen, started = launch(
+            tmp_path, launch_config("anthropic", upstream.url), key, f"do the task {key}", log
+        )
+    finally:
+        upstream.close()
+    assert started == [] and upstream.keys == [key]
+    assert key not in json.dumps(seen["env"]) and seen["env"]["ANTHROPIC_API_KEY"].startswith("sbx-session-")
+    assert record["ok"] is True and record["cost_usd"] == pytest.approx((1000 * 3.0 + 100 * 15.0) / 1e6)
+    assert key not in log.getvalue()
+
+
+def test_a_session_past_its_cap_is_refused_at_the_gateway_and_its_row_says_so(tmp_path):
+    upstream = KeyRecordingUpstream()
+    try:
+        # One request costs $0.0045: the first is admitted (nothing spent yet), the second is refused.
+        config = launch_config("anthropic", upstream.url, max_session_usd=0.004)
+        record, ledger, _seen, _started = launch(tmp_path, config, "sk-cap-0123456789abcdef", "go", io.StringIO(), 2)
+    finally:
+        upstream.close()
+    assert len(upstream.keys) == 1 and [entry["outcome"] for entry in ledger["requests"]] == ["ok", "refused"]
+    assert record["error_kind"] == "session-cap-reached" and "spend cap of $0.0040 is reached" in record["error_detail"]
+    assert record["cost_usd"] == pytest.approx(0.0045)

@@ -11,6 +11,7 @@ rule run_cell:
         record=sb_layout.cell_record(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
         patch=sb_layout.cell_patch(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
         transcripts=directory(sb_layout.cell_transcripts(RESULTS, "{cellset}", "{task}", "{arm}", "{run}")),
+        ledger=sb_layout.cell_ledger(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
     log:
         sb_layout.log(EXPERIMENT, "run_cell", sb_layout.cell_label("{cellset}", "{task}", "{arm}", "{run}")),
     retries: config["agent"]["attempts"] - 1
@@ -29,5 +30,6 @@ rule run_cell:
         # A CLI upgrade changes what a cell measures: its version keys the cache.
         cli_version=CLI_VERSION,
         extensions=get_arm_extensions,
+        budget_cut=get_budget_cut,
     script:
         "../../scripts/run_cell.py"

@@ -390,8 +390,21 @@ def job_settings(**sections):
 
 
 def run_control_resources():
-    """The agent settings that steer how a session job runs but not what it measures."""
-    return {key: config["agent"][key] for key in sb_steps.RUN_CONTROL_KEYS}
+    """The settings that steer how a session job runs but not what it measures: the agent's retries, outage
+    streak and heartbeat, and the spend caps its gateway enforces."""
+    return {
+        **{key: config["agent"][key] for key in sb_steps.RUN_CONTROL_KEYS},
+        **{name: sb_steps.budget_resource(config["budget"][key]) for key, name in sb_steps.BUDGET_RESOURCES.items()},
+    }
+
+
+def get_budget_cut(wildcards):
+    """A cell the run's budget cut short carries the budget as a param, so it runs again once the budget changes;
+    every other cell carries nothing, so a new budget reruns no finished cell."""
+    run_dir = sb_layout.cell_dir(RESULTS, wildcards.cellset, wildcards.task, wildcards.arm, wildcards.run)
+    if not Path(sb_layout.budget_cut_marker(run_dir)).exists():
+        return None
+    return sb_steps.budget_resource(config["budget"]["max_usd"])
 
 
 def get_cell_settings(wildcards):

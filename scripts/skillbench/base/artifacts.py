@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+from referencing import Registry, Resource
 
 from skillbench.base.errors import SkillbenchError
 
@@ -73,9 +74,15 @@ def _json_path(error: jsonschema.ValidationError) -> str:
     return path
 
 
+@cache
+def _registry() -> Registry:
+    """Every schema by its `$id` (its kind), so one schema can refer to another's definitions."""
+    return Registry().with_resources((kind, Resource.from_contents(load_schema(kind))) for kind in schema_kinds())
+
+
 def schema_errors(document: Any, kind: str) -> list[str]:
     """Every violation as ``<json path>: <message>``, deepest-first order fixed for reproducibility."""
-    validator = jsonschema.Draft202012Validator(load_schema(kind))
+    validator = jsonschema.Draft202012Validator(load_schema(kind), registry=_registry())
     errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     return [f"{_json_path(error)}: {error.message}" for error in errors]
 

@@ -39,6 +39,7 @@ GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 # Every finished cell's record under a results root, incumbent and candidate (globs relative to the root).
 CELL_RECORD_GLOBS = ("cells/*/*/run*/record.json", "gen*/cells/*/*/run*/record.json")
 RECORD = "record.json"
+LEDGER = "ledger.json"
 # The hidden oracle's output tail beside a cell's record, for the task author only (0600).
 ORACLE_LOG = "oracle.log"
 # Files a generation folder (or a seed folder, `evolution.seed_results`) holds, by name.
@@ -217,6 +218,21 @@ def cell_records_on_disk(root: Root) -> list[Path]:
     return sorted(path for pattern in CELL_RECORD_GLOBS for path in base.glob(pattern))
 
 
+def cell_ledger(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    """The gateway's ledger of a cell's sessions (every model request, its usage and cost), beside its record."""
+    return _join(cell_dir(root, cells, task, arm, run), LEDGER)
+
+
+def budget_cut_marker(run_dir: Root) -> str:
+    """Beside a cell's record when the run's budget cut the cell short: it runs again once the budget changes."""
+    return _join(run_dir, ".budget-exhausted")
+
+
+def proposer_sessions_on_disk(root: Root) -> list[Path]:
+    """Every finished proposer session's record under ``root``, sorted."""
+    return sorted(Path(root).glob("gen*/proposer-session.json"))
+
+
 # ─── Tasks ──────────────────────────────────────────────────────────────────
 
 
@@ -302,6 +318,11 @@ def progress_plan(root: Root) -> str:
 
 def progress_running(root: Root) -> str:
     return _join(root, PROGRESS_FOLDER, "running")
+
+
+def progress_spend(root: Root) -> str:
+    """Where each running session job keeps its live spend, for the run's budget at the other jobs' gateways."""
+    return _join(root, PROGRESS_FOLDER, "spend")
 
 
 def progress_lock(root: Root) -> str:

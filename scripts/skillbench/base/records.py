@@ -27,6 +27,7 @@ ErrorKind = Literal[
     "workspace-tampered",
     "disk-quota-exceeded",
     "session-timeout",
+    "session-cap-reached",
     "budget-exhausted",
     "infra-error",
     "cleanup-failure",
@@ -63,6 +64,7 @@ ResultRow = TypedDict(
         "cache_read_input_tokens": int,
         "output_tokens": int,
         "cost_usd": float | None,
+        "cli_cost_usd": float | None,
         "cost_check": dict[str, Any] | None,
         "duration_s": float,
         "num_turns": int,
@@ -193,6 +195,8 @@ class ProposerSession(TypedDict):
     schema: Literal["proposer-session/v1"]
     generation: int
     session: dict[str, Any]
+    # The gateway's ledger of the session (`schemas/ledger.schema.json`, `$defs/session`).
+    ledger: dict[str, Any]
 
 
 class Progress(TypedDict):

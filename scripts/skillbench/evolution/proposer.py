@@ -26,7 +26,7 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.evolution.evidence import read_manifest
-from skillbench.execution import quota, repo, sessions
+from skillbench.execution import access, quota, repo, sessions
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment import overlay as overlays
@@ -239,9 +239,11 @@ def run_proposer(
     proposal_out: Path,
     prompt_out: Path,
     log: TextIO | None,
+    results_root: Path | None = None,
     oracles: Sequence[tuple[str, bytes]] = (),
-) -> dict[str, Any]:
-    """Run the proposer session; return its redacted record. Raise ProposerError on failure.
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the proposer session; return its redacted record and the gateway's ledger of it (`results_root`: the run
+    whose budget the session counts against). Raise ProposerError on failure.
 
     `oracles` are every bound hidden oracle file as (label, bytes): the clone is refused before the session
     if it holds one. The prompt the proposer received is written to `prompt_out`.
@@ -290,19 +292,28 @@ def run_proposer(
         )
         variables = {"workspace": sandbox.workspace, "evidence": evidence_dir}
         started = time.monotonic()
-        record = sessions.launch_session(
-            sandbox,
-            surface,
-            label=f"proposer/gen{generation}",
-            prompt=prompt,
-            model=config["evolution"]["proposer_model"] or config["model"]["name"],
+        with access.model_access(
+            private_root=private_root,
             config=config,
             api_key=api_key,
-            scripted_model=lambda: _scripted_proposer(model_script, variables),
-            transcript_dir=transcripts,
-            transcript_prefix="proposer",
-            log=log,
-        )
+            socket_owner=(sandbox.host_uid, sandbox.host_gid) if sandbox.launcher else None,
+            results_root=results_root,
+            job=f"proposer/gen{generation}",
+        ) as model_access:
+            record, ledger = sessions.launch_session(
+                sandbox,
+                surface,
+                label=f"proposer/gen{generation}",
+                prompt=prompt,
+                model=config["evolution"]["proposer_model"] or config["model"]["name"],
+                config=config,
+                access=model_access,
+                secrets=secrets,
+                scripted_model=lambda: _scripted_proposer(model_script, variables),
+                transcript_dir=transcripts,
+                transcript_prefix="proposer",
+                log=log,
+            )
         record["wall_s"] = round(time.monotonic() - started, 3)
         record = redact_value(record, secrets)
         if not record["ok"]:
@@ -316,7 +327,7 @@ def run_proposer(
             )
         except overlays.OverlayError as exc:
             raise ProposerError(f"the proposer of generation {generation} wrote an invalid overlay: {exc}") from exc
-        return record
+        return record, ledger
     finally:
         if sandbox is not None:
             sandbox.close()

@@ -38,7 +38,8 @@ from skillbench.base.artifacts import ArtifactError, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import breaker, quota, repo, sessions
+from skillbench.execution import access, breaker, quota, repo, sessions
+from skillbench.execution.access import ModelAccess
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
 from skillbench.execution.sandbox import Sandbox, SandboxError, SandboxLimits
 from skillbench.execution.scripted_model import ScriptedModel, session_steps
@@ -86,8 +87,12 @@ class CellContext:
     overlay: Path | None = None
     overlay_digest: str | None = None
     log: TextIO | None = None
+    # The results folder the cell belongs to: the run whose budget its gateway shares (None: no shared budget).
+    results_root: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)
     session_windows: list[SessionWindow] = field(default_factory=list)
+    # The gateway's ledger of every session the cell ran, in order.
+    ledgers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def secrets(self) -> list[str]:
@@ -154,6 +159,7 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "evidence_diagnostics": [],
         **dict.fromkeys(sessions.USAGE_FIELDS, 0),
         "cost_usd": None,
+        "cli_cost_usd": None,
         "cost_check": None,
         "duration_s": 0.0,
         "num_turns": 0,
@@ -302,22 +308,23 @@ def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str,
     )
 
 
-def run_one_session(
-    session: dict[str, Any], prompt: str, *, cell: Cell, sandbox: Sandbox, context: CellContext
-) -> dict[str, Any]:
-    """One session of the cell's arm: its record, its time in the cell's timings and session windows."""
-    config = context.config
+def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> dict[str, Any]:
+    """One session of the cell's arm: its record; its ledger, time and window go to the cell's context."""
+    cell, sandbox, context, config = work.cell, work.sandbox, work.context, work.config
+    if work.access is None:
+        raise InfraError("the cell's sessions have no model gateway")
     surface = session_surface(sandbox, config, cell.arm, session)
     label = f"{cell.task['id']}/{cell.arm}/run{cell.run}/{session['role']}"
     started, window_start = time.monotonic(), now_iso("milliseconds")
-    record = sessions.launch_session(
+    record, ledger = sessions.launch_session(
         sandbox,
         surface,
         label=label,
         prompt=prompt,
         model=config["model"]["name"],
         config=config,
-        api_key=context.api_key,
+        access=work.access,
+        secrets=context.secrets,
         scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label),
         transcript_dir=context.run_dir / "transcripts",
         transcript_prefix=f"{session['role']}",
@@ -325,6 +332,7 @@ def run_one_session(
         expected_skill=session.get("skill"),
     )
     context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
+    context.ledgers.append({"role": session["role"], **ledger})
     from skillbench.execution.mcp import server_log_tail
 
     for name, status in record.get("mcp_failed", {}).items():
@@ -351,16 +359,25 @@ def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> Result
         limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
     )
     try:
-        work = CellWork(
-            sandbox=sandbox,
-            cell=cell,
-            context=context,
-            limits=WorkspaceLimits.from_config(config["sandbox"].get("limits")),
-            skills=arm_config.local_skills(arm_config.arm_skills(config, cell.arm)),
+        with access.model_access(
             private_root=private_root,
-            disk_mb=quota.disk_quota_mb(config),
-        )
-        return _execute(work)
+            config=config,
+            api_key=context.api_key,
+            socket_owner=(sandbox.host_uid, sandbox.host_gid) if sandbox.launcher else None,
+            results_root=context.results_root,
+            job=cell.label,
+        ) as model_access:
+            work = CellWork(
+                sandbox=sandbox,
+                cell=cell,
+                context=context,
+                limits=WorkspaceLimits.from_config(config["sandbox"].get("limits")),
+                skills=arm_config.local_skills(arm_config.arm_skills(config, cell.arm)),
+                private_root=private_root,
+                disk_mb=quota.disk_quota_mb(config),
+                access=model_access,
+            )
+            return _execute(work)
     finally:
         sandbox.close()
 
@@ -377,6 +394,8 @@ class CellWork:
     private_root: Path
     # The quota (MB) over everything under `private_root`; 0 when there is none.
     disk_mb: int = 0
+    # The cell's gateway: its sessions' only way to the model.
+    access: ModelAccess | None = None
     # The evaluated skills' fingerprint once the workspace is prepared; no session may change it.
     skill_digest: str | None = None
 
@@ -425,6 +444,8 @@ def _execute(work: CellWork) -> ResultRow:
     if not arm_config.arm_skills(work.config, work.cell.arm):
         row["skill_invoked"] = None
     _note_git_metadata(row, work.clone, baseline.git_metadata)
+    if row["error_kind"] == "budget-exhausted":
+        return row  # the run's budget stopped the sessions: nothing of the agent's to grade
     try:
         if outcome.workspace_error is not None:
             raise outcome.workspace_error
@@ -530,7 +551,7 @@ def _run_session_step(work: CellWork, session: dict[str, Any], outcome: Sessions
     planning = bool(session.get("plan_document"))
     before = workspace_snapshot(clone, work.limits) if planning else {}
     home, _tmp = work.sandbox.fresh_scratch(f"session-{session['role']}")
-    record = run_one_session(session, prompt, cell=cell, sandbox=work.sandbox, context=work.context)
+    record = run_one_session(session, prompt, work=work)
     outcome.records.append(record)
     if record["error_kind"] == "cancelled" or CANCEL.is_set():
         raise CellCancelled(
@@ -581,6 +602,7 @@ def _check_after_session(
 SUMMED_ROW_FIELDS = (
     *sessions.USAGE_FIELDS,
     "cost_usd",
+    "cli_cost_usd",
     "duration_s",
     "num_turns",
     "ok",
@@ -670,7 +692,7 @@ def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: in
     _fresh_run_folder(context.run_dir)
     started_at, started = now_iso(), time.monotonic()
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
-    row = _row_of_attempt(cell, context)
+    row = _budget_left_row(cell, context) or _row_of_attempt(cell, context)
     if isinstance(row["error_detail"], str):
         row["error_detail"] = redact_text(row["error_detail"], context.secrets)
     wall = time.monotonic() - started
@@ -687,6 +709,20 @@ def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: in
         "attempt": attempt,
         "timing": _timing(context, started_at, wall),
     }
+
+
+def _budget_left_row(cell: Cell, context: CellContext) -> ResultRow | None:
+    """A `budget-exhausted` row, without starting anything, when the run's spend already reached `budget.max_usd`."""
+    cap = (context.config.get("budget") or {}).get("max_usd")
+    if cap is None or context.results_root is None:
+        return None
+    spent = access.RunSpend(context.results_root, cell.label)()
+    if spent < cap:
+        return None
+    row = base_row(cell, context)
+    row["error_kind"] = "budget-exhausted"
+    row["error_detail"] = f"the run's budget of ${cap:.4f} was reached (${spent:.4f} spent) before this cell started"
+    return row
 
 
 def _fresh_run_folder(run_dir: Path) -> None:

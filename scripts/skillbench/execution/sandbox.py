@@ -74,6 +74,7 @@ from typing import TypedDict, Unpack
 
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.process import run_managed
+from skillbench.execution.gateway import hide_bridge_args
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/agent"
@@ -301,7 +302,8 @@ def nested_namespace_args() -> list[str]:
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
-    return args
+    # A Unix socket ignores network namespaces: the gateway's socket would otherwise be a way out.
+    return [*args, *hide_bridge_args()]
 
 
 def _credential_free_exec(
@@ -811,14 +813,15 @@ class Sandbox:
         argv: Sequence[str],
         *,
         read_only_workspace: bool = False,
-        network: bool = True,
         extra_read_only: Sequence[tuple[Path, str]] = (),
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = False,
     ) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
 
-        `limit_memory` adds the address-space limit (everything but the CLI process itself).
+        Every cell sandbox has a network namespace of its own with nothing in it but loopback: a session reaches
+        its model only through the gateway's socket bound in (`sessions.bridged_command`). `limit_memory` adds
+        the address-space limit (everything but the CLI process itself).
         """
         if self.backend == "none":
             return list(argv)
@@ -826,7 +829,7 @@ class Sandbox:
             *self._limit_prefix(limit_memory),
             *self.launcher,
             self.bwrap,
-            *namespace_args(network=network, outer=True),
+            *namespace_args(network=False, outer=True),
             *system_mount_args(),
             *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
             *kernel_filesystem_args("/run"),
@@ -891,7 +894,6 @@ class Sandbox:
         timeout: float,
         env: dict[str, str] | None = None,
         read_only_workspace: bool = False,
-        network: bool = True,
         extra_read_only: Sequence[tuple[Path, str]] = (),
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = True,
@@ -900,7 +902,6 @@ class Sandbox:
         wrapped = self.command(
             argv,
             read_only_workspace=read_only_workspace,
-            network=network,
             extra_read_only=extra_read_only,
             extra_writable=extra_writable,
             limit_memory=limit_memory,
@@ -967,7 +968,6 @@ class Sandbox:
                 timeout=timeout,
                 env=env,
                 read_only_workspace=True,
-                network=False,
                 extra_writable=writable,
                 capture_stdout_bytes=capture_stdout_bytes,
             )

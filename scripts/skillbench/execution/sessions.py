@@ -29,18 +29,17 @@ from skillbench.base.artifacts import utc_timestamp, write_exclusive
 from skillbench.base.process import ProcessResult, run_managed
 from skillbench.base.records import USAGE_FIELDS
 from skillbench.base.redaction import redact_text, redact_value
-from skillbench.execution import mcp
+from skillbench.execution import gateway, mcp
 from skillbench.execution.sandbox import claude_settings
 
 if TYPE_CHECKING:
+    from skillbench.execution.access import ModelAccess
     from skillbench.execution.sandbox import Sandbox
     from skillbench.execution.scripted_model import ScriptedModel
 
 MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
 EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
-# The scripted model accepts any key; the CLI needs one.
-SCRIPTED_KEY = "skillbench-scripted-offline-key"
 ERROR_TAIL_CHARS = 2000
 
 _TOOL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
@@ -48,16 +47,6 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _PREFIX = re.compile(r"[A-Za-z0-9._-]{1,200}")
 _SKILL_INPUT_FIELDS = ("skill", "command", "name")
-# modelUsage field -> price-table field, USD per million tokens.
-_PRICED_USAGE = (
-    ("inputTokens", "input"),
-    ("outputTokens", "output"),
-    ("cacheCreationInputTokens", "cache_write"),
-    ("cacheReadInputTokens", "cache_read"),
-)
-# Cache writes that live one hour: their price-table field, and the modelUsage count newer CLIs report.
-CACHE_WRITE_1H = "cache_write_1h"
-_ONE_HOUR_USAGE = "cacheCreationEphemeral1hInputTokens"
 
 
 def cli_command(
@@ -300,109 +289,23 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def price_rates(price: Any) -> dict[str, float] | None:
-    """A model's price-table entry as price field -> USD per million tokens; None when a price is missing or bad.
-
-    `cache_write` is the 5-minute cache write. A table without `cache_write_1h` (configs from before
-    the field existed) gets Anthropic's 1-hour rate, twice `input`.
-    """
-    if not isinstance(price, dict):
-        return None
-    rates = {field: _nonnegative(price.get(field)) for _usage_field, field in _PRICED_USAGE}
-    if CACHE_WRITE_1H in price:
-        rates[CACHE_WRITE_1H] = _nonnegative(price[CACHE_WRITE_1H])
-    else:
-        input_rate = rates["input"]
-        rates[CACHE_WRITE_1H] = None if input_rate is None else 2 * input_rate
-    valid = {field: rate for field, rate in rates.items() if rate is not None}
-    return valid if len(valid) == len(rates) else None
-
-
-def main_loop_one_hour_writes(result_usage: Any) -> int | None:
-    """1-hour cache writes of the main loop, from the result's ``usage.cache_creation``; 0 when not reported.
-
-    None when the split is there but malformed.
-    """
-    if not isinstance(result_usage, dict) or result_usage.get("cache_creation") is None:
-        return 0
-    split = result_usage["cache_creation"]
-    if not isinstance(split, dict):
-        return None
-    one_hour = split.get("ephemeral_1h_input_tokens")
-    return 0 if one_hour is None else _count(one_hour)
-
-
-def _model_cost(usage: Any, price: Any, main_loop_one_hour: int) -> float | None:
-    """One model's cost; its 1-hour cache writes come from its own usage when reported, else `main_loop_one_hour`."""
-    rates = price_rates(price)
-    if not isinstance(usage, dict) or rates is None:
-        return None
-    tokens = {field: _count(usage.get(usage_field)) for usage_field, field in _PRICED_USAGE}
-    one_hour = _count(usage[_ONE_HOUR_USAGE]) if _ONE_HOUR_USAGE in usage else main_loop_one_hour
-    written = tokens["cache_write"]
-    if written is None or one_hour is None or one_hour > written:
-        return None
-    # The 1-hour writes are counted inside cacheCreationInputTokens; the rest live five minutes (or
-    # did not say, which the CLI prices as five minutes too).
-    tokens["cache_write"], tokens[CACHE_WRITE_1H] = written - one_hour, one_hour
-    cost = 0.0
-    for field, count in tokens.items():
-        if count is None:
-            return None
-        cost += count * rates[field] / 1_000_000
-    return cost
-
-
-def recompute_cost(
-    model_usage: dict[str, Any], prices: dict[str, Any], *, result_usage: Any = None, main_model: Any = None
-) -> float | None:
-    """Cost in USD from the result's ``modelUsage`` and a per-model price table in USD per million tokens.
-
-    Cache writes that live one hour are priced at `cache_write_1h`, the others at `cache_write`. A
-    model's 1-hour count is its ``cacheCreationEphemeral1hInputTokens`` (newer CLIs); older CLIs
-    report the split only in the result's ``usage`` (`result_usage`), which covers the main loop,
-    so that count goes to `main_model` (the session's model; needed only when ``modelUsage`` names
-    several). Without a split every cache write is priced as five-minute.
-
-    None when a model has no price, a token count or price is missing or malformed, or a reported
-    split cannot be placed.
-    """
-    if not isinstance(model_usage, dict) or not isinstance(prices, dict):
-        return None
-    main_loop_one_hour = main_loop_one_hour_writes(result_usage)
-    if main_loop_one_hour is None:
-        return None
-    if main_model not in model_usage:
-        main_model = next(iter(model_usage)) if len(model_usage) == 1 else None
-    if main_loop_one_hour and main_model is None:
-        return None
-    total = 0.0
-    for model, usage in model_usage.items():
-        cost = _model_cost(usage, prices.get(model), main_loop_one_hour if model == main_model else 0)
-        if cost is None:
-            return None
-        total += cost
-    # Float noise below a nano-dollar would only make equal figures look different.
-    return round(total, 10)
-
-
 def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
-    """The row's `cost_check`: the CLI's reported cost of a cell against the one recomputed from its token usage.
+    """The row's `cost_check`: the gateway's priced ledger (the row's cost) against what the CLI reported.
 
-    `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured.
+    `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured (a CLI that reports
+    no cost, an unpriced model).
     """
-    reported, recomputed = summed.get("cost_usd"), summed.get("recomputed_cost_usd")
+    measured, reported = summed.get("cost_usd"), summed.get("cli_cost_usd")
     agrees = difference = None
-    if reported is not None and recomputed is not None:
+    if measured is not None and reported is not None:
         difference = (
-            0.0
-            if recomputed == reported == 0
-            else round(100 * abs(reported - recomputed) / max(recomputed, reported), 3)
+            0.0 if measured == reported == 0 else round(100 * abs(reported - measured) / max(measured, reported), 3)
         )
         agrees = difference <= prices["tolerance_pct"]
     return {
         "price_table": prices["table"],
-        "recomputed_usd": recomputed,
+        "ledger_usd": measured,
+        "cli_usd": reported,
         "agrees": agrees,
         "difference_pct": difference,
     }
@@ -553,21 +456,6 @@ def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def _session_model(window: list[dict[str, Any]]) -> Any:
-    """The model `system/init` names: the main loop's, whose cache-write split the result's usage reports."""
-    for event in window:
-        if event.get("type") == "system" and event.get("subtype") == "init":
-            return event.get("model")
-    return None
-
-
-def _recomputed_cost(window: list[dict[str, Any]], data: dict[str, Any], prices: dict[str, Any] | None) -> float | None:
-    model_usage = data.get("modelUsage")
-    if prices is None or not isinstance(model_usage, dict):
-        return None
-    return recompute_cost(model_usage, prices, result_usage=data.get("usage"), main_model=_session_model(window))
-
-
 def _mark_mcp_failure(record: dict[str, Any], mcp_failed: dict[str, str]) -> None:
     if mcp_failed and record["error_kind"] != "cancelled":
         # Not the agent's doing: its tools were never there. The cell log gets the server's stderr tail.
@@ -648,16 +536,18 @@ def session_record(
     transcript_dir: Path | None,
     transcript_prefix: str,
     secrets: Sequence[str],
-    prices: dict[str, Any] | None,
     started_at: str,
     finished_at: str,
     mcp_servers: Sequence[str] = (),
+    ledger: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The record of one session, from its process outcome and parent-captured stdout.
+    """The record of one session, from its process outcome, parent-captured stdout and the gateway's ledger.
 
-    With `mcp_servers`, the record counts each server's tool uses and semantic errors, and a server
-    that `system/init` does not show as connected makes the session an `infra-error` (the harness's,
-    excluded) whose `mcp_failed` names it.
+    The token counts and `cost_usd` are the ledger's (every request the session made, priced by the
+    gateway); `cli_cost_usd` is what the CLI reported, the cross-check. The ledger also decides whose a
+    failure is (`_ledger_verdict`). With `mcp_servers`, the record counts each server's tool uses and
+    semantic errors, and a server that `system/init` does not show as connected makes the session an
+    `infra-error` (the harness's, excluded) whose `mcp_failed` names it.
     """
     window, data, stream_error = _read_evidence(result)
     counts = _usage_counts(data)
@@ -673,8 +563,8 @@ def session_record(
         "error_detail": _failure_detail(result, data, stream_error, reasons, secrets) if session_error else None,
         "session_id": session_id if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) else None,
         "num_turns": _count(data.get("num_turns")) or 0,
-        "cost_usd": measured_cost(data.get("total_cost_usd")),
-        "recomputed_cost_usd": _recomputed_cost(window, data, prices),
+        "cost_usd": None,
+        "cli_cost_usd": measured_cost(data.get("total_cost_usd")),
         "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
         "tool_use_counts": tool_use_counts(window),
         "mcp_tool_uses": mcp_uses,
@@ -686,6 +576,10 @@ def session_record(
         "started_at": started_at,
         "finished_at": finished_at,
     }
+    if ledger is not None:
+        totals = ledger["totals"]
+        record.update({field: totals[field] for field in USAGE_FIELDS}, cost_usd=totals["cost_usd"])
+        _ledger_verdict(record, result, ledger)
     _mark_mcp_failure(record, mcp_failed)
     if expected_skill is None and transcript_dir is None:
         return record
@@ -712,47 +606,45 @@ def session_record(
     return record
 
 
+def _ledger_verdict(record: dict[str, Any], result: ProcessResult, ledger: dict[str, Any]) -> None:
+    """What the gateway saw decides whose a failed session is.
+
+    A request refused at a spend cap ends the session: past the run's budget it is `budget-exhausted` (the
+    run's doing: excluded, never retried); past the session's own cap it is `session-cap-reached` (the
+    agent spent it: counted). A session whose clock ran out is `session-timeout`, the agent's counted
+    outcome, unless the gateway had a request waiting on the model then or saw the model API fail: then it
+    is a `session-error` (excluded, retried).
+    """
+    if result.state == "cancelled":
+        return
+    refused = [entry for entry in ledger["requests"] if entry["outcome"] == "refused"]
+    if refused:
+        kind = "budget-exhausted" if refused[-1]["refused"] == "budget" else "session-cap-reached"
+        record.update(ok=False, error_kind=kind, error_detail=refused[-1]["failure"])
+        return
+    if result.state != "timeout":
+        return
+    totals = ledger["totals"]
+    trouble = totals["in_flight"] + totals["client_gone"] + totals["upstream_failures"] + totals["gateway_errors"]
+    if trouble:
+        record.update(
+            ok=False,
+            error_kind="session-error",
+            error_detail=(
+                f"the session's clock ran out while the model API was slow or failing ({trouble} of its "
+                f"{totals['requests']} model requests were in flight or failed at the gateway)"
+            ),
+        )
+    else:
+        record.update(
+            ok=False,
+            error_kind="session-timeout",
+            error_detail="the session ran its clock out in its own work (the model answered every request)",
+        )
+
+
 def _utc_now() -> str:
     return utc_timestamp()
-
-
-def run_session(
-    argv: list[str],
-    *,
-    prompt: str,
-    env: dict[str, str],
-    cwd: str | None,
-    timeout: float,
-    expected_skill: str | None,
-    transcript_dir: Path | None,
-    transcript_prefix: str,
-    secrets: Sequence[str],
-    prices: dict[str, Any] | None,
-    progress: SessionProgress | None = None,
-    mcp_servers: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Run one headless session (prompt on stdin, stdout captured as evidence) and return its record."""
-    started_at = _utc_now()
-    outcome = run_managed(
-        argv,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-        stdin_data=prompt.encode("utf-8"),
-        capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
-        stdout_observer=progress.observe if progress is not None else None,
-    )
-    return session_record(
-        outcome,
-        expected_skill=expected_skill,
-        transcript_dir=transcript_dir,
-        transcript_prefix=transcript_prefix,
-        secrets=secrets,
-        prices=prices,
-        started_at=started_at,
-        finished_at=_utc_now(),
-        mcp_servers=mcp_servers,
-    )
 
 
 @dataclass(frozen=True)
@@ -770,24 +662,32 @@ class SessionSurface:
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def session_environment(sandbox: Sandbox, base_url: str | None, api_key: str) -> dict[str, str]:
-    """The CLI's environment in `sandbox`: the model endpoint and key, and the shell prefix its Bash tool runs under."""
-    extra = {"ANTHROPIC_API_KEY": api_key, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
+def session_environment(sandbox: Sandbox, base_url: str | None, token: str) -> dict[str, str]:
+    """The CLI's environment in `sandbox`: the gateway's address and the session's token (never the provider
+    key), and the shell prefix its Bash tool runs under. Without a base URL the forwarder puts its own."""
+    extra = {"ANTHROPIC_API_KEY": token, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
     if base_url:
         extra["ANTHROPIC_BASE_URL"] = base_url
     return sandbox.environment(extra)
 
 
-def _model_endpoint(
-    stack: ExitStack, model: dict[str, Any], api_key: str | None, scripted_model: Callable[[], ScriptedModel]
-) -> tuple[str | None, str]:
-    """(base URL, API key) of the session's model: a scripted model started on `stack`, or the configured API."""
-    if model["provider"] == "scripted":
-        server = stack.enter_context(scripted_model())
-        return server.base_url, api_key or SCRIPTED_KEY
-    if not api_key:
-        raise ValueError(f"model.provider {model['provider']} needs an API key and none was given")
-    return model["base_url"], api_key
+def bridged_command(
+    sandbox: Sandbox, argv: list[str], surface: SessionSurface, socket: Path
+) -> tuple[list[str], str | None]:
+    """The sandbox command that starts `argv` (the CLI) behind the gateway's bridge, and the base URL to give it.
+
+    Under bwrap the sandbox has no network of its own: the gateway's socket and the forwarder are bound in,
+    and the forwarder listens on the namespace's loopback. The `none` backend runs the forwarder on the host
+    on a free port, which it hands to the CLI itself.
+    """
+    if sandbox.backend != "bwrap":
+        inner = gateway.bridge_argv(
+            argv, forwarder=str(gateway.FORWARDER), port=0, socket_path=str(socket), export="ANTHROPIC_BASE_URL"
+        )
+        return sandbox.command(inner, extra_read_only=surface.binds), None
+    binds = [*surface.binds, (socket, gateway.BRIDGE_SOCKET), (gateway.FORWARDER, gateway.BRIDGE_FORWARDER)]
+    command = sandbox.command(gateway.bridge_argv(argv), extra_read_only=binds)
+    return command, gateway.bridge_base_url()
 
 
 def launch_session(
@@ -798,17 +698,20 @@ def launch_session(
     prompt: str,
     model: str,
     config: dict[str, Any],
-    api_key: str | None,
+    access: ModelAccess,
+    secrets: Sequence[str],
     scripted_model: Callable[[], ScriptedModel],
     transcript_dir: Path,
     transcript_prefix: str,
     log: TextIO | None,
     expected_skill: str | None = None,
-) -> dict[str, Any]:
-    """Run one headless Claude Code session of `model` in `sandbox` and return its record (`session_record`).
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one headless Claude Code session of `model` in `sandbox`: its record (`session_record`) and ledger.
 
-    The model endpoint is the scripted model `scripted_model()` builds, for `model.provider: scripted`,
-    or the configured API; `label` names the session in the progress lines written to `log`.
+    The session's model is reached through the job's gateway (`access`) with a token of its own, revoked when
+    the session ends; its upstream is the scripted model `scripted_model()` builds (`model.provider:
+    scripted`) or the configured API. `secrets` (the provider key) are redacted from everything kept; `label`
+    names the session in the progress lines written to `log`.
     """
     argv = cli_command(
         sandbox.claude,
@@ -821,26 +724,41 @@ def launch_session(
         plugin_dirs=surface.plugin_dirs,
         disable_slash_commands=surface.disable_slash_commands,
     )
-    secrets = [api_key] if api_key else []
     with ExitStack() as stack:
-        base_url, key = _model_endpoint(stack, config["model"], api_key, scripted_model)
-        progress = stack.enter_context(
-            SessionProgress(label, stream=log, secrets=secrets, heartbeat_s=config["agent"]["heartbeat_s"])
+        scripted_url = stack.enter_context(scripted_model()).base_url if access.provider == "scripted" else None
+        token = access.gateway.open_session(
+            label, upstream=access.upstream(scripted_url), max_usd=access.session_cap_usd
         )
-        return run_session(
-            sandbox.command(argv, extra_read_only=surface.binds),
-            prompt=prompt,
-            env={**session_environment(sandbox, base_url, key), **surface.extra_env},
-            cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
-            timeout=config["agent"]["session_timeout_s"],
+        kept_secrets = [*secrets, token]
+        progress = stack.enter_context(
+            SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
+        )
+        command, base_url = bridged_command(sandbox, argv, surface, access.socket)
+        started_at = _utc_now()
+        try:
+            outcome = run_managed(
+                command,
+                env={**session_environment(sandbox, base_url, token), **surface.extra_env},
+                cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
+                timeout=config["agent"]["session_timeout_s"],
+                stdin_data=prompt.encode("utf-8"),
+                capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
+                stdout_observer=progress.observe,
+            )
+        finally:
+            ledger = access.gateway.close_session(token)
+        record = session_record(
+            outcome,
             expected_skill=expected_skill,
             transcript_dir=transcript_dir,
             transcript_prefix=transcript_prefix,
-            secrets=secrets,
-            prices=config["agent"]["prices"]["usd_per_mtok"],
-            progress=progress,
+            secrets=kept_secrets,
+            started_at=started_at,
+            finished_at=_utc_now(),
             mcp_servers=surface.mcp_servers,
+            ledger=ledger,
         )
+    return record, ledger
 
 
 def _sum_costs(values: list[Any]) -> float | None:
@@ -856,7 +774,7 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError("sum_sessions needs at least one session record")
     total: dict[str, Any] = {field: sum(record[field] for record in records) for field in USAGE_FIELDS}
     total["cost_usd"] = _sum_costs([record["cost_usd"] for record in records])
-    total["recomputed_cost_usd"] = _sum_costs([record.get("recomputed_cost_usd") for record in records])
+    total["cli_cost_usd"] = _sum_costs([record.get("cli_cost_usd") for record in records])
     total["duration_s"] = round(sum(record["duration_s"] for record in records), 1)
     total["num_turns"] = sum(record["num_turns"] for record in records)
     total["ok"] = all(record["ok"] for record in records)

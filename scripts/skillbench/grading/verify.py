@@ -46,7 +46,6 @@ def run_checked(
         timeout=timeout,
         env=env,
         read_only_workspace=True,
-        network=False,
         extra_read_only=extra_read_only,
     )
     elapsed = time.monotonic() - started

@@ -18,11 +18,23 @@ from skillbench.execution import quota
 # Agent settings that steer how a session job runs (retries, the outage streak, the heartbeat), not what it
 # measures: they reach a job as resources, so changing them reruns nothing (docs/internals.md).
 RUN_CONTROL_KEYS = ("attempts", "outage_streak", "heartbeat_s")
+# The spend caps a session job's gateway enforces (budget.max_usd, budget.max_session_usd): run control too, as
+# resources named here; a resource cannot be null, so "none" stands for no cap.
+BUDGET_RESOURCES = {"max_usd": "budget_usd", "max_session_usd": "session_budget_usd"}
+
+
+def budget_resource(value: float | None) -> str:
+    """A spend cap as a resource value."""
+    return "none" if value is None else repr(float(value))
 
 
 def with_run_control(settings: dict[str, Any], run_control: dict[str, Any]) -> dict[str, Any]:
-    """The job's settings with the run-control values put back into its agent section."""
-    return {**settings, "agent": {**settings["agent"], **{key: run_control[key] for key in RUN_CONTROL_KEYS}}}
+    """The job's settings with the run-control values put back: the agent's, and the budget's caps."""
+    budget = {
+        key: None if run_control[name] == "none" else float(run_control[name]) for key, name in BUDGET_RESOURCES.items()
+    }
+    agent = {**settings["agent"], **{key: run_control[key] for key in RUN_CONTROL_KEYS}}
+    return {**settings, "agent": agent, "budget": budget}
 
 
 def start_session_job(settings: dict[str, Any]) -> None:

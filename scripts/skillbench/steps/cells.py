@@ -27,6 +27,7 @@ def run_cell(
     oracle_snapshot: str,
     model_script: str | None,
     record_out: str,
+    ledger_out: str,
     attempt: int,
     results_root: str,
     cli_version: str,
@@ -54,6 +55,7 @@ def run_cell(
         overlay=layout.frozen_overlay_beside(overlay_json) if overlay_json else None,
         overlay_digest=overlay_digest,
         log=log,
+        results_root=Path(results_root),
     )
     # One writer per cell: an orphaned job of a crashed snakemake may still be tearing this cell down.
     with exclusive_writer(run_dir.parent / f".{run_dir.name}.lock", what=f"cell {run_dir}"):
@@ -70,4 +72,10 @@ def run_cell(
                 f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
                 "so the next run does this cell again"
             )
+        artifacts.write_artifact(Path(ledger_out), {"schema": "ledger/v1", "sessions": context.ledgers}, "ledger")
+        cut = Path(layout.budget_cut_marker(run_dir))
+        if record["row"]["error_kind"] == "budget-exhausted":
+            cut.touch()
+        else:
+            cut.unlink(missing_ok=True)
         artifacts.write_artifact(Path(record_out), record, "cell-record")

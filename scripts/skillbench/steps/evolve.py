@@ -217,7 +217,7 @@ def propose_overlay(
         oracles = bound_oracles(bindings, oracle_dirs)
     except overlay.OverlayError as exc:
         raise ProposerError(str(exc)) from exc
-    record = run_proposer(
+    record, ledger = run_proposer(
         config=settings,
         generation=generation,
         evidence=Path(evidence_dir),
@@ -230,6 +230,12 @@ def propose_overlay(
         prompt_out=Path(prompt_out),
         oracles=oracles,
         log=log,
+        results_root=Path(layout.root_of_generation_file(session_out)),
     )
-    document = {"schema": "proposer-session/v1", "generation": generation, "session": record}
+    document = {
+        "schema": "proposer-session/v1",
+        "generation": generation,
+        "session": record,
+        "ledger": {"role": "proposer", **ledger},
+    }
     artifacts.write_artifact(Path(session_out), document, "proposer-session", mode=0o600)

@@ -1,0 +1,1043 @@
+"""The model gateway: the one holder of the provider key, the cost meter and the spend cap of a cell's sessions.
+
+A `ModelGateway` is an HTTP/1.1 reverse proxy for the Anthropic Messages API that runs in the
+harness, outside every sandbox, and listens on a Unix socket (0600, handed to the sandbox's
+host uid). Each session gets a fresh token from `open_session` (`sbx-session-…`, never
+key-shaped); the gateway accepts only live tokens (`x-api-key` or `Authorization: Bearer`),
+drops every credential header the session sent, and forwards to the upstream base URL with the
+real key, which it alone holds. `close_session` revokes the token; the ledger stays readable.
+
+What it answers:
+
+* `HEAD /` (the CLI's preconnect, sent without credentials): 200 from the gateway itself;
+* `POST /v1/messages[?…]`: admitted against the caps, forwarded, streamed back as it arrives
+  (SSE is never buffered whole), metered;
+* `POST /v1/messages/count_tokens[?…]`: forwarded (free, so never capped), recorded;
+* anything else: 404; a missing, unknown or revoked token: 401 (after draining the body, so a
+  keep-alive connection stays in step). Error bodies have the Anthropic shape
+  `{"type": "error", "error": {"type", "message"}}`.
+
+Every refusal the gateway makes itself carries `x-should-retry: false`: Claude Code 2.1.197
+retries 401 and 429 (and 5xx) with backoff for minutes otherwise (docs/gateway-findings.md).
+A cap refusal is `402 billing_error`, which the CLI never retries: the session ends at once with
+`result.is_error: true, api_error_status: 402` and the gateway's message as `result.result`.
+Upstream statuses are passed through unchanged; when the upstream cannot be reached (refused,
+TLS failure, timeout) the CLI gets `502 api_error` and may retry.
+
+The literal key never leaves the gateway: it is not in any ledger field, and if an upstream
+echoed it in a response body or header, the bytes are masked (same length, so Content-Length
+holds) before they reach the session.
+
+Caps are checked before a request goes upstream, against what is already spent: the session's
+own ledger for `max_usd`, and this gateway's total plus `spent_elsewhere()` (the rest of the run,
+never including this gateway's sessions) for `budget_usd`. At or over a cap, the request is
+refused and nothing is forwarded. A request is never cut off mid-way, so a cap can be passed by
+the request that crosses it (and any others already in flight). Requests whose cost is
+unmeasured (`cost_usd` null, e.g. an unpriced model) count 0 towards a cap: a capped run needs a
+priced model.
+
+The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.schema.json`, `$defs/session`):
+
+    {
+      "label": str,                  # the caller's name for the session
+      "open": bool,                  # false after close_session
+      "opened_at": str, "closed_at": str | null,   # UTC ISO 8601, milliseconds, `Z`
+      "max_usd": number | null,      # the session's cap
+      "requests": [entry, ...],      # in arrival order
+      "totals": totals
+    }
+    entry = {
+      "seq": int,                    # 1, 2, … within the session
+      "method": str, "path": str,    # path as the session sent it, query included
+      "kind": "messages" | "count_tokens",
+      "model": str | null,           # the request body's model
+      "served_model": str | null,    # the response's message.model (pricing follows it when given)
+      "stream": bool,                # the request asked for SSE
+      "status": int | null,          # HTTP status sent to the session (null while in flight or if none was sent)
+      "outcome": "in-flight" | "ok" | "refused" | "upstream-error" | "upstream-failure" | "client-gone"
+                 | "gateway-error",
+      "refused": "session-cap" | "budget" | null,
+      "failure": str | null,         # what went wrong, for every outcome but ok and in-flight
+      "request_id": str | null,      # the upstream's request-id header
+      "started_at": str, "finished_at": str | null, "duration_s": number | null,
+      "usage": usage | null,         # null when nothing was reported
+      "cost_usd": number | null      # null = unmeasured (never 0 for an unknown); 0 for refusals, failures
+    }                                #   before any byte came back, upstream error statuses and count_tokens
+    usage = {
+      "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+      "cache_creation_5m_input_tokens", "cache_creation_1h_input_tokens": int | null
+    }
+    totals = {
+      "requests", "forwarded", "refused", "upstream_errors", "upstream_failures", "client_gone",
+      "in_flight", "gateway_errors", "unmeasured": int,   # forwarded = sent (or tried) upstream
+      "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+      "cache_creation_5m_input_tokens", "cache_creation_1h_input_tokens": int,   # sums of what was reported
+      "cost_usd": number | null,     # null when any request's cost is unmeasured
+      "measured_cost_usd": number    # the sum of the measured costs (what the caps count)
+    }
+
+Outcomes: `upstream-error` = the upstream answered with an error status (or an SSE `error`
+event); `upstream-failure` = no usable answer (connection refused, TLS failure, timeout, a stream
+cut short); `client-gone` = the session hung up before the answer was relayed (its clock ran
+out while the request was in flight); `gateway-error` = the gateway itself failed (e.g.
+`spent_elsewhere()` raised), a harness failure. For SSE the usage is `message_start.message.usage`
+overlaid with the final `message_delta.usage` (authoritative for output tokens; without it
+`output_tokens` is null); for JSON it is the body's `usage`. The five-minute/one-hour split comes
+from `usage.cache_creation` when reported (null otherwise; unsplit writes are priced as
+five-minute, as the CLI does).
+
+Prices have the shape of config `agent.prices.usd_per_mtok` (model id -> input, output,
+cache_write, cache_write_1h, cache_read), read with `sessions.price_rates`; a model without a
+complete price has `cost_usd` null.
+
+The bridge into a cell without network (see docs/gateway-findings.md) is built by the pure
+helpers at the end: the socket is bound into the sandbox at `BRIDGE_SOCKET`, and `bridge_argv`
+starts the CLI through `FORWARDER_SOURCE` run by the system python3, which listens on
+127.0.0.1:`BRIDGE_PORT` inside the cell's network namespace, forwards each connection to the
+socket, and execs the CLI. Nested sandboxes hide the socket with `hide_bridge_args`.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import http.client
+import json
+import math
+import os
+import secrets
+import socket
+import socketserver
+import ssl
+import stat
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from skillbench.base.artifacts import utc_timestamp
+from skillbench.base.errors import SkillbenchError
+from skillbench.base.redaction import redact_text
+from skillbench.execution.pricing import USAGE_COUNTS, request_cost
+
+TOKEN_PREFIX = "sbx-session-"
+MESSAGES_ROUTE = "/v1/messages"
+COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
+# The CLI gives up at once on 402 (and on anything carrying x-should-retry: false, except 529).
+REFUSAL_STATUS = 402
+REFUSAL_ERROR_TYPE = "billing_error"
+UPSTREAM_FAILURE_STATUS = 502
+NO_RETRY = ("x-should-retry", "false")
+MAX_REQUEST_BYTES = 32 * 1024 * 1024  # the Messages API's own request limit
+MAX_METERED_JSON_BYTES = 16 * 1024 * 1024
+MAX_SSE_LINE_BYTES = 4 * 1024 * 1024
+RELAY_CHUNK_BYTES = 64 * 1024
+UPSTREAM_TIMEOUT_S = 600.0  # the CLI's own request timeout
+IDLE_UPSTREAM_CONNECTIONS = 4
+# usage.cache_creation field -> ledger field
+CACHE_SPLIT = (
+    ("ephemeral_5m_input_tokens", "cache_creation_5m_input_tokens"),
+    ("ephemeral_1h_input_tokens", "cache_creation_1h_input_tokens"),
+)
+LEDGER_USAGE_FIELDS = (*USAGE_COUNTS, *(name for _, name in CACHE_SPLIT))
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"}
+)
+# Headers a session sends that never go upstream: its credentials (replaced by the key), cookies, and
+# Accept-Encoding (the gateway asks for identity so it can read the usage).
+DROPPED_REQUEST_HEADERS = HOP_BY_HOP | {
+    "x-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "content-length",
+    "accept-encoding",
+    "expect",
+}
+# The gateway sends its own Date and Server; the framing is the gateway's too.
+DROPPED_RESPONSE_HEADERS = HOP_BY_HOP | {"content-length", "set-cookie", "proxy-authenticate", "date", "server"}
+
+
+class GatewayError(SkillbenchError, RuntimeError):
+    """The gateway cannot be built or started as asked."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage and price
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def usage_record(start: Any, final: Any = None, *, streamed: bool = False) -> dict[str, int | None] | None:
+    """The ledger's usage from a response's usage object(s); None when nothing was reported.
+
+    `start` is the JSON body's `usage`, or for SSE `message_start.message.usage`; `final` is the
+    last `message_delta.usage`, whose counts win. A stream without a final usage has no output
+    count (`message_start` carries a placeholder).
+    """
+    if not isinstance(start, dict) and not isinstance(final, dict):
+        return None
+    merged: dict[str, Any] = dict(start) if isinstance(start, dict) else {}
+    if isinstance(final, dict):
+        merged.update({name: value for name, value in final.items() if value is not None})
+    elif streamed:
+        merged.pop("output_tokens", None)
+    record: dict[str, int | None] = {name: _count(merged.get(name)) for name in USAGE_COUNTS}
+    split = merged.get("cache_creation")
+    for source, target in CACHE_SPLIT:
+        record[target] = _count(split.get(source)) if isinstance(split, dict) else None
+    return record
+
+
+class UsageMeter:
+    """Reads the usage of one response from its bytes as they pass through (SSE events or one JSON body)."""
+
+    def __init__(self, content_type: str) -> None:
+        self.sse = content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+        self.start_usage: Any = None
+        self.final_usage: Any = None
+        self.served_model: str | None = None
+        self.error_type: str | None = None
+        self.stopped = False
+        self._pending = b""
+        self._data: list[bytes] = []
+        self._body = bytearray()
+        self._overflow = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self._overflow:
+            return
+        if not self.sse:
+            self._body += chunk
+            self._overflow = len(self._body) > MAX_METERED_JSON_BYTES
+            return
+        # Lines end in LF (CRLF tolerated); a CR alone is not a line end here, so a CRLF split
+        # across two chunks never reads as an extra blank line.
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        for line in lines:
+            self._line_done(line.rstrip(b"\r"))
+        if len(self._pending) > MAX_SSE_LINE_BYTES:
+            self._overflow = True
+
+    def _line_done(self, line: bytes) -> None:
+        if not line:
+            if self._data:
+                self._event(b"\n".join(self._data))
+            self._data = []
+        elif line.startswith(b"data:"):
+            self._data.append(line[5:].lstrip(b" "))
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            message = event["message"]
+            self.start_usage = message.get("usage")
+            self.served_model = message.get("model") if isinstance(message.get("model"), str) else None
+        elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+            self.final_usage = event["usage"]
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "error":
+            error = event.get("error")
+            self.error_type = str(error.get("type")) if isinstance(error, dict) else "error"
+
+    def finish(self) -> dict[str, int | None] | None:
+        """The usage read so far (call once the body has ended)."""
+        if self._overflow:
+            return None
+        if self.sse:
+            if self._pending:
+                self._line_done(self._pending.rstrip(b"\r"))
+                self._pending = b""
+            self._line_done(b"")
+            return usage_record(self.start_usage, self.final_usage, streamed=True)
+        try:
+            body = json.loads(bytes(self._body))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(body, dict):
+            return None
+        if isinstance(body.get("model"), str):
+            self.served_model = body["model"]
+        return usage_record(body.get("usage"))
+
+
+class SecretMask:
+    """Replaces a secret in a byte stream with as many `*`, across chunk boundaries, holding back as little as it can.
+
+    Only a tail that could still be the start of the secret is held back, so an SSE event (which
+    ends in a blank line) is never delayed.
+    """
+
+    def __init__(self, secret: str) -> None:
+        self.secret = secret.encode()
+        self.mask = b"*" * len(self.secret)
+        self._held = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = (self._held + chunk).replace(self.secret, self.mask)
+        keep = 0
+        position = data.find(self.secret[:1], max(0, len(data) - len(self.secret) + 1))
+        while position != -1:
+            if self.secret.startswith(data[position:]):
+                keep = len(data) - position
+                break
+            position = data.find(self.secret[:1], position + 1)
+        self._held = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
+
+    def flush(self) -> bytes:
+        held, self._held = self._held, b""
+        return held
+
+
+# ---------------------------------------------------------------------------------------------
+# Upstream
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The upstream base URL, checked: http or https, a host, no credentials, query or fragment."""
+
+    scheme: str
+    host: str
+    port: int
+    prefix: str
+
+    @classmethod
+    def parse(cls, url: str) -> Upstream:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise GatewayError(f"the gateway's upstream must be an http or https URL with a host, not {url!r}")
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise GatewayError("the gateway's upstream URL must not carry credentials, a query or a fragment")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+
+
+class _UpstreamPool:
+    """Keep-alive connections to the upstream, reused one request at a time."""
+
+    def __init__(self, upstream: Upstream, context: ssl.SSLContext | None, timeout: float) -> None:
+        self.upstream = upstream
+        self.context = context
+        self.timeout = timeout
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection and whether it was used before (a stale keep-alive may have been closed by the peer)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        if self.upstream.scheme == "https":
+            context = self.context or ssl.create_default_context()
+            return http.client.HTTPSConnection(
+                self.upstream.host, self.upstream.port, timeout=self.timeout, context=context
+            ), False
+        return http.client.HTTPConnection(self.upstream.host, self.upstream.port, timeout=self.timeout), False
+
+    def release(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if len(self._idle) < IDLE_UPSTREAM_CONNECTIONS:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+def _describe_failure(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS verification failed: {exc.verify_message or exc.reason}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS failure: {exc.reason or exc}"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, socket.gaierror):
+        return f"name resolution failed: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Sessions and the ledger
+
+
+@dataclass
+class _Session:
+    label: str
+    max_usd: float | None
+    opened_at: str
+    pool: _UpstreamPool
+    closed_at: str | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def measured_spend(self) -> float:
+        return sum(entry["cost_usd"] for entry in self.requests if entry["cost_usd"] is not None)
+
+
+def _digest(token: str) -> str:
+    # Sessions are found by the token's digest: the gateway never keeps a live token it could leak.
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _checked_usd(value: float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite non-negative number of USD, not {value!r}")
+    return float(value)
+
+
+def ledger_totals(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The `totals` of a ledger from its request entries."""
+    outcomes = [entry["outcome"] for entry in entries]
+    totals: dict[str, Any] = {
+        "requests": len(entries),
+        "forwarded": sum(outcome not in ("refused", "gateway-error") for outcome in outcomes),
+        "refused": outcomes.count("refused"),
+        "upstream_errors": outcomes.count("upstream-error"),
+        "upstream_failures": outcomes.count("upstream-failure"),
+        "client_gone": outcomes.count("client-gone"),
+        "in_flight": outcomes.count("in-flight"),
+        "gateway_errors": outcomes.count("gateway-error"),
+    }
+    for name in LEDGER_USAGE_FIELDS:
+        totals[name] = sum((entry["usage"] or {}).get(name) or 0 for entry in entries)
+    costs = [entry["cost_usd"] for entry in entries if entry["outcome"] != "in-flight"]
+    unmeasured = sum(cost is None for cost in costs) + totals["in_flight"]
+    totals["unmeasured"] = unmeasured
+    measured = round(float(sum(cost for cost in costs if cost is not None)), 10)
+    totals["measured_cost_usd"] = measured
+    totals["cost_usd"] = None if unmeasured else measured
+    return totals
+
+
+# ---------------------------------------------------------------------------------------------
+# The gateway
+
+
+class ModelGateway:
+    """A reverse proxy for the model API on a Unix socket, holding the key; use as a context manager.
+
+    `socket_owner` (uid, gid) hands the socket to the sandbox's host id (needs root). `prices` is
+    `agent.prices.usd_per_mtok`. `budget_usd` with `spent_elsewhere` is the run-wide cap.
+    `ssl_context` overrides the default verification (`ssl.create_default_context()`, which honours
+    SSL_CERT_FILE) for an https upstream. `on_settled(label, entry)` is called (from a handler
+    thread, with a copy) each time a request's ledger entry is final, e.g. to append it to a file.
+    """
+
+    def __init__(
+        self,
+        socket_path: str | Path,
+        *,
+        upstream: str | None = None,
+        api_key: str,
+        prices: Mapping[str, Any],
+        budget_usd: float | None = None,
+        spent_elsewhere: Callable[[], float] | None = None,
+        socket_owner: tuple[int, int] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        upstream_timeout_s: float = UPSTREAM_TIMEOUT_S,
+        on_settled: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        if not isinstance(api_key, str) or not api_key.strip():
+            raise GatewayError("the gateway needs the provider key (a non-empty string)")
+        self.socket_path = Path(socket_path)
+        self.upstream = upstream
+        if upstream is not None:
+            Upstream.parse(upstream)
+        self.prices = dict(prices)
+        self.budget_usd = _checked_usd(budget_usd, "budget_usd")
+        self.spent_elsewhere = spent_elsewhere or (lambda: 0.0)
+        self.socket_owner = socket_owner
+        self.on_settled = on_settled
+        self._key = api_key.strip()
+        self._ssl_context = ssl_context
+        self._upstream_timeout_s = upstream_timeout_s
+        # One pool of keep-alive connections per upstream base URL (a scripted model is one upstream per session).
+        self._pools: dict[str, _UpstreamPool] = {}
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _Session] = {}
+        self._live: set[str] = set()
+        self._connections: set[socket.socket] = set()
+        self._unauthorized = 0
+        self._internal_errors = 0
+        self._server: _GatewayServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> ModelGateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._server is not None:
+            raise GatewayError("the gateway is already running")
+        _remove_stale_socket(self.socket_path)
+        self._server = _GatewayServer(self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="model-gateway", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving, hang up open connections, remove the socket (idempotent)."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:  # idle keep-alive handlers would otherwise block on read
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if thread is not None:
+            thread.join()
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
+        _remove_stale_socket(self.socket_path)
+        self._server = self._thread = None
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def open_session(self, label: str, *, upstream: str | None = None, max_usd: float | None = None) -> str:
+        """A fresh token for one session; give it to the CLI as ANTHROPIC_API_KEY. Its requests go to `upstream`
+        (a base URL), or to the gateway's own when that is None."""
+        cap = _checked_usd(max_usd, "max_usd")
+        url = upstream if upstream is not None else self.upstream
+        if url is None:
+            raise GatewayError(f"session {label!r} has no upstream and the gateway has none either")
+        parsed = Upstream.parse(url)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._lock:
+            pool = self._pools.get(url)
+            if pool is None:
+                pool = self._pools[url] = _UpstreamPool(parsed, self._ssl_context, self._upstream_timeout_s)
+            self._sessions[_digest(token)] = _Session(str(label), cap, utc_timestamp(timespec="milliseconds"), pool)
+            self._live.add(_digest(token))
+        return token
+
+    def close_session(self, token: str) -> dict[str, Any]:
+        """Revoke `token` (its requests are refused from now on) and return its ledger."""
+        digest = _digest(token)
+        with self._lock:
+            session = self._sessions[digest]
+            if digest in self._live:
+                self._live.discard(digest)
+                session.closed_at = utc_timestamp(timespec="milliseconds")
+        return self.ledger(token)
+
+    def ledger(self, token: str) -> dict[str, Any]:
+        """The session's ledger (a copy; see the module docstring for its shape). KeyError for an unknown token."""
+        digest = _digest(token)
+        with self._lock:
+            session = self._sessions[digest]
+            entries = copy.deepcopy(session.requests)
+            is_open = digest in self._live
+        return {
+            "label": session.label,
+            "open": is_open,
+            "opened_at": session.opened_at,
+            "closed_at": session.closed_at,
+            "max_usd": session.max_usd,
+            "requests": entries,
+            "totals": ledger_totals(entries),
+        }
+
+    def spent_usd(self) -> float:
+        """The measured spend of every session of this gateway."""
+        with self._lock:
+            return round(sum(session.measured_spend for session in self._sessions.values()), 10)
+
+    def stats(self) -> dict[str, int]:
+        """Requests refused for want of a live token, and handler errors the gateway swallowed."""
+        with self._lock:
+            return {"unauthorized": self._unauthorized, "internal_errors": self._internal_errors}
+
+    # -- used by the handler --------------------------------------------------------------------
+
+    def _session_for(self, token: str | None) -> _Session | None:
+        if not token:
+            with self._lock:
+                self._unauthorized += 1
+            return None
+        digest = _digest(token)
+        with self._lock:
+            if digest in self._live:
+                return self._sessions[digest]
+            self._unauthorized += 1
+        return None
+
+    def _admission(self, session: _Session) -> tuple[str, str] | None:
+        """(refusal reason, message) when a cap is already reached, else None."""
+        with self._lock:
+            own = session.measured_spend
+            total = sum(item.measured_spend for item in self._sessions.values())
+        if session.max_usd is not None and own >= session.max_usd:
+            return "session-cap", (
+                f"skillbench gateway: this session's spend cap of ${session.max_usd:.4f} is reached "
+                f"(${own:.4f} spent); no further model requests are accepted"
+            )
+        if self.budget_usd is not None:
+            run_total = total + float(self.spent_elsewhere())
+            if run_total >= self.budget_usd:
+                return "budget", (
+                    f"skillbench gateway: the run's budget of ${self.budget_usd:.4f} is reached "
+                    f"(${run_total:.4f} spent); no further model requests are accepted"
+                )
+        return None
+
+    def _begin(self, session: _Session, entry: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            entry["seq"] = len(session.requests) + 1
+            session.requests.append(entry)
+        return entry
+
+    def _update(self, entry: dict[str, Any], **fields: Any) -> None:
+        with self._lock:
+            entry.update(fields)
+
+    def _settle(self, session: _Session, entry: dict[str, Any], **fields: Any) -> None:
+        with self._lock:
+            entry.update(fields)
+            final = copy.deepcopy(entry)
+        if self.on_settled is not None:
+            self.on_settled(session.label, final)
+
+    def _price(self, model: str | None) -> Any:
+        return self.prices.get(model) if model is not None else None
+
+    def _redact(self, text: str) -> str:
+        return redact_text(text, [self._key])
+
+    def _track(self, connection: socket.socket, active: bool) -> None:
+        with self._lock:
+            if active:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def _internal_error(self) -> None:
+        with self._lock:
+            self._internal_errors += 1
+
+
+def _remove_stale_socket(path: Path) -> None:
+    """Remove a socket left at `path` by an earlier gateway; refuse to replace anything else."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise GatewayError(f"{path} exists and is not a socket; give the gateway a fresh socket path")
+    os.unlink(path)
+
+
+class _GatewayServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def __init__(self, gateway: ModelGateway) -> None:
+        self.gateway = gateway
+        super().__init__(str(gateway.socket_path), _make_handler(gateway))
+
+    def server_bind(self) -> None:
+        super().server_bind()
+        # Before listen(): nobody can connect until the socket has its final owner and mode.
+        os.chmod(self.gateway.socket_path, 0o600)
+        if self.gateway.socket_owner is not None:
+            os.chown(self.gateway.socket_path, *self.gateway.socket_owner)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Never print a traceback: the gateway's only record is the ledger.
+        self.gateway._internal_error()
+
+
+def _error_document(error_type: str, message: str) -> bytes:
+    return json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
+
+
+def _request_summary(raw: bytes) -> tuple[str | None, bool]:
+    """(model, stream) of a messages request body; (None, False) when it is not a JSON object."""
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, False
+    if not isinstance(body, dict):
+        return None, False
+    model = body.get("model")
+    return (model if isinstance(model, str) else None), body.get("stream") is True
+
+
+class _GatewayHandler(BaseHTTPRequestHandler):
+    """One session connection (HTTP/1.1 keep-alive); `gateway` is set on the subclass `_make_handler` builds."""
+
+    gateway: ModelGateway
+    protocol_version = "HTTP/1.1"
+    server_version = "skillbench-gateway"
+    sys_version = ""
+    # No idle timeout: a long tool call keeps the CLI away for minutes; stop() hangs up instead.
+    timeout = None
+
+    def setup(self) -> None:
+        super().setup()
+        self.gateway._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.gateway._track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # headers would carry tokens; the ledger is the only record
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None (and the connection closed) when it is malformed or too large."""
+        try:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self._read_chunked()
+            length = int(self.headers.get("Content-Length") or 0)
+            if length < 0 or length > MAX_REQUEST_BYTES:
+                raise ValueError("bad length")
+            return self.rfile.read(length) if length else b""
+        except (ValueError, OSError):
+            self.close_connection = True
+            return None
+
+    def _read_chunked(self) -> bytes:
+        body = bytearray()
+        while True:
+            size = int(self.rfile.readline(1024).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass
+                return bytes(body)
+            if len(body) + size > MAX_REQUEST_BYTES:
+                raise ValueError("too large")
+            body += self.rfile.read(size)
+            self.rfile.readline(1024)
+
+    def _reply(self, status: int, payload: bytes, *, headers: Sequence[tuple[str, str]] = ()) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _refuse(self, status: int, error_type: str, message: str) -> None:
+        self._reply(status, _error_document(error_type, message), headers=[NO_RETRY])
+
+    def _token(self) -> str | None:
+        token = self.headers.get("x-api-key")
+        if not token:
+            authorization = self.headers.get("Authorization") or ""
+            scheme, _, value = authorization.partition(" ")
+            token = value.strip() if scheme.lower() == "bearer" else None
+        return token or None
+
+    # -- verbs ----------------------------------------------------------------------------------
+
+    def do_HEAD(self) -> None:
+        if self.path.split("?", 1)[0] in ("", "/"):
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self._reply(404, b"")
+
+    def _other(self) -> None:
+        self._read_body()  # keep a keep-alive connection in step
+        if self.gateway._session_for(self._token()) is None:
+            self._refuse(401, "authentication_error", "skillbench gateway: no live session token")
+        else:
+            self._refuse(404, "not_found_error", f"skillbench gateway: no route for {self.command}")
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        if raw is None:
+            self._refuse(413, "request_too_large", "skillbench gateway: unreadable or oversized request body")
+            return
+        session = self.gateway._session_for(self._token())
+        if session is None:
+            self._refuse(401, "authentication_error", "skillbench gateway: no live session token")
+            return
+        route = self.path.split("?", 1)[0].rstrip("/")
+        if route == MESSAGES_ROUTE:
+            self._forward(session, raw, "messages")
+        elif route == COUNT_TOKENS_ROUTE:
+            self._forward(session, raw, "count_tokens")
+        else:
+            self._refuse(404, "not_found_error", f"skillbench gateway: no route for POST {route}")
+
+    # -- forwarding -----------------------------------------------------------------------------
+
+    def _forward(self, session: _Session, raw: bytes, kind: str) -> None:
+        gateway = self.gateway
+        model, stream = _request_summary(raw)
+        entry = gateway._begin(
+            session,
+            {
+                "seq": 0,
+                "method": self.command,
+                "path": self.path,
+                "kind": kind,
+                "model": model,
+                "served_model": None,
+                "stream": stream,
+                "status": None,
+                "outcome": "in-flight",
+                "refused": None,
+                "failure": None,
+                "request_id": None,
+                "started_at": utc_timestamp(timespec="milliseconds"),
+                "finished_at": None,
+                "duration_s": None,
+                "usage": None,
+                "cost_usd": None,
+            },
+        )
+        started = time.monotonic()
+
+        def done(**fields: Any) -> None:
+            gateway._settle(
+                session,
+                entry,
+                finished_at=utc_timestamp(timespec="milliseconds"),
+                duration_s=round(time.monotonic() - started, 3),
+                **fields,
+            )
+
+        try:
+            self._answer(session, raw, kind, entry, done)
+        except Exception:
+            # A gateway bug must not leave the request looking as if it were still in flight.
+            if entry["outcome"] == "in-flight":
+                done(outcome="gateway-error", failure="the gateway failed while handling this request")
+            self.close_connection = True
+            raise
+
+    def _answer(
+        self, session: _Session, raw: bytes, kind: str, entry: dict[str, Any], done: Callable[..., None]
+    ) -> None:
+        gateway = self.gateway
+        try:
+            refusal = gateway._admission(session) if kind == "messages" else None
+        except Exception as exc:
+            message = f"skillbench gateway: the spend so far could not be read ({type(exc).__name__})"
+            self._refuse(500, "api_error", message)
+            done(status=500, outcome="gateway-error", failure=message, cost_usd=0.0)
+            return
+        if refusal is not None:
+            reason, message = refusal
+            self._refuse(REFUSAL_STATUS, REFUSAL_ERROR_TYPE, message)
+            done(status=REFUSAL_STATUS, outcome="refused", refused=reason, failure=message, cost_usd=0.0)
+            return
+        try:
+            connection, response = self._exchange(session.pool, raw)
+        except (OSError, http.client.HTTPException) as exc:
+            failure = gateway._redact(_describe_failure(exc))
+            self._reply(
+                UPSTREAM_FAILURE_STATUS,
+                _error_document("api_error", f"skillbench gateway: the model API could not be reached ({failure})"),
+            )
+            done(status=UPSTREAM_FAILURE_STATUS, outcome="upstream-failure", failure=failure, cost_usd=0.0)
+            return
+        self._relay(session.pool, connection, response, entry, kind, done)
+
+    def _upstream_headers(self, length: int) -> dict[str, str]:
+        headers = {name: value for name, value in self.headers.items() if name.lower() not in DROPPED_REQUEST_HEADERS}
+        headers["x-api-key"] = self.gateway._key
+        headers["Accept-Encoding"] = "identity"
+        headers["Content-Length"] = str(length)
+        return headers
+
+    def _exchange(self, pool: _UpstreamPool, raw: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send the request upstream and read the response head; a stale keep-alive connection is retried once."""
+        target = pool.upstream.prefix + self.path
+        while True:
+            connection, reused = pool.acquire()
+            try:
+                connection.request(self.command, target, body=raw, headers=self._upstream_headers(len(raw)))
+                return connection, connection.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                connection.close()
+                if not reused:
+                    raise
+            except BaseException:
+                connection.close()
+                raise
+
+    def _relay(
+        self,
+        pool: _UpstreamPool,
+        connection: http.client.HTTPConnection,
+        response: http.client.HTTPResponse,
+        entry: dict[str, Any],
+        kind: str,
+        done: Callable[..., None],
+    ) -> None:
+        """Relay the upstream's answer as it arrives, then settle the ledger entry."""
+        gateway = self.gateway
+        meter = UsageMeter(response.getheader("Content-Type") or "")
+        gateway._update(entry, status=response.status, request_id=response.getheader("request-id"))
+        try:
+            chunked = self._send_head(response)
+        except OSError:
+            connection.close()
+            done(outcome="client-gone", failure="the session hung up before the answer", cost_usd=0.0)
+            return
+        failure, client_gone = self._pump(response, meter, chunked)
+        if failure is None and client_gone is None and not response.will_close:
+            response.close()  # read1 leaves a fully read body open, which would block the connection's reuse
+            pool.release(connection)
+        else:
+            connection.close()
+            # The answer went out whole (with its length, or chunked), so only a broken one ends the session's
+            # connection; an upstream that closes after each answer does not.
+            self.close_connection = failure is not None or client_gone is not None
+        usage = meter.finish()
+        served = meter.served_model
+        fields: dict[str, Any] = {"usage": usage, "served_model": served}
+        if failure is not None:
+            done(outcome="upstream-failure", failure=failure, **fields)
+        elif client_gone is not None:
+            done(outcome="client-gone", failure=client_gone, **fields)
+        elif response.status >= 400 or meter.error_type is not None:
+            what = f"upstream status {response.status}"
+            if meter.error_type is not None:
+                what += f", stream error {meter.error_type}"
+            # An error answer is not billed, unless it came after usage was reported (then: unknown).
+            done(outcome="upstream-error", failure=what, cost_usd=0.0 if usage is None else None, **fields)
+        elif kind == "count_tokens":
+            done(outcome="ok", cost_usd=0.0, **fields)
+        else:
+            # Pricing follows the model that answered, when the answer names one.
+            done(outcome="ok", cost_usd=request_cost(usage, gateway._price(served or entry["model"])), **fields)
+
+    def _send_head(self, response: http.client.HTTPResponse) -> bool:
+        """The status line and headers of the answer; True when the body goes out chunked (no length upstream)."""
+        key = self.gateway._key
+        self.send_response(response.status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() not in DROPPED_RESPONSE_HEADERS and key not in value:
+                self.send_header(name, value)
+        length = response.getheader("Content-Length")
+        if length is None:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", length)
+        self.end_headers()
+        return length is None
+
+    def _pump(
+        self, response: http.client.HTTPResponse, meter: UsageMeter, chunked: bool
+    ) -> tuple[str | None, str | None]:
+        """Copy the body to the session chunk by chunk; (upstream failure, session gone), None where none happened."""
+        mask = SecretMask(self.gateway._key)
+        while True:
+            try:
+                chunk = response.read1(RELAY_CHUNK_BYTES)
+            except (OSError, http.client.HTTPException) as exc:
+                return f"the answer broke off: {self.gateway._redact(_describe_failure(exc))}", None
+            if not chunk and response.length:
+                # read1 reports a peer that closed early as a quiet end of the body.
+                return f"the answer broke off {response.length} bytes short", None
+            meter.feed(chunk)
+            data = mask.feed(chunk) if chunk else mask.flush()
+            try:
+                if data:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                if not chunk:
+                    if chunked:
+                        self.wfile.write(b"0\r\n\r\n")
+                    return None, None
+            except OSError:
+                return None, "the session hung up while the answer was relayed"
+
+
+def _make_handler(gateway: ModelGateway) -> type[_GatewayHandler]:
+    return type("GatewayHandler", (_GatewayHandler,), {"gateway": gateway})
+
+
+# ---------------------------------------------------------------------------------------------
+# The bridge into a cell without network: pure builders (see docs/gateway-findings.md)
+
+# Where the gateway's socket appears inside a cell's sandbox; nested sandboxes cover the folder.
+BRIDGE_SOCKET_DIR = "/run/skillbench-gateway"
+BRIDGE_SOCKET = f"{BRIDGE_SOCKET_DIR}/model.sock"
+# The forwarder's loopback port inside the cell's own network namespace (each cell has its own, so
+# one fixed port never collides).
+BRIDGE_PORT = 41952
+BRIDGE_PYTHON = "/usr/bin/python3"
+
+# The forwarder (skillbench/execution/forwarder.py), run by the system python3 inside the cell.
+FORWARDER = Path(__file__).with_name("forwarder.py")
+# Where the forwarder appears inside a cell's sandbox.
+BRIDGE_FORWARDER = f"{BRIDGE_SOCKET_DIR}-forwarder.py"
+
+
+def bridge_argv(
+    argv: Sequence[str],
+    *,
+    forwarder: str = BRIDGE_FORWARDER,
+    port: int = BRIDGE_PORT,
+    socket_path: str = BRIDGE_SOCKET,
+    python: str = BRIDGE_PYTHON,
+    export: str | None = None,
+) -> list[str]:
+    """`argv` (the CLI, inside the sandbox) started behind the forwarder (`forwarder`: its path there). With
+    `export`, the forwarder puts its address into that environment variable before it starts `argv` (port 0:
+    a free port, for a host without network namespaces)."""
+    options = [str(port), socket_path, *(["--export", export] if export else [])]
+    return [python, "-I", "-S", forwarder, *options, "--", *argv]
+
+
+def bridge_base_url(port: int = BRIDGE_PORT) -> str:
+    """ANTHROPIC_BASE_URL for a CLI behind the bridge."""
+    return f"http://127.0.0.1:{port}"
+
+
+def hide_bridge_args() -> list[str]:
+    """Bubblewrap options for a sandbox nested in a cell's (tool commands, git): cover the gateway's socket.
+
+    A Unix socket ignores network namespaces, so a nested sandbox that binds the cell's root would
+    otherwise reach the gateway directly.
+    """
+    return ["--tmpfs", BRIDGE_SOCKET_DIR]
