@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from hostile import content_blocks
+from skillbench.execution import gateway
 
 SUITE = Path(__file__).resolve().parent / "suites" / "faults"
 DIRECT = "workflow_direct"
@@ -141,7 +142,9 @@ def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite)
     assert "1 run(s) hit session/infra/cleanup errors" in report
 
 
-def test_session_timeout_is_a_session_error_and_kills_the_tool_process(project, suite):
+def test_an_agent_that_runs_its_clock_out_is_its_counted_timeout_and_its_tool_process_is_killed(project, suite):
+    """The agent's own slow command runs the session clock out: the agent's counted outcome (not excluded, not
+    retried, never a reason for the outage breaker), and nothing the session started outlives it."""
     config = fault_config("slow", suite, "slow", agent={"session_timeout_s": 8})
     with WatchedSweep(project, config, *sweep_targets("slow")) as sweep:
         assert sweep.wait(60) == 0, sweep.output
@@ -149,10 +152,15 @@ def test_session_timeout_is_a_session_error_and_kills_the_tool_process(project, 
         assert "long-command" in sweep.kinds_seen(), sweep.seen
         assert sweep.left_behind() == {}
 
-    row = record(project, "slow", "slow")["row"]
-    assert row["error_kind"] == "session-error" and row["resolved"] is False
-    assert row["error_detail"]["process_state"] == "timeout"
-    assert "timed out after 8s" in row["error_detail"]["process_detail"]
+    cell = record(project, "slow", "slow")
+    row = cell["row"]
+    assert row["error_kind"] == "session-timeout" and row["resolved"] is False
+    assert "ran its clock out in its own work (timed out after 8s)" in row["error_detail"]
+    assert cell["attempt"] == 1, "a counted outcome is never retried"
+    breaker = json.loads(project.results("slow", ".outage-breaker.json").read_text())
+    assert breaker["streak"] == 0
+    report = project.results("slow", "sweep", "report.md").read_text()
+    assert "excluded" not in report.split("| slow |", 1)[1].split("\n", 1)[0]
 
 
 def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(project, suite):
@@ -249,9 +257,15 @@ def test_the_api_key_never_reaches_results_logs_or_snakemake_metadata(project, s
 
     row = record(project, "canary", "canary")["row"]
     assert row["resolved"] is True
+    # The key lives in the gateway only: even a model that echoes it (the scripted one knows it) reaches the CLI
+    # masked, and the agent's own environment holds neither the key nor the session's token.
+    masked = (gateway.MASK.decode() * len(secret))[: len(secret)]
     events = transcript_events(project, "canary", "canary")
-    assert any("[REDACTED]" in text for text in tool_results(events))
-    assert "[REDACTED]" in run_dir(project, "canary", "canary").joinpath("patch.diff").read_text()
+    results = tool_results(events)
+    assert any(masked in text for text in results)
+    echoed = next(text for text in results if "key-from-env=" in text)
+    assert "key-from-env=\n" in echoed + "\n" and "sbx-session-" not in echoed
+    assert masked in run_dir(project, "canary", "canary").joinpath("patch.diff").read_text()
 
     needle = secret.encode()
     scanned, leaks = 0, []

@@ -274,16 +274,22 @@ class UsageMeter:
         return usage_record(body.get("usage"))
 
 
-class SecretMask:
-    """Replaces a secret in a byte stream with as many `*`, across chunk boundaries, holding back as little as it can.
+# What the key becomes in anything an upstream sends back (repeated, cut to the key's length).
+MASK = b"KEY-MASKED-"
 
-    Only a tail that could still be the start of the secret is held back, so an SSE event (which
-    ends in a blank line) is never delayed.
+
+class SecretMask:
+    """Replaces a secret in a byte stream with `MASK` of the same length, across chunk boundaries, holding back as
+    little as it can.
+
+    The mask is letters and dashes, so a masked key the agent pastes into a shell stays one plain word (a run
+    of `*` would be a glob). Only a tail that could still be the start of the secret is held back, so an SSE
+    event (which ends in a blank line) is never delayed.
     """
 
     def __init__(self, secret: str) -> None:
         self.secret = secret.encode()
-        self.mask = b"*" * len(self.secret)
+        self.mask = (MASK * (len(self.secret) // len(MASK) + 1))[: len(self.secret)]
         self._held = b""
 
     def feed(self, chunk: bytes) -> bytes:

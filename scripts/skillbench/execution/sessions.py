@@ -639,7 +639,10 @@ def _ledger_verdict(record: dict[str, Any], result: ProcessResult, ledger: dict[
         record.update(
             ok=False,
             error_kind="session-timeout",
-            error_detail="the session ran its clock out in its own work (the model answered every request)",
+            error_detail=(
+                f"the session ran its clock out in its own work ({result.detail or 'timed out'}); the model "
+                "answered every request it sent"
+            ),
         )
 
 
