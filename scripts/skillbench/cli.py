@@ -295,12 +295,15 @@ def _check_tasks(args: argparse.Namespace) -> int:
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
-                binding = bind_task(
+                bound = bind_task(
                     task,
                     suite=Path(suite),
                     template_dir=Path(scratch) / "template",
                     oracle_dir=Path(scratch) / "oracle",
                 )
+                for warning in bound.warnings:
+                    print(warning)
+                binding = bound.binding
                 document = taskcheck.check_task(
                     task,
                     binding,
