@@ -11,15 +11,8 @@ import pytest
 from skillbench.execution import repo
 from skillbench.grading import binding
 
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": os.environ["PATH"],
-}
+# Fixture repositories are made with the harness's own user-config-free git environment.
+GIT_ENV = repo.git_environment()
 PLANTED = ("smudge", "clean", "process", "fsmonitor", "textconv", "pager", "included", "hook")
 
 
