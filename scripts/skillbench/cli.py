@@ -157,10 +157,11 @@ def _apply(args: argparse.Namespace) -> int:
     from skillbench.evolution import apply
 
     try:
-        recovered = apply.recover_interrupted(args.repository)
+        # The config comes first: its skills section is all an interrupted apply's recovery may touch.
+        config = apply.load_config(Path("config/config.yaml"), *args.configfile)
+        recovered = apply.recover_interrupted(args.repository, config["skills"])
         if recovered:
             print(recovered)
-        config = apply.load_config(Path("config/config.yaml"), *args.configfile)
         written = apply.apply_promotion(args.results_dir, repository=args.repository, config=config)
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(f"NOT APPLIED: {exc}", file=sys.stderr)
@@ -296,12 +297,15 @@ def _check_tasks(args: argparse.Namespace) -> int:
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
-                binding = bind_task(
+                bound = bind_task(
                     task,
                     suite=Path(suite),
                     template_dir=Path(scratch) / "template",
                     oracle_dir=Path(scratch) / "oracle",
                 )
+                for warning in bound.warnings:
+                    print(warning)
+                binding = bound.binding
                 document = taskcheck.check_task(
                     task,
                     binding,

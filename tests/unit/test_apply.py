@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -242,6 +245,10 @@ class Experiment:
         self.promotion = promotion(self.config, self.digest, self.base_digests)
         assert [decision["decision"] for decision in self.promotion["decisions"]] == ["promote", "promote"]
         self.write_promotion(self.promotion)
+
+    @property
+    def journal(self) -> Path:
+        return self.repository / ".git" / apply.JOURNAL_NAME
 
     def write_promotion(self, document: dict, generation: int = 0) -> None:
         artifacts.write_artifact(self.results / f"gen{generation}" / "promotion.json", document, "promotion")
@@ -519,10 +526,11 @@ def test_a_failed_rollback_writes_a_recovery_file(experiment):
     backup = Path(states[TARGETS[0]]["backup"])
     assert backup.read_bytes() == INCUMBENT["SKILL.md"]
     assert all(states[target]["backup"] is None for target in TARGETS[1:])
-    # Only the backup the recovery file names is left behind, and the journal for the next run.
-    assert experiment.leftovers() == sorted([str(backup.relative_to(experiment.repository)), apply.JOURNAL_NAME])
+    # Only the backup the recovery file names is left behind, and the journal (in the git directory) for the next run.
+    assert experiment.leftovers() == [str(backup.relative_to(experiment.repository))]
+    assert experiment.journal.is_file()
     # Once the file system works again, the next apply's recovery finishes the rollback.
-    message = apply.recover_interrupted(experiment.repository)
+    message = apply.recover_interrupted(experiment.repository, experiment.config["skills"])
     assert "ROLLED IT BACK: 1 target(s) restored" in message and TARGETS[0] in message
     assert all(content == INCUMBENT[Path(target).name] for target, (content, _) in experiment.snapshot().items())
     assert experiment.leftovers() == []
@@ -578,7 +586,7 @@ def test_an_apply_killed_after_any_swap_is_rolled_back_and_redone_by_the_next_ru
     contents = [content for content, _ in experiment.snapshot().values()]
     expected = [CANDIDATE[Path(t).name] for t in TARGETS[:swaps]] + [INCUMBENT[Path(t).name] for t in TARGETS[swaps:]]
     assert contents == expected  # the inconsistent state a crash leaves
-    assert apply.JOURNAL_NAME in experiment.leftovers()
+    assert experiment.journal.is_file() and stat.S_IMODE(experiment.journal.stat().st_mode) == 0o600
 
     rerun = cli_apply(experiment)
 
@@ -601,13 +609,14 @@ def test_recovery_alone_returns_every_target_to_its_original_bytes(experiment):
     fresh_promotion(experiment)
     assert cli_apply(experiment, {apply.CRASH_HOOK_ENV: "2"}).returncode == -signal.SIGKILL
 
-    message = apply.recover_interrupted(experiment.repository)
+    message = apply.recover_interrupted(experiment.repository, experiment.config["skills"])
 
     assert "ROLLED IT BACK: 2 target(s) restored" in message
     assert "6 temporary file(s) removed" in message  # 4 backups, 2 candidates not yet swapped in
     assert [content for content, _ in experiment.snapshot().values()] == [INCUMBENT[Path(t).name] for t in TARGETS]
     assert experiment.leftovers() == []
-    assert apply.recover_interrupted(experiment.repository) is None
+    assert not experiment.journal.exists()
+    assert apply.recover_interrupted(experiment.repository, experiment.config["skills"]) is None
 
 
 def test_recovery_changes_nothing_when_a_target_was_edited_after_the_crash(experiment):
@@ -620,6 +629,203 @@ def test_recovery_changes_nothing_when_a_target_was_edited_after_the_crash(exper
     rerun = cli_apply(experiment)
 
     assert rerun.returncode == 1
-    assert f"NOT APPLIED: an interrupted apply left {experiment.repository / apply.JOURNAL_NAME}" in rerun.stderr
+    assert f"NOT APPLIED: an interrupted apply left {experiment.journal}" in rerun.stderr
     assert f"but {TARGETS[3]} hold(s) neither the original nor the candidate bytes" in rerun.stderr
     assert experiment.snapshot() == before and experiment.leftovers() == leftovers
+
+
+# ─── A forged journal ───────────────────────────────────────────────────────
+
+ATTACKER_BYTES = b"#!/bin/sh\necho pwned\n"
+
+
+def forged_journal(experiment: Experiment, target: str, *, original: bytes = ATTACKER_BYTES, mode: int = 0o644) -> dict:
+    """A journal as an attacker writes it: `target` "holds its candidate" (the digest of what is there now), so a
+    recovery that trusted it would replace the file with `original` and chmod it to `mode`."""
+    current = experiment.repository / target
+    present = current.read_bytes() if current.is_file() and not current.is_symlink() else b""
+    name = Path(target).name
+    return {
+        "schema": apply.JOURNAL_SCHEMA,
+        "created_at": "2026-03-01T12:00:00Z",
+        "targets": [
+            {
+                "path": target,
+                "mode": mode,
+                "original_sha256": hashlib.sha256(original).hexdigest(),
+                "original_base64": base64.b64encode(original).decode("ascii"),
+                "candidate_sha256": hashlib.sha256(present).hexdigest(),
+                "temporary_files": [f"{apply.TEMP_PREFIX}{name}.{kind}" for kind in apply.TEMP_KINDS],
+            }
+        ],
+    }
+
+
+def plant(path: Path, document: dict, mode: int = 0o600) -> None:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    path.chmod(mode)
+
+
+def tree_state(*roots: Path) -> dict[str, tuple[str, bytes, int]]:
+    """Every entry under `roots` (outside .git): kind, content or link target, mode."""
+    state = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if ".git" in path.relative_to(root).parts:
+                continue
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                state[str(path)] = ("link", os.readlink(path).encode(), 0)
+            elif stat.S_ISREG(info.st_mode):
+                state[str(path)] = ("file", path.read_bytes(), stat.S_IMODE(info.st_mode))
+            else:
+                state[str(path)] = ("dir", b"", stat.S_IMODE(info.st_mode))
+    return state
+
+
+def recovery_refused(experiment: Experiment, match: str, *also: Path) -> str:
+    """The recovery stops before it changes any file of the repository (or of `also`); its message."""
+    before = tree_state(experiment.repository, *also)
+    with pytest.raises(ApplyError) as caught:
+        apply.recover_interrupted(experiment.repository, experiment.config["skills"])
+    assert re.search(match, str(caught.value)), str(caught.value)
+    assert tree_state(experiment.repository, *also) == before
+    return str(caught.value)
+
+
+def test_a_journal_committed_to_the_repository_is_refused_and_nothing_is_applied(experiment):
+    fresh_promotion(experiment)
+    readme = experiment.repository / "README.md"
+    readme.write_text("project readme\n")
+    plant(experiment.repository / apply.WORK_TREE_JOURNAL_NAME, forged_journal(experiment, "README.md"), 0o644)
+    git(experiment.repository, "add", "--all")
+    git(experiment.repository, "commit", "--quiet", "-m", "a pull request that carries a journal")
+    before = tree_state(experiment.repository)
+
+    rerun = cli_apply(experiment)
+
+    assert rerun.returncode == 1
+    journal = experiment.repository / apply.WORK_TREE_JOURNAL_NAME
+    assert f"NOT APPLIED: {journal} is committed to the repository" in rerun.stderr
+    assert "is not used; nothing was changed. Delete it (`git rm` it" in rerun.stderr
+    assert tree_state(experiment.repository) == before  # neither the forged restore nor the promotion ran
+    assert readme.read_text() == "project readme\n" and not experiment.journal.exists()
+
+
+def test_a_journal_in_the_work_tree_is_refused_even_when_untracked(experiment):
+    plant(experiment.repository / apply.WORK_TREE_JOURNAL_NAME, forged_journal(experiment, TARGETS[0]))
+
+    message = recovery_refused(experiment, "is in the work tree")
+
+    assert "committed" not in message
+    with pytest.raises(ApplyError, match="is in the work tree"):
+        experiment.apply()
+
+
+@pytest.mark.parametrize(
+    ("target", "match"),
+    [
+        ("../outside.md", r"cannot be trusted \(.*targets\[0\]\.path"),
+        (".claude/skills/change-work/../../../outside.md", r"cannot be trusted"),
+        (".git/config", r"targets\[0\]\.path '\.git/config' is not a plain relative path"),
+        (".claude/skills/change-work/.git/x.md", r"is not a plain relative path"),
+        ("README.md", r"'README\.md' is not a Markdown file of an evolvable skill"),
+        (".claude/skills/change-work/run.sh", r"is not a Markdown file of an evolvable skill"),
+        (".claude/skills/other-skill/SKILL.md", r"is not a Markdown file of an evolvable skill"),
+    ],
+)
+def test_a_journal_naming_a_file_that_is_no_skill_file_changes_nothing(experiment, target, match):
+    outside = experiment.tmp / "outside.md"
+    outside.write_text("a file beside the repository\n")
+    for path in (experiment.repository / "README.md", experiment.repository / ".claude/skills/other-skill/SKILL.md"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not an evolvable skill file\n")
+    config_before = (experiment.repository / ".git" / "config").read_bytes()
+    plant(experiment.journal, forged_journal(experiment, target))
+
+    message = recovery_refused(experiment, match, experiment.tmp / "outside.md")
+
+    assert str(experiment.journal) in message and "nothing was changed" in message.lower()
+    assert (experiment.repository / ".git" / "config").read_bytes() == config_before
+    assert outside.read_text() == "a file beside the repository\n"
+
+
+@pytest.mark.parametrize(
+    ("mode", "match"),
+    [
+        (0o4755, r"cannot be trusted \(.*2541 is greater than the maximum of 493"),
+        (0o2755, r"cannot be trusted"),
+        (0o1644, r"cannot be trusted"),
+        (0o664, r"targets\[0\]\.mode 0664 has bits a skill file never needs"),
+        (0o722, r"targets\[0\]\.mode 0722 has bits a skill file never needs"),
+    ],
+)
+def test_a_journal_asking_for_a_setuid_or_writable_mode_changes_nothing(experiment, mode, match):
+    (experiment.repository / TARGETS[0]).write_bytes(CANDIDATE["SKILL.md"])
+    plant(experiment.journal, forged_journal(experiment, TARGETS[0], original=INCUMBENT["SKILL.md"], mode=mode))
+
+    recovery_refused(experiment, match)
+
+
+def test_a_journal_whose_target_passes_through_a_symlink_changes_nothing(experiment, tmp_path):
+    host = tmp_path / "host-folder"
+    host.mkdir()
+    (host / "SKILL.md").write_text("a host file\n")
+    mirror = experiment.repository / "plugin" / "skills" / "change-work"
+    artifacts.remove_tree(mirror)
+    mirror.symlink_to(host, target_is_directory=True)
+    plant(experiment.journal, forged_journal(experiment, "plugin/skills/change-work/SKILL.md"))
+
+    recovery_refused(experiment, r"passes through .*plugin/skills/change-work, which is not a real folder", host)
+
+    assert (host / "SKILL.md").read_text() == "a host file\n"
+
+
+def test_a_journal_whose_target_is_a_symlink_changes_nothing(experiment, tmp_path):
+    host = tmp_path / "host-file.md"
+    host.write_text("a host file\n")
+    target = experiment.repository / TARGETS[0]
+    target.unlink()
+    target.symlink_to(host)
+    plant(experiment.journal, forged_journal(experiment, TARGETS[0]))
+
+    recovery_refused(experiment, r"promotion target .*SKILL\.md is not a regular file", tmp_path / "host-file.md")
+
+    assert host.read_text() == "a host file\n"
+
+
+def test_a_journal_restoring_bytes_that_head_never_committed_changes_nothing(experiment):
+    (experiment.repository / TARGETS[0]).write_bytes(CANDIDATE["SKILL.md"])
+    plant(experiment.journal, forged_journal(experiment, TARGETS[0], original=ATTACKER_BYTES))
+
+    recovery_refused(experiment, r"are not what HEAD commits at that path; a recovery only restores committed bytes")
+
+
+def test_a_journal_naming_other_temporary_files_changes_nothing(experiment):
+    (experiment.repository / TARGETS[0]).write_bytes(CANDIDATE["SKILL.md"])
+    document = forged_journal(experiment, TARGETS[0], original=INCUMBENT["SKILL.md"])
+    document["targets"][0]["temporary_files"] = [f"{apply.TEMP_PREFIX}{name}" for name in ("x", "y", "z")]
+    plant(experiment.journal, document)
+
+    recovery_refused(experiment, r"temporary_files .* are not the target's own temporary files")
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o620])
+def test_a_journal_others_could_write_is_not_trusted(experiment, mode):
+    (experiment.repository / TARGETS[0]).write_bytes(CANDIDATE["SKILL.md"])
+    plant(experiment.journal, forged_journal(experiment, TARGETS[0], original=INCUMBENT["SKILL.md"]), mode)
+
+    recovery_refused(experiment, rf"cannot be trusted \(it is owned by uid {os.geteuid()} with mode 0{mode:o}")
+
+
+def test_a_well_formed_journal_of_a_real_crash_is_still_recovered(experiment):
+    """The rules keep the recovery of a genuine journal working: the same forged shape, but with the committed
+    bytes as the original, restores them."""
+    (experiment.repository / TARGETS[0]).write_bytes(CANDIDATE["SKILL.md"])
+    plant(experiment.journal, forged_journal(experiment, TARGETS[0], original=INCUMBENT["SKILL.md"], mode=0o644))
+
+    message = apply.recover_interrupted(experiment.repository, experiment.config["skills"])
+
+    assert "ROLLED IT BACK: 1 target(s) restored" in message
+    assert (experiment.repository / TARGETS[0]).read_bytes() == INCUMBENT["SKILL.md"]
+    assert not experiment.journal.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def test_command_inside_a_task_workspace_is_refused(tmp_path):
         mcp.check_mcp_config(config, root)
     with pytest.raises(mcp.McpConfigError, match="inside a task workspace"):
         mcp.check_mcp_config(make_config(command="/workspace/tool"), root)
-    with pytest.raises(mcp.McpConfigError, match="mounts./opt/mcp/srv: .* inside a task workspace"):
+    with pytest.raises(mcp.McpConfigError, match="mounts./opt/mcp/srv: 'suite/project' lies inside the task suite"):
         mcp.check_mcp_config(make_config(mounts={"/opt/mcp/srv": "suite/project"}), root)
 
 
@@ -90,6 +91,68 @@ def test_a_command_under_a_mount_or_the_system_trees_is_accepted(tmp_path):
         "mounts": {"/opt/mcp/srv": str((root / "servers").resolve())},
     }
     assert mcp.check_mcp_config(make_config(command="python3"), root)["index"]["command"].startswith("/usr/")
+
+
+def make_hostile_suite(root: Path) -> Path:
+    """A suite with hidden oracles, a reference solution and a repository task; the project is a git repository."""
+    suite = root / "suite"
+    (suite / "oracles").mkdir()
+    (suite / "oracles" / "hidden_test.py").write_text("ORACLE-CANARY\n")
+    (suite / "solutions").mkdir()
+    (suite / "solutions" / "fix.patch").write_text("FIX-CANARY\n")
+    for repository in (root / "target-repo", root):
+        repository.mkdir(exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(repository)], check=True, capture_output=True)
+    (root / "results" / "demo").mkdir(parents=True)
+    (root / "shared" / "tools").mkdir(parents=True)
+    (root / "shared" / "oracle-copy.py").symlink_to(suite / "oracles" / "hidden_test.py")
+    (suite / "tasks.yaml").write_text(
+        "tasks:\n"
+        "  - {id: t1, snapshot: project, oracle: {files: [{source: oracles/hidden_test.py, target: t.py}]},"
+        " solution: {patch: solutions/fix.patch}}\n"
+        f"  - {{id: t2, repo: {root / 'target-repo'}, oracle: {{files: []}}}}\n"
+    )
+    return root
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("suite", "'suite' is the task suite folder"),
+        ("suite/oracles", "'suite/oracles' lies inside the task suite folder"),
+        ("suite/oracles/hidden_test.py", "'suite/oracles/hidden_test.py' lies inside the task suite folder"),
+        (".", "'.' contains the task suite folder"),
+        ("results", "'results' is the results folder"),
+        ("results/demo", "'results/demo' lies inside the results folder"),
+        (".git", "'.git' is the skills repository's git directory"),
+        ("target-repo", "'target-repo' is the repository of task t2"),
+        ("target-repo/.git", "'target-repo/.git' lies inside the repository of task t2"),
+        ("shared/oracle-copy.py", "'shared/oracle-copy.py' lies inside the task suite folder"),
+    ],
+)
+def test_a_mount_that_is_holds_or_lies_inside_what_a_session_may_not_see_is_refused(tmp_path, source, message):
+    root = make_hostile_suite(make_project(tmp_path))
+    with pytest.raises(mcp.McpConfigError) as caught:
+        mcp.check_mcp_config(make_config(mounts={"/opt/mcp/srv": source}), root)
+    assert f"config mcp_servers.index.mounts./opt/mcp/srv: {message}" in str(caught.value)
+    assert "keep the server's files in a folder of their own outside the task suite" in str(caught.value)
+
+
+def test_a_mount_holding_an_oracle_kept_outside_the_suite_folder_is_refused(tmp_path):
+    root = make_project(tmp_path)
+    (root / "oracles-elsewhere").mkdir()
+    (root / "oracles-elsewhere" / "hidden.py").write_text("x\n")
+    (root / "suite" / "tasks.yaml").write_text(
+        "tasks:\n  - {id: t1, snapshot: project, oracle: {files: [{source: ../oracles-elsewhere/hidden.py}]}}\n"
+    )
+    with pytest.raises(mcp.McpConfigError, match="'oracles-elsewhere' contains a hidden oracle file of task t1"):
+        mcp.check_mcp_config(make_config(mounts={"/opt/mcp/srv": "oracles-elsewhere"}), root)
+
+
+def test_a_mount_of_the_server_s_own_folder_beside_the_suite_is_accepted(tmp_path):
+    root = make_hostile_suite(make_project(tmp_path))
+    resolved = mcp.check_mcp_config(make_config(mounts={"/opt/mcp/srv": "shared/tools"}), root)
+    assert resolved["index"]["mounts"] == {"/opt/mcp/srv": str((root / "shared" / "tools").resolve())}
 
 
 @pytest.mark.parametrize(

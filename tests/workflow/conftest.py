@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
+COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", "mcp", ".claude")
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 # Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
 # Commits of test fixtures: no user or system git config, a fixed identity.

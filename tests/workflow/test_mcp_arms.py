@@ -21,7 +21,7 @@ def _config() -> dict:
     probe = {
         "command": "/usr/bin/python3",
         "args": ["/opt/mcp/probe/probe.py"],
-        "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers", **SDK},
+        "mounts": {"/opt/mcp/probe": "mcp/probe", **SDK},
         "env": {"PYTHONPATH": "/opt/mcp/sdk", "PYTHONDONTWRITEBYTECODE": "1"},
         "tools": ["find_definition", "containment_report", "write_marker"],
         "roles": {"plan": ["find_definition", "containment_report"]},
@@ -29,7 +29,7 @@ def _config() -> dict:
     crash = {
         "command": "python3",
         "args": ["/opt/mcp/probe/crash.py"],
-        "mounts": {"/opt/mcp/probe": "tasks/mcptest/servers"},
+        "mounts": {"/opt/mcp/probe": "mcp/probe"},
         "tools": ["anything"],
     }
     return {
@@ -69,7 +69,8 @@ def _config() -> dict:
 def _setup(project: Project) -> None:
     target = project.root / "tasks" / "mcptest"
     shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-    shutil.copytree(SUITE / "servers", target / "servers")
+    # Servers live outside the suite folder: a mount may not be, hold or lie inside the suite.
+    shutil.copytree(SUITE / "servers", project.root / "mcp" / "probe")
     shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
     (target / "project" / "CLAUDE.md").write_text(
         "# Guidance\n\nKeep changes small.\nUse the probe MCP server (mcp__probe__find_definition) to find symbols.\n"

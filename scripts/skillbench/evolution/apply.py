@@ -9,13 +9,14 @@ promotion document matches all of it exactly and is still current
 
 The write is compare-and-swap across every target (canonical skill file, then each mirror,
 per overlay file): nothing is written unless every target still holds its bound base bytes.
-Before anything is staged, a journal (`.skillbench-apply-journal.json` in the repository root:
-every target's path, mode, original bytes and digest, candidate digest, and the names of its
-temporary files) is written and fsynced. Candidates are then staged beside their targets
-(original mode, fsynced) together with a backup of the original, and swapped in one by one.
-Any failure rolls every completed swap back in reverse; if the rollback itself fails, a recovery
-file in the repository root says which target is in which state and where the backups are.
-The journal is removed last, after the temporary files.
+Before anything is staged, a journal (every target's path, mode, original bytes and digest,
+candidate digest, and the names of its temporary files) is written and fsynced inside the
+repository's git directory (`<git-dir>/skillbench-apply-journal.json`, 0600), where no clone,
+pull or checkout ever puts a file. Candidates are then staged beside their targets (original
+mode, fsynced) together with a backup of the original, and swapped in one by one. Any failure
+rolls every completed swap back in reverse; if the rollback itself fails, a recovery file in the
+repository root says which target is in which state and where the backups are. The journal is
+removed last, after the temporary files.
 
 A crash (SIGKILL, power loss) can stop the process anywhere; the journal is then still there,
 and the next `skillbench apply` first ROLLS THE INTERRUPTED APPLY BACK (`recover_interrupted`):
@@ -23,14 +24,24 @@ every target that holds its candidate bytes gets its original bytes back, the te
 go, and the command says so, then applies afresh with every check re-run. Rolling back rather
 than forward is deliberate: the journal only proves an apply began; finishing it would publish
 candidate bytes without re-checking the evidence binding (expiry, config, HEAD) against the
-tree as it is now. A target that holds neither its original nor its candidate bytes (edited
-after the crash) stops the recovery before it changes anything. Nothing is committed.
+tree as it is now. Nothing is committed.
+
+A journal is trusted only as far as its rules allow, because whoever can write it chooses what
+the recovery writes: it must be the harness's own file (a regular file owned by this user, not
+writable by others), valid against its schema, and every target must be a Markdown file of an
+evolvable skill under `skills.root` or a mirror, reached through real folders, whose original
+bytes are the ones HEAD commits at that path, with a mode within 0755 and exactly its own
+temporary-file names. A journal that breaks any rule, or a `.skillbench-apply-journal.json` in
+the work tree (where earlier versions kept it, and where git can deliver one), stops the command
+before anything changes. A target that holds neither its original nor its candidate bytes
+(edited after the crash) does too.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import re
 import signal
@@ -55,8 +66,15 @@ ORACLE_DIGEST_FIELDS = ("oracle_digest", "oracle_command_digest", "oracle_manife
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 TEMP_PREFIX = ".skillbench-apply-"
 RECOVERY_PREFIX = ".skillbench-apply-recovery-"
-JOURNAL_NAME = ".skillbench-apply-journal.json"
+# The journal lives in the repository's git directory; the work-tree name is where earlier versions kept it
+# and is refused wherever it appears.
+JOURNAL_NAME = "skillbench-apply-journal.json"
+WORK_TREE_JOURNAL_NAME = ".skillbench-apply-journal.json"
 JOURNAL_SCHEMA = "apply-journal/v1"
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024
+# A recovery restores permission bits within rwxr-xr-x: never setuid, setgid, sticky or group/world write.
+RESTORABLE_MODE_BITS = 0o755
+TEMP_KINDS = ("candidate", "backup", "restore")
 # Test hook: make the apply SIGKILL itself once this many swaps are done (0: after staging, before the first).
 CRASH_HOOK_ENV = "SKILLBENCH_APPLY_CRASH_AFTER_SWAP"
 
@@ -617,25 +635,27 @@ def _crash_hook(swaps_done: int) -> None:
 def write_transaction(repository: Path, plan: list[tuple[str, bytes, str]], *, swap: Swap = os.replace) -> list[str]:
     """Replace every (target, candidate bytes, base sha256) of ``plan`` under ``repository``, or none of them."""
     root = Path(repository)
-    if os.path.lexists(root / JOURNAL_NAME):
+    refuse_work_tree_journal(root)
+    journal = journal_path(root)
+    if os.path.lexists(journal):
         raise ApplyError(
-            f"an interrupted apply left {root / JOURNAL_NAME}; run `skillbench apply` again, which rolls it back first"
+            f"an interrupted apply left {journal}; run `skillbench apply` again, which rolls it back first"
         )
     slots = _prepare(root, plan)
-    _write_journal(root, slots)
-    _stage_all(root, slots)
+    _write_journal(journal, slots)
+    _stage_all(journal, slots)
     failure = _swap_all(slots, swap)
     if failure is not None:
-        _roll_back(root, slots, swap, failure)
+        _roll_back(root, journal, slots, swap, failure)
     problems = _remove_temporaries(slots)
     if problems:
         recovery = _write_recovery(root, slots, "temporary files could not be removed", "published", problems)
         raise ApplyError(f"the overlay was applied but temporary files could not be removed; recovery: {recovery}")
-    _finish_journal(root, slots)
+    _finish_journal(journal, slots)
     return [slot.target for slot in slots]
 
 
-def _stage_all(root: Path, slots: list[_Slot]) -> None:
+def _stage_all(journal: Path, slots: list[_Slot]) -> None:
     """Stage every candidate and a backup of every original beside its target; on failure remove them all."""
     try:
         for slot in slots:
@@ -649,7 +669,7 @@ def _stage_all(root: Path, slots: list[_Slot]) -> None:
             _remove(_temp_path(slot.path, "candidate"), problems)
             _remove(_temp_path(slot.path, "backup"), problems)
         if not problems:
-            _remove(root / JOURNAL_NAME, problems)
+            _remove(journal, problems)
         if not isinstance(exc, Exception):
             raise
         raise ApplyError(
@@ -691,14 +711,14 @@ def _remove_temporaries(slots: list[_Slot]) -> list[str]:
     return problems
 
 
-def _roll_back(root: Path, slots: list[_Slot], swap: Swap, failure: BaseException) -> NoReturn:
+def _roll_back(root: Path, journal: Path, slots: list[_Slot], swap: Swap, failure: BaseException) -> NoReturn:
     """Undo every swap after ``failure`` and raise it (an ApplyError saying so); a rollback that cannot finish
     leaves a recovery file naming each target's state."""
     rollback_failures = _rollback(slots, swap)
     if not rollback_failures:
         problems = _remove_temporaries(slots)
         if not problems:
-            _finish_journal(root, slots)
+            _finish_journal(journal, slots)
         if not isinstance(failure, Exception):
             raise failure
         note = f" (leftover temporary files: {'; '.join(problems)})" if problems else ""
@@ -780,7 +800,42 @@ def _write_recovery(root: Path, slots: list[_Slot], failure: str, transaction_st
 # ─── The journal and crash recovery ─────────────────────────────────────────
 
 
-def _write_journal(root: Path, slots: list[_Slot]) -> None:
+def journal_path(repository: Path) -> Path:
+    """Where apply keeps its journal: inside the repository's git directory, which git never fills from a
+    commit. A git directory inside the work tree other than `.git` itself could be a committed folder, so
+    it is refused."""
+    root = Path(repository).absolute()
+    try:
+        git_dir = Path(repo.checked(repo.host_git(root), "rev-parse", "--absolute-git-dir").strip())
+    except repo.GitError as exc:
+        raise ApplyError(f"{root} is not a git repository: {exc}") from exc
+    real_root, real_git_dir = root.resolve(), git_dir.resolve()
+    if real_git_dir != real_root / ".git" and real_git_dir.is_relative_to(real_root):
+        raise ApplyError(
+            f"the git directory of {root} is {git_dir}, a folder of its work tree; skillbench apply keeps its "
+            "journal in the git directory only when git cannot check files out into it: move the git directory "
+            "to .git or outside the work tree"
+        )
+    return git_dir / JOURNAL_NAME
+
+
+def refuse_work_tree_journal(root: Path) -> None:
+    """Stop when the work tree holds a journal: git can deliver it there, so it proves nothing and is never used."""
+    found = Path(root) / WORK_TREE_JOURNAL_NAME
+    if not os.path.lexists(found):
+        return
+    tracked = repo.host_git(Path(root))(["ls-files", "--error-unmatch", "--", WORK_TREE_JOURNAL_NAME]).ok
+    where = "is committed to the repository" if tracked else "is in the work tree"
+    raise ApplyError(
+        f"{found} {where}. skillbench apply keeps its journal in the repository's git directory, where no clone "
+        "or pull can put one, so this file was not written by an interrupted apply of this version and is not "
+        "used; nothing was changed. Delete it"
+        + (" (`git rm` it and find out who committed it)" if tracked else "")
+        + ", restore any skill file an old apply left half-written with `git checkout -- <path>`, and rerun"
+    )
+
+
+def _write_journal(journal: Path, slots: list[_Slot]) -> None:
     """Durably record the whole transaction before anything is staged: temp file, fsync, rename, fsync folder."""
     document = {
         "schema": JOURNAL_SCHEMA,
@@ -788,17 +843,21 @@ def _write_journal(root: Path, slots: list[_Slot]) -> None:
         "targets": [
             {
                 "path": slot.target,
-                "mode": slot.mode,
+                "mode": slot.mode & RESTORABLE_MODE_BITS,
                 "original_sha256": slot.base_digest,
                 "original_base64": base64.b64encode(slot.original).decode("ascii"),
                 "candidate_sha256": hashlib.sha256(slot.candidate).hexdigest(),
-                "temporary_files": [_temp_path(slot.path, kind).name for kind in ("candidate", "backup", "restore")],
+                "temporary_files": _temporary_names(slot.path),
             }
             for slot in slots
         ],
     }
-    payload = artifacts.canonical_json(artifacts.validate(document, "apply-journal", source=root / JOURNAL_NAME))
-    _durable_write(root / JOURNAL_NAME, payload.encode("utf-8"))
+    payload = artifacts.canonical_json(artifacts.validate(document, "apply-journal", source=journal))
+    _durable_write(journal, payload.encode("utf-8"))
+
+
+def _temporary_names(path: Path) -> list[str]:
+    return [_temp_path(path, kind).name for kind in TEMP_KINDS]
 
 
 def _durable_write(path: Path, payload: bytes) -> None:
@@ -816,42 +875,121 @@ def _durable_write(path: Path, payload: bytes) -> None:
     _fsync_folder(path.parent)
 
 
-def _finish_journal(root: Path, slots: list[_Slot]) -> None:
+def _finish_journal(journal: Path, slots: list[_Slot]) -> None:
     """The transaction is over (published or rolled back) and its temp files are gone: drop the journal last."""
     for folder in dict.fromkeys(slot.path.parent for slot in slots):
         _fsync_folder(folder)
-    (root / JOURNAL_NAME).unlink(missing_ok=True)
-    _fsync_folder(root)
+    journal.unlink(missing_ok=True)
+    _fsync_folder(journal.parent)
 
 
-def recover_interrupted(repository: Path) -> str | None:
+def _owned_by_this_user(info: os.stat_result) -> None:
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise ApplyError(
+            f"it is owned by uid {info.st_uid} with mode {stat.S_IMODE(info.st_mode):04o}; skillbench apply writes "
+            f"its journal as uid {os.geteuid()}, mode 0600"
+        )
+
+
+def _read_journal(journal: Path) -> dict[str, Any]:
+    """The journal document, only if it is this user's own regular file and valid against its schema."""
+    fix = (
+        "nothing was changed. Restore the skill files with `git checkout -- <path>`, delete the journal and the "
+        ".skillbench-apply-* files beside the skill files, and rerun"
+    )
+    try:
+        payload = artifacts.read_regular_file(
+            journal, MAX_JOURNAL_BYTES, what="apply journal", error=ApplyError, inspect=_owned_by_this_user
+        )
+        document = json.loads(payload.decode("utf-8"))
+        with raised_as(ApplyError, artifacts.ArtifactError):
+            return artifacts.validate(document, "apply-journal", source=journal)
+    except (ApplyError, ValueError) as exc:
+        raise ApplyError(f"an interrupted apply left {journal}, but it cannot be trusted ({exc}); {fix}") from exc
+
+
+def skill_file_problem(target: str, skills: dict[str, Any]) -> str | None:
+    """Why ``target`` is not a file a recovery may restore (None when it is one): a normalized relative path to
+    a Markdown file of an evolvable skill under skills.root or a mirror, with no `..`, `.` or `.git` part."""
+    pure = PurePosixPath(target)
+    if (
+        not target
+        or pure.is_absolute()
+        or pure.as_posix() != target
+        or any(part in ("", ".", "..") or part.casefold() == ".git" for part in pure.parts)
+        or any(ord(char) < 32 or char in "\\\x7f" for char in target)
+    ):
+        return "is not a plain relative path inside the repository"
+    trees = [PurePosixPath(tree) for tree in (skills["root"], *skills["mirrors"])]
+    for tree in trees:
+        if pure.is_relative_to(tree):
+            rest = pure.relative_to(tree).parts
+            if len(rest) >= 2 and rest[0] in skills["evolvable"] and pure.name.lower().endswith(".md"):
+                return None
+    return (
+        f"is not a Markdown file of an evolvable skill ({', '.join(skills['evolvable'])}) under skills.root or "
+        f"skills.mirrors ({', '.join(tree.as_posix() for tree in trees)})"
+    )
+
+
+def _committed_bytes(root: Path, target: str) -> bytes | None:
+    shown = repo.host_git(root)(["show", f"HEAD:{target}"], capture_stdout_bytes=overlay.MAX_TOTAL_BYTES + 1)
+    return shown.stdout_capture if shown.ok else None
+
+
+def _recovery_entry(root: Path, journal: Path, index: int, entry: dict[str, Any], skills: dict[str, Any]) -> Path:
+    """The target of one journal entry, after every rule a recovery relies on; ApplyError naming the rule."""
+    where = f"{journal}: targets[{index}]"
+    fix = (
+        "nothing was changed. This journal was not written by skillbench apply: delete it, restore the skill "
+        "files with `git checkout -- <path>`, and rerun"
+    )
+    problem = skill_file_problem(entry["path"], skills)
+    if problem:
+        raise ApplyError(f"{where}.path {entry['path']!r} {problem}; {fix}")
+    if entry["mode"] & ~RESTORABLE_MODE_BITS:
+        raise ApplyError(
+            f"{where}.mode {entry['mode']:04o} has bits a skill file never needs (setuid, setgid, sticky or "
+            f"group/world write; a recovery restores at most {RESTORABLE_MODE_BITS:04o}); {fix}"
+        )
+    path = _check_target_path(root, entry["path"])
+    if sorted(entry["temporary_files"]) != sorted(_temporary_names(path)):
+        raise ApplyError(
+            f"{where}.temporary_files {entry['temporary_files']} are not the target's own temporary files "
+            f"{_temporary_names(path)}; {fix}"
+        )
+    original = base64.b64decode(entry["original_base64"], validate=True)
+    if hashlib.sha256(original).hexdigest() != entry["original_sha256"]:
+        raise ApplyError(f"{where}: the original bytes of {entry['path']} do not match their digest; {fix}")
+    if _committed_bytes(root, entry["path"]) != original:
+        raise ApplyError(
+            f"{where}: the original bytes of {entry['path']} are not what HEAD commits at that path; a recovery "
+            "only restores committed bytes. Nothing was changed: restore the file with `git checkout -- "
+            f"{entry['path']}`, delete the journal, and rerun"
+        )
+    return path
+
+
+def recover_interrupted(repository: Path, skills: dict[str, Any]) -> str | None:
     """Roll back an apply that a crash interrupted (its journal is still there); say what was done.
 
-    None when there is nothing to recover. Raise ApplyError, changing nothing, when the journal is
-    unreadable or a target holds neither its original nor its candidate bytes.
+    ``skills`` is the config's skills section (root, mirrors, evolvable): the only files a recovery may
+    touch. None when there is nothing to recover. Raise ApplyError, changing nothing, when the journal is
+    in the work tree, is not this user's, breaks its schema or any rule of `_recovery_entry`, or a target
+    holds neither its original nor its candidate bytes.
     """
     root = Path(repository).expanduser().absolute()
-    journal = root / JOURNAL_NAME
+    refuse_work_tree_journal(root)
+    journal = journal_path(root)
     # A journal whose own write was interrupted never got renamed into place: nothing was staged yet.
     Path(f"{journal}.tmp").unlink(missing_ok=True)
     if not os.path.lexists(journal):
         return None
-    try:
-        document = artifacts.read_artifact(journal, "apply-journal")
-    except artifacts.ArtifactError as exc:
-        raise ApplyError(
-            f"an interrupted apply left {journal}, but it is unreadable ({exc}); restore the skill files "
-            "with `git checkout -- <path>`, delete the .skillbench-apply-* files and the journal"
-        ) from exc
+    document = _read_journal(journal)
     plan = []
-    for entry in document["targets"]:
-        path = _check_target_path(root, entry["path"])
+    for index, entry in enumerate(document["targets"]):
+        path = _recovery_entry(root, journal, index, entry, skills)
         original = base64.b64decode(entry["original_base64"])
-        if hashlib.sha256(original).hexdigest() != entry["original_sha256"]:
-            raise ApplyError(
-                f"{journal}: the original bytes of {entry['path']} do not match their digest; "
-                "restore the file with `git checkout -- <path>` and delete the journal"
-            )
         current = _current(path)
         digest = hashlib.sha256(current).hexdigest() if current is not None else None
         if digest == entry["original_sha256"]:
@@ -885,13 +1023,13 @@ def recover_interrupted(repository: Path) -> str | None:
         _fsync_folder(path.parent)
         for name in entry["temporary_files"]:
             temp = path.parent / name
-            if name.startswith(TEMP_PREFIX) and "/" not in name and os.path.lexists(temp):
+            if artifacts.path_kind(temp) in ("file", "symlink"):
                 temp.unlink()
                 removed += 1
     for _, path, _, _ in plan:
         _fsync_folder(path.parent)
     journal.unlink()
-    _fsync_folder(root)
+    _fsync_folder(journal.parent)
     kept = len(plan) - len(restored)
     lines = [
         f"found an interrupted apply (started {document['created_at']}) and ROLLED IT BACK: "

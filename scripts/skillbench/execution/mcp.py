@@ -73,23 +73,72 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def workspace_roots(config: dict[str, Any], project_root: Path) -> list[str]:
-    """Host folders a cell's workspace is made from (the suite's task snapshots), the results, and the
-    workspace as the sandbox shows it."""
+def _suite_tasks(config: dict[str, Any], project_root: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The suite's folder and its task entries as written (an unreadable suite gives none: the suite check
+    names that problem)."""
     import yaml
 
-    from skillbench.execution.sandbox import SANDBOX_WORKSPACE
-
-    roots = [SANDBOX_WORKSPACE, str((project_root / "results").resolve())]
     suite = project_root / config["tasks"]["suite"]
     try:
         document = yaml.safe_load(suite.read_text(encoding="utf-8")) or {}
     except (OSError, ValueError):
-        return roots
-    for task in document.get("tasks") or [] if isinstance(document, dict) else []:
-        if isinstance(task, dict) and isinstance(task.get("snapshot"), str):
-            roots.append(str((suite.parent / task["snapshot"]).resolve()))
+        return suite.parent.resolve(), []
+    tasks = document.get("tasks") if isinstance(document, dict) else None
+    return suite.parent.resolve(), [task for task in tasks or [] if isinstance(task, dict)]
+
+
+def workspace_roots(config: dict[str, Any], project_root: Path) -> list[str]:
+    """Host folders a cell's workspace is made from (the suite's task snapshots), the results, and the
+    workspace as the sandbox shows it."""
+    from skillbench.execution.sandbox import SANDBOX_WORKSPACE
+
+    roots = [SANDBOX_WORKSPACE, str((project_root / "results").resolve())]
+    suite_dir, tasks = _suite_tasks(config, project_root)
+    for task in tasks:
+        if isinstance(task.get("snapshot"), str):
+            roots.append(str((suite_dir / task["snapshot"]).resolve()))
     return list(dict.fromkeys(roots))
+
+
+def protected_paths(config: dict[str, Any], project_root: Path) -> list[tuple[Path, str]]:
+    """(host path, what it is) that a server mount may neither be, contain nor lie inside: the task suite
+    folder, every hidden oracle file and reference solution of the suite, every task repository (its history
+    holds the fix), the results folder, and the skills repository's git directory."""
+    from skillbench.execution.repo import GitError, locate_target
+
+    suite_dir, tasks = _suite_tasks(config, project_root)
+    found = [(suite_dir, "the task suite folder"), ((project_root / "results").resolve(), "the results folder")]
+    for task in tasks:
+        name = task.get("id", "?")
+        oracle = task.get("oracle")
+        for item in (oracle.get("files") if isinstance(oracle, dict) else None) or []:
+            if isinstance(item, dict) and isinstance(item.get("source"), str):
+                found.append(((suite_dir / item["source"]).resolve(), f"a hidden oracle file of task {name}"))
+        solution = task.get("solution")
+        if isinstance(solution, dict) and isinstance(solution.get("patch"), str):
+            found.append(((suite_dir / solution["patch"]).resolve(), f"the reference solution of task {name}"))
+        if isinstance(task.get("repo"), str):
+            found.append((Path(task["repo"]).expanduser().resolve(), f"the repository of task {name}"))
+    try:
+        skills_repository = locate_target(project_root)
+    except GitError:
+        skills_repository = None
+    if skills_repository is not None:
+        for git_dir in dict.fromkeys((skills_repository.git_dir, skills_repository.common_dir)):
+            found.append((git_dir.resolve(), "the skills repository's git directory"))
+    return found
+
+
+def protected_mount_problem(host: Path, protected: list[tuple[Path, str]]) -> str | None:
+    """How a mount's host path meets a protected path (`is` / `lies inside` / `contains` …), or None."""
+    for path, what in protected:
+        if host == path:
+            return f"is {what} ({path})"
+        if host.is_relative_to(path):
+            return f"lies inside {what} ({path})"
+        if path.is_relative_to(host):
+            return f"contains {what} ({path})"
+    return None
 
 
 def resolve_command(command: str, where: str, mounts: dict[str, str], forbidden: list[str]) -> str:
@@ -124,8 +173,15 @@ def resolve_command(command: str, where: str, mounts: dict[str, str], forbidden:
     return command
 
 
-def resolve_mounts(mounts: dict[str, str], where: str, project_root: Path, forbidden: list[str]) -> dict[str, str]:
-    """Mount target -> absolute host path, each an existing folder or file outside every workspace."""
+def resolve_mounts(
+    mounts: dict[str, str],
+    where: str,
+    project_root: Path,
+    forbidden: list[str],
+    protected: list[tuple[Path, str]],
+) -> dict[str, str]:
+    """Mount target -> absolute host path, each an existing folder or file outside every workspace, and
+    neither being, containing nor lying inside a `protected_paths` entry."""
     resolved: dict[str, str] = {}
     for target, source in mounts.items():
         if not any(target.startswith(root) for root in MOUNT_ROOTS) or ".." in target.split("/"):
@@ -137,6 +193,13 @@ def resolve_mounts(mounts: dict[str, str], where: str, project_root: Path, forbi
             raise McpConfigError(
                 f"{where}.mounts.{target}: {source!r} does not exist (relative paths are taken "
                 f"from the project root {project_root}; run `make setup` for tools/mcp-python)"
+            )
+        problem = protected_mount_problem(host, protected)
+        if problem:
+            raise McpConfigError(
+                f"{where}.mounts.{target}: {source!r} {problem}; a server's mounts must hold nothing a session "
+                "may not see (oracles, solutions, the suite, results, git history): keep the server's files in "
+                "a folder of their own outside the task suite"
             )
         if _inside(str(host), forbidden):
             raise McpConfigError(f"{where}.mounts.{target}: {source!r} lies inside a task workspace or the results")
@@ -153,8 +216,9 @@ def check_mcp_config(config: dict[str, Any], project_root: Path | None = None) -
     project_root = Path(project_root or Path.cwd()).resolve()
     servers = config.get("mcp_servers") or {}
     forbidden = workspace_roots(config, project_root)
+    protected = protected_paths(config, project_root) if servers else []
     resolved = {
-        name: _resolved_server(name, server, config["model"].get("api_key_env"), project_root, forbidden)
+        name: _resolved_server(name, server, config["model"].get("api_key_env"), project_root, forbidden, protected)
         for name, server in servers.items()
     }
     for arm, definition in config["arms"].items():
@@ -163,12 +227,17 @@ def check_mcp_config(config: dict[str, Any], project_root: Path | None = None) -
 
 
 def _resolved_server(
-    name: str, server: dict[str, Any], api_key_env: str | None, project_root: Path, forbidden: list[str]
+    name: str,
+    server: dict[str, Any],
+    api_key_env: str | None,
+    project_root: Path,
+    forbidden: list[str],
+    protected: list[tuple[Path, str]],
 ) -> dict[str, Any]:
     """One `mcp_servers` entry checked: its mounts and command resolved, its roles' tools declared, no credentials
     in its environment."""
     where = f"config mcp_servers.{name}"
-    mounts = resolve_mounts(server.get("mounts") or {}, where, project_root, forbidden)
+    mounts = resolve_mounts(server.get("mounts") or {}, where, project_root, forbidden, protected)
     command = resolve_command(server["command"], where, mounts, forbidden)
     tools = server["tools"]
     for role, allowed in (server.get("roles") or {}).items():

@@ -4,6 +4,23 @@ A task's template is a parentless single-commit repository with a fixed identity
 date, no refs, no remotes, no reflogs and no other objects, so nothing a session does in a
 clone can recover the target's history (where a solution may live).
 
+A task's `repo:` target is a stranger's repository, and git runs programs its config names
+(filters, fsmonitor, hooks, pagers, `include.path` pulls in more). `open_target` never lets git
+read the target's config, attributes or hooks: it makes a bare git directory of its own (git's
+own defaults, no template) whose `objects/info/alternates` borrows the target's object store,
+copies the target's ref files into it (bounded, regular files only, never through a symlink),
+and runs every git command there with an environment built from nothing (`git_environment`: no
+system or global config, no replace objects, no system attributes) and `TARGET_GIT_SETTINGS`
+(no hooks, no fsmonitor, no attributes or excludes file). Files come out through `read-tree` and
+`checkout-index` into the template; an in-tree `.gitattributes` can still name a filter or a
+driver, but none is defined, so nothing runs (`text`/`eol`/`ident` conversions still apply, as
+for any checkout). Committed symlinks stay symlinks in the template (git never writes through
+one), and the template's sanitizer looks at `.claude` without following links. Supported
+targets: a work tree with a `.git` folder, a linked worktree or submodule (a `.git` file whose
+`gitdir:` names the git directory, `commondir` naming the shared one), and a bare repository;
+refused: a `.git` symlink, a repository that borrows objects through its own
+`objects/info/alternates`, and the reftable ref format.
+
 Before the first session of a cell, `make_harness_git_dir` copies the clone's repository to a
 harness-owned folder outside the workspace and gives it a config of its own (no hooks, info,
 filters, drivers). Every git command after a session (churn, work digest, patch) uses that
@@ -24,10 +41,12 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillbench.base.artifacts import path_kind, read_regular_file
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.process import ProcessResult, run_managed
 
@@ -74,6 +93,20 @@ HARNESS_CONFIG_TEXT = (
 # (config, hooks, info, logs) is the harness's own or absent.
 HARNESS_GIT_KEEP = ("HEAD", "objects", "refs", "packed-refs", "index")
 GIT_METADATA_ENTRIES = ("config", "hooks", "info")
+# Reading a task's target repository (`open_target`): the harness's settings, plus symlinks checked out as
+# symlinks and submodules never entered (their own config would be read).
+TARGET_GIT_SETTINGS: tuple[tuple[str, str], ...] = (
+    *HARNESS_GIT_SETTINGS,
+    ("core.symlinks", "true"),
+    ("diff.ignoreSubmodules", "all"),
+    ("submodule.recurse", "false"),
+    ("status.relativePaths", "false"),
+)
+TARGET_ENVIRONMENT = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_ATTR_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0"}
+MAX_REF_FILE_BYTES = 4096
+MAX_PACKED_REFS_BYTES = 64 * 1024 * 1024
+MAX_REF_FILES = 100_000
+MAX_LISTED_CHANGES = 5
 MAX_METADATA_FILE_BYTES = 1024 * 1024
 MAX_METADATA_ENTRIES = 512
 CLAUDE_SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
@@ -128,7 +161,9 @@ def checked(git: GitRunner, *args: str) -> str:
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
-    """Resolve `ref` in a local repository to an immutable commit id."""
+    """Resolve `ref` in a repository the harness or the user trusts (the skills repository) to a commit id.
+
+    A task's target repository is read with `open_target` instead."""
     repo = Path(repo).expanduser()
     if not repo.is_dir():
         raise GitError(f"task repository {repo} does not exist")
@@ -138,15 +173,247 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return sha
 
 
-def export_tree(repo: Path, sha: str, destination: Path) -> None:
-    """Write the files of commit `sha` into `destination` without touching the source repository's state."""
-    destination = Path(destination).absolute()
-    destination.mkdir(parents=True, exist_ok=False)
-    with tempfile.TemporaryDirectory(prefix="skillbench-index-") as scratch:
-        index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        git = host_git(Path(repo).expanduser(), extra_env=index_env)
-        checked(git, "read-tree", sha)
-        checked(git, "--work-tree", str(destination), "checkout-index", "--all", "--force")
+# ─── Reading a task's target repository ─────────────────────────────────────
+
+
+class TargetRepositoryError(GitError):
+    """A task's target repository cannot be read the safe way; the message names it and the fix."""
+
+
+@dataclass(frozen=True)
+class TargetLayout:
+    """Where a target repository keeps its parts: HEAD in `git_dir`, objects and refs in `common_dir`."""
+
+    source: Path
+    work_tree: Path | None
+    git_dir: Path
+    common_dir: Path
+
+
+@dataclass(frozen=True)
+class WorkTreeChanges:
+    """How a target's work tree differs from the commit being bound (tracked changes, untracked files)."""
+
+    changed: list[str]
+    untracked: list[str]
+
+
+def _small_file(path: Path, what: str) -> bytes:
+    return read_regular_file(path, MAX_REF_FILE_BYTES, what=what, error=TargetRepositoryError)
+
+
+def _linked_git_dir(source: Path, dot_git: Path) -> Path:
+    """The git directory a `.git` file (`gitdir: <path>`, a linked worktree or a submodule) names."""
+    text = _small_file(dot_git, "the .git file").decode("utf-8", "replace").strip()
+    if not text.startswith("gitdir: "):
+        raise TargetRepositoryError(f"task repository {source}: {dot_git} is a file but not a `gitdir:` link")
+    return (source / text.removeprefix("gitdir: ").strip()).resolve()
+
+
+def locate_target(source: Path) -> TargetLayout:
+    """The parts of the target repository at `source`, found without running git."""
+    source = Path(source).expanduser().absolute()
+    if path_kind(source) != "folder" and not source.is_dir():
+        raise TargetRepositoryError(f"task repository {source} does not exist")
+    dot_git = source / ".git"
+    kind = path_kind(dot_git)
+    if kind == "folder":
+        work_tree: Path | None = source
+        git_dir = dot_git
+    elif kind == "file":
+        work_tree, git_dir = source, _linked_git_dir(source, dot_git)
+    elif kind == "missing" and path_kind(source / "objects") == "folder" and path_kind(source / "HEAD") == "file":
+        work_tree, git_dir = None, source
+    elif kind == "symlink":
+        raise TargetRepositoryError(
+            f"task repository {source}: .git is a symlink; name the repository it points to in `repo:` instead"
+        )
+    else:
+        raise TargetRepositoryError(f"task repository {source} is not a git repository (no .git folder or file)")
+    common_dir = git_dir
+    if path_kind(git_dir / "commondir") == "file":
+        shared = _small_file(git_dir / "commondir", "commondir").decode("utf-8", "replace").strip()
+        common_dir = (git_dir / shared).resolve()
+    for part, wanted in ((git_dir, "folder"), (git_dir / "HEAD", "file"), (common_dir / "objects", "folder")):
+        if path_kind(part) != wanted:
+            raise TargetRepositoryError(
+                f"task repository {source}: {part} is not a {wanted}; skillbench reads a repository's HEAD, "
+                "refs and objects only as a work tree's .git, a `gitdir:` link or a bare repository"
+            )
+    if path_kind(common_dir / "objects" / "info" / "alternates") != "missing":
+        raise TargetRepositoryError(
+            f"task repository {source} borrows objects from another repository ({common_dir}/objects/info/"
+            "alternates); give the task a self-contained clone (`git clone --no-local` or `git repack -a -d` and "
+            "remove the alternates file)"
+        )
+    if path_kind(common_dir / "reftable") != "missing":
+        raise TargetRepositoryError(f"task repository {source} uses the reftable ref format, which is not supported")
+    return TargetLayout(source=source, work_tree=work_tree, git_dir=git_dir, common_dir=common_dir)
+
+
+def _ref_files(common_dir: Path) -> list[tuple[str, bytes]]:
+    """(path relative to the git directory, content) of every loose ref: regular files only, bounded."""
+    found: list[tuple[str, bytes]] = []
+    root = common_dir / "refs"
+    if path_kind(root) != "folder":
+        return found
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = [name for name in subdirs if path_kind(Path(directory) / name) == "folder"]
+        for name in names:
+            path = Path(directory) / name
+            if path_kind(path) != "file":
+                continue
+            if len(found) >= MAX_REF_FILES:
+                raise TargetRepositoryError(f"task repository {common_dir} has more than {MAX_REF_FILES} ref files")
+            found.append((path.relative_to(common_dir).as_posix(), _small_file(path, "ref file")))
+    return found
+
+
+def _object_format(values: Sequence[bytes]) -> str:
+    """sha256 when any ref holds a 64-digit object id, else sha1 (read from the refs, not from the config)."""
+    return "sha256" if any(re.match(rb"^\^?[0-9a-f]{64}\b", value) for value in values) else "sha1"
+
+
+def target_git(
+    args: Sequence[str], *, index: Path | None = None, capture_stdout_bytes: int | None = None
+) -> ProcessResult:
+    """git with the harness's settings and an environment built from nothing (no secret, no user config)."""
+    env = {**git_environment(), **TARGET_ENVIRONMENT}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    settings = [option for key, value in TARGET_GIT_SETTINGS for option in ("-c", f"{key}={value}")]
+    return run_managed(
+        ["git", *settings, *args], env=env, timeout=GIT_TIMEOUT_S, capture_stdout_bytes=capture_stdout_bytes
+    )
+
+
+class TargetReader:
+    """A harness-owned bare git directory over a target's objects and a copy of its refs (see the module's
+    docstring); every git command on the target goes through `git`."""
+
+    def __init__(self, layout: TargetLayout, harness_dir: Path) -> None:
+        self.layout = layout
+        self.harness_dir = harness_dir
+
+    def git(
+        self,
+        args: Sequence[str],
+        *,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+        capture_stdout_bytes: int | None = None,
+    ) -> ProcessResult:
+        location = ["--git-dir", str(self.harness_dir), *(["--work-tree", str(work_tree)] if work_tree else [])]
+        return target_git([*location, *args], index=index, capture_stdout_bytes=capture_stdout_bytes)
+
+    def checked(self, *args: str, work_tree: Path | None = None, index: Path | None = None) -> str:
+        return checked(lambda argv, **_: self.git(argv, work_tree=work_tree, index=index), *args)
+
+    def resolve(self, ref: str) -> str:
+        """`ref` (a branch, tag, `HEAD`, a commit id or a rev-parse expression over them) as a commit id."""
+        result = self.git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
+        sha = result.stdout_tail.strip()
+        if not result.ok or not SHA_PATTERN.match(sha):
+            raise TargetRepositoryError(
+                f"task repository {self.layout.source}: ref {ref!r} does not name a commit (branches, tags, HEAD "
+                "and commit ids are read from the repository's ref files; reflog forms such as @{1} are not)"
+            )
+        return sha
+
+    def export(self, sha: str, destination: Path) -> None:
+        """Write the files of commit `sha` into the new folder `destination`; symlinks stay symlinks."""
+        destination = Path(destination).absolute()
+        destination.mkdir(parents=True, exist_ok=False)
+        with tempfile.TemporaryDirectory(prefix="skillbench-target-index-") as scratch:
+            index = Path(scratch) / "index"
+            self.checked("read-tree", sha, index=index)
+            self.checked("checkout-index", "--all", "--force", work_tree=destination, index=index)
+
+    def work_tree_changes(self, sha: str) -> WorkTreeChanges | None:
+        """How the target's work tree differs from commit `sha` (None for a bare repository)."""
+        if self.layout.work_tree is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="skillbench-target-status-") as scratch:
+            index = Path(scratch) / "index"
+            self.checked("read-tree", sha, index=index)
+            result = self.git(
+                [
+                    "status",
+                    "--porcelain=v1",
+                    "-z",
+                    "--untracked-files=normal",
+                    "--ignore-submodules=all",
+                    "--no-renames",
+                ],
+                work_tree=self.layout.work_tree,
+                index=index,
+                capture_stdout_bytes=16 * 1024 * 1024,
+            )
+        if not result.ok or result.stdout_capture is None:
+            raise TargetRepositoryError(
+                f"task repository {self.layout.source}: cannot compare its work tree with {sha[:12]}: "
+                f"{(result.detail or result.stderr_tail or '').strip()[-300:]}"
+            )
+        changed: list[str] = []
+        untracked: list[str] = []
+        for entry in result.stdout_capture.decode("utf-8", "replace").split("\0"):
+            if len(entry) > 3:
+                (untracked if entry.startswith("??") else changed).append(entry[3:])
+        return WorkTreeChanges(changed=changed, untracked=untracked)
+
+
+@dataclass(frozen=True)
+class TargetRefs:
+    """A target's HEAD, loose refs ((path, content) relative to the git directory) and packed-refs."""
+
+    head: bytes
+    loose: list[tuple[str, bytes]]
+    packed: bytes
+
+    def values(self) -> list[bytes]:
+        return [self.head, *(content for _, content in self.loose), *self.packed.splitlines()]
+
+
+def read_target_refs(layout: TargetLayout) -> TargetRefs:
+    """The target's HEAD (from its own git directory) and refs (from the shared one), bounded, no-follow."""
+    head = _small_file(layout.git_dir / "HEAD", "HEAD")
+    if not _HEAD_CONTENT.match(head):
+        raise TargetRepositoryError(f"task repository {layout.source}: HEAD is neither a ref nor a commit id")
+    packed = b""
+    if path_kind(layout.common_dir / "packed-refs") == "file":
+        packed = read_regular_file(
+            layout.common_dir / "packed-refs", MAX_PACKED_REFS_BYTES, what="packed-refs", error=TargetRepositoryError
+        )
+    return TargetRefs(head=head, loose=_ref_files(layout.common_dir), packed=packed)
+
+
+def _write_refs(refs: TargetRefs, harness_dir: Path) -> None:
+    (harness_dir / "HEAD").write_bytes(refs.head)
+    (harness_dir / "packed-refs").write_bytes(refs.packed)
+    for relative, content in refs.loose:
+        path = harness_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+@contextmanager
+def open_target(source: Path) -> Iterator[TargetReader]:
+    """A `TargetReader` over the repository at `source`; its git directory is removed when the block ends."""
+    layout = locate_target(source)
+    refs = read_target_refs(layout)
+    with tempfile.TemporaryDirectory(prefix="skillbench-target-") as scratch:
+        harness_dir = Path(scratch) / "git"
+        init = ["init", "--quiet", "--bare", "--template=", f"--object-format={_object_format(refs.values())}"]
+        result = target_git([*init, str(harness_dir)])
+        if not result.ok:
+            raise TargetRepositoryError(
+                f"cannot prepare a git directory to read {layout.source}: {(result.detail or result.stderr_tail)}"
+            )
+        harness_dir.chmod(0o700)
+        _write_refs(refs, harness_dir)
+        (harness_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
+        (harness_dir / "objects" / "info" / "alternates").write_text(f"{layout.common_dir / 'objects'}\n")
+        yield TargetReader(layout, harness_dir)
 
 
 def commit_tree_as_template(work_tree: Path) -> str:
@@ -187,28 +454,53 @@ def verify_sanitized(repo: Path, sha: str) -> None:
 
 
 def build_template(
-    *, destination: Path, snapshot: Path | None = None, repo: Path | None = None, sha: str | None = None
+    *, destination: Path, snapshot: Path | None = None, target: TargetReader | None = None, sha: str | None = None
 ) -> str:
-    """Build the sanitized template of a task from a snapshot folder or a repository commit."""
-    if (snapshot is None) == (repo is None):
-        raise ValueError("exactly one of snapshot or repo is required")
-    if repo is not None and sha is None:
+    """Build the sanitized template of a task from a snapshot folder or a commit of a target repository."""
+    if (snapshot is None) == (target is None):
+        raise ValueError("exactly one of snapshot or target is required")
+    if target is not None and sha is None:
         raise ValueError("a template from a repository needs the commit (sha)")
-    if destination.exists():
+    if os.path.lexists(destination):
         shutil.rmtree(destination)
     if snapshot is not None:
         shutil.copytree(snapshot, destination, symlinks=True)
-        if (destination / ".git").exists():
+        if os.path.lexists(destination / ".git"):
             raise GitError(f"snapshot folder {snapshot} must not contain a .git entry")
-    elif repo is not None and sha is not None:
-        export_tree(repo, sha, destination)
-    # A task repository's own Claude Code settings could point the CLI at another endpoint
-    # (settings.env) or grant it tools; the harness passes its own settings, so the target's go.
-    for name in CLAUDE_SETTINGS_FILES:
-        path = destination / name
-        if path.is_file() or path.is_symlink():
-            path.unlink()
+    elif target is not None and sha is not None:
+        target.export(sha, destination)
+    drop_task_settings(destination)
     return commit_tree_as_template(destination)
+
+
+def drop_task_settings(template: Path) -> list[str]:
+    """Remove the task's own Claude Code settings from the template; return what was removed.
+
+    A task repository's settings could point the CLI at another endpoint (settings.env) or grant it
+    tools; the harness passes its own. Every step looks at the entry itself (lstat), so nothing is
+    followed out of the template: a `.claude` that is a symlink or a file is refused (the cells need a
+    real folder there), and a settings entry that is a symlink loses the link, never its target.
+    """
+    claude = template / ".claude"
+    kind = path_kind(claude)
+    if kind == "missing":
+        return []
+    if kind != "folder":
+        raise GitError(
+            f"the task's .claude is a {kind}, not a folder (template {template}); a committed .claude must be a "
+            "real folder, since cells keep the harness's settings there: replace it in the task's commit or bind "
+            "another ref"
+        )
+    removed = []
+    for name in CLAUDE_SETTINGS_FILES:
+        path = template / name
+        kind = path_kind(path)
+        if kind in ("file", "symlink"):
+            path.unlink()
+            removed.append(name)
+        elif kind != "missing":
+            raise GitError(f"the task's {name} is a {kind} (template {template}); remove it from the task's commit")
+    return removed
 
 
 SNAKEMAKE_TIMESTAMP = ".snakemake_timestamp"

@@ -282,12 +282,12 @@ def solution_bytes(task: dict[str, Any], suite: Path, binding: TaskBinding) -> b
     if "patch" in solution:
         return (Path(suite).parent / solution["patch"]).read_bytes()
     source = Path(task["repo"]).expanduser().resolve()
-    git = repo.host_git(source)
-    resolved = repo.resolve_commit(source, solution["ref"])
-    result = git(
-        ["diff", "--binary", "--no-ext-diff", "--no-textconv", binding["resolved_sha"], resolved],
-        capture_stdout_bytes=64 * 1024 * 1024,
-    )
+    with repo.open_target(source) as target:  # never the target's own config, attributes or hooks
+        resolved = target.resolve(solution["ref"])
+        result = target.git(
+            ["diff", "--binary", "--no-ext-diff", "--no-textconv", binding["resolved_sha"], resolved],
+            capture_stdout_bytes=64 * 1024 * 1024,
+        )
     if not result.ok or result.stdout_capture is None:
         raise TaskCheckError(
             f"task {task['id']}: solution.ref {solution['ref']!r}: cannot diff it against "

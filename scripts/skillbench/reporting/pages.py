@@ -4,6 +4,12 @@ Owns turning ``report.md`` / ``summary.md`` and the SVG figures made for them in
 self-contained HTML page (no external resources: Snakemake's report shows an HTML result in a
 frame from a data URI, so images are embedded as data URIs too). Deterministic: the same
 Markdown and figures give the same bytes.
+
+The Markdown quotes strings others chose (manifests, task suites, configs), and Snakemake's
+report frames the page without a sandbox, so the page is built to run nothing: the rendered
+Markdown goes through the allow-list sanitizer (`markup.sanitize_html`), every string this module
+interpolates is HTML-escaped, and the page's first `<meta>` is a Content-Security-Policy that
+forbids scripts and remote loads (`markup.CONTENT_SECURITY_POLICY`).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import base64
 import html
 import re
 from pathlib import Path
+
+from skillbench.reporting.markup import CONTENT_SECURITY_POLICY, sanitize_html
 
 STYLE = """
 body { font: 14px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2328; margin: 24px;
@@ -74,9 +82,13 @@ def figure_text(path: str | Path) -> tuple[str, str]:
 
 
 def markdown_to_html(text: str) -> str:
+    """Markdown as sanitized HTML: raw HTML in the Markdown never survives as markup."""
     import markdown
+    from markdown.extensions.tables import TableExtension
 
-    return markdown.markdown(text, extensions=["tables", "fenced_code", "sane_lists"], output_format="html")
+    tables = TableExtension(use_align_attribute=True)  # alignment as an attribute: the sanitizer drops styles
+    rendered = markdown.markdown(text, extensions=[tables, "fenced_code", "sane_lists"], output_format="html")
+    return sanitize_html(rendered)
 
 
 def _figure_html(title: str, caption: str, svg: bytes) -> str:
@@ -95,10 +107,11 @@ def render_page(markdown_text: str, figures: list[tuple[str, str, bytes]], *, ti
     head_html, rest = (heading.group(0), body[heading.end() :]) if heading else ("", body)
     if title:
         head_html = f"<h1>{html.escape(title)}</h1>\n"
-    page_title = title or (re.sub(r"<[^>]+>", "", heading.group(1)) if heading else "skillbench report")
+    page_title = title or (html.unescape(re.sub(r"<[^>]+>", "", heading.group(1))) if heading else "skillbench report")
     figure_html = "\n".join(_figure_html(*figure) for figure in figures)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(CONTENT_SECURITY_POLICY)}">'
         f"<title>{html.escape(page_title)}</title><style>{STYLE}</style></head><body>\n"
         f"{head_html}{figure_html}\n{rest}\n</body></html>\n"
     )

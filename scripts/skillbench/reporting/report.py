@@ -3,16 +3,19 @@ verdict, and the run's summary across generations.
 
 Owns the Markdown layout and number formatting of the benchmark report and the run summary, the canonical
 order of rows (task-file order, run-major, arm-minor), and the summary document's outcome. Plain rows and
-documents in, deterministic values out: no timestamps, no I/O.
+documents in, deterministic values out: no timestamps, no I/O. Every string a report takes from rows,
+documents or config goes through `markup` (`md_text`, `md_code`, `md_prose`), so it renders as text.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from skillbench.base import layout
 from skillbench.base.records import USAGE_FIELDS
 from skillbench.decision.aggregate import aggregate_by_task, percent_saved, resolved_by_task, savings
+from skillbench.reporting.markup import md_code, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
 DASH = "—"
@@ -107,7 +110,7 @@ def _resolved_cell(summary: dict[str, Any]) -> str:
 def _errors_cell(error_kinds: dict[str, int]) -> str:
     if not error_kinds:
         return DASH
-    return ", ".join(f"{kind}×{count}" for kind, count in sorted(error_kinds.items()))
+    return ", ".join(f"{md_text(kind)}×{count}" for kind, count in sorted(error_kinds.items()))
 
 
 def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
@@ -117,9 +120,9 @@ def _arm_line(task: str, arm: str, summary: dict[str, Any]) -> str:
     churn = f"{files}/+{insertions}/{MINUS}{deletions}"
     return _table_line(
         [
-            task,
-            summary["class"],
-            arm,
+            md_text(task),
+            md_text(summary["class"]),
+            md_text(arm),
             _resolved_cell(summary),
             *(_whole(summary[field]) for field in USAGE_FIELDS),
             _cost(summary["cost_usd"]),
@@ -153,9 +156,9 @@ def _savings_line(
     noisy = base_all["duration_s"] < NOISY_WALL_S or arm_all["duration_s"] < NOISY_WALL_S
     return _table_line(
         [
-            task,
-            task_class,
-            f"**{arm} savings %**",
+            md_text(task),
+            md_text(task_class),
+            f"**{md_text(arm)} savings %**",
             resolution,
             *(_pct(saved[field]) for field in USAGE_FIELDS),
             _pct(saved["cost_usd"]),
@@ -173,7 +176,7 @@ def _distinct(rows: list[dict[str, Any]], field: str) -> list[Any]:
 
 
 def _code_list(values: list[Any]) -> str:
-    known = [f"`{value}`" for value in values if value is not None]
+    known = [md_code(value) for value in values if value is not None]
     return ", ".join(known) if known else "unknown"
 
 
@@ -193,15 +196,15 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
         f"- Benchmark model: {_code_list(pick('model', 'model'))}",
     ]
     if "proposer_model" in provenance:
-        lines.append(f"- Proposer model: `{provenance['proposer_model']}`")
+        lines.append(f"- Proposer model: {md_code(provenance['proposer_model'])}")
     lines += [
         f"- Provider: {_code_list(pick('provider', 'provider'))}",
         f"- Reasoning effort: {_code_list(pick('effort', 'effort'))}",
         f"- Claude Code CLI version: {_code_list(pick('cli_version', 'cli_version'))}",
         f"- Sandbox backend(s): {_code_list(pick('sandbox_backends', 'sandbox_backend'))}",
-        f"- Selected tasks ({len(selected)}): {', '.join(selected) if selected else 'none'}",
-        f"- Skipped expensive tasks ({len(skipped)}): {', '.join(skipped) if skipped else 'none'}",
-        f"- Runs per (task, arm): {runs}",
+        f"- Selected tasks ({len(selected)}): {', '.join(map(md_text, selected)) if selected else 'none'}",
+        f"- Skipped expensive tasks ({len(skipped)}): {', '.join(map(md_text, skipped)) if skipped else 'none'}",
+        f"- Runs per (task, arm): {md_text(runs)}",
     ]
     plugins: dict[tuple[str, Any, Any], list[str]] = {}
     for row in rows:
@@ -211,17 +214,19 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
                 arms.append(row["arm"])
     for (name, version, digest), arms in plugins.items():
         lines.append(
-            f"- Plugin `{name}` version `{version or 'unversioned'}` digest `{digest[:16]}` (arms: {', '.join(arms)})"
+            f"- Plugin {md_code(name)} version {md_code(version or 'unversioned')} digest {md_code(digest[:16])} "
+            f"(arms: {', '.join(map(md_text, arms))})"
         )
     mcp_uses: dict[str, int] = {}
     for row in rows:
         for server, count in (row.get("mcp_tool_uses") or {}).items():
             mcp_uses[server] = mcp_uses.get(server, 0) + count
     if mcp_uses:
-        lines.append("- MCP tool calls: " + ", ".join(f"`{server}` {count}" for server, count in mcp_uses.items()))
+        calls = ", ".join(f"{md_code(server)} {count}" for server, count in mcp_uses.items())
+        lines.append(f"- MCP tool calls: {calls}")
     run_status = provenance.get("run_status", "complete")
     if run_status != "complete":
-        lines.append(f"- Run status: `{run_status}` — partial evidence; promotion is disabled")
+        lines.append(f"- Run status: {md_code(run_status)} — partial evidence; promotion is disabled")
     return lines
 
 
@@ -260,7 +265,7 @@ def _runs_lines(decision: dict[str, Any]) -> list[str]:
     metric = decision["metric"]
     lines = [
         "",
-        f"Per-run {metric} (paired runs):",
+        f"Per-run {md_text(metric)} (paired runs):",
         "",
         _table_line(["task", "arm", *(f"run {index + 1}" for index in range(width))]),
         _table_line(["---"] * (2 + width)),
@@ -272,7 +277,7 @@ def _runs_lines(decision: dict[str, Any]) -> list[str]:
             (decision["candidate_arm"], paired["candidate_values"]),
         ):
             cells = [_metric_value(metric, value) for value in values]
-            lines.append(_table_line([row["task"], arm, *cells, *([DASH] * (width - len(cells)))]))
+            lines.append(_table_line([md_text(row["task"]), md_text(arm), *cells, *([DASH] * (width - len(cells)))]))
     return lines
 
 
@@ -285,20 +290,20 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
     deciding = "decided on these tests" if decision.get("rule") == "noise_aware" else "reported only; rule upstream"
     lines = [
         "",
-        f"Tests ({deciding}): design {tests['design']['text']}.",
+        f"Tests ({deciding}): design {md_prose(tests['design']['text'])}.",
         "",
         _table_line(["test", "estimate", "interval", "p-value", "detectable at 80% power", "conclusion"]),
         _table_line(["---"] * 6),
         _table_line(
             [
-                f"{decision['metric']} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
+                f"{md_text(decision['metric'])} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
                 _pct(cost["estimate_pct"]) + ("%" if cost["estimate_pct"] is not None else ""),
                 "n/a"
                 if cost["ci_low_pct"] is None
                 else f"{cost['ci_low_pct']:.1f}% to {cost['ci_high_pct']:.1f}% ({cost['confidence']:.0%})",
                 _p_value(cost["p_value"]),
                 "n/a" if cost["mde_pct"] is None else f"{cost['mde_pct']:.1f}% saving",
-                cost["conclusion"].replace("_", " "),
+                md_text(cost["conclusion"].replace("_", " ")),
             ]
         ),
         _table_line(
@@ -313,7 +318,7 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
                 f"non-inferiority {_p_value(quality['p_noninferiority'])}; worse {_p_value(quality['p_worse'])}; "
                 f"better {_p_value(quality['p_better'])}",
                 "n/a" if quality["mde_pct"] is None else f"{quality['mde_pct']:.1f} points",
-                quality["conclusion"].replace("_", " "),
+                md_text(quality["conclusion"].replace("_", " ")),
             ]
         ),
     ]
@@ -368,13 +373,13 @@ def _looks_lines(decision: dict[str, Any]) -> list[str]:
                     _p_value(look["p_value"]),
                     f"{look['nominal_alpha']:.4g}",
                     " / ".join("n/a" if powers[key] is None else f"{powers[key]:.2f}" for key in ("cost", "quality")),
-                    look["decision"].replace("_", " "),
-                    look["reason"].replace("|", "/"),
+                    md_text(look["decision"].replace("_", " ")),
+                    md_prose(look["reason"].replace("|", "/")),
                 ]
             )
         )
     if sequential["cut_short"]:
-        lines += ["", f"Cut short: {decision['reasons'][0]}"]
+        lines += ["", f"Cut short: {md_prose(decision['reasons'][0])}"]
     elif sequential["status"] == "continue":
         lines += ["", f"Not decided yet: the next look needs {sequential['next_runs']} runs per (task, arm)."]
     return lines
@@ -383,7 +388,8 @@ def _looks_lines(decision: dict[str, Any]) -> list[str]:
 def _decision_lines(decision: dict[str, Any]) -> list[str]:
     metric = decision["metric"]
     lines = [
-        f"### {decision['candidate_arm']} vs {decision['incumbent_arm']}: {decision['decision']}",
+        f"### {md_text(decision['candidate_arm'])} vs {md_text(decision['incumbent_arm'])}: "
+        f"{md_text(decision['decision'])}",
         "",
         _table_line(
             [
@@ -391,8 +397,8 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
                 "class",
                 "incumbent resolved",
                 "candidate resolved",
-                f"incumbent {metric}",
-                f"candidate {metric}",
+                f"incumbent {md_text(metric)}",
+                f"candidate {md_text(metric)}",
                 "improvement %",
                 "gated",
                 "paired runs (candidate W/L/T)",
@@ -410,8 +416,8 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
         lines.append(
             _table_line(
                 [
-                    row["task"],
-                    row["class"],
+                    md_text(row["task"]),
+                    md_text(row["class"]),
                     incumbent_resolved,
                     candidate_resolved,
                     _metric_value(metric, row["incumbent_metric"]),
@@ -433,12 +439,12 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
     margin = decision["resolution_margin"]
     lines += [
         "",
-        f"Decision: **{decision['decision']}** on `{metric}`; median improvement over gated tasks "
+        f"Decision: **{md_text(decision['decision'])}** on {md_code(metric)}; median improvement over gated tasks "
         f"{_pct(decision['median_improvement_pct'])}%; resolution margin {'+' if margin > 0 else ''}{margin} run(s).",
         "",
         "Reasons:",
         "",
-        *(f"- {reason}" for reason in decision["reasons"]),
+        *(f"- {md_prose(reason)}" for reason in decision["reasons"]),
         "",
         f"Sign test over gated tasks: {sign['wins']} win(s), {sign['losses']} loss(es), {sign['ties']} tie(s); "
         f"two-sided p = {sign['p_value']:.4f}.",
@@ -447,14 +453,17 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
         f"seed {boot['seed']}): {interval}.",
     ]
     if decision.get("metric_warning"):
-        lines += ["", decision["metric_warning"]]
+        lines += ["", md_prose(decision["metric_warning"])]
     return lines
 
 
 def _promotion_lines(promotion: dict[str, Any]) -> list[str]:
     lines = ["## Candidate vs incumbent", ""]
     if promotion.get("run_status", "complete") != "complete":
-        lines += [f"Run status `{promotion['run_status']}`: every decision is forced to insufficient_evidence.", ""]
+        lines += [
+            f"Run status {md_code(promotion['run_status'])}: every decision is forced to insufficient_evidence.",
+            "",
+        ]
     for index, decision in enumerate(promotion.get("decisions", [])):
         if index:
             lines.append("")
@@ -483,7 +492,7 @@ def render_report(
     """
     by_task = aggregate_by_task(rows)
     resolved_only = resolved_by_task(rows)
-    lines = [f"# {title}", "", HOW_TO_READ, ""]
+    lines = [f"# {md_text(title)}", "", HOW_TO_READ, ""]
     if subagents_possible(rows, provenance.get("tools")):
         lines += [TOKEN_WARNING, ""]
     lines += [_table_line(COLUMNS), _table_line(["---"] * len(COLUMNS))]
@@ -536,7 +545,10 @@ def oracle_log_section(links: list[tuple[dict[str, Any], str]]) -> str:
     author. The report shows only the link, never the owner-only log's content."""
     if not links:
         return ""
-    lines = [f"- {row['task']} / {row['arm']} / run {row['run']}: [{relative}]({relative})" for row, relative in links]
+    lines = [
+        f"- {md_text(row['task'])} / {md_text(row['arm'])} / run {row['run']}: [{md_text(relative)}]({quote(relative)})"
+        for row, relative in links
+    ]
     return (
         "\n## Oracle output of failed runs (for task authors)\n\nThe hidden oracle's output is kept out of every "
         "report, transcript and evidence bundle; these owner-only files hold its tail. If every arm fails the "
@@ -589,17 +601,26 @@ def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str,
 def _generation_table(summary: dict[str, Any]) -> list[str]:
     lines = ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
     for generation in summary["generations"]:
-        decisions = ", ".join(f"{d['candidate_arm']}: {d['decision']}" for d in generation["decisions"])
+        decisions = ", ".join(
+            f"{md_text(decision['candidate_arm'])}: {md_text(decision['decision'])}"
+            for decision in generation["decisions"]
+        )
         lines.append(
-            f"| {generation['generation']} | {generation['candidate_origin']} | "
-            f"`{generation['candidate_overlay_digest'][:16]}` | "
-            f"{', '.join(generation['required_candidate_arms'])} | {decisions} |"
+            _table_line(
+                [
+                    str(generation["generation"]),
+                    md_text(generation["candidate_origin"]),
+                    md_code(generation["candidate_overlay_digest"][:16]),
+                    ", ".join(map(md_text, generation["required_candidate_arms"])),
+                    decisions,
+                ]
+            )
         )
     lines.append("")
     for generation in summary["generations"]:
         lines.append(f"## Generation {generation['generation']}")
         lines.append("")
-        lines += [f"- {line}" for line in generation["gate_summary"]]
+        lines += [f"- {md_prose(line)}" for line in generation["gate_summary"]]
         lines.append("")
     return lines
 
@@ -608,21 +629,24 @@ def _outcome_line(summary: dict[str, Any]) -> str:
     if summary["outcome"] == "promoted":
         return (
             f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
-            f"Apply it with `skillbench apply {layout.results_root(summary['experiment'])}`."
+            f"Apply it with {md_code('skillbench apply ' + layout.results_root(summary['experiment']))}."
         )
     advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
-    return f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** {advice}"
+    return (
+        f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** "
+        f"{md_prose(advice)}"
+    )
 
 
 def render_summary(summary: dict[str, Any]) -> str:
     """summary.md: the chain of generations, each generation's gate summary and the outcome."""
-    lines = [f"# skillbench run `{summary['experiment']}`", ""]
+    lines = [f"# skillbench run {md_code(summary['experiment'])}", ""]
     if summary["outcome"] == "sweep":
         lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
     else:
         lines += [*_generation_table(summary), _outcome_line(summary)]
     cut_short = [
-        f"generation {g['generation']} {d['candidate_arm']}"
+        f"generation {g['generation']} {md_text(d['candidate_arm'])}"
         for g in summary["generations"]
         for d in g["decisions"]
         if d["reasons"] and d["reasons"][0].startswith("cut short:")
@@ -634,5 +658,6 @@ def render_summary(summary: dict[str, Any]) -> str:
             f"{', '.join(cut_short)} (their reports show the looks taken).",
         ]
     if summary["broken_incumbent_arms"]:
-        lines += ["", f"**[harness-health]** broken incumbent arms: {', '.join(summary['broken_incumbent_arms'])}"]
+        broken = ", ".join(map(md_text, summary["broken_incumbent_arms"]))
+        lines += ["", f"**[harness-health]** broken incumbent arms: {broken}"]
     return "\n".join(lines).rstrip() + "\n"

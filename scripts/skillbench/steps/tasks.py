@@ -15,8 +15,10 @@ from skillbench.steps import start_session_job
 
 def bind_task(*, suite: str, task: dict[str, Any], binding_out: str, template_out: str, oracle_out: str) -> None:
     """`task` is the definition the workflow validated when it was parsed."""
-    binding = bind_task_files(task, suite=Path(suite), template_dir=Path(template_out), oracle_dir=Path(oracle_out))
-    artifacts.write_artifact(Path(binding_out), binding, "task-binding")
+    bound = bind_task_files(task, suite=Path(suite), template_dir=Path(template_out), oracle_dir=Path(oracle_out))
+    for warning in bound.warnings:
+        print(warning)
+    artifacts.write_artifact(Path(binding_out), bound.binding, "task-binding")
 
 
 def merge_bindings(*, suite: str, binding_paths: list[str], skipped_expensive: list[str], out: str) -> None:
