@@ -179,11 +179,6 @@ def test_readme_and_license_files_are_allowed(tmp_path):
     ]
 
 
-def test_mount_paths_come_from_the_index_only():
-    hostile = {"name": "x/../../../home/agent/.claude"}
-    assert plugins.sandbox_path(hostile, 3) == f"{plugins.SANDBOX_PLUGINS}/3"
-
-
 def test_the_staged_copy_holds_exactly_the_digested_files_read_only(tmp_path):
     make_plugin(tmp_path)
     (plugin,) = plugins.check_plugins(config_with(["plugins/kit"]), tmp_path)["comp"]

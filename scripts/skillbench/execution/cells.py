@@ -38,7 +38,7 @@ from skillbench.base.artifacts import ArtifactError, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import access, breaker, quota, repo, sessions
+from skillbench.execution import access, breaker, plugins, quota, repo, sessions
 from skillbench.execution.access import ModelAccess
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
 from skillbench.execution.sandbox import Sandbox, SandboxError, SandboxLimits
@@ -197,8 +197,6 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
 
 
 def _row_plugins(config: dict[str, Any], arm: str) -> list[dict[str, Any]]:
-    from skillbench.execution import plugins
-
     if not config["arms"].get(arm_config.incumbent_of(arm), {}).get("plugins"):
         return []
     return plugins.provenance(plugins.arm_plugins(config, arm_config.incumbent_of(arm)))
@@ -274,17 +272,20 @@ def _mcp_server_argv(sandbox: Sandbox, resolved: dict[str, Any], server: dict[st
 
 
 def _plugin_dirs(sandbox: Sandbox, config: dict[str, Any], arm: str, binds: list[tuple[Path, str]]) -> list[str]:
-    """The arm's plugin folders as the CLI sees them; under bwrap each is bound read-only (added to `binds`)."""
-    from skillbench.execution import plugins
-
+    """The arm's plugins as the CLI sees them: a harness-made copy of each (its allow-listed files only, checked
+    against the digest that pins the arm), under bwrap bound read-only (added to `binds`)."""
     plugin_dirs: list[str] = []
+    staging = sandbox.private_root / "plugins"
+    staging.mkdir(mode=0o755, exist_ok=True)
     for index, plugin in enumerate(plugins.arm_plugins(config, arm_config.incumbent_of(arm))):
+        copy = staging / f"{len(list(staging.iterdir()))}"
+        plugins.stage_plugin(plugin, copy)
         if sandbox.backend == "bwrap":
-            target = plugins.sandbox_path(plugin, index)
-            binds.append((Path(plugin["path"]), target))
+            target = plugins.sandbox_path(index)
+            binds.append((copy, target))
             plugin_dirs.append(target)
         else:
-            plugin_dirs.append(plugin["path"])
+            plugin_dirs.append(str(copy))
     return plugin_dirs
 
 

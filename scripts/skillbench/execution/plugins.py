@@ -211,9 +211,9 @@ def provenance(plugins: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"name": plugin["name"], "version": plugin["version"], "digest": plugin["digest"]} for plugin in plugins]
 
 
-def sandbox_path(plugin: dict[str, Any], index: int) -> str:
-    """Where the CLI sees an arm's `index`-th plugin. Built from the index alone: `plugin` (kept for the callers'
-    signature) never enters the path, so no manifest can name a mount point."""
+def sandbox_path(index: int) -> str:
+    """Where the CLI sees an arm's `index`-th plugin. Built from the index alone, so no manifest can name a mount
+    point."""
     return f"{SANDBOX_PLUGINS}/{index}"
 
 
