@@ -65,9 +65,9 @@ def write_progress_plan():
     sb_progress.write_plan(RESULTS, plan)
 
 
-def announce_run_end(ok):
+def announce_run_end(ok, log=None):
     """A few lines instead of Snakemake's list of every file: outcome, where to look, what to do next."""
     lines = sb_progress.closing_lines(
-        RESULTS, ok=ok, snakemake_bin=sys.argv[0], interrupted=sb_process.INTERRUPTED.is_set()
+        RESULTS, ok=ok, snakemake_bin=sys.argv[0], interrupted=sb_process.INTERRUPTED.is_set(), log=log
     )
     print("\n".join(lines), file=sys.stderr)

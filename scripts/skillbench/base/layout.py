@@ -12,6 +12,7 @@ results/<experiment>/
     looks/look<k>.json  results.jsonl  promotion.json  report.md  report.html  figures/
   sweep/results.jsonl, report.md, report.html, figures/         the incumbent arms alone
   summary.json  summary.md  summary.html  figures/  progress.json
+  run.json                     what the run was started with (config files and values, command line, process)
   .outage-breaker.json         the outage breaker shared by concurrent cell jobs
   .progress/plan.json, running/, lock
 logs/<experiment>/<rule>/…
@@ -58,6 +59,10 @@ def _join(*parts: object) -> str:
 
 def results_root(experiment: str) -> str:
     return _join(RESULTS, experiment)
+
+
+def log_dir(experiment: str) -> str:
+    return _join(LOGS, experiment)
 
 
 def log(experiment: str, *parts: str) -> str:
@@ -285,6 +290,11 @@ def run_figure(root: Root, name: str) -> str:
 def html_report(root: Root) -> str:
     """Where the closing lines suggest `snakemake --report` writes the HTML report."""
     return _join(root, "report.html")
+
+
+def run_record(root: Root) -> str:
+    """What defines the run (written when it starts): its config, command line and snakemake process."""
+    return _join(root, "run.json")
 
 
 def breaker(root: Root) -> str:
