@@ -126,6 +126,8 @@ rule plot_cell_timeline:
     conda:
         "../envs/skillbench.yaml"
     params:
+        # The experiment's arm order gives every arm its colour, the same in every figure.
+        arms=INCUMBENT_ARMS,
         title=f"Run {EXPERIMENT}: cells over time on worker slots",
     script:
         "../../scripts/plot_cell_timeline.py"

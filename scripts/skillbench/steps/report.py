@@ -29,7 +29,8 @@ def _task_order(bindings: str) -> list[str]:
 def plot_cost_resolution(*, results: str, bindings: str, arm_order: list[str], title: str, out: str) -> None:
     rows = _read_rows(Path(results))
     facets = figures.cost_resolution_data(rows, _task_order(bindings), arm_order)
-    artifacts.atomic_write_text(Path(out), figures.plot_cost_resolution(facets, title=title))
+    colours = figures.arm_colours(arm_order)
+    artifacts.atomic_write_text(Path(out), figures.plot_cost_resolution(facets, title=title, colours=colours))
 
 
 def plot_paired_improvement(*, promotion: str, candidate_arm: str, out: str) -> None:
@@ -84,7 +85,7 @@ def plot_session_spend(*, results: list[str], proposer_sessions: list[str], titl
     artifacts.atomic_write_text(Path(out), figures.plot_spend(figures.spend_data(sessions), title=title))
 
 
-def plot_cell_timeline(*, results: list[str], title: str, out: str) -> None:
+def plot_cell_timeline(*, results: list[str], arm_order: list[str], title: str, out: str) -> None:
     cells: list[dict[str, Any]] = []
     for path in run_records(results):
         record = _read_cell_record(path)
@@ -100,7 +101,10 @@ def plot_cell_timeline(*, results: list[str], title: str, out: str) -> None:
                 "sessions": timing["sessions"],
             }
         )
-    artifacts.atomic_write_text(Path(out), figures.plot_timeline(figures.timeline_data(cells), title=title))
+    colours = figures.arm_colours(arm_order)
+    artifacts.atomic_write_text(
+        Path(out), figures.plot_timeline(figures.timeline_data(cells), title=title, colours=colours)
+    )
 
 
 def render_report_page(*, markdown: str, figure_files: list[str], out: str, title: str | None = None) -> None:
