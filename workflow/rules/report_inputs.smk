@@ -32,9 +32,14 @@ def get_generation_figures(wildcards):
 
 
 def get_report_targets(wildcards):
-    """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run."""
+    """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run, and the
+    page of every cell behind them."""
     pages = [sb_layout.report_page(RESULTS, None), sb_layout.summary_page(RESULTS)]
-    return pages + [sb_layout.report_page(RESULTS, gen) for gen in generation_chain()]
+    records = cell_records(INCUMBENT_ARMS)
+    for gen in generation_chain():
+        pages.append(sb_layout.report_page(RESULTS, gen))
+        records += generation_records(gen)
+    return pages + [sb_layout.cell_page_of_record(record) for record in dict.fromkeys(records)]
 
 
 def summary_page_labels(wildcards, input):

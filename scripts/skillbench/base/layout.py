@@ -3,7 +3,7 @@
 ```
 results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json
-  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log
+  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log, cell.html, cell-author.html
                                incumbent and baseline cells, shared by every generation
   gen<N>/                      one generation of the evolution chain
     cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
@@ -193,6 +193,20 @@ def cell_patch(root: Root, cells: str, task: str, arm: str, run: int | str) -> s
 
 def cell_transcripts(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
     return _join(cell_dir(root, cells, task, arm, run), "transcripts")
+
+
+def cell_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    """The cell's page (sessions, patch, verify, the oracle's outcome), in the shared report."""
+    return _join(cell_dir(root, cells, task, arm, run), "cell.html")
+
+
+def cell_author_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    """The same page with the hidden oracle's output, for the task author only (0600, never in the report)."""
+    return _join(cell_dir(root, cells, task, arm, run), "cell-author.html")
+
+
+def cell_page_of_record(record: Root) -> str:
+    return str(Path(record).parent / "cell.html")
 
 
 def row_cell_dir(root: Root, task: str, arm: str, run: int, gen: int | str | None, *, candidate: bool) -> str:

@@ -509,15 +509,19 @@ def closing_lines(
         summary = None
     reports = [Path(layout.report(root, None))]
     if summary is None:
-        outcome = "finished"
-    elif summary["outcome"] == "sweep":
+        # Only the targets named on the command line (say, the sweep's rows): no summary, no report to build yet.
+        made = [path for path in (Path(layout.rows(root, None)), *reports) if path.is_file()]
+        return [
+            f"skillbench: the targets asked for are made{counts}.",
+            *([f"  made:      {', '.join(str(path) for path in made)}"] if made else []),
+        ]
+    if summary["outcome"] == "sweep":
         outcome = "benchmark sweep finished"
     elif summary["outcome"] == "promoted":
         outcome = f"generation {summary['promoted_generation']}'s candidate was PROMOTED"
     else:
         outcome = f"no candidate cleared the gate in {summary['generations_requested']} generation(s)"
-    if summary is not None:
-        reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
+    reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
     report_command = runrecord.snakemake_command(record, "--report", layout.html_report(root), fallback=snakemake)
     lines = [
         f"skillbench: {outcome}{counts}.",
@@ -525,11 +529,11 @@ def closing_lines(
         f"  reports:   {', '.join(str(path) for path in reports)}",
         f"  HTML:      {report_command}   (figures, every report and a page per cell; open it in a browser)",
     ]
-    if summary is not None and summary["outcome"] == "promoted":
+    if summary["outcome"] == "promoted":
         lines.append(
             f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
         )
-    elif summary is not None and summary["outcome"] == "not_promoted":
+    elif summary["outcome"] == "not_promoted":
         advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
         lines.append(f"  next:      {advice}")
     return lines
