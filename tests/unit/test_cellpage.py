@@ -112,3 +112,16 @@ def test_the_reports_cells_section_links_each_run():
     section = cellpage.cells_markdown([("fix", "workflow", 0, "../cells/fix/workflow/run0/cell.html")])
     assert "| fix | workflow | [run 0](../cells/fix/workflow/run0/cell.html) |" in section
     assert cellpage.cells_markdown([]) == ""
+
+
+def test_one_model_reply_streamed_as_several_events_is_one_turn():
+    reply = {"id": "msg_1", "usage": {"input_tokens": 5, "output_tokens": 1}}
+    events = [
+        {"type": "assistant", "message": {**reply, "content": [{"type": "text", "text": "Reading."}]}},
+        {"type": "assistant", "message": {**reply, "content": [{"type": "tool_use", "id": "t", "name": "Read"}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}},
+        {"type": "assistant", "message": {"id": "msg_2", "content": [{"type": "text", "text": "Done."}]}},
+    ]
+    text = page(transcripts=[cellpage.Transcript("work", "t.jsonl", events)])
+    assert text.count("turn 1: assistant") == 2 and text.count("tokens: input 5, output 1") == 1
+    assert "turn 2: assistant" in text and "turn 3" not in text

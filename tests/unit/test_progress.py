@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -331,3 +332,42 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
     assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
+
+
+def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allows(tmp_path, capsys, monkeypatch):
+    from skillbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    # The overlay changes change-work, which two arms load: a candidate of one arm only cannot exist.
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(
+        "experiment: estimate-probe\nevolution:\n  generations: 1\n"
+        "  initial_overlay: tasks/demo/overlays/verify-once\n  arms: [workflow_direct]\n"
+    )
+    assert main(["estimate", "--configfile", str(wrong)]) == 1
+    err = capsys.readouterr().err
+    assert "evolution.arms" in err and "nothing to estimate: fix these first" in err
+
+    capped = tmp_path / "capped.yaml"
+    capped.write_text("experiment: estimate-probe\nbudget: {max_sessions: 200, max_usd: 1}\n")
+    assert main(["estimate", "--configfile", str(capped)]) == 0
+    out = capsys.readouterr().out
+    assert "budget.max_sessions 200: the plan needs up to 92 sessions; the plan fits in it" in out
+    assert "budget.max_usd 1: looks start no batch whose projected cost passes it" in out
+    # No rows yet: the sweep to run first is a command that works (a target, then top-level --config only).
+    assert f"results/estimate-probe/sweep/results.jsonl --cores 2 --configfile {capped} --config runs=1" in out, out
+    assert re.search(rf"then estimate again: \S*skillbench estimate --configfile {re.escape(str(capped))}\n", out), out
+
+
+def test_status_of_a_live_sequential_run_between_batches_is_waiting_for_a_look(tmp_path, capsys):
+    from skillbench.cli import main
+
+    root = tmp_path / "results" / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0)
+    write_run(root, os.getpid(), config={"runs": {"min": 2, "max": 4, "step": 1}})
+    assert progress.snapshot(root)["state"] == "waiting_for_look"
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(", waiting for a look") and "state: waiting for a look;" in out
+    assert "the next batch of cells starts if the interim look says continue" in out

@@ -186,7 +186,9 @@ def _usage(event: dict[str, Any]) -> str:
     return f' <span class="note">tokens: {_e(", ".join(counted))}</span>' if counted else ""
 
 
-def _event(event: dict[str, Any], failed: set[str], turn: int) -> str:
+def _event(event: dict[str, Any], failed: set[str], turn: int, first_of_turn: bool = True) -> str:
+    """One event of a stream; ``turn`` counts model replies (the CLI streams one reply's blocks as several
+    events with one message id: the usage is shown on the first)."""
     kind = str(event.get("type", "?"))
     if kind == "system":
         subtype = event.get("subtype", "")
@@ -234,10 +236,16 @@ def _event(event: dict[str, Any], failed: set[str], turn: int) -> str:
             parts.append(_tool_result(block))
         else:
             parts.append(f'<span class="note">{_e(block.get("type"))}</span>{_pre(block)}')
-    who = f"turn {turn}: assistant" if kind == "assistant" else "tool results" if kind == "user" else kind
+    if kind == "assistant":
+        who = f"turn {turn}: assistant"
+    elif event.get("isSynthetic"):
+        who = "added by the CLI"
+    else:
+        results = any(isinstance(block, dict) and block.get("type") == "tool_result" for block in _blocks(event))
+        who = "tool results" if results else "user"
     return (
         f'<div class="turn {kind}"><span class="who">{_e(who)}</span>'
-        + (_usage(event) if kind == "assistant" else "")
+        + (_usage(event) if kind == "assistant" and first_of_turn else "")
         + "".join(parts)
         + "</div>"
     )
@@ -256,10 +264,16 @@ def _session(transcript: Transcript) -> str:
         if isinstance(block, dict) and block.get("type") == "tool_use" and _skill_name(block) is not None
     ]
     summary = f"skills invoked: {', '.join(str(skill) for skill in skills)}" if skills else "no skill invoked"
-    turns, rendered = 0, []
+    turns, last_reply, rendered = 0, None, []
     for event in transcript.events:
-        turns += event.get("type") == "assistant"
-        rendered.append(_event(event, failed, turns))
+        first = False
+        if event.get("type") == "assistant":
+            message = event.get("message")
+            reply = message.get("id") if isinstance(message, dict) else None
+            first = reply is None or reply != last_reply
+            turns += first
+            last_reply = reply
+        rendered.append(_event(event, failed, turns, first))
     problem = f'<p class="no">{_e(transcript.problem)}</p>' if transcript.problem else ""
     return heading + problem + f'<p class="note">{_e(summary)}</p>' + "".join(rendered)
 
