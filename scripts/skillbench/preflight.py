@@ -202,30 +202,31 @@ def repository_state(repository: Path, ref: str) -> RepositoryState:
 def task_repository_warnings(
     tasks: list[dict[str, Any]], state: Callable[[Path, str], RepositoryState] = repository_state
 ) -> list[str]:
-    """One warning per `repo:` task whose repository has uncommitted changes or whose HEAD is not at the task's
-    ref: cells run on the committed ref, so neither is benchmarked."""
-    warnings = []
+    """A warning per task repository (and ref) that has uncommitted changes or whose HEAD is not at the tasks'
+    ref: cells run on the committed ref, so neither is benchmarked. Tasks sharing a repository and ref share
+    the warning."""
+    groups: dict[tuple[Path, str], list[str]] = {}
     for task in tasks:
-        if "repo" not in task:
-            continue
-        source = Path(task["repo"]).expanduser()
-        ref = task.get("ref", "HEAD")
+        if "repo" in task:
+            groups.setdefault((Path(task["repo"]).expanduser(), task.get("ref", "HEAD")), []).append(task["id"])
+    warnings = []
+    for (source, ref), ids in groups.items():
+        named = f"task{'s' if len(ids) > 1 else ''} {', '.join(ids)}: repository {source}"
         try:
             found = state(source, ref)
         except (SkillbenchError, OSError) as exc:
-            warnings.append(f"task {task['id']}: cannot read repository {source}: {exc}")
+            warnings.append(f"{named} cannot be read: {exc}")
             continue
         if found.uncommitted:
             shown = ", ".join(line[3:] for line in found.uncommitted[:3])
             more = f" and {len(found.uncommitted) - 3} more" if len(found.uncommitted) > 3 else ""
             warnings.append(
-                f"task {task['id']}: repository {source} has uncommitted changes ({shown}{more}); cells run on "
-                f"ref {ref} ({found.ref_commit[:12]}) as committed, without them: commit them to benchmark them"
+                f"{named} has uncommitted changes ({shown}{more}); cells run on ref {ref} "
+                f"({found.ref_commit[:12]}) as committed, without them: commit them to benchmark them"
             )
         if found.head != found.ref_commit:
             warnings.append(
-                f"task {task['id']}: repository {source} has HEAD at {found.head[:12]}, not at the task's ref {ref} "
-                f"({found.ref_commit[:12]}); cells run on {ref}: check it out, or set the task's `ref`, if you "
-                "meant the other"
+                f"{named} has HEAD at {found.head[:12]}, not at the ref {ref} ({found.ref_commit[:12]}); cells run "
+                f"on {ref}: check it out, or set `ref`, if you meant the other"
             )
     return warnings

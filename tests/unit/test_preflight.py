@@ -119,10 +119,16 @@ def test_a_task_repository_with_uncommitted_changes_or_off_its_ref_is_named(tmp_
     git(repo, "commit", "-qam", "two")
     (repo / "lib.py").write_text("VALUE = 3\n")
     (repo / "notes.txt").write_text("draft\n")
-    first, second = preflight.task_repository_warnings([repository_task(repo, "v1"), {"id": "snap", "snapshot": "p"}])
-    assert first.startswith(f"task lib-fix: repository {repo} has uncommitted changes (lib.py, notes.txt)")
+    other = {**repository_task(repo, "v1"), "id": "lib-feature"}
+    tasks = [repository_task(repo, "v1"), other, {"id": "snap", "snapshot": "p"}]
+    first, second = preflight.task_repository_warnings(tasks)
+    assert first.startswith(
+        f"tasks lib-fix, lib-feature: repository {repo} has uncommitted changes (lib.py, notes.txt)"
+    )
     assert "cells run on ref v1" in first and "without them" in first
-    assert re.match(rf"task lib-fix: repository {repo} has HEAD at [0-9a-f]{{12}}, not at the task's ref v1 ", second)
+    assert re.match(
+        rf"tasks lib-fix, lib-feature: repository {repo} has HEAD at [0-9a-f]{{12}}, not at the ref v1 ", second
+    )
 
 
 def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
