@@ -16,15 +16,8 @@ from skillbench.cli import main
 from skillbench.experiment import configcheck
 
 REPO = Path(__file__).resolve().parents[2]
-GIT = {
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": os.environ["PATH"],
-}
+# No user or system git config; the identity of the fixture's commits is given per command.
+GIT = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
 
 
 @pytest.fixture
@@ -40,7 +33,8 @@ def project(tmp_path, monkeypatch):
 
 
 def git(folder: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, text=True, env=GIT).stdout
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(folder), *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT).stdout
 
 
 def checks(overrides: dict, source: str = "my.yaml") -> preflight.Preflight:
