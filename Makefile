@@ -12,7 +12,7 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk demo test test-cli clean report-screenshot
+.PHONY: setup system python tools mcp-sdk browser demo test test-cli clean report-screenshot
 
 setup: system python tools mcp-sdk
 
@@ -52,10 +52,15 @@ $(MCP_SDK)/.installed:
 	umask 022 && /usr/bin/python3 -m pip install -q --no-warn-script-location --root-user-action=ignore --target $(MCP_SDK) 'mcp==2.3.0'
 	touch $@
 
+# Headless Chromium (Debian's `chromium`) opens the report pages in the tests and takes the README's screenshots.
+browser:
+	@command -v chromium >/dev/null || { echo "installing Debian package: chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
 demo: setup
 	$(BIN)/snakemake --cores $(CORES)
 
-test: setup
+test: setup browser
 	$(BIN)/ruff check scripts tests bench
 	$(BIN)/ruff format --check scripts tests bench
 	$(BIN)/snakefmt --check Snakefile workflow/rules
@@ -83,14 +88,15 @@ tools/cli-%/.installed:
 	npm install --prefix tools/cli-$* --save-exact --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@$*
 	touch $@
 
-# The HTML report of the demo run (`snakemake --report`), and a PNG of its run page taken with headless
-# Chromium (Debian's `chromium`, installed here when missing) for the README: docs/report.png.
-report-screenshot: setup
-	@command -v chromium >/dev/null || { echo "installing Debian package: chromium"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+# The HTML report of the demo run (`snakemake --report`), and PNGs taken with headless Chromium for the README:
+# its run page (docs/report.png) and the page of one cell (docs/cell-page.png).
+CELL_PAGE := results/demo/gen1/cells/money-thousands/candidate_workflow/run0/cell.html
+
+report-screenshot: setup browser
 	$(BIN)/snakemake --cores $(CORES)
 	$(BIN)/snakemake --report results/demo/report.html
 	$(BIN)/python -m skillbench.reporting.screenshot results/demo/report.html docs/report.png --size 1400,1150
+	$(BIN)/python -m skillbench.reporting.screenshot $(CELL_PAGE) docs/cell-page.png --standalone --size 1200,1500
 
 clean:
 	rm -rf results logs .snakemake

@@ -7,14 +7,19 @@ skillbench gate RESULTS_JSONL --out FILE      regrade stored rows offline (same 
 skillbench apply RESULTS_DIR                  apply a promoted candidate to the skills (nothing committed)
 skillbench status [RESULTS_DIR]               cells done/planned, running, spend, ETA — from the files on disk
 skillbench estimate [--configfile FILE]       cells, sessions and expected cost the config implies
-skillbench check-tasks [--configfile FILE]    verify and the hidden oracle on each task's base and reference
-                                              solution, before any session is paid for (one line per task)
+skillbench check [--configfile FILE]          every check a run makes before its first session, and verify and
+                                              the hidden oracle on each task's base and reference solution: one
+                                              line per problem, exit 1 on any (check-tasks: the same)
+
+A command that takes a results folder reads the experiment's config from its run.json (written when the run
+started); an explicit --configfile wins, with a warning when it disagrees.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -85,10 +90,14 @@ def _gate(args: argparse.Namespace) -> int:
     # A generation's rows sit in its folder, beside its overlay.json and looks; the bindings in the results root.
     overlay_json = args.overlay or results.parent / layout.OVERLAY
     bindings = args.bindings or Path(layout.bindings(results.parent.parent))
-    if args.configfile:
-        from skillbench.evolution.apply import load_config
-
-        config = load_config(Path("config/config.yaml"), args.configfile)
+    # The experiment's own policy and design (--configfile, else its run.json), else the defaults.
+    root = results.parent.parent
+    if args.configfile or Path(layout.run_record(root)).is_file():
+        try:
+            config = _experiment_config(root, [args.configfile] if args.configfile else [])
+        except artifacts.ArtifactError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
         policy = dict(config["gate"])
         design = config["runs"]
     else:
@@ -153,12 +162,23 @@ def _gate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict:
+    """The config of the experiment under ``results_dir``: its run.json (--configfile wins; without either,
+    config/config.yaml), with the notes on stderr."""
+    from skillbench.experiment import runrecord
+
+    config, notes = runrecord.experiment_config(results_dir, configfiles, default=DEFAULT_CONFIG)
+    for note in notes:
+        print(note, file=sys.stderr)
+    return config
+
+
 def _apply(args: argparse.Namespace) -> int:
     from skillbench.evolution import apply
 
     try:
-        # The config comes first: its skills section is all an interrupted apply's recovery may touch.
-        config = apply.load_config(Path("config/config.yaml"), *args.configfile)
+        # The run's config comes first: its skills section is all an interrupted apply's recovery may touch.
+        config = _experiment_config(args.results_dir, args.configfile)
         recovered = apply.recover_interrupted(args.repository, config["skills"])
         if recovered:
             print(recovered)
@@ -171,56 +191,69 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _default_results_dir() -> Path:
-    """results/<experiment> of config/config.yaml when that run has a plan, else the run under results/ that
-    started last."""
+    """The run under results/ that started last (its run.json, else its plan), else results/<experiment> of
+    config/config.yaml."""
     import yaml
 
     from skillbench.base import layout
 
+    started = [Path(path).parent for path in Path(layout.RESULTS).glob(layout.run_record("*"))]
+    started += [layout.root_of_plan(plan) for plan in layout.planned_runs()]
+    if started:
+        return max(started, key=lambda root: max(path.stat().st_mtime for path in _run_markers(root)))
     try:
-        document = yaml.safe_load(Path("config/config.yaml").read_text(encoding="utf-8")) or {}
+        document = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         document = {}
-    configured = Path(layout.results_root(str(document.get("experiment", "demo"))))
-    plans = sorted(layout.planned_runs(), key=lambda path: path.stat().st_mtime)
-    if not plans or configured in [layout.root_of_plan(plan) for plan in plans]:
-        return configured
-    return layout.root_of_plan(plans[-1])
+    return Path(layout.results_root(str(document.get("experiment", "demo"))))
+
+
+def _run_markers(root: Path) -> list[Path]:
+    from skillbench.base import layout
+
+    return [path for path in (Path(layout.run_record(root)), Path(layout.progress_plan(root))) if path.is_file()]
 
 
 def _status(args: argparse.Namespace) -> int:
+    from skillbench.experiment import runrecord
     from skillbench.reporting import progress
 
     root = args.results_dir or _default_results_dir()
     try:
         state = progress.snapshot(root)
+        record = runrecord.read_run_record(root)
     except artifacts.ArtifactError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     print(progress.format_line(state))
     median = "n/a" if state["median_cell_s"] is None else f"{state['median_cell_s']:.1f} s"
     print(
-        f"  state: {state['state']}; run started {state['started_at']}; median cell {median}; "
+        f"  state: {progress.state_name(state['state'])}; run started {state['started_at']}; median cell {median}; "
         f"session cap {state['session_cap'] or 'unknown'}"
     )
-    _running, interrupted = progress.running_cells(Path(root))
-    if interrupted:
-        print(f"  interrupted cells (their job died): {', '.join(interrupted)}")
-        print(
-            "  resume: `snakemake --unlock` if snakemake itself was killed, then run the same snakemake command "
-            "again: finished cells are kept"
-        )
+    for line in progress.status_lines(Path(root), state, record, progress.command_beside(sys.argv[0], "snakemake")):
+        print(line)
     return 0
 
 
 def _estimate(args: argparse.Namespace) -> int:
+    from skillbench import preflight
     from skillbench.base import layout
-    from skillbench.evolution.apply import load_config
+    from skillbench.experiment import configcheck
     from skillbench.experiment import suite as tasks
     from skillbench.reporting import progress
 
     try:
-        config = load_config(Path("config/config.yaml"), *args.configfile)
+        if args.results is not None and not args.configfile:
+            config = _experiment_config(args.results, [])
+        else:
+            config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
+        # A design that cannot run has no cost: the same checks as the workflow's parse (not the CLI or the key).
+        problems = preflight.experiment_checks(config, source=_source(args.configfile), environment_checks=False)
+        if problems.problems:
+            print("\n".join(problems.problems), file=sys.stderr)
+            print("nothing to estimate: fix these first (`skillbench check` lists every problem)", file=sys.stderr)
+            return 1
         suite = tasks.select_tasks(
             tasks.load_suite(config["tasks"]["suite"]),
             include_expensive=config["tasks"]["include_expensive"],
@@ -240,15 +273,30 @@ def _estimate(args: argparse.Namespace) -> int:
             "session(s); the chain stops at the first promotion"
         )
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
+    for line in progress.budget_lines(config["budget"], work["sessions"]):
+        print(line)
     source = args.results or Path(layout.results_root(config["experiment"]))
     rows, proposers = progress.earlier_costs(source)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
         prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
+        files = [str(path) for path in args.configfile]
+        sweep = shlex.join(
+            [
+                progress.command_beside(sys.argv[0], "snakemake"),
+                layout.rows(layout.results_root(config["experiment"]), None),
+                "--cores",
+                "2",
+                *(["--configfile", *files] if files else []),
+                "--config",
+                "runs=1",
+            ]
+        )
+        again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
-            f"  cost: no earlier measured rows under {source}, so no estimate. Run a small sweep first "
-            "(e.g. --config runs=1 'evolution={generations: 0}') and estimate again, or pass --results "
-            "results/<an earlier experiment>."
+            f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
+            f"first (their cells are kept for the real run):\n    {sweep}\n  then estimate again: {again}\n"
+            "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
             print(
@@ -262,36 +310,94 @@ def _estimate(args: argparse.Namespace) -> int:
         f"${estimate['high_usd']:.2f}) if every generation runs, priced from {estimate['rows']} earlier "
         f"row(s) under {source}{note}"
     )
+    cap = config["budget"]["max_usd"]
+    if cap is not None and estimate["expected_usd"] > cap:
+        print(f"  budget.max_usd {cap:g} is below the expected cost: looks start no batch past it")
     if config["model"]["provider"] == "scripted":
         print("  (model.provider is scripted: these are the scripted model's reported costs; nothing is billed)")
     return 0
 
 
-def _check_tasks(args: argparse.Namespace) -> int:
-    """Bind and check every selected task (as `check_task` does before a run); one line per task."""
+def _source(configfiles: list[Path]) -> str:
+    """How a check names the config it read: the user's files (merged over config/config.yaml)."""
+    return ", ".join(map(str, configfiles)) if configfiles else str(DEFAULT_CONFIG)
+
+
+def _configfile_args(files: list[str]) -> list[str]:
+    return [token for name in files for token in ("--configfile", name)]
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Every check a run makes before its first session, and the task checks: one line per problem, exit 1 on any."""
+    from skillbench import preflight
+    from skillbench.experiment import configcheck
+    from skillbench.experiment import suite as tasks
+
+    source = _source(args.configfile)
+    try:
+        config = configcheck.merged_files(*_layers(args.configfile))
+    except artifacts.ArtifactError as exc:
+        print(str(exc))
+        print(f"check: {source} cannot be read; a run would stop before any session", file=sys.stderr)
+        return 1
+    found = preflight.experiment_checks(config, source=source)
+    selected: list[dict] = []
+    if "tasks" in config and not any(line.startswith(f"{source}: key") for line in found.problems):
+        try:
+            selected = tasks.select_tasks(
+                tasks.load_suite(config["tasks"]["suite"]),
+                include_expensive=True if args.all else config["tasks"]["include_expensive"],
+                only=args.task or config["tasks"]["only"],
+            ).tasks
+        except (artifacts.ArtifactError, ValueError, OSError):
+            selected = []  # the suite's problem is among found.problems
+    if not found.problems:
+        arms = ", ".join(config["selected_arms"] or list(config["arms"]))
+        print(
+            f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
+            f"{config['evolution']['generations']} generation(s)"
+        )
+    for problem in found.problems:
+        print(problem)
+    warnings = found.warnings + preflight.task_repository_warnings(selected)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    refused = _check_tasks_of(config, selected) if selected else 0
+    problems = len(found.problems) + refused
+    if problems:
+        print(
+            f"check: {problems} problem(s) in {source}; a run would stop on them before any session is paid for",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"check: no problems in {source}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    return 0
+
+
+def _layers(configfiles: list[Path]) -> list[Path]:
+    from skillbench.experiment.runrecord import config_layers
+
+    return config_layers(configfiles, DEFAULT_CONFIG)
+
+
+def _check_tasks_of(config: dict, selected: list[dict]) -> int:
+    """Bind and check every selected task (as `check_task` does before a run); one line per task. Returns how many
+    tasks were refused."""
     import tempfile
 
     from skillbench import preflight
     from skillbench.execution import environment, quota
-    from skillbench.experiment import configcheck
-    from skillbench.experiment import suite as tasks
     from skillbench.grading import taskcheck
     from skillbench.grading.binding import bind_task
 
+    suite = config["tasks"]["suite"]
     try:
-        config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
-        suite = config["tasks"]["suite"]
-        selected = tasks.select_tasks(
-            tasks.load_suite(suite),
-            include_expensive=True if args.all else config["tasks"]["include_expensive"],
-            only=args.task or config["tasks"]["only"],
-        ).tasks
         preflight.check_containment(config)
         if quota.disk_quota_mb(config):
             quota.enter_private_mounts()
-    except (artifacts.ArtifactError, ValueError, OSError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+        print(f"sandbox: {exc}")
+        return len(selected)
     secrets = environment.secrets(config["model"]["api_key_env"])
     refused = 0
     for task in selected:
@@ -324,10 +430,7 @@ def _check_tasks(args: argparse.Namespace) -> int:
             refused += 1
             for problem in document["problems"]:
                 print("  " + problem.replace("\n", "\n  "))
-    if refused:
-        print(f"{refused} of {len(selected)} task(s) refused; a run would stop before any session", file=sys.stderr)
-        return 1
-    return 0
+    return refused
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -387,7 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("--repository", type=Path, default=Path("."))
     status = commands.add_parser("status", help="progress of a run from the files on disk (during or after it)")
     status.add_argument(
-        "results_dir", type=Path, nargs="?", help="results/<experiment> (default: the experiment of config/config.yaml)"
+        "results_dir",
+        type=Path,
+        nargs="?",
+        help="results/<experiment> (default: the run under results/ that started last)",
     )
     estimate = commands.add_parser("estimate", help="cells, sessions and expected cost a config implies")
     estimate.add_argument(
@@ -400,20 +506,24 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
-    check = commands.add_parser(
-        "check-tasks",
-        help="check every selected task before paying for sessions: verify "
-        "and the hidden oracle on the base and on the reference solution",
-    )
-    check.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
-    check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
-    check.add_argument("--all", action="store_true", help="include tasks marked expensive")
+    for name, summary in (
+        (
+            "check",
+            "every check a run makes before its first session (config, model script, skills, overlay against "
+            "the arms, budget, arms/MCP/plugins) and the task checks; one line per problem, exit 1 on any",
+        ),
+        ("check-tasks", "the same as `check` (kept for older scripts)"),
+    ):
+        check = commands.add_parser(name, help=summary)
+        check.add_argument(
+            "--configfile",
+            type=Path,
+            action="append",
+            default=[],
+            help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+        )
+        check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
+        check.add_argument("--all", action="store_true", help="include tasks marked expensive")
     return parser
 
 
@@ -429,8 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         return _status(args)
     if args.command == "estimate":
         return _estimate(args)
-    if args.command == "check-tasks":
-        return _check_tasks(args)
+    if args.command in ("check", "check-tasks"):
+        return _check(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -1,22 +1,30 @@
-"""The checks of an experiment that need no agent session, run when the workflow is parsed.
+"""The checks of an experiment that need no agent session: the one list `workflow/rules/common.smk` runs when the
+workflow is parsed and `skillbench check` runs before any spend (`experiment_checks`), so the two never drift.
 
-The arms (with their MCP servers and plugins) and an initial overlay (the checks `freeze_overlay` runs on
-every candidate, `checked_overlay`). Each raises a `SkillbenchError` whose message names the config key
-or file and the fix, before any job starts.
+The config against its schema, the arms (with their MCP servers and plugins), the model's access and the CLI,
+the task suite and selection, the skills' format, the design's warnings, the candidate arms, an initial overlay
+(the checks `freeze_overlay` runs on every candidate, `checked_overlay`), the budget against the first batch and
+the scripted model's script. Each problem is one message naming the file or config key and the fix.
+`task_repository_warnings` says when a task repository is not what its cells will run (`skillbench check`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillbench.base.errors import SkillbenchError
+from skillbench.decision.gate import run_design
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import mcp, plugins, quota, sandbox
-from skillbench.experiment import arms, overlay, skillformat
+from skillbench.execution import environment, mcp, plugins, quota, repo, sandbox
+from skillbench.experiment import arms, configcheck, overlay, skillformat
+from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
 from skillbench.experiment.suite import load_suite
 from skillbench.grading import oracle
+from skillbench.reporting.progress import check_budget
 
 
 def check_arms(config: dict[str, Any], project_root: Path | None = None) -> None:
@@ -80,3 +88,154 @@ def check_containment(config: dict[str, Any]) -> None:
     sandbox.preflight(config["sandbox"]["bwrap"])
     if quota.disk_quota_mb(config):
         quota.preflight()
+
+
+class PreflightError(SkillbenchError, ValueError):
+    """The experiment cannot run as configured: one line per problem, each naming the file or key and the fix."""
+
+
+@dataclass
+class Preflight:
+    """What the checks found: problems (any stops the run before a session), warnings, the CLI's version."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cli_version: str | None = None
+
+
+def _named(message: str, source: str) -> str:
+    """A library message names the merged config as `config <key>`; name the user's file instead."""
+    return f"{source}: {message.removeprefix('config ')}" if message.startswith("config ") else message
+
+
+def _model_script(config: dict[str, Any], suite_tasks: list[str], selected: list[str], incumbent: list[str]) -> None:
+    generations, initial = config["evolution"]["generations"], config["evolution"]["initial_overlay"]
+    configcheck.check_model_script(
+        config["model"]["script"] or str(Path(config["tasks"]["suite"]).parent / "model-script.yaml"),
+        suite_tasks=suite_tasks,
+        selected_tasks=selected,
+        arm_roles={name: [session["role"] for session in arm["sessions"]] for name, arm in config["arms"].items()},
+        selected_arms=incumbent,
+        needs_proposer=generations > 1 or (generations == 1 and not initial),
+    )
+
+
+def experiment_checks(
+    config: dict[str, Any],
+    *,
+    source: str = "config",
+    log_path: str | Path | None = None,
+    verbose: bool = False,
+    environment_checks: bool = True,
+    repository: str = ".",
+) -> Preflight:
+    """Every check of the experiment that needs no session, collected (a later check runs when what it reads is
+    sound). Fills the schema's defaults into ``config`` in place, as the workflow's parse does.
+    ``environment_checks`` adds the model's access and the CLI (left out by an estimate, which runs neither)."""
+    found = Preflight()
+
+    def attempt(check: Callable[[], Any]) -> Any:
+        try:
+            return check()
+        except (SkillbenchError, ValueError, OSError) as exc:
+            found.problems += [_named(line, source) for line in str(exc).splitlines() if line.strip()]
+            return None
+
+    try:
+        configcheck.validate_config(config, source=source, log_path=log_path, verbose=verbose)
+    except configcheck.ConfigError as exc:
+        found.problems += str(exc).splitlines()
+        return found
+    attempt(lambda: check_arms(config))
+    if environment_checks:
+        attempt(lambda: environment.check_model_access(config["model"]))
+        found.cli_version = attempt(lambda: environment.check_cli(config["agent"]["cli"]))
+    suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
+    selection = None
+    if suite is not None:
+        selection = attempt(
+            lambda: task_suite.select_tasks(
+                suite, include_expensive=config["tasks"]["include_expensive"], only=config["tasks"]["only"]
+            )
+        )
+    incumbent = attempt(lambda: arms.selected_arms(config))
+    design = attempt(lambda: run_design(config["runs"]))
+    attempt(lambda: skillformat.check_skill_root(config["skills"]["root"]))
+    candidates = attempt(lambda: arms.candidate_arms(config))
+    if selection is not None:
+        found.warnings += configcheck.design_warnings(config, len(selection.tasks))
+    if suite is not None and candidates is not None:
+        attempt(lambda: check_initial_overlay(config, repository))
+    if selection is not None and incumbent is not None and candidates is not None and design is not None:
+        task_ids = [task["id"] for task in selection.tasks]
+        attempt(lambda: check_budget(config, task_ids, incumbent, candidates, design["looks"][0]))
+        if config["model"]["provider"] == "scripted":
+            attempt(lambda: _model_script(config, [task["id"] for task in suite], task_ids, incumbent))
+    return found
+
+
+def check_experiment(config: dict[str, Any], **options: Any) -> Preflight:
+    """`experiment_checks`, raising PreflightError with every problem (the workflow's parse: no job starts)."""
+    found = experiment_checks(config, **options)
+    if found.problems:
+        raise PreflightError("\n".join(found.problems))
+    return found
+
+
+@dataclass(frozen=True)
+class RepositoryState:
+    """A task repository as its cells will not see it: where HEAD is, what the task's ref names, what is not
+    committed (`git status --porcelain` lines)."""
+
+    head: str
+    ref_commit: str
+    uncommitted: list[str]
+
+
+def repository_state(repository: Path, ref: str) -> RepositoryState:
+    """HEAD, the commit ``ref`` resolves to, and the uncommitted changes of a task repository.
+
+    The harness's host git with its safe config (no hooks, no fsmonitor, no optional locks), as binding a task
+    reads the same repository; a safe-git helper for task repositories (grading/binding.py, execution/repo.py)
+    is meant to take over these reads."""
+    git = repo.host_git(repository, extra_env={"GIT_OPTIONAL_LOCKS": "0"})
+    head = repo.checked(git, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
+    status = repo.checked(git, "status", "--porcelain=v1", "--untracked-files=normal", "--ignore-submodules=all")
+    return RepositoryState(
+        head=head,
+        ref_commit=repo.resolve_commit(repository, ref),
+        uncommitted=[line for line in status.splitlines() if line.strip()],
+    )
+
+
+def task_repository_warnings(
+    tasks: list[dict[str, Any]], state: Callable[[Path, str], RepositoryState] = repository_state
+) -> list[str]:
+    """A warning per task repository (and ref) that has uncommitted changes or whose HEAD is not at the tasks'
+    ref: cells run on the committed ref, so neither is benchmarked. Tasks sharing a repository and ref share
+    the warning."""
+    groups: dict[tuple[Path, str], list[str]] = {}
+    for task in tasks:
+        if "repo" in task:
+            groups.setdefault((Path(task["repo"]).expanduser(), task.get("ref", "HEAD")), []).append(task["id"])
+    warnings = []
+    for (source, ref), ids in groups.items():
+        named = f"task{'s' if len(ids) > 1 else ''} {', '.join(ids)}: repository {source}"
+        try:
+            found = state(source, ref)
+        except (SkillbenchError, OSError) as exc:
+            warnings.append(f"{named} cannot be read: {exc}")
+            continue
+        if found.uncommitted:
+            shown = ", ".join(line[3:] for line in found.uncommitted[:3])
+            more = f" and {len(found.uncommitted) - 3} more" if len(found.uncommitted) > 3 else ""
+            warnings.append(
+                f"{named} has uncommitted changes ({shown}{more}); cells run on ref {ref} "
+                f"({found.ref_commit[:12]}) as committed, without them: commit them to benchmark them"
+            )
+        if found.head != found.ref_commit:
+            warnings.append(
+                f"{named} has HEAD at {found.head[:12]}, not at the ref {ref} ({found.ref_commit[:12]}); cells run "
+                f"on {ref}: check it out, or set `ref`, if you meant the other"
+            )
+    return warnings

@@ -82,6 +82,14 @@ def test_the_advice_after_no_promotion_matches_the_reason():
     assert configcheck.next_step(fine, 3, ["median cost_usd improvement is 0.0% (required 5.0%)"]) == (
         "Raise `evolution.generations` to continue the chain."
     )
+    # A budget that stopped the looks: more generations would meet the same cap.
+    budget = [
+        "cut short: cut short at look 1 after 2 runs per (task, arm): the next batch would pass "
+        "budget.max_sessions 10 (spent 8 sessions; the next batch needs 4 more)"
+    ]
+    advice = configcheck.next_step(fine, 3, budget)
+    assert advice.startswith("The budget (`budget.max_sessions`) stopped the sequential design")
+    assert "generations" not in advice
 
 
 def test_an_undefined_yaml_alias_is_named_as_such(tmp_path):

@@ -201,9 +201,10 @@ def test_timeline_puts_overlapping_cells_on_different_slots():
 
 def test_figures_render_to_deterministic_svg():
     facets = figures.cost_resolution_data([make_row("alpha", "workflow", 0)], ["alpha"], ["workflow"])
-    first = figures.plot_cost_resolution(facets, title="t")
+    colours = figures.arm_colours(["workflow"])
+    first = figures.plot_cost_resolution(facets, title="t", colours=colours)
     assert first.startswith("<?xml") and "<svg" in first
-    assert first == figures.plot_cost_resolution(facets, title="t")
+    assert first == figures.plot_cost_resolution(facets, title="t", colours=colours)
     forest = figures.plot_forest(figures.forest_data(_promotion({"alpha": [0.8, 0.9, 0.7]}), "candidate_workflow"))
     assert "alpha" in forest
 
@@ -221,3 +222,30 @@ def test_page_holds_the_rendered_report_and_its_figures_inline():
 def test_page_heading_can_name_the_page():
     page = render_page("# skillbench benchmark\n\ntext\n", [], title="Generation 1 of demo")
     assert "<h1>Generation 1 of demo</h1>" in page and "skillbench benchmark" not in page
+
+
+def test_every_figure_gives_an_arm_the_same_colour():
+    """An arm's colour comes from the experiment's arm order alone, whatever arms a figure shows and in whatever
+    order; a candidate is a lighter shade of its incumbent's colour."""
+    sweep = figures.arm_colours(["workflow", "workflow_direct", "baseline"])
+    generation = figures.arm_colours(["workflow", "candidate_workflow", "workflow_direct", "baseline"])
+    assert generation == sweep
+    assert len(set(sweep.values())) == len(sweep) == 6  # three arms and their candidates, all distinct
+    assert sweep["candidate_workflow"] == figures._lighter(sweep["workflow"])
+    rows = [make_row("alpha", arm, 0) for arm in ("baseline", "candidate_workflow", "workflow")]
+    facets = figures.cost_resolution_data(rows, ["alpha"], ["workflow", "candidate_workflow", "baseline"])
+    cost = figures.plot_cost_resolution(facets, title="t", colours=sweep)
+    cells = [
+        {
+            "label": arm,
+            "arm": arm,
+            "started_at": "2026-01-01T00:00:00Z",
+            "finished_at": "2026-01-01T00:00:10Z",
+            "sessions": [],
+        }
+        for arm in ("baseline", "candidate_workflow", "workflow")
+    ]
+    timeline = figures.plot_timeline(figures.timeline_data(cells), title="t", colours=sweep)
+    for arm in ("workflow", "candidate_workflow", "baseline"):
+        assert sweep[arm] in cost and sweep[arm] in timeline, arm
+    assert sweep["workflow_direct"] not in timeline  # an arm a figure does not show takes no colour there

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import pytest
 from rowfactory import make_row
 from skillbench.base import layout
 from skillbench.base.artifacts import read_artifact, validate
+from skillbench.experiment import runrecord
 from skillbench.reporting import progress
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -45,6 +48,25 @@ def write_record(root: Path, cellset: str, task: str, arm: str, run: int, *, cos
     (folder / "record.json").write_text(json.dumps(record))
 
 
+def write_run(root: Path, pid: int, *, config: dict | None = None) -> dict:
+    """run.json of a run of experiment `exp` by process `pid` (this test's own process: a live run)."""
+    record = runrecord.run_record(
+        config={"experiment": "exp", **(config or {})},
+        config_files=[],
+        overrides={},
+        argv=[".venv/bin/snakemake", "--cores", "2", "--configfile", "my.yaml"],
+        profile={"profile": None, "workflow_profile": None},
+        workdir=root.parent.parent,
+        snakefile=str(root.parent.parent / "Snakefile"),
+        secrets=[],
+        started_at="2026-01-01T11:00:00Z",
+        provenance={"version": None, "commit": None},
+        pid=pid,
+    )
+    runrecord.write_run_record(root, record)
+    return record
+
+
 def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -57,17 +79,7 @@ def test_summary_counts_spend_and_eta():
         {"cost_usd": None, "wall_s": 30.0},
         {"cost_usd": 0.25, "wall_s": 20.0},
     ]
-    state = progress.summarize(
-        plan=plan(),
-        finished=finished,
-        running=2,
-        interrupted=0,
-        proposer_costs=[0.1, None],
-        generations=2,
-        finished_run=False,
-        now=NOW,
-    )
-    assert validate(state, "progress") is state
+    state = summary_of(finished=finished, running=2, proposer_costs=[0.1, None], alive=True)
     assert state["cells_planned"] == 2 * 2 * 2 + 2 * (2 * 2 * 1)  # incumbent cells + two generations of candidates
     assert (state["cells_done"], state["cells_running"], state["state"]) == (3, 2, "running")
     assert state["spend_usd"] == pytest.approx(0.85) and state["unmeasured_costs"] == 2
@@ -78,31 +90,39 @@ def test_summary_counts_spend_and_eta():
     )
 
 
-def test_summary_before_the_first_cell_and_when_everything_is_done():
-    waiting = progress.summarize(
-        plan=plan(),
-        finished=[],
-        running=0,
-        interrupted=0,
-        proposer_costs=[],
-        generations=2,
-        finished_run=False,
-        now=NOW,
-    )
-    assert (waiting["eta_s"], waiting["state"]) == (None, "waiting")
-    assert progress.format_line(waiting).endswith("ETA after the first cell")
-    done = progress.summarize(
-        plan=plan(generations=0),
-        finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8,
-        running=0,
-        interrupted=0,
-        proposer_costs=[],
-        generations=0,
-        finished_run=True,
-        now=NOW,
-    )
+def summary_of(**values) -> dict:
+    arguments = {
+        "plan": plan(),
+        "finished": [],
+        "running": 0,
+        "interrupted": 0,
+        "proposer_costs": [],
+        "generations": 2,
+        "finished_run": False,
+        "now": NOW,
+    }
+    arguments.update(values)
+    return validate(progress.summarize(**arguments), "progress")
+
+
+def test_the_state_says_whether_the_run_lives_finished_or_waits_for_a_look():
+    starting = summary_of(alive=True)
+    assert (starting["eta_s"], starting["state"]) == (None, "running")
+    assert progress.format_line(starting).endswith("ETA after the first cell")
+    # Between batches of a sequential design no cell runs, and what comes next depends on the look.
+    between = summary_of(alive=True, sequential=True, finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8)
+    assert (between["state"], between["eta_s"]) == ("waiting_for_look", None)
+    assert progress.format_line(between).endswith(", waiting for a look")
+    # Gone without finishing: interrupted, whatever was left, and no ETA.
+    gone = summary_of(alive=False, finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 3)
+    assert (gone["state"], gone["eta_s"]) == ("interrupted", None)
+    assert progress.format_line(gone) == "[progress] exp: 3/16 cells, 0 running, $3.00 spent, run interrupted"
+    # A finished sequential run needed fewer cells than it might have run: the plan is what it did.
+    done = summary_of(alive=False, finished_run=True, finished=[{"cost_usd": 1.0, "wall_s": 5.0}] * 8)
     assert (done["eta_s"], done["state"], done["cells_planned"]) == (0.0, "finished", 8)
-    assert progress.format_line(done).endswith(", finished")
+    assert progress.format_line(done).endswith("8/8 cells, 0 running, $8.00 spent, finished")
+    # Without a run record, a running cell job is the only sign of life.
+    assert summary_of(running=1)["state"] == "running" and summary_of()["state"] == "interrupted"
 
 
 def test_snapshot_from_disk_counts_only_planned_cells_and_sees_interrupted_jobs(tmp_path):
@@ -147,6 +167,7 @@ def test_update_writes_a_valid_progress_json_and_status_needs_a_plan(tmp_path):
 def test_tracking_a_cell_registers_it_while_it_runs_and_prints_the_run_line(tmp_path, capsys):
     root = tmp_path / "exp"
     progress.write_plan(root, plan())
+    write_run(root, os.getpid())
     with pytest.raises(RuntimeError):
         with progress.tracking_cell(root, "cells/alpha/workflow/run0"):
             assert progress.running_cells(root) == (["cells/alpha/workflow/run0"], [])
@@ -214,9 +235,11 @@ def test_cost_estimate_prices_each_cell_from_earlier_rows(monkeypatch):
     assert progress.cost_estimate(work, [make_row(cost_usd=None)], []) is None
 
 
-def test_closing_lines_name_the_outcome_reports_and_next_step(tmp_path):
+def test_closing_lines_carry_the_runs_config_into_every_command(tmp_path):
     root = tmp_path / "results" / "exp"
     progress.write_plan(root, plan(generations=1))
+    write_run(root, os.getpid())
+    write_record(root, "cells", "alpha", "workflow", 0, cost=0.5)
     (root / "summary.json").write_text(
         json.dumps(
             {
@@ -228,13 +251,50 @@ def test_closing_lines_name_the_outcome_reports_and_next_step(tmp_path):
         )
     )
     lines = progress.closing_lines(root, ok=True)
-    assert lines[0].startswith("skillbench: generation 0's candidate was PROMOTED (0/12 cells")
-    assert any(line.strip().startswith("reports:") and str(root / "gen0" / "report.md") in line for line in lines)
-    assert any(f"--report {root / 'report.html'}" in line for line in lines)
+    assert lines[0].startswith("skillbench: generation 0's candidate was PROMOTED (1/1 cells, $0.50 measured spend")
+    assert any(
+        line.strip().startswith("reports:") and str(root / "gen0" / "report.html")[:-4] in line for line in lines
+    )
+    # The report command is the run's own snakemake with the run's config: as printed, it reports this experiment.
+    html = next(line for line in lines if line.strip().startswith("HTML:"))
+    assert f".venv/bin/snakemake --report {root / 'report.html'} --configfile my.yaml" in html
     assert lines[-1].strip().startswith(f"next:      skillbench apply {root}")
+    assert sum(len(line) for line in lines) < 1000
+    # The end hook leaves a progress.json that says how the run ended.
+    assert read_artifact(root / "progress.json", "progress")["state"] == "finished"
+
     failed = progress.closing_lines(root, ok=False)
     assert "stopped with errors" in failed[0] and any(f"skillbench status {root}" in line for line in failed)
-    assert sum(len(line) for line in lines) < 1000
+    assert any("resume:    .venv/bin/snakemake --cores 2 --configfile my.yaml" in line for line in failed)
+    assert read_artifact(root / "progress.json", "progress")["state"] == "interrupted"
+    stopped = progress.closing_lines(root, ok=False, interrupted=True, log="/x/.snakemake/log/run.log")
+    assert stopped[0].startswith(f"skillbench: run of {root} interrupted")
+    assert stopped[-1] == "  log:       /x/.snakemake/log/run.log"
+
+
+def test_status_says_a_run_whose_snakemake_is_gone_was_interrupted_and_how_to_resume(tmp_path, capsys):
+    from skillbench.cli import main
+
+    root = tmp_path / "results" / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0, cost=0.5, wall=10.0)
+    write_run(root, dead_pid())
+    # A killed snakemake leaves its lock behind: the unlock command carries the run's config too.
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("results/exp/x\n")
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[progress] exp: 1/16 cells, 0 running, $0.50 spent, run interrupted"
+    assert out[1].startswith("  state: interrupted;")
+    assert "  unlock:    .venv/bin/snakemake --unlock --configfile my.yaml" in "\n".join(out)
+    assert "  resume:    .venv/bin/snakemake --cores 2 --configfile my.yaml" in "\n".join(out)
+    # The same run, alive (this process): running, with its process named.
+    write_run(root, os.getpid())
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "ETA 1m20s" in out and "state: running" in out and f"snakemake: pid {os.getpid()}" in out
+    assert "resume:" not in out
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,7 +310,7 @@ def test_status_command_prints_the_run_line_and_the_interrupted_cells(tmp_path, 
     (Path(layout.progress_running(root)) / "a.json").write_text(json.dumps(entry))
     assert main(["status", str(root)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "[progress] exp: 1/16 cells, 0 running, 1 interrupted, $0.50 spent, ETA 1m20s"
+    assert out[0] == "[progress] exp: 1/16 cells, 0 running, 1 interrupted, $0.50 spent, run interrupted"
     assert out[1].startswith("  state: interrupted;")
     assert out[2] == "  interrupted cells (their job died): cells/alpha/baseline/run0"
     assert main(["status", str(tmp_path / "nothing")]) == 1
@@ -272,3 +332,42 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
     assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
+
+
+def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allows(tmp_path, capsys, monkeypatch):
+    from skillbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    # The overlay changes change-work, which two arms load: a candidate of one arm only cannot exist.
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(
+        "experiment: estimate-probe\nevolution:\n  generations: 1\n"
+        "  initial_overlay: tasks/demo/overlays/verify-once\n  arms: [workflow_direct]\n"
+    )
+    assert main(["estimate", "--configfile", str(wrong)]) == 1
+    err = capsys.readouterr().err
+    assert "evolution.arms" in err and "nothing to estimate: fix these first" in err
+
+    capped = tmp_path / "capped.yaml"
+    capped.write_text("experiment: estimate-probe\nbudget: {max_sessions: 200, max_usd: 1}\n")
+    assert main(["estimate", "--configfile", str(capped)]) == 0
+    out = capsys.readouterr().out
+    assert "budget.max_sessions 200: the plan needs up to 92 sessions; the plan fits in it" in out
+    assert "budget.max_usd 1: looks start no batch whose projected cost passes it" in out
+    # No rows yet: the sweep to run first is a command that works (a target, then top-level --config only).
+    assert f"results/estimate-probe/sweep/results.jsonl --cores 2 --configfile {capped} --config runs=1" in out, out
+    assert re.search(rf"then estimate again: \S*skillbench estimate --configfile {re.escape(str(capped))}\n", out), out
+
+
+def test_status_of_a_live_sequential_run_between_batches_is_waiting_for_a_look(tmp_path, capsys):
+    from skillbench.cli import main
+
+    root = tmp_path / "results" / "exp"
+    progress.write_plan(root, plan())
+    write_record(root, "cells", "alpha", "workflow", 0)
+    write_run(root, os.getpid(), config={"runs": {"min": 2, "max": 4, "step": 1}})
+    assert progress.snapshot(root)["state"] == "waiting_for_look"
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith(", waiting for a look") and "state: waiting for a look;" in out
+    assert "the next batch of cells starts if the interim look says continue" in out

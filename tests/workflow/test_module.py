@@ -37,8 +37,9 @@ print("skillbench library:", sys.modules["skillbench"].__file__, file=sys.stderr
 
 
 def make_consumer(root: Path, workflow: Path) -> Path:
-    """A user's project as snakedeploy leaves it: the workflow's config copied into config/, plus the user's own
-    task suite and skills (here the demo's), committed."""
+    """A user's project as the README's module section sets it up: the workflow's config copied into config/, the
+    demo suite copied in (the one `.test/config/config.yaml` runs), and the user's skills (here the demo's),
+    committed."""
     root.mkdir()
     (root / "Snakefile").write_text(CONSUMER_SNAKEFILE.format(workflow=workflow / "Snakefile"))
     (root / "config").mkdir()
@@ -78,6 +79,8 @@ def test_the_workflow_runs_as_a_module_from_the_consumers_folder(project, tmp_pa
     assert list((run_dir / "transcripts").glob("*.jsonl"))
     # The closing lines come from the run's end hook, which a module's own onsuccess would not get.
     assert "skillbench: benchmark sweep finished" in output and f"results/{experiment}/summary.md" in output
+    # The report command it prints carries the config the run was started with, so it reports this experiment.
+    assert f"--report results/{experiment}/report.html --configfile {TEST_CONFIG}" in output
     # Results and logs are the consumer's; the workflow's checkout stays as it was.
     assert (consumer / "logs" / experiment).is_dir()
     assert not (project.root / "results").exists() and not (project.root / "logs").exists()

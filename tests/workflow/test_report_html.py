@@ -98,12 +98,19 @@ def test_status_of_a_run_killed_half_way(looked):
     line = looked.status_after_kill.stdout.splitlines()[0]
     done, planned = map(int, re.search(r"\[progress\] look: (\d+)/(\d+) cells", line).groups())
     assert planned == CELLS and 1 <= done < CELLS, line
-    assert re.search(r"0 running, \d+ interrupted, \$\d+\.\d\d spent, ETA \d+", line), line
+    assert re.search(r"0 running, \d+ interrupted, \$\d+\.\d\d spent, run interrupted$", line), line
+    assert "  state: interrupted;" in looked.status_after_kill.stdout
     # The killed cell is an incumbent cell or (scheduled first) one of generation 0's candidate cells.
     assert re.search(
         r"interrupted cells \(their job died\): (gen0/)?cells/money-thousands/", looked.status_after_kill.stdout
     ), looked.status_after_kill.stdout
-    assert "--unlock" in looked.status_after_kill.stdout
+    # The killed snakemake left its lock: status prints the unlock and resume commands with the run's config.
+    assert re.search(
+        r"unlock: +\S*snakemake --unlock --configfile \S+test-config.yaml", looked.status_after_kill.stdout
+    )
+    assert re.search(
+        r"resume: +\S*snakemake --cores 2 --configfile \S+test-config.yaml", looked.status_after_kill.stdout
+    )
     # progress.json, written by the last cell that finished before the kill, is a valid snapshot of that moment.
     check = subprocess.run(
         [SKILLBENCH, "validate", "progress", str(looked.project.results("look", "progress.json"))],

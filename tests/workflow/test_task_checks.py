@@ -115,7 +115,7 @@ def test_broken_tasks_are_refused_before_any_session(project):
     assert check["ok"] and check["summary"].startswith("sound: base: oracle fails as expected (exit 1)")
     assert not project.results("authoring", "cells").exists()
 
-    # The author's command says the same, one line per task, without starting a run.
+    # The author's command says the same, one line per task, without starting a run (`check-tasks` is `check`).
     checked = subprocess.run(
         [SKILLBENCH, "check-tasks", "--configfile", str(project.root / "test-config.yaml")],
         cwd=project.root,
@@ -125,7 +125,12 @@ def test_broken_tasks_are_refused_before_any_session(project):
     )
     lines = [line for line in checked.stdout.splitlines() if not line.startswith(" ")]
     assert checked.returncode == 1
-    assert lines == [
+    assert (
+        lines[0]
+        == f"{project.root / 'test-config.yaml'}: experiment authoring: 5 task(s), arms baseline, 0 generation(s)"
+    )
+    assert "check: 4 problem(s)" in checked.stderr
+    assert lines[1:] == [
         "sound: base: oracle fails as expected (exit 1); verify passes as declared; solution: verify and oracle pass",
         "verify-fails-on-base: REFUSED — `verify` fails on the untouched code although the task declares "
         "`verify_on_base: pass`",

@@ -11,30 +11,36 @@ sys.path.insert(0, str(Path(str(workflow.current_basedir)).parents[1] / "scripts
 from skillbench.experiment import arms as sb_arms  # noqa: E402
 from skillbench.execution import breaker as sb_breaker  # noqa: E402
 from skillbench.decision import gate as sb_gate  # noqa: E402
-from skillbench.experiment import configcheck as sb_configcheck  # noqa: E402
 from skillbench.execution import environment as sb_environment  # noqa: E402
 from skillbench.base import layout as sb_layout  # noqa: E402
 from skillbench import steps as sb_steps  # noqa: E402
 from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
+from skillbench.experiment import runrecord as sb_runrecord  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
-from skillbench.experiment import skillformat as sb_skillformat  # noqa: E402
 from skillbench.experiment import suite as sb_tasks  # noqa: E402
 
-# One line per mistake (with the closest valid key for a typo); the full schema report goes to the log,
-# and to the terminal as well under `snakemake --verbose`.
-sb_configcheck.validate_config(
+# Every check that needs no session, the same list `skillbench check` runs: one line per mistake (with the closest
+# valid key for a typo); the full schema report goes to the log, and to the terminal under `snakemake --verbose`.
+PREFLIGHT = sb_preflight.check_experiment(
     config,
     log_path="logs/config-errors.log",
     verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
 )
-sb_preflight.check_arms(config)
-sb_environment.check_model_access(config["model"])
-CLI_VERSION = sb_environment.check_cli(config["agent"]["cli"])
+CLI_VERSION = PREFLIGHT.cli_version
 
 EXPERIMENT = config["experiment"]
 RESULTS = sb_layout.results_root(EXPERIMENT)
+# A second run of the experiment while the first lives would die on Snakemake's lock with a traceback: say which
+# run holds it instead. A dry-run takes no lock, so it may look at a running experiment.
+if workflow.is_main_process and not workflow.output_settings.dryrun:
+    _busy = sb_runrecord.busy_message(RESULTS)
+    if _busy:
+        print(_busy, file=sys.stderr)
+        raise SystemExit(1)
+for _warning in PREFLIGHT.warnings:
+    print(f"WARNING: {_warning}", file=sys.stderr)
 SUITE = config["tasks"]["suite"]
 ALL_TASKS = sb_tasks.load_suite(SUITE)
 SELECTION = sb_tasks.select_tasks(
@@ -57,27 +63,10 @@ RUNS_TEXT = (
     else str(RUN_DESIGN["max"])
 )
 SKILLS_ROOT = config["skills"]["root"]
-sb_skillformat.check_skill_root(SKILLS_ROOT)
-for _warning in sb_configcheck.design_warnings(config, len(TASK_IDS)):
-    print(f"WARNING: {_warning}", file=sys.stderr)
-
-
 GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = sb_arms.candidate_arms(config)
 GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
-sb_preflight.check_initial_overlay(config)
-sb_progress.check_budget(config, TASK_IDS, INCUMBENT_ARMS, CANDIDATE_ARMS, len(RUNS))
-if config["model"]["provider"] == "scripted":
-    # A broken script or a task/role typo would otherwise surface in every cell, after the sessions ran.
-    sb_configcheck.check_model_script(
-        config["model"]["script"] or str(Path(SUITE).parent / "model-script.yaml"),
-        suite_tasks=[task["id"] for task in ALL_TASKS],
-        selected_tasks=TASK_IDS,
-        arm_roles={name: [session["role"] for session in arm["sessions"]] for name, arm in config["arms"].items()},
-        selected_arms=INCUMBENT_ARMS,
-        needs_proposer=GENERATIONS > 1 or (GENERATIONS == 1 and not INITIAL_OVERLAY),
-    )
 
 
 wildcard_constraints:

@@ -126,6 +126,8 @@ rule plot_cell_timeline:
     conda:
         "../envs/skillbench.yaml"
     params:
+        # The experiment's arm order gives every arm its colour, the same in every figure.
+        arms=INCUMBENT_ARMS,
         title=f"Run {EXPERIMENT}: cells over time on worker slots",
     script:
         "../../scripts/plot_cell_timeline.py"
@@ -189,3 +191,30 @@ use rule render_report_page as render_summary_page with:
     localrule: True
     params:
         title=None,
+
+
+rule render_cell_page:
+    input:
+        record=sb_layout.cell_record(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        patch=sb_layout.cell_patch(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        transcripts=sb_layout.cell_transcripts(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+    output:
+        page=report(
+            sb_layout.cell_page(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+            caption="../report/cell.rst",
+            category="Cells",
+            subcategory="{task}",
+            labels={"arm": "{arm}", "run": "{run}", "folder": "{cellset}"},
+        ),
+        # The same page with the hidden oracle's output: owner-only, never registered with the report.
+        author=sb_layout.cell_author_page(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+    log:
+        sb_layout.log(EXPERIMENT, "render_cell_page", sb_layout.cell_label("{cellset}", "{task}", "{arm}", "{run}")),
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    params:
+        # The experiment's arm order gives the arm its colour, the same as in the figures.
+        arms=INCUMBENT_ARMS,
+    script:
+        "../../scripts/render_cell_page.py"

@@ -32,9 +32,14 @@ def get_generation_figures(wildcards):
 
 
 def get_report_targets(wildcards):
-    """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run."""
+    """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run, and the
+    page of every cell behind them."""
     pages = [sb_layout.report_page(RESULTS, None), sb_layout.summary_page(RESULTS)]
-    return pages + [sb_layout.report_page(RESULTS, gen) for gen in generation_chain()]
+    records = cell_records(INCUMBENT_ARMS)
+    for gen in generation_chain():
+        pages.append(sb_layout.report_page(RESULTS, gen))
+        records += generation_records(gen)
+    return pages + [sb_layout.cell_page_of_record(record) for record in dict.fromkeys(records)]
 
 
 def summary_page_labels(wildcards, input):
@@ -65,9 +70,9 @@ def write_progress_plan():
     sb_progress.write_plan(RESULTS, plan)
 
 
-def announce_run_end(ok):
+def announce_run_end(ok, log=None):
     """A few lines instead of Snakemake's list of every file: outcome, where to look, what to do next."""
     lines = sb_progress.closing_lines(
-        RESULTS, ok=ok, snakemake_bin=sys.argv[0], interrupted=sb_process.INTERRUPTED.is_set()
+        RESULTS, ok=ok, snakemake_bin=sys.argv[0], interrupted=sb_process.INTERRUPTED.is_set(), log=log
     )
     print("\n".join(lines), file=sys.stderr)

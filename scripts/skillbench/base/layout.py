@@ -3,7 +3,7 @@
 ```
 results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json
-  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log
+  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log, cell.html, cell-author.html
                                incumbent and baseline cells, shared by every generation
   gen<N>/                      one generation of the evolution chain
     cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
@@ -12,6 +12,7 @@ results/<experiment>/
     looks/look<k>.json  results.jsonl  promotion.json  report.md  report.html  figures/
   sweep/results.jsonl, report.md, report.html, figures/         the incumbent arms alone
   summary.json  summary.md  summary.html  figures/  progress.json
+  run.json                     what the run was started with (config files and values, command line, process)
   .outage-breaker.json         the outage breaker shared by concurrent cell jobs
   .progress/plan.json, running/, lock
 logs/<experiment>/<rule>/…
@@ -59,6 +60,10 @@ def _join(*parts: object) -> str:
 
 def results_root(experiment: str) -> str:
     return _join(RESULTS, experiment)
+
+
+def log_dir(experiment: str) -> str:
+    return _join(LOGS, experiment)
 
 
 def log(experiment: str, *parts: str) -> str:
@@ -191,6 +196,20 @@ def cell_transcripts(root: Root, cells: str, task: str, arm: str, run: int | str
     return _join(cell_dir(root, cells, task, arm, run), "transcripts")
 
 
+def cell_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    """The cell's page (sessions, patch, verify, the oracle's outcome), in the shared report."""
+    return _join(cell_dir(root, cells, task, arm, run), "cell.html")
+
+
+def cell_author_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
+    """The same page with the hidden oracle's output, for the task author only (0600, never in the report)."""
+    return _join(cell_dir(root, cells, task, arm, run), "cell-author.html")
+
+
+def cell_page_of_record(record: Root) -> str:
+    return str(Path(record).parent / "cell.html")
+
+
 def row_cell_dir(root: Root, task: str, arm: str, run: int, gen: int | str | None, *, candidate: bool) -> str:
     """Where a result row's cell wrote its artifacts: candidate arms under their generation, others shared."""
     return cell_dir(root, cellset(gen if candidate else None), task, arm, run)
@@ -301,6 +320,11 @@ def run_figure(root: Root, name: str) -> str:
 def html_report(root: Root) -> str:
     """Where the closing lines suggest `snakemake --report` writes the HTML report."""
     return _join(root, "report.html")
+
+
+def run_record(root: Root) -> str:
+    """What defines the run (written when it starts): its config, command line and snakemake process."""
+    return _join(root, "run.json")
 
 
 def breaker(root: Root) -> str:

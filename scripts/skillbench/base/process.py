@@ -505,6 +505,18 @@ def _identity(pid: int) -> str | None:
     return fields[19] if fields else None
 
 
+def start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), or None when it is gone: with the pid, it names one
+    process even after the pid is reused."""
+    return _identity(pid)
+
+
+def is_running(pid: int, ticks: str | None) -> bool:
+    """Whether the process ``pid`` that started at ``ticks`` is still alive (not a zombie, not a reused pid)."""
+    now = _identity(pid)
+    return now is not None and (ticks is None or now == ticks)
+
+
 def _is_snakemake(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:

@@ -204,7 +204,7 @@ class Progress(TypedDict):
 
     schema: Literal["progress/v1"]
     experiment: str
-    state: Literal["waiting", "running", "finishing", "interrupted", "finished"]
+    state: Literal["running", "waiting_for_look", "interrupted", "finished"]
     cells_done: int
     cells_planned: int
     cells_running: int
@@ -217,6 +217,47 @@ class Progress(TypedDict):
     eta_s: float | None
     started_at: str
     updated_at: str
+
+
+class RunConfigFile(TypedDict):
+    given: str
+    path: str
+    sha256: str
+    source: Literal["snakefile", "command line"]
+
+
+class RunProfile(TypedDict):
+    profile: str | None
+    workflow_profile: str | None
+
+
+class RunSkillbench(TypedDict):
+    version: str | None
+    commit: str | None
+
+
+class RunProcess(TypedDict):
+    pid: int
+    host: str
+    start_ticks: str | None
+
+
+class RunRecord(TypedDict):
+    """`run.json`: `schemas/run.schema.json`."""
+
+    schema: Literal["run/v1"]
+    experiment: str
+    started_at: str
+    workdir: str
+    snakefile: str
+    config_files: list[RunConfigFile]
+    config_overrides: dict[str, Any]
+    config: dict[str, Any]
+    command: list[str]
+    workflow_options: list[str]
+    profile: RunProfile
+    skillbench: RunSkillbench
+    process: RunProcess
 
 
 class EvidenceSources(TypedDict):

@@ -207,8 +207,8 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_config(*paths: str | Path, log_path: str | Path | None = None) -> dict[str, Any]:
-    """Read config files (later ones merged over earlier ones, as with snakemake --configfile), fill defaults, check."""
+def merged_files(*paths: str | Path) -> dict[str, Any]:
+    """Config files merged (later ones over earlier ones, as with snakemake --configfile), not yet checked."""
     config: dict[str, Any] = {}
     for path in map(Path, paths):
         document = read_yaml(path, what="config file")
@@ -217,8 +217,13 @@ def load_config(*paths: str | Path, log_path: str | Path | None = None) -> dict[
         if not isinstance(document, dict):
             raise ConfigError(f"{path}: a config file must hold a mapping of keys at the top level")
         config = merge(config, document)
+    return config
+
+
+def load_config(*paths: str | Path, log_path: str | Path | None = None) -> dict[str, Any]:
+    """Read config files (later ones merged over earlier ones, as with snakemake --configfile), fill defaults, check."""
     source = str(paths[-1]) if paths else "config"
-    return validate_config(config, source=source, log_path=log_path)
+    return validate_config(merged_files(*paths), source=source, log_path=log_path)
 
 
 def most_runs(runs: int | dict[str, Any]) -> int:
@@ -264,6 +269,13 @@ def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> st
             "`gate.min_runs`) and run again."
         )
     text = " ".join(reasons)
+    if "cut short" in text:
+        caps = [cap for cap in ("budget.max_sessions", "budget.max_usd") if cap in text] or ["the budget"]
+        return (
+            f"The budget ({' and '.join(f'`{cap}`' for cap in caps)}) stopped the sequential design before the gate "
+            "could decide: raise it (or lower `runs.max`) and run the same command again; finished cells are kept "
+            "and only the missing batches run."
+        )
     if "evidence base is too thin" in text or "no task supplied quality signal" in text:
         return (
             f"Too few of the {task_count} task(s) carried quality signal (tasks neither arm resolves are not "

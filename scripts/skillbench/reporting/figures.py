@@ -321,17 +321,32 @@ def _svg(figure) -> str:
     return buffer.getvalue()
 
 
-def _arm_colours(arms: Iterable[str], *, paired: bool = True) -> dict[str, str]:
-    """One colour per arm; ``paired`` gives a candidate arm its incumbent's colour (they sit side by side)."""
-    from skillbench.experiment.arms import incumbent_of
-
-    arms = list(dict.fromkeys(arms))
-    key = incumbent_of if paired else str
-    bases = list(dict.fromkeys(key(arm) for arm in arms))
-    return {arm: ARM_COLOURS[bases.index(key(arm)) % len(ARM_COLOURS)] for arm in arms}
+def _lighter(colour: str, share: float = 0.45) -> str:
+    """``colour`` (``#rrggbb``) mixed with ``share`` white."""
+    channels = [int(colour[index : index + 2], 16) for index in (1, 3, 5)]
+    return "#" + "".join(f"{round(value + (255 - value) * share):02x}" for value in channels)
 
 
-def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str) -> str:
+def arm_colours(arm_order: Iterable[str]) -> dict[str, str]:
+    """One colour per arm, the same in every figure of an experiment: each incumbent arm's from its place in the
+    experiment's arm order (``arm_order``: incumbents, and candidates if any, e.g. a generation's order), and its
+    candidate arm a lighter shade of it, so a pair reads as a pair. Only the incumbents' order matters."""
+    from skillbench.experiment.arms import candidate_of, incumbent_of
+
+    incumbents = list(dict.fromkeys(incumbent_of(arm) for arm in arm_order))
+    colours = {}
+    for index, arm in enumerate(incumbents):
+        colour = ARM_COLOURS[index % len(ARM_COLOURS)]
+        colours[arm] = colour
+        colours[candidate_of(arm)] = _lighter(colour)
+    return colours
+
+
+def _colour_of(colours: dict[str, str], arm: str) -> str:
+    return colours.get(arm, "#57606a")
+
+
+def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str, colours: dict[str, str]) -> str:
     plt = _pyplot()
     from matplotlib.lines import Line2D
 
@@ -344,12 +359,11 @@ def plot_cost_resolution(facets: list[dict[str, Any]], *, title: str) -> str:
         sharex=True,
         gridspec_kw={"height_ratios": sizes},
     )
-    colours = _arm_colours([arm["arm"] for facet in facets for arm in facet["arms"]])
     for axis, facet in zip(axes[:, 0], facets, strict=False):
         ys = list(range(len(facet["arms"])))[::-1]
         labels = []
         for y, arm in zip(ys, facet["arms"], strict=True):
-            colour = colours[arm["arm"]]
+            colour = _colour_of(colours, arm["arm"])
             drawn = [run for run in arm["runs"] if run["cost_usd"] is not None]
             offsets = [(i - (len(drawn) - 1) / 2) * 0.12 for i in range(len(drawn))]
             for offset, run in zip(offsets, drawn, strict=True):
@@ -540,13 +554,15 @@ def plot_spend(roles: list[dict[str, Any]], *, title: str) -> str:
     return _svg(figure)
 
 
-def plot_timeline(data: dict[str, Any], *, title: str) -> str:
+def plot_timeline(data: dict[str, Any], *, title: str, colours: dict[str, str]) -> str:
     plt = _pyplot()
     slots = max(data["slots"], 1)
     figure, axis = plt.subplots(figsize=(9, 1.2 + 0.42 * slots))
-    colours = _arm_colours(sorted({cell["arm"] for cell in data["cells"]}), paired=False)
+    order = list(colours)
+    present = {cell["arm"] for cell in data["cells"]}
+    arms = sorted(present, key=lambda arm: (order.index(arm) if arm in order else len(order), arm))
     for cell in data["cells"]:
-        colour = colours[cell["arm"]]
+        colour = _colour_of(colours, cell["arm"])
         axis.broken_barh(
             [(cell["start_s"], max(cell["end_s"] - cell["start_s"], 0.01))],
             (cell["slot"] - 0.35, 0.7),
@@ -571,7 +587,7 @@ def plot_timeline(data: dict[str, Any], *, title: str) -> str:
     from matplotlib.patches import Patch
 
     axis.legend(
-        handles=[Patch(color=colour, label=arm) for arm, colour in colours.items()],
+        handles=[Patch(color=_colour_of(colours, arm), label=arm) for arm in arms],
         loc="upper left",
         bbox_to_anchor=(1.0, 1.0),
         frameon=False,

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.base import artifacts, layout
+from skillbench.base.records import RunRecord
 from skillbench.decision.aggregate import is_valid
+from skillbench.experiment import runrecord
 
 
 def _now() -> datetime:
@@ -161,6 +163,17 @@ def _proposer_costs(root: Path, generations: int) -> list[float | None]:
     return costs
 
 
+def run_state(*, alive: bool, running: int, finished_run: bool, interrupted: int, waiting_for_look: bool) -> str:
+    """finished / interrupted / running / waiting_for_look, from whether the run's snakemake lives (``alive``), its
+    running cell jobs, whether this run wrote the summary, jobs that died, and whether the next batch of cells waits
+    for a look of a sequential design."""
+    if not alive:
+        return "finished" if finished_run and not interrupted else "interrupted"
+    if running:
+        return "running"
+    return "waiting_for_look" if waiting_for_look else "running"
+
+
 def summarize(
     *,
     plan: dict[str, Any],
@@ -171,13 +184,16 @@ def summarize(
     generations: int,
     finished_run: bool,
     now: datetime,
+    alive: bool | None = None,
+    sequential: bool = False,
 ) -> dict[str, Any]:
     """The progress snapshot from plain values.
 
     ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell;
-    ``finished_run`` says the run summary exists and no cell job is alive.
+    ``finished_run`` says this run wrote the run summary; ``alive`` whether the run's snakemake still lives (None:
+    unknown, then a running cell job is the sign of life); ``sequential`` that later batches wait for looks.
     Spend sums measured costs (cells and proposer sessions); unmeasured ones are counted, never 0.
-    ETA = remaining cells in waves of ``session_cap`` × the median cell wall time.
+    ETA (a running run only) = remaining cells in waves of ``session_cap`` × the median cell wall time.
     """
     planned = incumbent_cell_count(plan) + generations * candidate_cell_count(plan)
     done = len(finished)
@@ -185,21 +201,21 @@ def summarize(
     measured = [cost for cost in costs if cost is not None]
     median_cell = statistics.median(cell["wall_s"] for cell in finished) if finished else None
     remaining = max(planned - done, 0)
+    state = run_state(
+        alive=bool(running) if alive is None else alive,
+        running=running,
+        finished_run=finished_run,
+        interrupted=interrupted,
+        waiting_for_look=sequential and remaining > 0,
+    )
     cap = plan.get("session_cap") or 1
-    if remaining == 0:
-        eta = 0.0
-    elif median_cell is None:
+    if state == "finished":
+        # A sequential design whose looks stopped early did not need the cells it might have run.
+        planned, eta = done, 0.0
+    elif state != "running" or median_cell is None:
         eta = None
     else:
         eta = round(-(-remaining // cap) * median_cell, 1)
-    if finished_run and remaining == 0:
-        state = "finished"
-    elif running:
-        state = "running"
-    elif interrupted:
-        state = "interrupted"
-    else:
-        state = "waiting" if remaining else "finishing"
     return {
         "schema": "progress/v1",
         "experiment": plan["experiment"],
@@ -219,8 +235,48 @@ def summarize(
     }
 
 
-def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str | None = None) -> dict[str, Any]:
-    """Recompute progress from the files under ``results/<experiment>``."""
+def _run_record(root: Path) -> RunRecord | None:
+    try:
+        return runrecord.read_run_record(root)
+    except artifacts.ArtifactError:
+        return None
+
+
+def _parsed(timestamp: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _ended_finished(root: Path, started_at: str) -> bool:
+    """This run ended with every target made: its end hook wrote a finished progress.json after it started, or
+    the summary (made last) is newer than the start."""
+    started = _parsed(started_at)
+    try:
+        last = json.loads(Path(layout.progress(root)).read_text(encoding="utf-8"))
+        updated = _parsed(str(last.get("updated_at")))
+        if last.get("state") == "finished" and updated is not None and started is not None and updated >= started:
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        written = datetime.fromtimestamp(Path(layout.summary(root)).stat().st_mtime, UTC)
+    except OSError:
+        return False
+    return started is None or written >= started.replace(microsecond=0)
+
+
+def snapshot(
+    results_dir: str | Path,
+    *,
+    now: datetime | None = None,
+    host: str | None = None,
+    alive: bool | None = None,
+    ended_ok: bool | None = None,
+) -> dict[str, Any]:
+    """Recompute progress from the files under ``results/<experiment>``. The run's end hook says ``alive=False`` and
+    whether every target was made (``ended_ok``); otherwise run.json's process and the files decide."""
     root = Path(results_dir)
     plan_path = Path(layout.progress_plan(root))
     if not plan_path.is_file():
@@ -229,6 +285,9 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
             f"(or check that {root} is a results/<experiment> folder)"
         )
     plan = artifacts.read_json(plan_path)
+    record = _run_record(root)
+    if alive is None and record is not None:
+        alive = runrecord.run_alive(record)
     generations = effective_generations(root, plan)
     finished = []
     for path in layout.cell_records_on_disk(root):
@@ -236,13 +295,18 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
         if key is None or not _in_plan(key, plan, generations):
             continue
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            finished.append({"cost_usd": record["row"].get("cost_usd"), "wall_s": float(record["timing"]["wall_s"])})
+            record_document = json.loads(path.read_text(encoding="utf-8"))
+            finished.append(
+                {
+                    "cost_usd": record_document["row"].get("cost_usd"),
+                    "wall_s": float(record_document["timing"]["wall_s"]),
+                }
+            )
         except (OSError, ValueError, KeyError, TypeError):
             continue
     running, interrupted = running_cells(root, host)
-    # The run summary is made last, from every cell: with it present and nothing left, the run is over.
-    finished_run = Path(layout.summary(root)).is_file() and not running
+    sequential = record is not None and isinstance(record["config"].get("runs"), dict)
+    started = record["started_at"] if record is not None else plan["started_at"]
     return summarize(
         plan=plan,
         finished=finished,
@@ -250,9 +314,24 @@ def snapshot(results_dir: str | Path, *, now: datetime | None = None, host: str 
         interrupted=len(interrupted),
         proposer_costs=_proposer_costs(root, generations),
         generations=generations,
-        finished_run=finished_run,
+        finished_run=(_ended_finished(root, started) if ended_ok is None else ended_ok) and not running,
         now=now or _now(),
+        alive=alive,
+        sequential=sequential,
     )
+
+
+STATE_TEXT = {
+    "finished": "finished",
+    "interrupted": "run interrupted",
+    "running": "running",
+    "waiting_for_look": "waiting for a look",
+}
+
+
+def state_name(state: str) -> str:
+    """A progress state as words (``waiting_for_look`` is "waiting for a look")."""
+    return "waiting for a look" if state == "waiting_for_look" else state
 
 
 def _duration(seconds: float) -> str:
@@ -273,8 +352,8 @@ def format_line(progress: dict[str, Any]) -> str:
     if progress["unmeasured_costs"]:
         spend += f" (+{progress['unmeasured_costs']} unmeasured)"
     parts.append(spend)
-    if progress["state"] == "finished":
-        parts.append("finished")
+    if progress["state"] != "running":
+        parts.append(STATE_TEXT[progress["state"]])
     elif progress["eta_s"] is None:
         parts.append("ETA after the first cell")
     else:
@@ -294,13 +373,15 @@ def _locked(root: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def update(results_dir: str | Path) -> dict[str, Any] | None:
+def update(
+    results_dir: str | Path, *, alive: bool | None = None, ended_ok: bool | None = None
+) -> dict[str, Any] | None:
     """Recompute and atomically replace ``progress.json`` under the lock; None when no run plan exists."""
     root = Path(results_dir)
     if not Path(layout.progress_plan(root)).is_file():
         return None
     with _locked(root):
-        progress = snapshot(root)
+        progress = snapshot(root, alive=alive, ended_ok=ended_ok)
         artifacts.write_artifact(Path(layout.progress(root)), progress, "progress")
     return progress
 
@@ -333,9 +414,9 @@ def tracking_cell(results_dir: str | Path, label: str, *, stream=None) -> Iterat
 # ─── The end of a run ────────────────────────────────────────────────────────
 
 
-def _command(snakemake_bin: str, name: str) -> str:
-    """``name`` as the user can type it: beside the running snakemake (e.g. .venv/bin/), relative when inside."""
-    folder = Path(snakemake_bin).parent
+def command_beside(program: str, name: str) -> str:
+    """``name`` as the user can type it: beside ``program`` (e.g. .venv/bin/), relative when inside the cwd."""
+    folder = Path(program).parent
     candidate = folder / name
     if not candidate.exists():
         return name
@@ -346,35 +427,80 @@ def _command(snakemake_bin: str, name: str) -> str:
     return str(relative)
 
 
+def resume_lines(root: Path, record: RunRecord | None, snakemake: str) -> list[str]:
+    """How to go on with a run that is not running: the run's own command (after --unlock when snakemake's lock
+    outlived it)."""
+    if record is None:
+        return ["  resume:    run the same snakemake command again: finished cells are kept"]
+    lines = []
+    if snakemake_lock_held(Path(record["workdir"])):
+        unlock = runrecord.snakemake_command(record, "--unlock", fallback=snakemake)
+        lines.append(f"  unlock:    {unlock}   (snakemake's lock outlived the run; nothing else is running here)")
+    lines.append(f"  resume:    {runrecord.typed_command(record)}   (finished cells are kept, the rest run)")
+    return lines
+
+
+def snakemake_lock_held(workdir: Path) -> bool:
+    """Snakemake's lock files of ``workdir`` exist (a live run's, or one a killed run left behind)."""
+    locks = workdir / ".snakemake" / "locks"
+    return locks.is_dir() and any(locks.iterdir())
+
+
+def status_lines(root: Path, state: dict[str, Any], record: RunRecord | None, snakemake: str) -> list[str]:
+    """What `skillbench status` adds under the run line: who runs it, what died, how to go on."""
+    lines = []
+    if record is not None and state["state"] in ("running", "waiting_for_look"):
+        process = record["process"]
+        lines.append(f"  snakemake: pid {process['pid']} on {process['host']}, `{runrecord.typed_command(record)}`")
+    if state["state"] == "waiting_for_look":
+        lines.append("  no cell is running: the next batch of cells starts if the interim look says continue")
+    _running, interrupted = running_cells(root)
+    if interrupted:
+        lines.append(f"  interrupted cells (their job died): {', '.join(interrupted)}")
+    if state["state"] == "interrupted":
+        lines.append("  the run is not running and did not finish (stopped by Ctrl-C, an error, or a kill)")
+        lines += resume_lines(root, record, runrecord.program(record, snakemake))
+    return lines
+
+
 def closing_lines(
-    results_dir: str | Path, *, ok: bool, snakemake_bin: str = "snakemake", interrupted: bool = False
+    results_dir: str | Path,
+    *,
+    ok: bool,
+    snakemake_bin: str = "snakemake",
+    interrupted: bool = False,
+    log: str | None = None,
 ) -> list[str]:
     """What the user reads when snakemake ends: outcome, where the reports are, the HTML report command and the
-    next step."""
+    next step. Every command carries the options the run was started with (run.json), so it acts on this
+    experiment as printed."""
     root = Path(results_dir)
-    snakemake = _command(snakemake_bin, "snakemake")
-    skillbench = _command(snakemake_bin, "skillbench")
+    record = _run_record(root)
+    snakemake = runrecord.program(record, command_beside(snakemake_bin, "snakemake"))
+    skillbench = command_beside(snakemake_bin, "skillbench")
     try:
-        state = update(root)
+        state = update(root, alive=False, ended_ok=ok)
     except (OSError, artifacts.ArtifactError):
         state = None
     counts = ""
     if state is not None:
         counts = f" ({state['cells_done']}/{state['cells_planned']} cells, ${state['spend_usd']:.2f} measured spend)"
+    logged = [f"  log:       {log}"] if log else []
     if not ok and interrupted:
         return [
             f"skillbench: run of {root} interrupted{counts}.",
             "  kept:      every cell that finished has its record (cells stopped by a second Ctrl-C have none)",
             f"  progress:  {skillbench} status {root}",
-            "  next:      run the same command again: finished cells are kept, the rest run",
+            *[line for line in resume_lines(root, record, snakemake) if not line.startswith("  unlock:")],
+            *logged,
         ]
     if not ok:
         return [
             f"skillbench: run of {root} stopped with errors{counts}.",
-            "  why:       the failed jobs' error lines are above; their logs are under logs/",
+            f"  why:       the failed jobs' error lines are above; their logs are under {layout.log_dir(root.name)}/",
             f"  progress:  {skillbench} status {root}",
-            "  next:      fix the cause and run the same command again: finished cells are kept "
-            f"(after a killed run, `{snakemake} --unlock` first)",
+            *[line for line in resume_lines(root, record, snakemake) if not line.startswith("  unlock:")],
+            *logged,
         ]
     summary_path = Path(layout.summary(root))
     try:
@@ -383,27 +509,31 @@ def closing_lines(
         summary = None
     reports = [Path(layout.report(root, None))]
     if summary is None:
-        outcome = "finished"
-    elif summary["outcome"] == "sweep":
+        # Only the targets named on the command line (say, the sweep's rows): no summary, no report to build yet.
+        made = [path for path in (Path(layout.rows(root, None)), *reports) if path.is_file()]
+        return [
+            f"skillbench: the targets asked for are made{counts}.",
+            *([f"  made:      {', '.join(str(path) for path in made)}"] if made else []),
+        ]
+    if summary["outcome"] == "sweep":
         outcome = "benchmark sweep finished"
     elif summary["outcome"] == "promoted":
         outcome = f"generation {summary['promoted_generation']}'s candidate was PROMOTED"
     else:
         outcome = f"no candidate cleared the gate in {summary['generations_requested']} generation(s)"
-    if summary is not None:
-        reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
+    reports += [Path(layout.report(root, g["generation"])) for g in summary["generations"]]
+    report_command = runrecord.snakemake_command(record, "--report", layout.html_report(root), fallback=snakemake)
     lines = [
         f"skillbench: {outcome}{counts}.",
         f"  summary:   {layout.summary_markdown(root)}",
         f"  reports:   {', '.join(str(path) for path in reports)}",
-        f"  HTML:      {snakemake} --report {layout.html_report(root)}   "
-        "(figures and every report; open it in a browser)",
+        f"  HTML:      {report_command}   (figures, every report and a page per cell; open it in a browser)",
     ]
-    if summary is not None and summary["outcome"] == "promoted":
+    if summary["outcome"] == "promoted":
         lines.append(
             f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
         )
-    elif summary is not None and summary["outcome"] == "not_promoted":
+    elif summary["outcome"] == "not_promoted":
         advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
         lines.append(f"  next:      {advice}")
     return lines
@@ -535,6 +665,18 @@ def check_budget(
             f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
             "raise the cap, or lower runs (runs.min) or the tasks/arms selected"
         )
+
+
+def budget_lines(budget: dict[str, Any], sessions: int) -> list[str]:
+    """What the budget does to a plan of at most ``sessions`` agent sessions (an estimate's lines)."""
+    lines = []
+    cap = budget.get("max_sessions")
+    if cap is not None:
+        verdict = "the plan fits in it" if sessions <= cap else "looks start no batch past it, so fewer may run"
+        lines.append(f"  budget.max_sessions {cap}: the plan needs up to {sessions} sessions; {verdict}")
+    if budget.get("max_usd") is not None:
+        lines.append(f"  budget.max_usd {budget['max_usd']:g}: looks start no batch whose projected cost passes it")
+    return lines
 
 
 # ─── Between batches of a sequential design: the budget ─────────────────────

@@ -1,10 +1,13 @@
-"""A PNG of the HTML report (``snakemake --report``) opened on one page, taken with headless Chromium.
+"""A PNG of the HTML report (``snakemake --report``) opened on one page, or of a standalone page (a cell's),
+taken with headless Chromium.
 
 Owns the one developer tool behind ``make report-screenshot``: it copies the report with a
 small script that opens the chosen result (by default the run summary page) the way a click
-in the report's menu would, and asks Chromium for a screenshot of the window.
+in the report's menu would, and asks Chromium for a screenshot of the window. A standalone page
+(``--standalone``) is shot as it is, top of the page.
 
     python -m skillbench.reporting.screenshot REPORT_HTML OUT_PNG [--page summary.html] [--size 1400,1000]
+    python -m skillbench.reporting.screenshot PAGE_HTML OUT_PNG --standalone [--size 1200,1500]
 """
 
 from __future__ import annotations
@@ -58,24 +61,29 @@ def take(
     with tempfile.TemporaryDirectory() as scratch:
         wrapped = Path(scratch) / "report.html"
         wrapped.write_text(with_opener(report.read_text(encoding="utf-8"), page, category), encoding="utf-8")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        command = [
-            browser(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--no-first-run",
-            f"--user-data-dir={scratch}/profile",
-            f"--window-size={size[0]},{size[1]}",
-            "--virtual-time-budget=8000",
-            f"--screenshot={out.resolve()}",
-            wrapped.as_uri(),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=180)
-        if result.returncode != 0 or not out.is_file():
-            raise SystemExit(f"chromium failed ({result.returncode}): {result.stderr[-2000:]}")
+        shoot(wrapped, out, scratch=Path(scratch), size=size)
     crop_to_viewport(out)
+
+
+def shoot(page: Path, out: Path, *, scratch: Path, size: tuple[int, int]) -> None:
+    """Chromium's screenshot of ``page`` in a window of ``size``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        browser(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        f"--user-data-dir={scratch}/profile",
+        f"--window-size={size[0]},{size[1]}",
+        "--virtual-time-budget=8000",
+        f"--screenshot={out.resolve()}",
+        page.resolve().as_uri(),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    if result.returncode != 0 or not out.is_file():
+        raise SystemExit(f"chromium failed ({result.returncode}): {result.stderr[-2000:]}")
 
 
 def crop_to_viewport(png: Path) -> None:
@@ -100,9 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", default="summary.html", help="open the result whose path ends with this")
     parser.add_argument("--category", default="Run")
     parser.add_argument("--size", default="1400,1000", help="window WIDTH,HEIGHT")
+    parser.add_argument("--standalone", action="store_true", help="REPORT_HTML is a page of its own (a cell page)")
     args = parser.parse_args(argv)
     width, height = (int(part) for part in args.size.split(","))
-    take(args.report, args.out, page=args.page, category=args.category, size=(width, height))
+    if args.standalone:
+        with tempfile.TemporaryDirectory() as scratch:
+            shoot(args.report, args.out, scratch=Path(scratch), size=(width, height))
+    else:
+        take(args.report, args.out, page=args.page, category=args.category, size=(width, height))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from pathlib import Path
 from typing import Any, cast
 
 from skillbench.base import artifacts, layout
 from skillbench.base.records import CellRecord, ProposerSession, ResultRow, TaskBindings
-from skillbench.execution.sessions import parse_event_stream
+from skillbench.execution.repo import MAX_PATCH_BYTES
+from skillbench.execution.sessions import MAX_TRANSCRIPT_BYTES, parse_event_stream
 from skillbench.experiment.arms import is_candidate
-from skillbench.reporting import figures, pages
+from skillbench.reporting import cellpage, figures, pages
+
+# The oracle log is a tail (grading.graders keeps the last characters); read no more than a generous bound.
+MAX_ORACLE_LOG_BYTES = 1024 * 1024
 
 
 def _read_rows(path: Path) -> list[ResultRow]:
@@ -29,7 +35,8 @@ def _task_order(bindings: str) -> list[str]:
 def plot_cost_resolution(*, results: str, bindings: str, arm_order: list[str], title: str, out: str) -> None:
     rows = _read_rows(Path(results))
     facets = figures.cost_resolution_data(rows, _task_order(bindings), arm_order)
-    artifacts.atomic_write_text(Path(out), figures.plot_cost_resolution(facets, title=title))
+    colours = figures.arm_colours(arm_order)
+    artifacts.atomic_write_text(Path(out), figures.plot_cost_resolution(facets, title=title, colours=colours))
 
 
 def plot_paired_improvement(*, promotion: str, candidate_arm: str, out: str) -> None:
@@ -43,13 +50,18 @@ def plot_generation_chain(*, summary: str, promotions: list[str], out: str) -> N
     artifacts.atomic_write_text(Path(out), figures.plot_generations(figures.generation_chain_data(document, gates)))
 
 
+def _transcript_role(record: CellRecord, index: int, path: str) -> str:
+    """The session role of a cell's ``index``-th transcript (files are named ``<role>-<session id>.jsonl``)."""
+    roles = [session["role"] for session in record["timing"]["sessions"]]
+    name = Path(path).name
+    return next((r for r in roles if name.startswith(f"{r}-")), roles[index] if index < len(roles) else "session")
+
+
 def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, Any]]:
     row = record["row"]
-    roles = [session["role"] for session in record["timing"]["sessions"]]
     found: list[dict[str, Any]] = []
     for index, artifact in enumerate(row["transcript_artifacts"]):
-        name = Path(artifact["path"]).name
-        role = next((r for r in roles if name.startswith(f"{r}-")), roles[index] if index < len(roles) else "session")
+        role = _transcript_role(record, index, artifact["path"])
         try:
             usage = figures.session_usage(parse_event_stream((record_path.parent / artifact["path"]).read_bytes()))
         except (OSError, ValueError):
@@ -84,7 +96,7 @@ def plot_session_spend(*, results: list[str], proposer_sessions: list[str], titl
     artifacts.atomic_write_text(Path(out), figures.plot_spend(figures.spend_data(sessions), title=title))
 
 
-def plot_cell_timeline(*, results: list[str], title: str, out: str) -> None:
+def plot_cell_timeline(*, results: list[str], arm_order: list[str], title: str, out: str) -> None:
     cells: list[dict[str, Any]] = []
     for path in run_records(results):
         record = _read_cell_record(path)
@@ -100,7 +112,10 @@ def plot_cell_timeline(*, results: list[str], title: str, out: str) -> None:
                 "sessions": timing["sessions"],
             }
         )
-    artifacts.atomic_write_text(Path(out), figures.plot_timeline(figures.timeline_data(cells), title=title))
+    colours = figures.arm_colours(arm_order)
+    artifacts.atomic_write_text(
+        Path(out), figures.plot_timeline(figures.timeline_data(cells), title=title, colours=colours)
+    )
 
 
 def render_report_page(*, markdown: str, figure_files: list[str], out: str, title: str | None = None) -> None:
@@ -108,3 +123,57 @@ def render_report_page(*, markdown: str, figure_files: list[str], out: str, titl
     text = Path(markdown).read_text(encoding="utf-8")
     inline = [(*pages.figure_text(path), Path(path).read_bytes()) for path in figure_files]
     artifacts.atomic_write_text(Path(out), pages.render_page(text, inline, title=title))
+
+
+def _transcripts(run_dir: Path, record: CellRecord) -> list[cellpage.Transcript]:
+    """Each session's parent-captured transcript, checked against the digest its row records."""
+    found = []
+    for index, artifact in enumerate(record["row"]["transcript_artifacts"]):
+        role = _transcript_role(record, index, artifact["path"])
+        try:
+            raw = artifacts.read_regular_file(run_dir / artifact["path"], MAX_TRANSCRIPT_BYTES, what="transcript")
+        except (OSError, artifacts.ArtifactError) as exc:
+            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc)))
+            continue
+        problem = (
+            None if hashlib.sha256(raw).hexdigest() == artifact["sha256"] else "does not match its recorded digest"
+        )
+        try:
+            found.append(cellpage.Transcript(role, artifact["path"], parse_event_stream(raw), problem))
+        except ValueError as exc:
+            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc)))
+    return found
+
+
+def _text_file(path: Path, limit: int) -> str | None:
+    """A cell's text artifact (no-follow, bounded), or None when it is not there."""
+    try:
+        return artifacts.read_regular_file(path, limit, what=path.name).decode("utf-8", "replace")
+    except (OSError, artifacts.ArtifactError):
+        return None
+
+
+def render_cell_page(*, record: str, patch: str, arm_order: list[str], page_out: str, author_out: str) -> None:
+    """A cell's record, transcripts and patch → its page for the shared report, and the author-only page that
+    also holds the hidden oracle's output (oracle.log beside the record, owner-only like it)."""
+    document = _read_cell_record(Path(record))
+    run_dir = Path(record).parent
+    row = document["row"]
+    root = layout.root_of_cell_file(record, layout.cellset(_cell_generation(run_dir)))
+    page = functools.partial(
+        cellpage.render_cell_page,
+        label=str(run_dir.relative_to(root)),
+        row=row,
+        timing=document["timing"],
+        transcripts=_transcripts(run_dir, document),
+        patch=_text_file(Path(patch), MAX_PATCH_BYTES),
+        colour=figures.arm_colours(arm_order).get(row["arm"], "#57606a"),
+    )
+    artifacts.atomic_write_text(Path(page_out), page())
+    oracle_log = _text_file(run_dir / layout.ORACLE_LOG, MAX_ORACLE_LOG_BYTES)
+    artifacts.atomic_write_text(Path(author_out), page(author_only=True, oracle_log=oracle_log), mode=0o600)
+
+
+def _cell_generation(run_dir: Path) -> int | None:
+    """The generation of a candidate cell's folder (``gen<N>/cells/<task>/<arm>/run<i>``), None for ``cells/``."""
+    return layout.generation_of_folder(run_dir.parents[3].name)

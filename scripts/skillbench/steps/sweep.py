@@ -8,7 +8,7 @@ from typing import Any
 
 from skillbench.base import artifacts, layout
 from skillbench.experiment.arms import is_candidate
-from skillbench.reporting import report
+from skillbench.reporting import cellpage, report
 
 
 def collect_results(*, records: list[str], bindings: str, arm_order: list[str], out: str) -> None:
@@ -56,7 +56,29 @@ def render_report(
         promotion=promotion_doc,
         baseline_arm=baseline_arm,
     )
-    artifacts.atomic_write_text(Path(out), text + report.oracle_log_section(oracle_log_links(rows, Path(out))))
+    oracle_logs = report.oracle_log_section(oracle_log_links(rows, Path(out)))
+    artifacts.atomic_write_text(
+        Path(out), text + oracle_logs + cellpage.cells_markdown(cell_page_links(rows, Path(out)))
+    )
+
+
+def _row_cell(rows_folder: Path, row: dict[str, Any]) -> Path:
+    """The folder of a row's cell: the report sits in `sweep/` or `gen<N>/` of the results root."""
+    generation = layout.generation_of_folder(rows_folder.name)
+    return Path(
+        layout.row_cell_dir(
+            rows_folder.parent, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
+        )
+    )
+
+
+def cell_page_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[str, str, int, str]]:
+    """(task, arm, run, path relative to the report) of every row's cell page."""
+    folder = report_path.parent
+    return [
+        (row["task"], row["arm"], row["run"], os.path.relpath(_row_cell(folder, row) / "cell.html", folder))
+        for row in rows
+    ]
 
 
 def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[dict[str, Any], str]]:
@@ -64,15 +86,9 @@ def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tupl
 
     The report sits in `sweep/` or `gen<N>/` of the results root; the logs beside the records."""
     folder = report_path.parent
-    results_root, generation = folder.parent, layout.generation_of_folder(folder.name)
     links = []
     for row in rows:
-        if not report.oracle_failed(row):
-            continue
-        cell = layout.row_cell_dir(
-            results_root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
-        )
-        log = Path(cell) / layout.ORACLE_LOG
-        if log.is_file():
+        log = _row_cell(folder, row) / layout.ORACLE_LOG
+        if report.oracle_failed(row) and log.is_file():
             links.append((row, os.path.relpath(log, folder)))
     return links

@@ -1,0 +1,139 @@
+"""The one pre-spend check: every mistake a run would stop on, found before any session, by the workflow's parse and
+by `skillbench check` alike; and what a task repository holds that its cells will not run."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from skillbench import preflight
+from skillbench.cli import main
+from skillbench.experiment import configcheck
+
+REPO = Path(__file__).resolve().parents[2]
+# No user or system git config; the identity of the fixture's commits is given per command.
+GIT = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A committed copy of the demo experiment (config, suite, skills) as a user's folder."""
+    for name in ("config", "tasks", ".claude"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "project")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def git(folder: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(folder), *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT).stdout
+
+
+def checks(overrides: dict, source: str = "my.yaml") -> preflight.Preflight:
+    config = configcheck.merge(configcheck.merged_files("config/config.yaml"), overrides)
+    return preflight.experiment_checks(config, source=source, environment_checks=False)
+
+
+def write_overlay(folder: Path, skill: str, text: str) -> str:
+    path = folder / ".claude" / "skills" / skill / "SKILL.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return str(folder)
+
+
+def test_the_demo_has_no_problem(project):
+    assert checks({}).problems == []
+
+
+def test_each_mistake_that_would_stop_a_run_is_one_line_naming_the_file_the_key_and_the_fix(project):
+    script = project / "tasks" / "demo" / "model-script.yaml"
+    script.write_text(script.read_text().replace("\n  money-thousands:\n", "\n  money-thousand:\n", 1))
+    broken = write_overlay(project / "broken", "change-work", "# change-work\n\nRun the verify command once.\n")
+    found = checks({"evolution": {"generations": 1, "initial_overlay": broken}, "budget": {"max_sessions": 5}})
+    assert f"{broken}/.claude/skills/change-work/SKILL.md: SKILL.md must start with YAML frontmatter (---)" in (
+        "\n".join(found.problems)
+    )
+    assert any(
+        line.startswith("my.yaml: budget.max_sessions: 5 is below the first batch's") and "raise the cap" in line
+        for line in found.problems
+    ), found.problems
+    assert (
+        "tasks/demo/model-script.yaml: task `money-thousand` is not in the task suite; did you mean `money-thousands`?"
+        in found.problems
+    )
+
+    # An overlay in the right format that changes a skill no evolution arm loads.
+    plan = (project / ".claude" / "skills" / "change-plan" / "SKILL.md").read_text()
+    other = write_overlay(project / "plan-only", "change-plan", plan + "\nKeep plans short.\n")
+    found = checks({"evolution": {"generations": 1, "initial_overlay": other, "arms": ["workflow_direct"]}})
+    assert any(
+        line.startswith(f"overlay {other} changes ['change-plan']") and "evolution.arms" in line
+        for line in found.problems
+    ), found.problems
+
+
+def test_a_config_that_does_not_match_its_schema_stops_the_other_checks(project):
+    found = checks({"run": 3})
+    assert found.problems[0] == "my.yaml: unknown key `run`; did you mean `runs`?"
+
+
+def test_the_workflow_parse_runs_exactly_these_checks():
+    """common.smk calls the one check function, and none of the checks it is made of, so they cannot drift."""
+    rules = "\n".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    assert "sb_preflight.check_experiment(" in rules
+    for check in ("validate_config", "check_arms", "check_model_access", "check_cli", "check_skill_root"):
+        assert f".{check}(" not in rules, check
+    for check in ("check_initial_overlay", "check_budget", "check_model_script", "design_warnings"):
+        assert f".{check}(" not in rules, check
+
+
+def repository_task(repo: Path, ref: str) -> dict:
+    return {"id": "lib-fix", "repo": str(repo), "ref": ref}
+
+
+def test_a_task_repository_with_uncommitted_changes_or_off_its_ref_is_named(tmp_path):
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "lib.py").write_text("VALUE = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    git(repo, "tag", "v1")
+    assert preflight.task_repository_warnings([repository_task(repo, "v1")]) == []
+
+    (repo / "lib.py").write_text("VALUE = 2\n")
+    git(repo, "commit", "-qam", "two")
+    (repo / "lib.py").write_text("VALUE = 3\n")
+    (repo / "notes.txt").write_text("draft\n")
+    other = {**repository_task(repo, "v1"), "id": "lib-feature"}
+    tasks = [repository_task(repo, "v1"), other, {"id": "snap", "snapshot": "p"}]
+    first, second = preflight.task_repository_warnings(tasks)
+    assert first.startswith(
+        f"tasks lib-fix, lib-feature: repository {repo} has uncommitted changes (lib.py, notes.txt)"
+    )
+    assert "cells run on ref v1" in first and "without them" in first
+    assert re.match(
+        rf"tasks lib-fix, lib-feature: repository {repo} has HEAD at [0-9a-f]{{12}}, not at the ref v1 ", second
+    )
+
+
+def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
+    assert main(["check", "--task", "money-thousands"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("config/config.yaml: experiment demo: 1 task(s), arms workflow, workflow_direct, baseline")
+    assert "money-thousands: base: oracle fails as expected" in out
+    assert out.rstrip().endswith("check: no problems in config/config.yaml")
+
+    (project / "my.yaml").write_text(yaml.safe_dump({"experiment": "mine", "budget": {"max_sessions": 2}}))
+    assert main(["check-tasks", "--configfile", "my.yaml", "--task", "money-thousands"]) == 1
+    captured = capsys.readouterr()
+    assert "my.yaml: budget.max_sessions: 2 is below the first batch's" in captured.out
+    assert "check: 1 problem(s) in my.yaml; a run would stop on them before any session is paid for" in captured.err
