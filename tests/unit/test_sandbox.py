@@ -618,3 +618,25 @@ def test_an_mcp_server_argv_is_exactly_the_documented_one():
         *["--ro-bind", "/opt/sdk", "/opt/sdk", "--ro-bind", "/workspace", "/workspace"],
         *["--remount-ro", "/", "--chdir", "/workspace", "--", "/usr/bin/python3", "-m", "srv"],
     ]
+
+
+@needs_bwrap
+def test_an_mcp_servers_mounts_are_hidden_from_the_agents_commands_but_not_from_its_launcher(private_root):
+    """The CLI starts MCP servers through the shell prefix as `<launcher>`: exactly the harness's launchers run with
+    the servers' mounts in view; every other command (the agent's) sees an empty folder there."""
+    box = make_sandbox(private_root)
+    try:
+        box.hide_from_tools(["/opt/mcp/probe"])
+        argv = box.mcp_launcher("server-abc", ["/usr/bin/env", "-i", "PATH=/usr/bin", "/opt/claude/bwrap", "x y"])
+        assert argv == [f"{sb.SANDBOX_MCP_LAUNCHERS}/server-abc"]
+        launcher = (box.tools_host / "mcp" / "server-abc").read_text()
+        assert launcher.endswith("exec /usr/bin/env -i PATH=/usr/bin /opt/claude/bwrap 'x y'\n")
+        lines = (box.tools_host / "shell-prefix").read_text().splitlines()
+        case = lines.index('case "$1" in')
+        # Only the whole launcher path matches: a command that starts with it goes to the default branch.
+        assert lines[case + 1].startswith(f"  {sb.SANDBOX_MCP_LAUNCHERS}/server-abc) exec ")
+        assert "--tmpfs /opt/mcp/probe" not in lines[case + 1] and lines[case + 2] == "esac"
+        assert "--tmpfs /opt/mcp/probe" in lines[-1] and lines[-1].endswith('-- /bin/bash -c "$1"')
+        assert ("--ro-bind", str(box.tools_host / "mcp"), sb.SANDBOX_MCP_LAUNCHERS) in pairs(box.command(["true"]))
+    finally:
+        box.close()

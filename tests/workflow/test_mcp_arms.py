@@ -140,6 +140,12 @@ def test_mcp_servers_surfaces_nomcp_and_plugin_arm(project: Project) -> None:
     assert "EDITED" not in readme
     work = _results(_events(project, "mcp_arm", "work"))
     assert work["mcp__probe__write_marker"] == [(False, "PROBE-MARKER written: from-work")]
+    # A server's mounts are the server's: the agent's commands see empty folders, the CLI's Read is denied.
+    ((_error, listing),) = work["Bash"]
+    assert listing.split("listed")[0].split() == ["/opt/mcp/probe:", "/opt/mcp/sdk:"], listing
+    assert "read-exit=1" in listing and "def " not in listing and "import" not in listing
+    ((read_error, read_text),) = work["Read"]
+    assert read_error and "import" not in read_text
 
     # The server's containment: no key in its environment or any /proc it sees, no network, no home.
     ((error, text),) = results["mcp__probe__containment_report"]

@@ -219,9 +219,10 @@ def session_surface(
     binds: list[tuple[Path, str]] = []
     for name in servers:
         binds += [(Path(host), target) for target, host in resolved[name]["mounts"].items()]
+    server_mounts = [target for _host, target in binds]
 
     def server_argv(name: str, server: dict[str, Any]) -> list[str]:
-        return _mcp_server_argv(sandbox, resolved[name], server)
+        return sandbox.mcp_launcher(mcp.launcher_name(name), _mcp_server_argv(sandbox, resolved[name], server))
 
     plugin_dirs = _plugin_dirs(sandbox, config, arm, binds)
     # Servers connect before the first request (else their tools may be missing from it), and the CLI
@@ -241,6 +242,7 @@ def session_surface(
         plugin_dirs=plugin_dirs,
         disable_slash_commands=bool(definition.get("disable_slash_commands")),
         binds=binds,
+        hidden_from_tools=server_mounts if sandbox.backend == "bwrap" else [],
         extra_env=extra_env,
     )
 

@@ -386,6 +386,11 @@ def mcp_config_json(servers: dict[str, dict[str, Any]], server_argv) -> str:
     return json.dumps(document, separators=(",", ":"), sort_keys=True)
 
 
+def launcher_name(server: str) -> str:
+    """A file name for a server's launcher (server names are free text): its digest."""
+    return "server-" + hashlib.sha256(server.encode()).hexdigest()[:16]
+
+
 def server_environment(server: dict[str, Any]) -> dict[str, str]:
     """The whole environment of a server process: a minimal base plus the server's `env` allow list."""
     return {

@@ -63,6 +63,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import sys
@@ -84,6 +85,9 @@ SANDBOX_CLAUDE = f"{SANDBOX_TOOLS}/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
+# Where each MCP server's launcher appears: the CLI runs `<launcher>` through the shell prefix, which starts
+# exactly these (and nothing else) with the servers' mounts visible.
+SANDBOX_MCP_LAUNCHERS = f"{SANDBOX_TOOLS}/mcp"
 # Where the harness-owned git directory appears to the harness's own git runs (never to a session).
 SANDBOX_HARNESS_GIT = "/run/skillbench-git"
 SANDBOX_PATH = f"{SANDBOX_TOOLS}:/usr/local/bin:/usr/bin:/bin"
@@ -297,56 +301,97 @@ def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
     return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
 
 
-def nested_namespace_args() -> list[str]:
-    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network."""
+def nested_namespace_args(hidden: Sequence[str] = ()) -> list[str]:
+    """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network.
+
+    `hidden` are paths of the cell's sandbox the agent's commands must not see (an MCP server's mounts, which
+    only the server reads): each is covered with an empty tmpfs."""
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
+    for path in hidden:
+        args += ["--tmpfs", path]
     # A Unix socket ignores network namespaces: the gateway's socket would otherwise be a way out.
     return [*args, *hide_bridge_args()]
 
 
 def _credential_free_exec(
-    command: str, *, home: str, tmp: str, path: str, nested_bwrap: str | None, prlimit: list[str] | None
+    command: str,
+    *,
+    home: str,
+    tmp: str,
+    path: str,
+    nested_bwrap: str | None,
+    prlimit: list[str] | None,
+    hidden: Sequence[str] = (),
 ) -> str:
     """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
     sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given."""
     variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
     if nested_bwrap:
-        command = f"{nested_bwrap} {' '.join(nested_namespace_args())} -- {command}"
+        command = f"{nested_bwrap} {' '.join(nested_namespace_args(hidden))} -- {command}"
     if prlimit:
         command = f"{' '.join(prlimit)} -- {command}"
     return f"exec /usr/bin/env -i {variables} {command}\n"
 
 
 def shell_prefix_script(
-    *, home: str, tmp: str, path: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+    *,
+    home: str,
+    tmp: str,
+    path: str,
+    nested_bwrap: str | None = None,
+    prlimit: list[str] | None = None,
+    hidden: Sequence[str] = (),
+    launchers: Sequence[str] = (),
 ) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
-    So a command the model writes never sees ANTHROPIC_API_KEY or anything else the CLI holds. With
+    So a command the model writes never sees the session's token or anything else the CLI holds. With
     `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
     and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
     The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
-    sandbox shows. `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself
-    does not get.
+    sandbox shows, less the `hidden` paths (an MCP server's mounts). The CLI starts its MCP servers
+    through this prefix too: a command that is exactly one of the harness's `launchers` runs with the
+    hidden paths visible (the launcher starts the server in its own sandbox); nothing else does.
+    `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get.
     """
+    server_case = ""
+    if launchers and hidden:
+        server_exec = _credential_free_exec(
+            '"$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
+        ).strip()
+        server_case = f'case "$1" in\n  {"|".join(launchers)}) {server_exec} ;;\nesac\n'
     return (
         "#!/bin/sh\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
+        + server_case
         + _credential_free_exec(
-            '/bin/bash -c "$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
+            '/bin/bash -c "$1"',
+            home=home,
+            tmp=tmp,
+            path=path,
+            nested_bwrap=nested_bwrap,
+            prlimit=prlimit,
+            hidden=hidden,
         )
     )
 
 
 def git_wrapper_script(
-    *, home: str, tmp: str, path: str, git: str, nested_bwrap: str | None = None, prlimit: list[str] | None = None
+    *,
+    home: str,
+    tmp: str,
+    path: str,
+    git: str,
+    nested_bwrap: str | None = None,
+    prlimit: list[str] | None = None,
+    hidden: Sequence[str] = (),
 ) -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
-    The CLI runs git itself (status, log, config) with the model key in its environment; a hook,
+    The CLI runs git itself (status, log, config) with its session token in its environment; a hook,
     fsmonitor, filter or pager planted in the clone's `.git` would inherit it. This wrapper is
     first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
     environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
@@ -355,7 +400,9 @@ def git_wrapper_script(
     return (
         "#!/bin/sh\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
-        + _credential_free_exec(command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit)
+        + _credential_free_exec(
+            command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, hidden=hidden
+        )
     )
 
 
@@ -510,15 +557,16 @@ def preflight(bwrap: str) -> None:
         )
 
 
-def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
+def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: Sequence[str] = ()) -> str:
     """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
 
     * hooks are off (`disableAllHooks`), bypass mode is disabled;
     * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
       web, subagent and notebook tools are denied;
     * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
-      the model key) may not open /proc, /sys, /dev or ~/.claude, nor write the CLI's settings and
-      state (`CLI_STATE_PATHS`); the CLI resolves symlinks before it applies these rules;
+      the session's token) may not open /proc, /sys, /dev, ~/.claude or the `hidden` paths (an MCP
+      server's mounts), nor write the CLI's settings and state (`CLI_STATE_PATHS`); the CLI resolves
+      symlinks before it applies these rules;
     * `cli_sandbox=True` (bwrap only) also turns on the CLI's own Bash sandbox as a second layer:
       writes only to /workspace and /tmp, every network domain denied, no unsandboxed fallback,
       fail if unavailable. It works inside our Bubblewrap once socat is installed (Claude Code
@@ -533,7 +581,7 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False) -> str:
     deny = [*DENIED_TOOLS]
     settings: dict = {"disableAllHooks": True}
     if sandbox_backend == "bwrap":
-        for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude"):
+        for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude", *hidden):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
         for state in CLI_STATE_PATHS:
             deny += [f"Edit(/{state})", f"Write(/{state})", f"Edit(/{state}/**)", f"Write(/{state}/**)"]
@@ -600,6 +648,9 @@ class Sandbox:
             folder.mkdir(mode=0o700, exist_ok=True)
         self.launcher: list[str] = []
         self._id_lock: int | None = None
+        # Sandbox paths the agent's commands must not see (hide_from_tools), and the MCP launchers written.
+        self.hidden_from_tools: list[str] = []
+        self._launchers: set[str] = set()
         self.git_executable = resolve_git()
         if self.backend == "bwrap":
             self._prepare_bubblewrap()
@@ -637,28 +688,74 @@ class Sandbox:
 
     def _write_tools(self) -> None:
         """The shell-prefix and git wrappers, the synthetic passwd and group, and the empty file, in `tools_host`."""
+        self._write_wrappers()
+        (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
+        (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
+        (self.tools_host / "empty").write_bytes(b"")
+
+    def _write_wrappers(self) -> None:
+        """The shell-prefix and git wrappers (replaced whole: the sandbox's host id may own the old ones)."""
         nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
         inner_limits = self._inner_memory_limit()
-        prefix = self.tools_host / "shell-prefix"
-        prefix.write_text(
-            shell_prefix_script(home=self.home, tmp=self.tmp, path=self.path, nested_bwrap=nested, prlimit=inner_limits)
-        )
-        prefix.chmod(0o500)
-        git_wrapper = self.tools_host / "git"
-        git_wrapper.write_text(
-            git_wrapper_script(
+        hidden = self.hidden_from_tools
+        launchers = [f"{SANDBOX_MCP_LAUNCHERS}/{name}" for name in sorted(self._launchers)]
+        scripts = {
+            "shell-prefix": shell_prefix_script(
+                home=self.home,
+                tmp=self.tmp,
+                path=self.path,
+                nested_bwrap=nested,
+                prlimit=inner_limits,
+                hidden=hidden,
+                launchers=launchers,
+            ),
+            "git": git_wrapper_script(
                 home=self.home,
                 tmp=self.tmp,
                 path=self.path,
                 git=self.git_executable,
                 nested_bwrap=nested,
                 prlimit=inner_limits,
-            )
+                hidden=hidden,
+            ),
+        }
+        for name, text in scripts.items():
+            path = self.tools_host / name
+            path.unlink(missing_ok=True)
+            path.write_text(text)
+            path.chmod(0o500)
+            if self.launcher:
+                os.lchown(path, self.host_uid, self.host_gid)
+
+    def mcp_launcher(self, name: str, argv: Sequence[str]) -> list[str]:
+        """The argv the CLI is given for one MCP server: a harness-written launcher that execs `argv` (the server in
+        its own sandbox). Under bwrap the shell prefix starts exactly these launchers with the servers' mounts
+        visible, so the mounts can stay hidden from the agent's own commands."""
+        if self.backend != "bwrap":
+            return list(argv)
+        folder = self.tools_host / "mcp"
+        folder.mkdir(mode=0o755, exist_ok=True)
+        launcher = folder / name
+        launcher.unlink(missing_ok=True)
+        launcher.write_text(
+            "#!/bin/sh\n# skillbench: one MCP server, in its own sandbox.\nexec " + shlex.join(argv) + "\n"
         )
-        git_wrapper.chmod(0o500)
-        (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
-        (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
-        (self.tools_host / "empty").write_bytes(b"")
+        launcher.chmod(0o500)
+        if self.launcher:
+            os.lchown(folder, self.host_uid, self.host_gid)
+            os.lchown(launcher, self.host_uid, self.host_gid)
+        if name not in self._launchers:
+            self._launchers.add(name)
+            self._write_wrappers()
+        return [f"{SANDBOX_MCP_LAUNCHERS}/{name}"]
+
+    def hide_from_tools(self, paths: Sequence[str]) -> None:
+        """From the next command on, the agent's commands (Bash tool, git) see an empty folder at each of `paths`
+        (sandbox paths an MCP server reads, which only the server may see)."""
+        hidden = sorted(set(paths))
+        if hidden != self.hidden_from_tools:
+            self.hidden_from_tools = hidden
+            self._write_wrappers()
 
     def _hand_over_private_trees(self) -> None:
         """Give the private root and the clone to the sandbox's host id (which must be able to reach them)."""
@@ -857,6 +954,7 @@ class Sandbox:
             "--ro-bind",
             str(self.tools_host / "git"),
             SANDBOX_GIT_WRAPPER,
+            *(["--ro-bind", str(self.tools_host / "mcp"), SANDBOX_MCP_LAUNCHERS] if self._launchers else []),
             "--ro-bind",
             self.bwrap,
             SANDBOX_BWRAP,

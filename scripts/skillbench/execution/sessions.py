@@ -662,6 +662,8 @@ class SessionSurface:
     disable_slash_commands: bool = False
     # (host path, path in the sandbox), bound read-only into the session's sandbox.
     binds: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    # Sandbox paths only an MCP server may read: hidden from the agent's commands and the CLI's file tools.
+    hidden_from_tools: list[str] = dataclasses.field(default_factory=list)
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -722,11 +724,12 @@ def launch_session(
         disallowed_tools=surface.disallowed_tools,
         model=model,
         effort=config["model"]["effort"],
-        settings_json=claude_settings(sandbox_backend=sandbox.backend),
+        settings_json=claude_settings(sandbox_backend=sandbox.backend, hidden=surface.hidden_from_tools),
         mcp_config=surface.mcp_config,
         plugin_dirs=surface.plugin_dirs,
         disable_slash_commands=surface.disable_slash_commands,
     )
+    sandbox.hide_from_tools(surface.hidden_from_tools)
     with ExitStack() as stack:
         scripted_url = stack.enter_context(scripted_model()).base_url if access.provider == "scripted" else None
         token = access.gateway.open_session(
