@@ -142,6 +142,7 @@ def test_report_and_summary_render_hostile_strings_as_text():
             "promoted_generation": None,
             "next_step": f"set `runs` to {evil}",
             "broken_incumbent_arms": [],
+            "budget_exhausted_cells": 0,
             "generations": [
                 {
                     "generation": 0,

@@ -375,6 +375,7 @@ def test_the_summary_advice_after_no_promotion_is_the_one_that_matches():
         "generations_requested": 2,
         "generations": [],
         "broken_incumbent_arms": [],
+        "budget_exhausted_cells": 0,
         "next_step": "With runs: 2 no candidate can be promoted.",
     }
     text = render_summary(summary)
@@ -400,7 +401,27 @@ def test_a_promoted_run_says_how_to_apply_it():
         "generations_requested": 2,
         "generations": [generation],
         "broken_incumbent_arms": [],
+        "budget_exhausted_cells": 0,
     }
     text = render_summary(summary)
     assert "| 1 | model-proposer | `aaaaaaaaaaaaaaaa` | candidate_workflow | candidate_workflow: promote |" in text
     assert "Apply it with `skillbench apply results/x`." in text
+
+
+def test_a_run_the_budget_cut_short_says_so_and_how_many_cells():
+    from skillbench.reporting.report import render_summary
+
+    summary = {
+        "experiment": "x",
+        "outcome": "sweep",
+        "generations_requested": 0,
+        "generations": [],
+        "broken_incumbent_arms": [],
+        "budget_exhausted_cells": 3,
+        "next_step": None,
+    }
+    text = render_summary(summary)
+    assert "**Budget reached:** the model gateway refused every request past `budget.max_usd`" in text
+    assert "3 cell(s) were cut short (rows `budget-exhausted`, excluded)" in text
+    summary["budget_exhausted_cells"] = 0
+    assert "Budget reached" not in render_summary(summary)

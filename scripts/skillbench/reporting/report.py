@@ -657,6 +657,12 @@ def render_summary(summary: dict[str, Any]) -> str:
             f"**Budget reached:** no further batch of sessions was started; cut short before a decision: "
             f"{', '.join(cut_short)} (their reports show the looks taken).",
         ]
+    if summary["budget_exhausted_cells"]:
+        lines += [
+            "",
+            f"**Budget reached:** the model gateway refused every request past `budget.max_usd`; "
+            f"{summary['budget_exhausted_cells']} cell(s) were cut short (rows `budget-exhausted`, excluded).",
+        ]
     if summary["broken_incumbent_arms"]:
         broken = ", ".join(map(md_text, summary["broken_incumbent_arms"]))
         lines += ["", f"**[harness-health]** broken incumbent arms: {broken}"]

@@ -92,6 +92,14 @@ class HarnessHealthError(SkillbenchError, RuntimeError):
     """An incumbent arm resolved nothing on every task: the environment, not the skills, is broken."""
 
 
+def budget_cut_cells(results_root: Path) -> int:
+    """How many cells of the run the budget cut short (their records say `budget-exhausted`)."""
+    return sum(
+        artifacts.read_artifact(path, "cell-record")["row"]["error_kind"] == "budget-exhausted"
+        for path in layout.cell_records_on_disk(results_root)
+    )
+
+
 def summarize_run(
     *,
     experiment: str,
@@ -120,8 +128,14 @@ def summarize_run(
     outcome, promoted = report.run_outcome(generations_requested, generations)
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arms)
+    cut = budget_cut_cells(Path(summary_out).parent)
     advice = None
-    if outcome == "not_promoted":
+    if cut:
+        advice = (
+            f"The run's budget (`budget.max_usd`) stopped {cut} cell(s) at the model gateway (their rows are "
+            "budget-exhausted, excluded from the gate): raise it and run the same command again; only those cells run."
+        )
+    elif outcome == "not_promoted":
         last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []
         design = {"gate": {"min_runs": min_runs}, "runs": runs}
         advice = next_step(design, len({row["task"] for row in last_rows}), last_reasons)
@@ -133,6 +147,7 @@ def summarize_run(
         "outcome": outcome,
         "promoted_generation": promoted,
         "broken_incumbent_arms": broken,
+        "budget_exhausted_cells": cut,
         "next_step": advice,
     }
     artifacts.write_artifact(Path(summary_out), summary, "summary")
