@@ -118,9 +118,15 @@ def _gate(args: argparse.Namespace) -> int:
         "min_gated_task_ratio",
         "alpha",
         "quality_margin_pct",
+        "objective",
+        "generation_spending",
     ):
         if getattr(args, key) is not None:
             policy[key] = getattr(args, key)
+    if args.resolution_cost_margin_pct is not None:
+        policy["resolution_cost_margin_pct"] = (
+            None if args.resolution_cost_margin_pct == "none" else float(args.resolution_cost_margin_pct)
+        )
     if args.require_confidence:
         policy["require_confidence"] = True
     if args.allow_unsandboxed:
@@ -142,6 +148,7 @@ def _gate(args: argparse.Namespace) -> int:
             out=str(args.out),
             design=design,
             look=last_look,
+            generation=args.generation,
         )
     except (artifacts.ArtifactError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
@@ -346,13 +353,30 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
     regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
     regrade.add_argument(
-        "--alpha", type=float, help="false-promotion rate of an identical candidate (noise_aware rule; default 0.05)"
+        "--alpha", type=float, help="the experiment's false-promotion rate (noise_aware rule; default 0.05)"
     )
     regrade.add_argument(
         "--quality-margin-pct",
         dest="quality_margin_pct",
         type=float,
-        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)",
+        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 10)",
+    )
+    regrade.add_argument(
+        "--objective", choices=["total_spend", "per_task"], help="what cheaper means (noise_aware; default total_spend)"
+    )
+    regrade.add_argument(
+        "--generation-spending",
+        dest="generation_spending",
+        choices=["halving", "none"],
+        help="alpha over generations: halving (default) or none",
+    )
+    regrade.add_argument(
+        "--resolution-cost-margin-pct",
+        dest="resolution_cost_margin_pct",
+        help="spend rise a promotion on resolution alone may show, in percent, or none (default 10)",
+    )
+    regrade.add_argument(
+        "--generation", type=int, help="the generation whose share of alpha to spend (default: the overlay's)"
     )
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")

@@ -291,7 +291,8 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
         _table_line(["---"] * 6),
         _table_line(
             [
-                f"{decision['metric']} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
+                f"{decision['metric']} saving in {cost['objective'].replace('_', ' ')} (alpha {cost['alpha']:g}, "
+                f"floor {cost['floor_pct']:.1f}%, {cost['tasks']} tasks)",
                 _pct(cost["estimate_pct"]) + ("%" if cost["estimate_pct"] is not None else ""),
                 "n/a"
                 if cost["ci_low_pct"] is None
@@ -320,9 +321,10 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
     if cost["conclusion"] == "inconclusive":
         lines += [
             "",
-            f"Not enough runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
+            f"Not enough tasks or runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
             f"and the {cost['confidence']:.0%} interval still holds both no saving and the "
-            f"{cost['floor_pct']:.1f}% floor. More runs per task (or more tasks) narrow it.",
+            f"{cost['floor_pct']:.1f}% floor. The task is the unit of replication: more tasks narrow it most "
+            "(`skillbench estimate` recommends a design).",
         ]
     return lines + _looks_lines(decision) + _runs_lines(decision)
 

@@ -93,7 +93,8 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
     default = json.loads(out.read_text())
     assert default["policy"]["rule"] == "noise_aware"
     assert default["decisions"][0]["decision"] == "keep_incumbent"
-    assert "not enough runs to tell" in capsys.readouterr().out
+    assert "not enough runs to show the resolution" in capsys.readouterr().out
+    assert default["error_control"]["generation"] == 0 and default["error_control"]["generation_alpha"] == 0.025
 
     assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--rule", "upstream"]) == 0
     upstream = json.loads(out.read_text())
@@ -106,7 +107,12 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
     )
     loose = json.loads(out.read_text())
     assert (loose["policy"]["alpha"], loose["policy"]["quality_margin_pct"]) == (0.4, 10.0)
-    assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.36
+    # Generation 0 spends half of alpha; the cost route nine tenths of that.
+    assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.18
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--generation-spending", "none"]) == 0
+    assert json.loads(out.read_text())["decisions"][0]["tests"]["cost"]["alpha"] == 0.045
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--generation", "2"]) == 0
+    assert json.loads(out.read_text())["error_control"]["generation_alpha"] == 0.00625
 
     assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.7"]) == 1
     assert "alpha must be a number between 0 and 0.5" in capsys.readouterr().err
