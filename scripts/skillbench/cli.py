@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import artifacts
 
@@ -244,6 +245,8 @@ def _estimate(args: argparse.Namespace) -> int:
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
     source = args.results or Path(layout.results_root(config["experiment"]))
     rows, proposers = progress.earlier_costs(source)
+    for line in _design_lines(config, work, rows, source, saving_pct=args.saving, shared_sd=args.shared_sd):
+        print(line)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
         prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
@@ -267,6 +270,66 @@ def _estimate(args: argparse.Namespace) -> int:
     if config["model"]["provider"] == "scripted":
         print("  (model.provider is scripted: these are the scripted model's reported costs; nothing is billed)")
     return 0
+
+
+# Run-to-run noise assumed when no earlier rows measure it: a relative sd of about 0.3, typical of real sessions.
+ASSUMED_RUN_VARIANCE = 0.094
+
+
+def _design_lines(
+    config: dict[str, Any],
+    work: dict[str, Any],
+    rows: list[dict[str, Any]],
+    source: Path,
+    *,
+    saving_pct: float,
+    shared_sd: float,
+) -> list[str]:
+    """What design the gate needs to promote a true ``saving_pct`` saving 80 % of the time in the experiment's last
+    generation: with the suite's tasks, and the cheapest (more tasks beat more runs once (task, arm)s share effects)."""
+    from . import gate, progress
+
+    policy = gate.resolve_policy(dict(config["gate"]))
+    if policy["rule"] != "noise_aware":
+        return []
+    generation = max(work["generations"] - 1, 0)
+    noise = progress.measured_noise(rows, policy["metric"])
+    measured = noise is not None
+    variance = noise["run_variance"] if noise else ASSUMED_RUN_VARIANCE
+    efficiency = noise["spend_efficiency"] if noise else 1.0
+    common = {
+        "saving_pct": saving_pct,
+        "run_variance": variance,
+        "spend_efficiency": efficiency,
+        "shared_sd": shared_sd,
+        "policy": policy,
+        "generation": generation,
+    }
+    suite = progress.recommend_design(**common, tasks=len(work["tasks"]))
+    best = progress.recommend_design(**common)
+    alpha = gate.generation_alpha(policy, generation)
+    noise_text = (
+        f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
+        if noise
+        else f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
+    )
+    lines = [
+        f"  design for a {saving_pct:g}% saving at 80% power in generation {generation} (alpha {alpha:.4g}; "
+        f"{noise_text}; effects shared by a (task, arm)'s runs sd {shared_sd:g}, --shared-sd):"
+    ]
+    tasks = len(work["tasks"])
+    if suite is None:
+        lines.append(f"    with these {tasks} tasks: out of reach within 30 runs per (task, arm); add tasks")
+    else:
+        lines.append(f"    with these {tasks} tasks: runs: {suite['runs']} (power {suite['power']:.2f})")
+    if best is not None:
+        lines.append(
+            f"    cheapest: {best['tasks']} tasks × {best['runs']} runs per (task, arm) (power {best['power']:.2f}); "
+            "the task is the unit of replication, so more tasks beat more runs"
+        )
+    if not measured:
+        lines.append("    (run a small sweep first to measure the noise: the recommendation then uses it)")
+    return lines
 
 
 def _check_tasks(args: argparse.Namespace) -> int:
@@ -399,7 +462,17 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument(
         "results_dir", type=Path, nargs="?", help="results/<experiment> (default: the experiment of config/config.yaml)"
     )
-    estimate = commands.add_parser("estimate", help="cells, sessions and expected cost a config implies")
+    estimate = commands.add_parser(
+        "estimate", help="cells, sessions and expected cost a config implies, and the design the gate needs"
+    )
+    estimate.add_argument("--saving", type=float, default=15.0, help="saving (%%) the design must detect (default 15)")
+    estimate.add_argument(
+        "--shared-sd",
+        dest="shared_sd",
+        type=float,
+        default=0.0,
+        help="sd of the effect every run of one (task, arm) shares, on the log scale (default 0)",
+    )
     estimate.add_argument(
         "--configfile",
         type=Path,

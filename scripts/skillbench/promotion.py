@@ -55,7 +55,7 @@ def promotion_binding(
     }
 
 
-def _cut_short(look: str | None) -> dict[str, str] | None:
+def cut_short_pairs(look: str | None) -> dict[str, str] | None:
     """Candidate arm → reason, for the pairs the generation's last look cut short on a budget."""
     if look is None:
         return None
@@ -94,7 +94,7 @@ def grade(
         effort=effort,
         generated_at=generated_at or datetime.now(UTC),
         design=design,
-        cut_short=_cut_short(look),
+        cut_short=cut_short_pairs(look),
         generation=overlay_doc["generation"] if generation is None else generation,
     )
     artifacts.write_artifact(Path(out), document, "promotion")

@@ -577,7 +577,19 @@ def generation_summary(
             for d in promotion["decisions"]
         ],
         "gate_summary": gate_summary,
+        "error_control": promotion["error_control"],
     }
+
+
+def _error_control_line(summary: dict[str, Any]) -> list[str]:
+    """The experiment-wide error rate the generations' alpha shares add up to (what `alpha` bounds)."""
+    controls = [g["error_control"] for g in summary["generations"] if g.get("error_control")]
+    if not controls:
+        return []
+    last = controls[-1]
+    shares = ", ".join(f"generation {c['generation']} at {c['generation_alpha']:.4g}" for c in controls)
+    total = sum(c["generation_alpha"] for c in controls)
+    return ["", f"**Error control:** {shares} (together {total:.4g}); {last['statement']}."]
 
 
 def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str, int | None]:
@@ -622,7 +634,7 @@ def render_summary(summary: dict[str, Any]) -> str:
     if summary["outcome"] == "sweep":
         lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
     else:
-        lines += [*_generation_table(summary), _outcome_line(summary)]
+        lines += [*_generation_table(summary), _outcome_line(summary), *_error_control_line(summary)]
     cut_short = [
         f"generation {g['generation']} {d['candidate_arm']}"
         for g in summary["generations"]

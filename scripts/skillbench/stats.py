@@ -47,8 +47,8 @@ QUALITY_METHOD = (
     "task-stratified (Mantel-Haenszel weighted) resolution-rate difference; non-inferiority is tested with "
     "each task's variance at the margin (restricted maximum likelihood, Farrington-Manning), better and worse "
     "with each task's pooled rate; per task, an exact binomial test of the candidate's failures against the "
-    "larger of the pair's pooled failure rate and the incumbent's own on the task, Holm-adjusted over the "
-    "gated tasks"
+    "larger of the failure rate of the pair's other runs and the incumbent's own on the task, Holm-adjusted "
+    "over the gated tasks"
 )
 
 Cells = list[tuple[list[float], list[float]]]  # per task: (incumbent values, candidate values)
@@ -491,21 +491,23 @@ def resolution_drops(tables: list[tuple[int, int, int, int]]) -> list[float]:
     """Per task, the one-sided p-value that the candidate fails it more often than the incumbent would.
 
     An exact binomial test of the candidate's failures on the task against a reference failure rate: the
-    larger of the pair's pooled failure rate (every gated task, both arms) and the incumbent's own rate on
-    the task. A task has too few runs to tell on its own what an equal candidate's failures would look like
-    (5 of 5 against 3 of 5 is no evidence under Fisher's test), so the check borrows the suite's rate: two
-    failures where the suite fails one run in sixty are a drop, the same two where it fails one in ten are
-    not; the incumbent's own rate keeps a task that is hard for both arms from looking like a drop. A task
-    where the candidate fails no more often than the incumbent has p = 1."""
+    larger of the rate of every other run of the pair (every gated task and both arms but the candidate's
+    runs on this task; (failures + ½) / (runs + 1), so a suite that never failed still allows a failure now
+    and then) and the incumbent's own rate on the task. A task has too few runs to tell on its own what an
+    equal candidate's failures would look like (5 of 5 against 3 of 5 is no evidence under Fisher's test), so
+    the check borrows the suite's rate: two failures where the rest fails one run in a hundred are a drop,
+    the same two where it fails one in ten are not; the incumbent's own rate keeps a task that is hard for
+    both arms from looking like a drop. A task where the candidate fails no more often than the incumbent
+    has p = 1."""
     failed = sum(t[1] - t[0] + t[3] - t[2] for t in tables)
     runs = sum(t[1] + t[3] for t in tables)
-    pooled = failed / runs if runs else 0.0
     p_values = []
     for x_i, n_i, x_c, n_c in tables:
         if not n_i or not n_c or (n_c - x_c) / n_c <= (n_i - x_i) / n_i:
             p_values.append(1.0)
             continue
-        reference = max(pooled, (n_i - x_i) / n_i)
+        others = (failed - (n_c - x_c) + 0.5) / (runs - n_c + 1)
+        reference = max(others, (n_i - x_i) / n_i)
         p_values.append(_p(float(stats.binom.sf(n_c - x_c - 1, n_c, reference))))
     return p_values
 

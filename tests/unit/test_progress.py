@@ -271,3 +271,39 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
     assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
+
+
+def test_the_recommended_design_reaches_the_power_and_shows_the_margin():
+    from skillbench import gate, stats
+
+    policy = gate.resolve_policy(None)
+    common = {"saving_pct": 15.0, "run_variance": 0.09, "spend_efficiency": 0.8, "shared_sd": 0.0, "policy": policy}
+    design = progress.recommend_design(**common, generation=1)
+    assert design is not None and design["runs"] >= policy["min_runs"]
+    cost_alpha = gate.generation_alpha(policy, 1) * (1 - gate.RESOLUTION_ROUTE_SHARE)
+    reached = stats.cost_power(
+        saving_pct=15.0,
+        tasks=design["tasks"],
+        runs=design["runs"],
+        run_variance=0.09,
+        shared_sd=0.0,
+        alpha=cost_alpha,
+        floor_pct=policy["min_improvement_pct"],
+        spend_efficiency=0.8,
+    )
+    assert reached == pytest.approx(design["power"], abs=1e-3) and reached >= 0.8
+    # Generation 0 spends twice the alpha, so it needs no more runs than generation 1.
+    first = progress.recommend_design(**common, generation=0)
+    assert first["tasks"] * first["runs"] <= design["tasks"] * design["runs"]
+    # With three tasks the cost test has two degrees of freedom: out of reach.
+    assert progress.recommend_design(**common, generation=1, tasks=3) is None
+
+
+def test_measured_noise_pools_the_relative_spread_of_each_cell():
+    rows = [make_row("a", "workflow", run, cost_usd=cost) for run, cost in enumerate([0.9, 1.1])]
+    rows += [make_row("b", "workflow", run, cost_usd=cost) for run, cost in enumerate([2.7, 3.3])]
+    rows += [make_row("b", "baseline", 0, cost_usd=3.0)]
+    noise = progress.measured_noise(rows, "cost_usd")
+    assert noise["run_variance"] == pytest.approx(0.02)  # (0.1² + 0.1²) per cell, one degree of freedom each
+    assert noise["spend_efficiency"] == pytest.approx(2.0**2 / ((1.0 + 9.0) / 2))
+    assert progress.measured_noise(rows[:1], "cost_usd") is None

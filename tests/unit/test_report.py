@@ -414,3 +414,36 @@ def test_a_promoted_run_says_how_to_apply_it():
     text = render_summary(summary)
     assert "| 1 | model-proposer | `aaaaaaaaaaaaaaaa` | candidate_workflow | candidate_workflow: promote |" in text
     assert "Apply it with `skillbench apply results/x`." in text
+
+
+def test_the_summary_states_the_experiments_error_rate():
+    from skillbench.gate import error_control, resolve_policy
+    from skillbench.report import render_summary
+
+    policy = resolve_policy(None)
+    generations = [
+        {
+            "generation": gen,
+            "candidate_origin": "model-proposer",
+            "candidate_overlay_digest": "a" * 64,
+            "required_candidate_arms": ["candidate_workflow"],
+            "decisions": [{"candidate_arm": "candidate_workflow", "decision": "keep_incumbent", "reasons": []}],
+            "gate_summary": ["candidate_workflow: keep_incumbent"],
+            "error_control": error_control(policy, gen),
+        }
+        for gen in (0, 1)
+    ]
+    summary = {
+        "experiment": "x",
+        "outcome": "not_promoted",
+        "promoted_generation": None,
+        "generations_requested": 2,
+        "generations": generations,
+        "broken_incumbent_arms": [],
+    }
+    text = render_summary(summary)
+    assert (
+        "**Error control:** generation 0 at 0.025, generation 1 at 0.0125 (together 0.0375); generation 1 is tested "
+        "at alpha 0.0125 (alpha 0.05 halved once per generation): over all its generations and looks, an experiment "
+        "whose candidates are no better promotes one of them with probability at most 0.05." in text
+    )
