@@ -1306,7 +1306,7 @@ def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
 
 # ─── Sequential designs: interim looks with alpha spending ──────────────────
 
-SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
+SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.1}
 SEQUENTIAL_METHOD = (
     "group-sequential: the cost test, the resolution route and the non-inferiority tests each have efficacy "
     "boundaries from Lan-DeMets alpha spending over the looks' information fractions (runs so far / max runs), "

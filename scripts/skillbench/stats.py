@@ -457,7 +457,9 @@ def quality_test(
     else:
         p_worse = p_better = 1.0  # every task all-resolved or all-failed in both arms: no difference to test
     critical = float(stats.norm.isf(alpha))
-    if at_margin > 0:
+    if margin >= 1.0:  # a 100-point margin: every resolution is within it
+        p_noninferiority, low, high, mde = 0.0, difference - 1.0, difference + 1.0, 0.0
+    elif at_margin > 0:
         se = math.sqrt(at_margin)
         p_noninferiority = float(stats.norm.sf((difference + margin) / se))
         low, high = difference - critical * se, difference + critical * se

@@ -16,7 +16,8 @@ from test_evolution import SKILLBENCH, run_until
 from test_sweep import jobs_run
 
 VERIFY_ONCE = "run the verify command once"
-TASKS = ["money-thousands", "sku-normalization"]
+# Three tasks: workflow resolves all of them (two degrees of freedom for its cost test), workflow_direct two.
+TASKS = ["money-thousands", "bulk-discount-threshold", "sku-normalization"]
 
 
 def direct_ignores_the_skill_rule(source: Path, target: Path) -> None:
@@ -58,6 +59,9 @@ def sequential_config(project, experiment: str, **extra) -> dict:
         "runs": {"min": 2, "max": 4, "step": 1, "spending": "obrien_fleming"},
         "model": {"script": "seq-script.yaml"},
         "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"},
+        # The looks are under test, not the resolution: every run resolves, and a 100-point margin lets four
+        # runs of three tasks decide on cost alone; the one generation tests at the whole alpha.
+        "gate": {"quality_margin_pct": 100.0, "generation_spending": "none"},
         **extra,
     }
 
