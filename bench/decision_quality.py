@@ -109,19 +109,21 @@ def scenarios() -> tuple[Scenario, ...]:
     _, n_six = recommended_design(15.0, tasks=6, shared_sd=0.0, generation=0)
     null = {"goal": "≤ 5 %", "goal_max": 0.05}
     return (
-        Scenario("N1", "null", "identical, all resolve", 6, 3, **null),
-        Scenario("N2", "null, shared τ 0.1", "identical; (task, arm) effects τ = 0.1", 6, 5, shared_sd=0.1, **null),
-        Scenario("N3", "null, shared τ 0.2", "identical; (task, arm) effects τ = 0.2", 6, 5, shared_sd=0.2, **null),
-        Scenario("N4", "null, shared τ 0.2", "identical; τ = 0.2, more runs", 6, 10, shared_sd=0.2, **null),
-        Scenario("N5", "null, log-t", "identical; log-t noise, 3 df", 6, 5, noise="log-t", **null),
-        Scenario("N6", "null, 3× outliers", "identical; 10 % of runs 3×", 6, 5, noise="mixture", **null),
+        # Identical candidates at designs big enough to show the resolution within the margin (36+ runs per arm):
+        # smaller ones are kept out by the quality test alone and would say nothing about the cost test.
+        Scenario("N1", "null", "identical, all resolve", 12, 3, **null),
+        Scenario("N2", "null, shared τ 0.1", "identical; (task, arm) effects τ = 0.1", 12, 5, shared_sd=0.1, **null),
+        Scenario("N3", "null, shared τ 0.2", "identical; (task, arm) effects τ = 0.2", 6, 10, shared_sd=0.2, **null),
+        Scenario("N4", "null, shared τ 0.2", "identical; τ = 0.2, more tasks", 24, 3, shared_sd=0.2, **null),
+        Scenario("N5", "null, log-t", "identical; log-t noise, 3 df", 12, 3, noise="log-t", **null),
+        Scenario("N6", "null, 3× outliers", "identical; 10 % of runs 3×", 12, 3, noise="mixture", **null),
         Scenario("N7", "null, heterogeneous", "per-task effects sd 15 %, mean 0", 10, 5, effect_sd=0.15, **null),
-        Scenario("N8", "flaky null", "identical, resolve 90 % / 90 %", 6, 3, 0.0, 0.9, 0.9, **null),
+        Scenario("N8", "flaky null", "identical, resolve 90 % / 90 %", 12, 5, 0.0, 0.9, 0.9, **null),
         Scenario(
             "N9",
             "five generations",
             "5 null candidates vs one cached incumbent, τ = 0.2",
-            6,
+            12,
             5,
             shared_sd=0.2,
             generations=5,

@@ -1462,7 +1462,22 @@ def _look_decision(
     policy: dict[str, Any],
     alphas: list[dict[str, Any]],
 ) -> tuple[str, str | None, dict[str, float | None]]:
-    """promote / keep_incumbent / insufficient_evidence / continue for one look's decision."""
+    """promote / keep_incumbent / insufficient_evidence / continue for one look's decision.
+
+    An interim look that would promote while a gated task's resolution fell (the candidate resolved fewer of its
+    runs there, not yet enough to keep the incumbent) continues instead: the next batch's runs on that task are
+    what tell a drop from noise, and the last look decides with them."""
+    if not final and decision["decision"] == "promote":
+        fallen = _fallen_tasks(decision)
+        if fallen:
+            return (
+                "continue",
+                f"resolution fell on {', '.join(fallen)}: more runs before a promotion",
+                {
+                    "cost": None,
+                    "quality": None,
+                },
+            )
     if final or decision["decision"] in ("promote", "insufficient_evidence"):
         return decision["decision"], None, {"cost": None, "quality": None}
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
@@ -1476,6 +1491,19 @@ def _look_decision(
     if why:
         return "keep_incumbent", why, powers
     return "continue", None, powers
+
+
+def _fallen_tasks(decision: Decision) -> list[str]:
+    """Gated tasks the candidate resolved a smaller share of its runs than the incumbent."""
+    fallen = []
+    for task in decision["tasks"]:
+        if task["gated"]:
+            (x_inc, n_inc), (x_cand, n_cand) = (
+                map(int, task[key].split("/")) for key in ("incumbent_resolved", "candidate_resolved")
+            )
+            if n_inc and n_cand and x_cand * n_inc < x_inc * n_cand:
+                fallen.append(task["task"])
+    return fallen
 
 
 def _look_record(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rowfactory import make_row
+from rowfactory import make_overlay, make_row
 from skillbench import analysis, artifacts, promotion
 
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -24,20 +24,7 @@ def stored_run(root: Path) -> Path:
     gen = root / "gen0"
     artifacts.write_artifact(
         gen / "overlay.json",
-        {
-            "schema": "overlay/v1",
-            "generation": 0,
-            "candidate_origin": "manual-initial-overlay",
-            "source": "overlay",
-            "proposer_model": None,
-            "digest": "6" * 64,
-            "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
-            "touched_skills": ["change-work"],
-            "required_candidate_arms": ["candidate_workflow"],
-            "pairs": [["workflow", "candidate_workflow"]],
-            "targets": [".claude/skills/change-work/SKILL.md"],
-            "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
-        },
+        make_overlay(),
         "overlay",
     )
     rows = []

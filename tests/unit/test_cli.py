@@ -42,7 +42,7 @@ def test_unknown_kind_and_missing_file(tmp_path, capsys):
 
 def _stored_generation(tmp_path):
     """A generation folder as the pipeline leaves it: rows, overlay.json, ../tasks/bindings.json."""
-    from rowfactory import make_row
+    from rowfactory import make_overlay, make_row
     from skillbench import artifacts
 
     results = tmp_path / "results" / "demo"
@@ -59,20 +59,7 @@ def _stored_generation(tmp_path):
     gen = results / "gen0"
     artifacts.write_artifact(
         gen / "overlay.json",
-        {
-            "schema": "overlay/v1",
-            "generation": 0,
-            "candidate_origin": "manual-initial-overlay",
-            "source": "overlay",
-            "proposer_model": None,
-            "digest": "6" * 64,
-            "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
-            "touched_skills": ["change-work"],
-            "required_candidate_arms": ["candidate_workflow"],
-            "pairs": [["workflow", "candidate_workflow"]],
-            "targets": [".claude/skills/change-work/SKILL.md"],
-            "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
-        },
+        make_overlay(),
         "overlay",
     )
     rows = []

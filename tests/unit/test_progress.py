@@ -266,9 +266,12 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
             write_record(earlier, "cells", task, arm, 0, cost=0.25)
     assert main(["estimate", "--results", str(earlier)]) == 0
     out = capsys.readouterr().out
-    assert "at most 63 cells, 92 agent sessions" in out  # 27 incumbent + 2 × 18 candidate cells
-    # 63 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
-    assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
+    assert "at most 192 cells, 338 agent sessions" in out  # 96 incumbent + 2 × 48 candidate cells
+    # 192 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
+    assert "expected cost $48.00 (range $48.00 – $48.00)" in out and "proposer sessions not priced" in out
+    # One run per cell measures no noise: the design is recommended for an assumed one, and says so.
+    assert "design for a 15% saving at 80% power in generation 1 (alpha 0.0125; run-to-run sd 0.31 assumed" in out
+    assert "with these 3 tasks: out of reach within 30 runs per (task, arm); add tasks" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
 

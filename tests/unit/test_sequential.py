@@ -308,3 +308,24 @@ def test_a_look_over_cells_from_two_cli_versions_refuses_to_decide():
         and "(candidate_workflow) ran Claude Code 2.1.328" in reason
         for reason in decision["reasons"]
     )
+
+
+def test_a_look_that_would_promote_while_a_tasks_resolution_fell_takes_more_runs_first():
+    tasks = tuple(f"t{index:02d}" for index in range(60))
+    rows = pair_rows(2, saving=0.4, sigma=0.02, tasks=tasks)
+    assert decide(rows)["decision"] == "promote"
+    failed = next(row for row in rows if (row["task"], row["arm"], row["run"]) == ("t07", CAND, 1))
+    failed.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
+    decision = decide(rows)
+    assert [look["decision"] for look in decision["looks"]] == ["continue"]
+    assert decision["looks"][0]["reason"] == "resolution fell on t07: more runs before a promotion"
+    assert decision["sequential"]["next_runs"] == 4
+
+
+def test_looks_take_each_cells_first_runs_whatever_number_they_start_from():
+    from_zero = decide(pair_rows(4, saving=0.15, sigma=0.15, seed=5))
+    from_one = decide(pair_rows(4, saving=0.15, sigma=0.15, seed=5, first_run=1))
+    assert [(look["runs"], look["decision"]) for look in from_one["looks"]] == [
+        (look["runs"], look["decision"]) for look in from_zero["looks"]
+    ]
+    assert from_one["decision"] == from_zero["decision"]
