@@ -3,16 +3,18 @@
 Owns the promotion policy (``DEFAULT_POLICY``, the one place its defaults are set, and its
 validation), the promotion metrics, the ``promotion/v1`` document and its types
 (``PromotionDocument``, ``Decision``, ``TaskRow``), and the two decision rules behind
-``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
-quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
+``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test across
+tasks on the policy's objective and a quality test, at the generation's share of the policy's alpha;
+docs/gate.md) and ``upstream`` (run minimums, pairing,
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
 improvement, optional bootstrap confidence). Both rules take the same steps over one gathered
 ``_PairEvidence``: the pair's guards (a named model, sandboxed runs, comparable rows — one Claude
 Code version and one model), the rule's per-task checks, the evidence base, the rule's outcome,
 and one decision record with the tests both rules report (``candidate_tests``; the statistics
-themselves live in ``stats``) and the paired per-run values. Also the sequential design
-(``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote, keep the
-incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
+themselves live in ``stats``) and the paired per-run values. Also the experiment's error control
+(``generation_alpha``, ``error_control``: alpha spent over generations), the refusal of duplicate rows,
+and the sequential design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that
+promote, keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """
