@@ -1117,14 +1117,17 @@ def _noise_aware_decision(
     look_alphas: dict[str, float] | None = None,
     generation: int = 0,
 ) -> tuple[Decision, bool]:
-    """The default rule: the upstream guards, then a cost test and a quality test at ``alpha``.
+    """The default rule: the upstream guards, then a cost test and a quality test at the generation's alpha.
 
     Guards that make the evidence unusable give insufficient_evidence (as upstream). A gated
-    task whose resolution dropped significantly (Fisher), a candidate that skipped the skill
-    under test more often than the incumbent, or a task whose cost rose credibly above its cap
-    keeps the incumbent. Then: resolution credibly better → promote; resolution credibly worse
-    or not shown within the margin → keep; cost credibly lower by at least the floor → promote;
-    anything else keeps the incumbent with the reason the cost test gives.
+    task whose resolution dropped against the suite's failure rate (Holm over the tasks), a
+    candidate that skipped the skill under test more often than the incumbent, or a task whose
+    cost rose credibly above its cap keeps the incumbent. Then: resolution credibly better →
+    promote when its total spend is shown within the policy's margin; resolution credibly worse
+    → keep; a cost test that cannot be computed → insufficient_evidence; resolution not shown
+    within the margin → keep; cost credibly lower by at least the floor (and, for a per-task
+    objective, a total spend not credibly higher) → promote; anything else keeps the incumbent
+    with the reason the cost test gives.
 
     Returns the decision and whether a per-task guard (not a test) kept the incumbent: an
     interim look stops at once on such a regression.
@@ -1522,7 +1525,7 @@ def _look_record(
     if cost["estimate_pct"] is not None and cost["se_log"]:
         statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
     if cost["df"] and look["cost"] > 0:
-        # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
+        # The cost test has K - 1 degrees of freedom: the boundary it must reach in t units.
         boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
     return {
         "look": index + 1,

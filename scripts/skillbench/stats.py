@@ -340,7 +340,7 @@ def task_regression(
 
 def task_saving(incumbent: list[float], candidate: list[float], *, objective: str, alpha: float) -> dict[str, Any]:
     """One task's own saving on the objective's scale (arithmetic means for total_spend, geometric for per_task)
-    and its 1 - 2*alpha interval from the task's own runs (Welch; delta method for the arithmetic means)."""
+    and its 1 - 2*alpha interval from the task's own runs (Welch-Satterthwaite; delta method for arithmetic means)."""
     empty = {"saving_pct": None, "ci_low_pct": None, "ci_high_pct": None}
     components = cost_components([(incumbent, candidate)], objective)
     if components is None:
