@@ -176,16 +176,16 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
 
 
 def test_budget_stops_starting_batches_at_the_cap_and_says_so(project):
-    # The first batch (2 tasks × 2 runs × workflow 2 sessions + workflow_direct 1 session, both arms) is 24
-    # sessions; the workflow pair's second batch would add 8 more.
-    config = sequential_config(project, "capped", budget={"max_sessions": 30})
+    # The first batch (3 tasks × 2 runs × workflow 2 sessions + workflow_direct 1 session, both arms) is 36
+    # sessions; the workflow pair's second batch would add 12 more.
+    config = sequential_config(project, "capped", budget={"max_sessions": 40})
     project.snakemake(config=config)
 
     (look,) = looks(project, "capped")
     by_arm = {pair["candidate_arm"]: pair for pair in look["pairs"]}
-    assert look["spend"]["sessions"] == 24
+    assert look["spend"]["sessions"] == 36
     assert by_arm["candidate_workflow"]["status"] == "cut_short"
-    assert "budget.max_sessions 30" in by_arm["candidate_workflow"]["reason"]
+    assert "budget.max_sessions 40" in by_arm["candidate_workflow"]["reason"]
     assert by_arm["candidate_workflow_direct"]["decision"] == "keep_incumbent"
     assert not any(cell.endswith("run2") for cell in records(project, "capped"))
 
