@@ -1,87 +1,198 @@
-"""Decision quality of the promotion gate under noise: how often each rule promotes in known situations.
+"""Decision quality of the promotion gate under the noise real runs have: how often each rule promotes.
 
-Simulates paired result rows for five scenarios (the null, a real 15 % saving, the same with
-flaky tasks, a cheaper candidate that resolves less, a flaky null), under three noise models
-(lognormal σ = 0.3, a log-t with 3 degrees of freedom and the same standard deviation, and the
-lognormal with an occasional 3× run), runs every simulated generation through the gate's own
-decision function (``skillbench.decision.gate.evaluate_candidate``, the one the pipeline and
-``skillbench gate`` call), and prints the promotion rate with its Monte-Carlo standard error.
+Simulates paired result rows for known situations — identical candidates (with effects a (task, arm)'s
+runs share, heavy tails, heterogeneous per-task effects, flaky tasks, five generations against one cached
+incumbent), a real 15 % saving at the design ``skillbench estimate`` recommends for it, a suite where one
+task costs ten times the others and gets dearer while the rest get cheaper, a candidate that gives up on
+one task, a cheaper candidate that resolves less everywhere, and a dearer one that resolves more — runs
+every simulated generation through the gate's own decision function (``skillbench.decision.gate.evaluate_candidate``,
+the one the pipeline and ``skillbench gate`` call), and prints the promotion rate with its Monte-Carlo
+standard error and the paid sessions per decision.
 
-    .venv/bin/python bench/decision_quality.py                 # 4,000 trials per cell; rewrites docs/gate.md
-    .venv/bin/python bench/decision_quality.py --trials 500 --no-docs
-    .venv/bin/python bench/decision_quality.py --part sequential   # fixed (runs: 5) vs sequential table only
+    .venv/bin/python bench/decision_quality.py                 # 2,000 trials per row; rewrites docs/gate.md
+    .venv/bin/python bench/decision_quality.py --trials 300 --no-docs
+    .venv/bin/python bench/decision_quality.py --part sequential   # fixed vs sequential designs only
+    .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
 
-The sequential table adds S6 (a candidate 10 % more expensive) and compares, per scenario, the
-promotion rate and the paid sessions per decision of the fixed design and the sequential default
-(``gate.sequential_decision``, the function the pipeline's looks call).
-
-The draws are seeded, so a rerun prints the same table.
+It exits non-zero when a goal is missed. The draws are seeded, so a rerun prints the same table. The bench
+also runs against an older gate (``PYTHONPATH=<old checkout>/scripts``): it then tests every generation at
+the policy's alpha, as the old gate did.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from skillbench.decision.aggregate import aggregate_by_task
-from skillbench.decision.gate import evaluate_candidate, run_design, sequential_decision
+from skillbench.decision.gate import DEFAULT_POLICY, evaluate_candidate, run_design, sequential_decision
 
 INCUMBENT, CANDIDATE = "workflow", "candidate_workflow"
 SIGMA = 0.3
 BASELINE_SPREAD = 1.0  # task log-cost means are uniform on ±1: tasks differ up to e² ≈ 7× in cost
 T_DF = 3
 OUTLIER_SHARE, OUTLIER_FACTOR = 0.1, 3.0
-RULES = ("noise_aware", "upstream")
-NOISES = {
-    "lognormal": "lognormal σ = 0.3",
-    "log-t": "log-t, 3 df, sd 0.3",
-    "mixture": "lognormal σ = 0.3, 10 % of runs 3×",
-}
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "gate.md"
 START, END = "<!-- decision-quality:start -->", "<!-- decision-quality:end -->"
 SEQ_START, SEQ_END = "<!-- sequential:start -->", "<!-- sequential:end -->"
-FIXED_RUNS = 5
-SEQUENTIAL_RUNS = {"min": 2, "max": 10, "step": 1}
+# The default experiment runs two generations: the power rows are its second (the smaller alpha share).
+POWER_GENERATION = 1
+SEQUENTIAL_RUNS = {"min": 2, "max": 6, "step": 1}
+GENERATIONS_AWARE = "generation" in inspect.signature(evaluate_candidate).parameters
+
+
+# Designs from another run's --json (the same rows for an older gate, which has no recommendation of its own).
+FIXED_DESIGNS: dict[str, list[int]] = {}
+
+
+def recommended_design(saving_pct: float, *, tasks: int | None, shared_sd: float, generation: int) -> tuple[int, int]:
+    """The design ``skillbench estimate`` recommends for the bench's noise (lognormal σ = 0.3, task costs spread over
+    ±1 on the log scale): (tasks, runs)."""
+    key = f"{saving_pct:g}/{tasks}/{shared_sd:g}/{generation}"
+    if key in FIXED_DESIGNS:
+        return FIXED_DESIGNS[key][0], FIXED_DESIGNS[key][1]
+    from skillbench.reporting.progress import recommend_design
+
+    spread = np.linspace(-BASELINE_SPREAD, BASELINE_SPREAD, 201)
+    design = recommend_design(
+        saving_pct=saving_pct,
+        run_variance=math.exp(SIGMA**2) - 1,
+        spend_efficiency=float(np.mean(np.exp(spread)) ** 2 / np.mean(np.exp(2 * spread))),
+        shared_sd=shared_sd,
+        policy=DEFAULT_POLICY,
+        generation=generation,
+        tasks=tasks,
+    )
+    if design is None:
+        raise SystemExit(f"no design reaches the power for a {saving_pct}% saving with {tasks} tasks")
+    FIXED_DESIGNS[key] = [design["tasks"], design["runs"]]
+    return design["tasks"], design["runs"]
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     title: str
+    truth: str
     tasks: int
     runs: int
-    saving: float  # true multiplicative saving of the candidate (0.15 = 15 % cheaper)
-    incumbent_resolves: float
-    candidate_resolves: float
-    goal: str
+    saving: float = 0.0  # true multiplicative saving on every task (0.15 = 15 % cheaper)
+    incumbent_resolves: float = 1.0
+    candidate_resolves: float = 1.0
+    shared_sd: float = 0.0  # sd of an effect every run of one (task, arm) shares (on the log scale)
+    noise: str = "lognormal"
+    effect_sd: float = 0.0  # per-task effects drawn around ``saving`` (heterogeneous effects)
+    dominant: bool = False  # task 0 costs 10× the others: +15 % there, -20 % elsewhere
+    dropped_task: float | None = None  # task 0's candidate resolution (the rest: candidate_resolves)
+    generations: int = 1  # > 1: null candidates of that many generations against one cached incumbent
+    generation: int = 0
+    goal: str = "—"
     goal_max: float | None = None
     goal_min: float | None = None
+    design_note: str = ""
+    extra: dict = field(default_factory=dict)
 
 
-SCENARIOS = (
-    Scenario("S1", "null", 6, 3, 0.0, 1.0, 1.0, "≤ 5 %", goal_max=0.05),
-    Scenario("S2", "power", 10, 5, 0.15, 1.0, 1.0, "≥ 80 %", goal_min=0.80),
-    Scenario("S3", "flaky power", 10, 5, 0.15, 0.9, 0.9, "≥ 70 %", goal_min=0.70),
-    Scenario("S4", "quality", 10, 5, 0.30, 0.9, 0.75, "≤ 10 %", goal_max=0.10),
-    Scenario("S5", "flaky null", 6, 3, 0.0, 0.9, 0.9, "≤ 5 %", goal_max=0.05),
-)
-# The sequential comparison adds a candidate that is 10 % more expensive; its goals are the sequential default's.
-S6 = Scenario("S6", "costlier", 10, 5, -0.10, 1.0, 1.0, "—")
-SEQUENTIAL_SCENARIOS = (*SCENARIOS, S6)
-SEQUENTIAL_GOALS = {
-    "S1": ("≤ 5 %", 0.05, None),
-    "S2": ("≥ 80 %", None, 0.80),
-    "S4": ("≤ 10 %", 0.10, None),
-    "S5": ("≤ 5 %", 0.05, None),
-}
-SESSION_SCENARIOS = ("S1", "S2", "S4", "S6")
-SESSION_GOAL = 0.60
+def scenarios() -> tuple[Scenario, ...]:
+    """The table's rows; the designs of the power rows come from the estimate command's recommendation."""
+    k_power, n_power = recommended_design(15.0, tasks=None, shared_sd=0.0, generation=POWER_GENERATION)
+    k_shared, n_shared = recommended_design(15.0, tasks=None, shared_sd=0.2, generation=POWER_GENERATION)
+    _, n_six = recommended_design(15.0, tasks=6, shared_sd=0.0, generation=0)
+    null = {"goal": "≤ 5 %", "goal_max": 0.05}
+    return (
+        # Identical candidates at designs big enough to show the resolution within the margin (36+ runs per arm):
+        # smaller ones are kept out by the quality test alone and would say nothing about the cost test.
+        Scenario("N1", "null", "identical, all resolve", 12, 3, **null),
+        Scenario("N2", "null, shared τ 0.1", "identical; (task, arm) effects τ = 0.1", 12, 5, shared_sd=0.1, **null),
+        Scenario("N3", "null, shared τ 0.2", "identical; (task, arm) effects τ = 0.2", 6, 10, shared_sd=0.2, **null),
+        Scenario("N4", "null, shared τ 0.2", "identical; τ = 0.2, more tasks", 24, 3, shared_sd=0.2, **null),
+        Scenario("N5", "null, log-t", "identical; log-t noise, 3 df", 12, 3, noise="log-t", **null),
+        Scenario("N6", "null, 3× outliers", "identical; 10 % of runs 3×", 12, 3, noise="mixture", **null),
+        Scenario("N7", "null, heterogeneous", "per-task effects sd 15 %, mean 0", 10, 5, effect_sd=0.15, **null),
+        Scenario("N8", "flaky null", "identical, resolve 90 % / 90 %", 12, 5, 0.0, 0.9, 0.9, **null),
+        Scenario(
+            "N9",
+            "five generations",
+            "5 null candidates vs one cached incumbent, τ = 0.2",
+            12,
+            5,
+            shared_sd=0.2,
+            generations=5,
+            goal="≤ 5 % per experiment",
+            goal_max=0.05,
+        ),
+        Scenario(
+            "P1",
+            "power",
+            "15 % cheaper, all resolve",
+            k_power,
+            n_power,
+            0.15,
+            generation=POWER_GENERATION,
+            goal="≥ 80 %",
+            goal_min=0.80,
+            design_note="recommended",
+        ),
+        Scenario(
+            "P2",
+            "power, shared τ 0.2",
+            "15 % cheaper; τ = 0.2",
+            k_shared,
+            n_shared,
+            0.15,
+            shared_sd=0.2,
+            generation=POWER_GENERATION,
+            design_note="recommended for τ 0.2",
+        ),
+        Scenario("P3", "power, old design", "15 % cheaper, all resolve", 10, 5, 0.15, generation=POWER_GENERATION),
+        Scenario(
+            "P4", "flaky power", "15 % cheaper, resolve 90 % / 90 %", k_power, n_power, 0.15, 0.9, 0.9, generation=1
+        ),
+        Scenario(
+            "P5",
+            "heterogeneous power",
+            "per-task savings 15 % ± 10 %",
+            k_power,
+            n_power,
+            0.15,
+            effect_sd=0.10,
+            generation=POWER_GENERATION,
+        ),
+        Scenario(
+            "D1",
+            "dominant task",
+            "task 1 costs 10×: +15 % there, −20 % elsewhere (total +3 %)",
+            6,
+            n_six,
+            dominant=True,
+            goal="≤ 5 %",
+            goal_max=0.05,
+            design_note="recommended for 6 tasks",
+        ),
+        Scenario(
+            "Q1",
+            "one task given up",
+            "15 % cheaper; one task of 6 resolves 100 % → 75 %",
+            6,
+            n_six,
+            0.15,
+            dropped_task=0.75,
+            goal="≤ 10 %",
+            goal_max=0.10,
+            design_note="recommended for 6 tasks",
+        ),
+        Scenario("Q2", "worse everywhere", "30 % cheaper, resolve 90 % / 75 %", 10, 5, 0.30, 0.9, 0.75),
+        Scenario("R1", "dearer, resolves more", "15 % dearer, resolve 80 % / 95 %", 10, 5, -0.15, 0.8, 0.95),
+    )
 
 
 def noise(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -95,156 +206,90 @@ def noise(rng: np.random.Generator, kind: str, shape: tuple[int, ...]) -> np.nda
     raise ValueError(kind)
 
 
-def simulate_rows(rng: np.random.Generator, scenario: Scenario, kind: str) -> list[dict]:
-    """One generation's rows: every (task, arm, run) with a cost and an oracle outcome."""
-    shape = (scenario.tasks, scenario.runs)
-    baselines = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, scenario.tasks)
-    arms = {
-        INCUMBENT: (baselines[:, None] + noise(rng, kind, shape), rng.random(shape) < scenario.incumbent_resolves),
-        CANDIDATE: (
-            baselines[:, None] + math.log(1 - scenario.saving) + noise(rng, kind, shape),
-            rng.random(shape) < scenario.candidate_resolves,
-        ),
-    }
+def _arm_rows(arm: str, log_costs: np.ndarray, resolved: np.ndarray) -> list[dict]:
     rows = []
-    for task in range(scenario.tasks):
-        for run in range(scenario.runs):
-            for arm, (log_costs, resolved) in arms.items():
-                outcome = bool(resolved[task, run])
-                rows.append(
-                    {
-                        "task": f"t{task:02d}",
-                        "class": "simulated",
-                        "arm": arm,
-                        "run": run,
-                        "resolved": outcome,
-                        "error_kind": None if outcome else "oracle-failed",
-                        "cost_usd": float(math.exp(log_costs[task, run])),
-                        "sandbox_backend": "bwrap",
-                    }
-                )
+    for task in range(log_costs.shape[0]):
+        for run in range(log_costs.shape[1]):
+            outcome = bool(resolved[task, run])
+            rows.append(
+                {
+                    "task": f"t{task:02d}",
+                    "class": "simulated",
+                    "arm": arm,
+                    "run": run,
+                    "resolved": outcome,
+                    "error_kind": None if outcome else "oracle-failed",
+                    "cost_usd": float(math.exp(log_costs[task, run])),
+                    "sandbox_backend": "bwrap",
+                }
+            )
     return rows
 
 
-def run_cell(job: tuple[int, str, int, int]) -> dict[str, int]:
-    """Promotions per rule over ``trials`` seeded generations of one (scenario, noise) cell."""
-    index, kind, trials, seed = job
-    scenario = SCENARIOS[index]
-    rng = np.random.default_rng(seed)
-    promoted = dict.fromkeys(RULES, 0)
-    for _ in range(trials):
-        rows = simulate_rows(rng, scenario, kind)
-        by_task = aggregate_by_task(rows)
-        for rule in RULES:
-            decision = evaluate_candidate(
-                by_task,
-                incumbent_arm=INCUMBENT,
-                candidate_arm=CANDIDATE,
-                model="simulated-model",
-                policy={"rule": rule},
-                rows=rows,
-            )
-            promoted[rule] += decision["decision"] == "promote"
-    return promoted
+def draw_arm(
+    rng: np.random.Generator, scenario: Scenario, base: np.ndarray, effects: np.ndarray, rates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One arm's log costs and outcomes: task level + the arm's effect + what its runs share + run noise."""
+    shape = (scenario.tasks, scenario.runs)
+    shared = rng.normal(0.0, scenario.shared_sd, (scenario.tasks, 1)) if scenario.shared_sd else 0.0
+    log_costs = base[:, None] + effects[:, None] + shared + noise(rng, scenario.noise, shape)
+    return log_costs, rng.random(shape) < rates[:, None]
 
 
-def run_sequential_cell(job: tuple[int, int, int]) -> dict[str, int]:
-    """Promotions and sessions of the fixed design (runs: 5) and the sequential default on the same draws.
-
-    Each trial draws ``max`` runs per cell; the fixed design sees the first five, the sequential
-    design replays its looks over the runs in order (``sequential_decision``, the function the
-    pipeline's looks and ``skillbench gate`` use) and pays for the runs its last look used.
-    """
-    index, trials, seed = job
-    scenario = SEQUENTIAL_SCENARIOS[index]
-    design = run_design(SEQUENTIAL_RUNS)
-    rng = np.random.default_rng(seed)
-    counts = {"fixed_promoted": 0, "fixed_sessions": 0, "sequential_promoted": 0, "sequential_sessions": 0}
-    drawn = Scenario(**{**scenario.__dict__, "runs": design["max"]})
-    for _ in range(trials):
-        rows = simulate_rows(rng, drawn, "lognormal")
-        fixed_rows = [row for row in rows if row["run"] < FIXED_RUNS]
-        fixed = evaluate_candidate(
-            aggregate_by_task(fixed_rows),
-            incumbent_arm=INCUMBENT,
-            candidate_arm=CANDIDATE,
-            model="simulated-model",
-            policy={},
-            rows=fixed_rows,
-        )
-        counts["fixed_promoted"] += fixed["decision"] == "promote"
-        counts["fixed_sessions"] += 2 * scenario.tasks * FIXED_RUNS
-        sequential = sequential_decision(
-            rows, incumbent_arm=INCUMBENT, candidate_arm=CANDIDATE, model="simulated-model", policy={}, design=design
-        )
-        counts["sequential_promoted"] += sequential["decision"] == "promote"
-        counts["sequential_sessions"] += 2 * scenario.tasks * sequential["looks"][-1]["runs"]
-    return counts
+def draw_suite(rng: np.random.Generator, scenario: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """Task log-cost levels and the candidate's true per-task log effect."""
+    if scenario.dominant:
+        base = np.zeros(scenario.tasks)
+        base[0] = math.log(10)
+        effects = np.full(scenario.tasks, math.log(0.8))
+        effects[0] = math.log(1.15)
+        return base, effects
+    base = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, scenario.tasks)
+    effects = np.full(scenario.tasks, math.log(1 - scenario.saving))
+    if scenario.effect_sd:
+        effects = effects + rng.normal(0.0, scenario.effect_sd, scenario.tasks)
+    return base, effects
 
 
-def sequential_table(results: dict[str, dict[str, int]], trials: int) -> tuple[str, list[str]]:
-    """Markdown: per scenario, promotion rate and sessions per decision of both designs; and the goals missed."""
-    header = [
-        "scenario",
-        "tasks",
-        "truth",
-        "fixed · promoted",
-        "fixed · sessions",
-        "sequential · promoted",
-        "sequential · sessions",
-        "goal (sequential)",
-    ]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    missed = []
-    for scenario in SEQUENTIAL_SCENARIOS:
-        counts = results[scenario.name]
-        resolves = (
-            "all resolve"
-            if scenario.incumbent_resolves == scenario.candidate_resolves == 1
-            else f"resolve {scenario.incumbent_resolves:.0%} / {scenario.candidate_resolves:.0%}"
-        )
-        if scenario.saving > 0:
-            truth = f"{scenario.saving:.0%} cheaper"
-        elif scenario.saving < 0:
-            truth = f"{-scenario.saving:.0%} more expensive"
-        else:
-            truth = "identical cost"
-        goal_text = "—"
-        if scenario.name in SEQUENTIAL_GOALS:
-            goal_text, high, low = SEQUENTIAL_GOALS[scenario.name]
-            rate = counts["sequential_promoted"] / trials
-            met = (high is None or rate <= high) and (low is None or rate >= low)
-            goal_text += " met" if met else " MISSED"
-            if not met:
-                missed.append(scenario.name)
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    f"{scenario.name} {scenario.title}",
-                    str(scenario.tasks),
-                    f"{truth}, {resolves}",
-                    rate_text(counts["fixed_promoted"], trials),
-                    f"{counts['fixed_sessions'] / trials:.1f}",
-                    rate_text(counts["sequential_promoted"], trials),
-                    f"{counts['sequential_sessions'] / trials:.1f}",
-                    goal_text,
-                ]
-            )
-            + " |"
-        )
-    fixed_mean = sum(results[name]["fixed_sessions"] for name in SESSION_SCENARIOS) / trials / len(SESSION_SCENARIOS)
-    seq_mean = sum(results[name]["sequential_sessions"] for name in SESSION_SCENARIOS) / trials / len(SESSION_SCENARIOS)
-    ratio = seq_mean / fixed_mean
-    met = ratio <= SESSION_GOAL
-    if not met:
-        missed.append("sessions")
-    lines.append(
-        f"\nMean sessions per decision over {', '.join(SESSION_SCENARIOS)}: fixed {fixed_mean:.1f}, sequential "
-        f"{seq_mean:.1f} = {100 * ratio:.0f} % of the fixed design's (goal ≤ {100 * SESSION_GOAL:.0f} %: "
-        f"{'met' if met else 'MISSED'})."
+def candidate_rates(scenario: Scenario) -> np.ndarray:
+    rates = np.full(scenario.tasks, scenario.candidate_resolves)
+    if scenario.dropped_task is not None:
+        rates[0] = scenario.dropped_task
+    return rates
+
+
+def decide(rows: list[dict], rule: str, generation: int) -> str:
+    keywords = {"generation": generation} if GENERATIONS_AWARE else {}
+    decision = evaluate_candidate(
+        aggregate_by_task(rows),
+        incumbent_arm=INCUMBENT,
+        candidate_arm=CANDIDATE,
+        model="simulated-model",
+        policy={"rule": rule},
+        rows=rows,
+        **keywords,
     )
-    return "\n".join(lines), missed
+    return decision["decision"]
+
+
+def run_row(job: tuple[str, str, int, int]) -> dict[str, int]:
+    """Promotions (any generation of the experiment) over ``trials`` seeded experiments of one scenario and rule."""
+    name, rule, trials, seed = job
+    scenario = next(s for s in scenarios() if s.name == name)
+    rng = np.random.default_rng(seed)
+    promoted = 0
+    for _ in range(trials):
+        base, effects = draw_suite(rng, scenario)
+        rates = np.full(scenario.tasks, scenario.incumbent_resolves)
+        incumbent = _arm_rows(INCUMBENT, *draw_arm(rng, scenario, base, np.zeros(scenario.tasks), rates))
+        for generation in range(scenario.generations):
+            # Every generation's candidate is fresh; the incumbent's cells are cached and shared by all of them.
+            candidate = _arm_rows(CANDIDATE, *draw_arm(rng, scenario, base, effects, candidate_rates(scenario)))
+            index = generation if scenario.generations > 1 else scenario.generation
+            if decide(incumbent + candidate, rule, index) == "promote":
+                promoted += 1
+                break
+    return {"promoted": promoted, "sessions": 2 * scenario.tasks * scenario.runs * scenario.generations}
 
 
 def rate_text(count: int, trials: int) -> str:
@@ -252,34 +297,43 @@ def rate_text(count: int, trials: int) -> str:
     return f"{100 * rate:.1f} ± {100 * math.sqrt(rate * (1 - rate) / trials):.1f}"
 
 
-def meets(scenario: Scenario, count: int, trials: int) -> bool:
+def met(scenario: Scenario, count: int, trials: int) -> bool | None:
+    """The goal with the Monte-Carlo error's allowance (two standard errors); None without a goal."""
     rate = count / trials
+    error = 2 * math.sqrt(max(rate * (1 - rate), 1e-4) / trials)
     if scenario.goal_max is not None:
-        return rate <= scenario.goal_max
-    return rate >= (scenario.goal_min or 0.0)
+        return rate <= scenario.goal_max + error
+    if scenario.goal_min is not None:
+        return rate >= scenario.goal_min - error
+    return None
 
 
-def table(results: dict[tuple[str, str], dict[str, int]], trials: int) -> str:
-    """Markdown: one row per scenario, one column per (rule, noise); the default rule's goal last."""
-    header = ["scenario", "design", "truth"]
-    header += [f"{rule} · {kind}" for rule in RULES for kind in NOISES]
-    header += ["goal (noise_aware, lognormal)"]
+RULES = ("noise_aware", "upstream")
+
+
+def table(results: dict[tuple[str, str], dict[str, int]], trials: int) -> tuple[str, list[str]]:
+    header = ["row", "scenario", "truth", "design", "sessions", "noise_aware", "upstream", "goal (noise_aware)"]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    for scenario in SCENARIOS:
-        resolves = (
-            "all resolve"
-            if scenario.incumbent_resolves == scenario.candidate_resolves == 1
-            else f"resolve {scenario.incumbent_resolves:.0%} / {scenario.candidate_resolves:.0%}"
-        )
-        truth = f"{scenario.saving:.0%} cheaper" if scenario.saving else "identical cost"
-        cells = [f"{scenario.name} {scenario.title}", f"{scenario.tasks} × {scenario.runs}", f"{truth}, {resolves}"]
-        for rule in RULES:
-            for kind in NOISES:
-                cells.append(rate_text(results[(scenario.name, kind)][rule], trials))
-        met = meets(scenario, results[(scenario.name, "lognormal")]["noise_aware"], trials)
-        cells.append(f"{scenario.goal} {'met' if met else 'MISSED'}")
+    missed = []
+    for scenario in scenarios():
+        counts = {rule: results[(scenario.name, rule)] for rule in RULES}
+        verdict = met(scenario, counts["noise_aware"]["promoted"], trials)
+        if verdict is False:
+            missed.append(scenario.name)
+        goal = scenario.goal if verdict is None else f"{scenario.goal} {'met' if verdict else 'MISSED'}"
+        design = f"{scenario.tasks} × {scenario.runs}" + (f" ({scenario.design_note})" if scenario.design_note else "")
+        cells = [
+            scenario.name,
+            scenario.title,
+            scenario.truth,
+            design,
+            str(counts["noise_aware"]["sessions"]),
+            rate_text(counts["noise_aware"]["promoted"], trials),
+            rate_text(counts["upstream"]["promoted"], trials),
+            goal,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines), missed
 
 
 def write_docs(path: Path, body: str, start: str = START, end: str = END) -> None:
@@ -291,89 +345,157 @@ def write_docs(path: Path, body: str, start: str = START, end: str = END) -> Non
     path.write_text(f"{head}{start}\n{body}\n{end}{tail}", encoding="utf-8")
 
 
-def rules_part(args: argparse.Namespace) -> list[str]:
-    """The rules table (both rules, three noise models); returns the scenarios whose goal the default missed."""
-    jobs = [
-        (index, kind, args.trials, args.seed + 1000 * index + position)
-        for index in range(len(SCENARIOS))
-        for position, kind in enumerate(NOISES)
-    ]
-    started = time.monotonic()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        counts = list(pool.map(run_cell, jobs))
-    results = {(SCENARIOS[job[0]].name, job[1]): count for job, count in zip(jobs, counts, strict=True)}
-    elapsed = time.monotonic() - started
+def _pool_map(function: Callable, jobs: list, workers: int) -> list:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(function, jobs))
 
-    body = "\n".join(
-        [
-            f"Promotion rate in percent ± its Monte-Carlo standard error; {args.trials} simulated generations per "
-            f"cell, seed {args.seed}; both rules see the same draws. Task log-cost means are spread uniformly over "
-            f"±{BASELINE_SPREAD:g}; noise: " + "; ".join(f"{kind} = {text}" for kind, text in NOISES.items()) + ".",
-            "",
-            table(results, args.trials),
-        ]
+
+def rules_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The rules table; returns the rows whose goal the default missed and the raw counts."""
+    names = [s.name for s in scenarios()]
+    jobs = [(name, rule, args.trials, args.seed + 1000 * i) for i, name in enumerate(names) for rule in RULES]
+    started = time.monotonic()
+    counts = _pool_map(run_row, jobs, args.workers)
+    results = {(job[0], job[1]): count for job, count in zip(jobs, counts, strict=True)}
+    body_table, missed = table(results, args.trials)
+    generations = (
+        f"generation {POWER_GENERATION} of a two-generation experiment for the P rows (alpha/4), generation 0 "
+        "(alpha/2) for the others"
+        if GENERATIONS_AWARE
+        else "every generation at the policy's alpha (this gate does not spend alpha over generations)"
     )
-    print(body)
-    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
-    if not args.no_docs:
-        write_docs(args.docs, body)
-        print(f"wrote the table into {args.docs}", file=sys.stderr)
-    return [s.name for s in SCENARIOS if not meets(s, results[(s.name, "lognormal")]["noise_aware"], args.trials)]
-
-
-def sequential_part(args: argparse.Namespace) -> list[str]:
-    """Fixed (runs: 5) vs the sequential default on the same draws; returns the goals missed."""
-    trials = args.sequential_trials
-    jobs = [(index, trials, args.seed + 7919 * (index + 1)) for index in range(len(SEQUENTIAL_SCENARIOS))]
-    started = time.monotonic()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        counts = list(pool.map(run_sequential_cell, jobs))
-    results = {SEQUENTIAL_SCENARIOS[job[0]].name: count for job, count in zip(jobs, counts, strict=True)}
-    elapsed = time.monotonic() - started
-    body_table, missed = sequential_table(results, trials)
-    design = run_design(SEQUENTIAL_RUNS)
     body = "\n".join(
         [
-            f"Fixed design `runs: {FIXED_RUNS}` vs the sequential default `runs: {{min: {SEQUENTIAL_RUNS['min']}, "
-            f"max: {SEQUENTIAL_RUNS['max']}, step: {SEQUENTIAL_RUNS['step']}}}` ({design['spending']} spending, "
-            f"futility below conditional power {design['futility_power']:g}); noise_aware rule, lognormal σ = "
-            f"{SIGMA:g}; {trials} simulated decisions per scenario, seed {args.seed}; both designs see the same "
-            "draws (the fixed design the first five runs of each cell). Promotion rate in percent ± its Monte-Carlo "
-            "standard error; sessions = paid sessions per decision, both arms of the pair.",
+            f"Promotion rate in percent ± its Monte-Carlo standard error; {args.trials} simulated experiments per row, "
+            f"seed {args.seed}; both rules see the same draws. Task log-cost levels uniform over ±{BASELINE_SPREAD:g} "
+            f"(D1: one task 10× the others); run noise lognormal σ = {SIGMA:g} unless the row says otherwise; "
+            f"{generations}. Sessions: paid sessions per decision (both arms; N9: all five generations). "
+            "A goal is met within two Monte-Carlo standard errors.",
             "",
             body_table,
         ]
     )
     print(body)
-    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    print(f"\n({time.monotonic() - started:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    if not args.no_docs:
+        write_docs(args.docs, body)
+        print(f"wrote the table into {args.docs}", file=sys.stderr)
+    return missed, {f"{name}/{rule}": count for (name, rule), count in results.items()}
+
+
+# ─── Fixed against sequential designs ───────────────────────────────────────
+
+
+def sequential_scenarios() -> tuple[Scenario, ...]:
+    rows = {s.name: s for s in scenarios()}
+    return tuple(rows[name] for name in ("N1", "N3", "P1", "Q1", "Q2")) + (
+        Scenario("C1", "costlier", "10 % dearer, all resolve", rows["P1"].tasks, rows["P1"].runs, -0.10),
+    )
+
+
+def run_sequential_row(job: tuple[str, int, int, float]) -> dict[str, int]:
+    """The fixed design (the scenario's runs) and the sequential design on the same draws: promotions and sessions."""
+    name, trials, seed, futility = job
+    scenario = next(s for s in sequential_scenarios() if s.name == name)
+    design = run_design({**SEQUENTIAL_RUNS, "futility_power": futility})
+    drawn = Scenario(**{**scenario.__dict__, "runs": max(design["max"], scenario.runs)})
+    rng = np.random.default_rng(seed)
+    keywords = {"generation": scenario.generation} if GENERATIONS_AWARE else {}
+    counts = {"fixed_promoted": 0, "fixed_sessions": 0, "sequential_promoted": 0, "sequential_sessions": 0}
+    for _ in range(trials):
+        base, effects = draw_suite(rng, drawn)
+        rates = np.full(drawn.tasks, drawn.incumbent_resolves)
+        incumbent = _arm_rows(INCUMBENT, *draw_arm(rng, drawn, base, np.zeros(drawn.tasks), rates))
+        rows = incumbent + _arm_rows(CANDIDATE, *draw_arm(rng, drawn, base, effects, candidate_rates(drawn)))
+        fixed_rows = [row for row in rows if row["run"] < scenario.runs]
+        counts["fixed_promoted"] += decide(fixed_rows, "noise_aware", scenario.generation) == "promote"
+        counts["fixed_sessions"] += 2 * scenario.tasks * scenario.runs
+        sequential = sequential_decision(
+            [row for row in rows if row["run"] < design["max"]],
+            incumbent_arm=INCUMBENT,
+            candidate_arm=CANDIDATE,
+            model="simulated-model",
+            policy={},
+            design=design,
+            **keywords,
+        )
+        counts["sequential_promoted"] += sequential["decision"] == "promote"
+        counts["sequential_sessions"] += 2 * scenario.tasks * sequential["looks"][-1]["runs"]
+    return counts
+
+
+def sequential_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """Fixed vs sequential on the same draws, at each futility level asked for; the first level is the table's."""
+    trials, rows = args.sequential_trials, sequential_scenarios()
+    header = ["row", "scenario", "design", "fixed · promoted", "fixed · sessions"]
+    levels = args.futility
+    for level in levels:
+        header += [f"sequential (futility {level:g}) · promoted", "· sessions"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    jobs = [(s.name, trials, args.seed + 7919 * (i + 1), level) for i, s in enumerate(rows) for level in levels]
+    started = time.monotonic()
+    counts = dict(
+        zip([(job[0], job[3]) for job in jobs], _pool_map(run_sequential_row, jobs, args.workers), strict=True)
+    )
+    for scenario in rows:
+        first = counts[(scenario.name, levels[0])]
+        cells = [
+            scenario.name,
+            f"{scenario.title}: {scenario.truth}",
+            f"{scenario.tasks} × {scenario.runs}",
+            rate_text(first["fixed_promoted"], trials),
+            f"{first['fixed_sessions'] / trials:.0f}",
+        ]
+        for level in levels:
+            count = counts[(scenario.name, level)]
+            cells += [rate_text(count["sequential_promoted"], trials), f"{count['sequential_sessions'] / trials:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    body = "\n".join(
+        [
+            f"The fixed design (each row's runs) against the sequential design `runs: {{min: {SEQUENTIAL_RUNS['min']}, "
+            f"max: {SEQUENTIAL_RUNS['max']}, step: {SEQUENTIAL_RUNS['step']}}}` (pocock spending) on the same draws; "
+            f"noise_aware rule; {trials} simulated decisions per row, seed {args.seed}. Promotion rate in percent ± "
+            "its Monte-Carlo standard error; sessions = paid sessions per decision, both arms of the pair.",
+            "",
+            "\n".join(lines),
+        ]
+    )
+    print(body)
+    print(f"\n({time.monotonic() - started:.0f} s on {args.workers} worker(s))", file=sys.stderr)
     if not args.no_docs:
         write_docs(args.docs, body, SEQ_START, SEQ_END)
-        print(f"wrote the sequential table into {args.docs}", file=sys.stderr)
-    return missed
+    return [], {f"{name}/futility {level:g}": count for (name, level), count in counts.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--trials", type=int, default=4000, help="simulated generations per scenario and noise model")
-    parser.add_argument(
-        "--sequential-trials",
-        type=int,
-        default=2000,
-        help="simulated decisions per scenario for the fixed-vs-sequential table",
-    )
-    parser.add_argument(
-        "--part", choices=("all", "rules", "sequential"), default="all", help="which table to compute (default: both)"
-    )
+    parser.add_argument("--trials", type=int, default=2000, help="simulated experiments per row and rule")
+    parser.add_argument("--sequential-trials", type=int, default=1000, help="simulated decisions per sequential row")
+    parser.add_argument("--futility", type=float, nargs="+", default=[0.1], help="futility levels to compare")
+    parser.add_argument("--part", choices=("all", "rules", "sequential"), default="all")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
     parser.add_argument("--no-docs", action="store_true", help="print only")
+    parser.add_argument("--json", type=Path, help="also write the raw counts (and the designs used) here")
+    parser.add_argument("--designs", type=Path, help="take the designs from an earlier run's --json (an older gate)")
     args = parser.parse_args(argv)
-    missed = []
+    if args.designs:
+        FIXED_DESIGNS.update(json.loads(args.designs.read_text())["designs"])
+    missed: list[str] = []
+    raw: dict = {}
     if args.part in ("all", "rules"):
-        missed += rules_part(args)
+        found, counts = rules_part(args)
+        missed += found
+        raw["rules"] = counts
     if args.part in ("all", "sequential"):
-        missed += sequential_part(args)
+        found, counts = sequential_part(args)
+        missed += found
+        raw["sequential"] = counts
+    if args.json:
+        scenarios()  # fills FIXED_DESIGNS in this process
+        document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}
+        args.json.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
     if missed:
         print(f"goals missed: {', '.join(missed)}", file=sys.stderr)
     return 1 if missed else 0

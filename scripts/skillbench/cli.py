@@ -22,6 +22,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from skillbench.base import artifacts
 
@@ -129,9 +130,15 @@ def _gate(args: argparse.Namespace) -> int:
         "min_gated_task_ratio",
         "alpha",
         "quality_margin_pct",
+        "objective",
+        "generation_spending",
     ):
         if getattr(args, key) is not None:
             policy[key] = getattr(args, key)
+    if args.resolution_cost_margin_pct is not None:
+        policy["resolution_cost_margin_pct"] = (
+            None if args.resolution_cost_margin_pct == "none" else float(args.resolution_cost_margin_pct)
+        )
     if args.require_confidence:
         policy["require_confidence"] = True
     if args.allow_unsandboxed:
@@ -153,6 +160,7 @@ def _gate(args: argparse.Namespace) -> int:
             out=str(args.out),
             design=design,
             look=last_look,
+            generation=args.generation,
         )
     except (artifacts.ArtifactError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
@@ -277,6 +285,8 @@ def _estimate(args: argparse.Namespace) -> int:
         print(line)
     source = args.results or Path(layout.results_root(config["experiment"]))
     rows, proposers = progress.earlier_costs(source)
+    for line in _design_lines(config, work, rows, source, saving_pct=args.saving, shared_sd=args.shared_sd):
+        print(line)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
         prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
@@ -380,6 +390,67 @@ def _layers(configfiles: list[Path]) -> list[Path]:
     return config_layers(configfiles, DEFAULT_CONFIG)
 
 
+# Run-to-run noise assumed when no earlier rows measure it: a relative sd of about 0.3, typical of real sessions.
+ASSUMED_RUN_VARIANCE = 0.094
+
+
+def _design_lines(
+    config: dict[str, Any],
+    work: dict[str, Any],
+    rows: list[dict[str, Any]],
+    source: Path,
+    *,
+    saving_pct: float,
+    shared_sd: float,
+) -> list[str]:
+    """What design the gate needs to promote a true ``saving_pct`` saving 80 % of the time in the experiment's last
+    generation: with the suite's tasks, and the cheapest (more tasks beat more runs once (task, arm)s share effects)."""
+    from skillbench.decision import gate
+    from skillbench.reporting import progress
+
+    policy = gate.resolve_policy(dict(config["gate"]))
+    if policy["rule"] != "noise_aware":
+        return []
+    generation = max(work["generations"] - 1, 0)
+    noise = progress.measured_noise(rows, policy["metric"])
+    measured = noise is not None
+    variance = noise["run_variance"] if noise else ASSUMED_RUN_VARIANCE
+    efficiency = noise["spend_efficiency"] if noise else 1.0
+    common = {
+        "saving_pct": saving_pct,
+        "run_variance": variance,
+        "spend_efficiency": efficiency,
+        "shared_sd": shared_sd,
+        "policy": policy,
+        "generation": generation,
+    }
+    suite = progress.recommend_design(**common, tasks=len(work["tasks"]))
+    best = progress.recommend_design(**common)
+    alpha = gate.generation_alpha(policy, generation)
+    noise_text = (
+        f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
+        if noise
+        else f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
+    )
+    lines = [
+        f"  design for a {saving_pct:g}% saving at 80% power in generation {generation} (alpha {alpha:.4g}; "
+        f"{noise_text}; effects shared by a (task, arm)'s runs sd {shared_sd:g}, --shared-sd):"
+    ]
+    tasks = len(work["tasks"])
+    if suite is None:
+        lines.append(f"    with these {tasks} tasks: out of reach within 30 runs per (task, arm); add tasks")
+    else:
+        lines.append(f"    with these {tasks} tasks: runs: {suite['runs']} (power {suite['power']:.2f})")
+    if best is not None:
+        lines.append(
+            f"    cheapest: {best['tasks']} tasks × {best['runs']} runs per (task, arm) (power {best['power']:.2f}); "
+            "the task is the unit of replication, so more tasks beat more runs"
+        )
+    if not measured:
+        lines.append("    (run a small sweep first to measure the noise: the recommendation then uses it)")
+    return lines
+
+
 def _check_tasks_of(config: dict, selected: list[dict]) -> int:
     """Bind and check every selected task (as `check_task` does before a run); one line per task. Returns how many
     tasks were refused."""
@@ -463,13 +534,30 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
     regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
     regrade.add_argument(
-        "--alpha", type=float, help="false-promotion rate of an identical candidate (noise_aware rule; default 0.05)"
+        "--alpha", type=float, help="the experiment's false-promotion rate (noise_aware rule; default 0.05)"
     )
     regrade.add_argument(
         "--quality-margin-pct",
         dest="quality_margin_pct",
         type=float,
-        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 16)",
+        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 10)",
+    )
+    regrade.add_argument(
+        "--objective", choices=["total_spend", "per_task"], help="what cheaper means (noise_aware; default total_spend)"
+    )
+    regrade.add_argument(
+        "--generation-spending",
+        dest="generation_spending",
+        choices=["halving", "none"],
+        help="alpha over generations: halving (default) or none",
+    )
+    regrade.add_argument(
+        "--resolution-cost-margin-pct",
+        dest="resolution_cost_margin_pct",
+        help="spend rise a promotion on resolution alone may show, in percent, or none (default 10)",
+    )
+    regrade.add_argument(
+        "--generation", type=int, help="the generation whose share of alpha to spend (default: the overlay's)"
     )
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")
@@ -495,7 +583,17 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="results/<experiment> (default: the run under results/ that started last)",
     )
-    estimate = commands.add_parser("estimate", help="cells, sessions and expected cost a config implies")
+    estimate = commands.add_parser(
+        "estimate", help="cells, sessions and expected cost a config implies, and the design the gate needs"
+    )
+    estimate.add_argument("--saving", type=float, default=15.0, help="saving (%%) the design must detect (default 15)")
+    estimate.add_argument(
+        "--shared-sd",
+        dest="shared_sd",
+        type=float,
+        default=0.0,
+        help="sd of the effect every run of one (task, arm) shares, on the log scale (default 0)",
+    )
     estimate.add_argument(
         "--configfile",
         type=Path,

@@ -80,3 +80,21 @@ def make_binding(candidates=("candidate_workflow",), selected_tasks=(), target_b
         "selected_tasks": list(selected_tasks),
         "target_base_digests": dict(target_base_digests or {}),
     }
+
+
+def make_overlay(generation: int = 0) -> dict:
+    """gen<N>/overlay.json of a verify-once style candidate for the workflow arm, with test digests."""
+    return {
+        "schema": "overlay/v1",
+        "generation": generation,
+        "candidate_origin": "manual-initial-overlay",
+        "source": "overlay",
+        "proposer_model": None,
+        "digest": "6" * 64,
+        "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
+        "touched_skills": ["change-work"],
+        "required_candidate_arms": ["candidate_workflow"],
+        "pairs": [["workflow", "candidate_workflow"]],
+        "targets": [".claude/skills/change-work/SKILL.md"],
+        "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
+    }

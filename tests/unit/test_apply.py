@@ -99,11 +99,11 @@ def task_binding() -> dict:
     )
 
 
-def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
+def result_row(arm: str, run: int, cost: float, overlay_digest: str, task: str = "t1") -> dict:
     return artifacts.validate(
         {
             "schema": "result-row/v1",
-            "task": "t1",
+            "task": task,
             "class": "demo",
             "run": run,
             "arm": arm,
@@ -160,9 +160,15 @@ def promotion(
     config: dict, digest: str, base_digests: dict, *, candidate_cost: float = 0.8, generated_at: datetime = GENERATED_AT
 ) -> dict:
     rows = []
+    # Sixteen tasks × three runs, with run-to-run noise: evidence the default gate can promote on.
+    noise = [1.0, 1.1, 0.92, 1.05, 0.96]
     for incumbent, candidate in PAIRS:
-        for run in range(3):
-            rows += [result_row(incumbent, run, 1.0, digest), result_row(candidate, run, candidate_cost, digest)]
+        for index in range(16):
+            for run in range(3):
+                rows += [
+                    result_row(incumbent, run, noise[run], digest, task=f"t{index:02d}"),
+                    result_row(candidate, run, candidate_cost * noise[(run + index) % 5], digest, task=f"t{index:02d}"),
+                ]
     binding = {
         "benchmark_model": MODEL,
         "effort": "high",

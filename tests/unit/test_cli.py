@@ -42,7 +42,7 @@ def test_unknown_kind_and_missing_file(tmp_path, capsys):
 
 def _stored_generation(tmp_path):
     """A generation folder as the pipeline leaves it: rows, overlay.json, ../tasks/bindings.json."""
-    from rowfactory import make_row
+    from rowfactory import make_overlay, make_row
     from skillbench.base import artifacts
 
     results = tmp_path / "results" / "demo"
@@ -59,20 +59,7 @@ def _stored_generation(tmp_path):
     gen = results / "gen0"
     artifacts.write_artifact(
         gen / "overlay.json",
-        {
-            "schema": "overlay/v1",
-            "generation": 0,
-            "candidate_origin": "manual-initial-overlay",
-            "source": "overlay",
-            "proposer_model": None,
-            "digest": "6" * 64,
-            "files": [{"path": ".claude/skills/change-work/SKILL.md", "sha256": "a" * 64, "bytes": 10}],
-            "touched_skills": ["change-work"],
-            "required_candidate_arms": ["candidate_workflow"],
-            "pairs": [["workflow", "candidate_workflow"]],
-            "targets": [".claude/skills/change-work/SKILL.md"],
-            "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
-        },
+        make_overlay(),
         "overlay",
     )
     rows = []
@@ -93,7 +80,8 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
     default = json.loads(out.read_text())
     assert default["policy"]["rule"] == "noise_aware"
     assert default["decisions"][0]["decision"] == "keep_incumbent"
-    assert "not enough runs to tell" in capsys.readouterr().out
+    assert "not enough runs to show the resolution" in capsys.readouterr().out
+    assert default["error_control"]["generation"] == 0 and default["error_control"]["generation_alpha"] == 0.025
 
     assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--rule", "upstream"]) == 0
     upstream = json.loads(out.read_text())
@@ -106,7 +94,12 @@ def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys
     )
     loose = json.loads(out.read_text())
     assert (loose["policy"]["alpha"], loose["policy"]["quality_margin_pct"]) == (0.4, 10.0)
-    assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.36
+    # Generation 0 spends half of alpha; the cost route nine tenths of that.
+    assert loose["decisions"][0]["tests"]["cost"]["alpha"] == 0.18
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--generation-spending", "none"]) == 0
+    assert json.loads(out.read_text())["decisions"][0]["tests"]["cost"]["alpha"] == 0.045
+    assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--generation", "2"]) == 0
+    assert json.loads(out.read_text())["error_control"]["generation_alpha"] == 0.00625
 
     assert main(["gate", str(gen / "results.jsonl"), "--out", str(out), "--alpha", "0.7"]) == 1
     assert "alpha must be a number between 0 and 0.5" in capsys.readouterr().err

@@ -50,16 +50,16 @@ def test_cost_resolution_without_a_resolved_run_or_a_measured_cost_has_no_price(
     assert baseline["cost_per_resolved_usd"] is None and baseline["median_cost_usd"] is None
 
 
-def _promotion(candidate_costs: dict[str, list[float]]) -> dict:
+def _promotion(candidate_costs: dict[str, list[float]], rule: str = "noise_aware") -> dict:
     rows = []
     for task, costs in candidate_costs.items():
         for run, cost in enumerate(costs):
-            rows.append(make_row(task, "workflow", run, cost_usd=1.0))
+            rows.append(make_row(task, "workflow", run, cost_usd=[1.0, 1.1, 0.92][run % 3]))
             rows.append(make_row(task, "candidate_workflow", run, cost_usd=cost))
     document = promotion_document(
         rows,
         pairs=[("workflow", "candidate_workflow")],
-        policy=None,
+        policy={"rule": rule},
         binding=make_binding(selected_tasks=[{"id": task} for task in candidate_costs]),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),
@@ -67,33 +67,58 @@ def _promotion(candidate_costs: dict[str, list[float]]) -> dict:
     return validate(document, "promotion")
 
 
-def test_forest_plot_data_per_task_with_intervals_threshold_and_the_pooled_estimate():
-    promotion = _promotion({"alpha": [0.8, 0.9, 0.7], "beta": [1.1, 1.2, 1.0]})
+def _suite(saving: float, tasks: int = 12) -> dict[str, list[float]]:
+    return {f"t{i:02d}": [round((1 - saving) * f * (1 + 0.01 * i), 4) for f in (0.95, 1.12, 0.9)] for i in range(tasks)}
+
+
+def test_forest_plot_draws_the_test_the_noise_aware_gate_decided_on():
+    promotion = _promotion({**_suite(0.2), "alpha": [0.8, 0.9, 0.7], "beta": [1.1, 1.2, 1.0]})
     data = figures.forest_data(promotion, "candidate_workflow")
     assert (data["candidate_arm"], data["incumbent_arm"], data["metric"]) == (
         "candidate_workflow",
         "workflow",
         "cost_usd",
     )
+    decision = promotion["decisions"][0]
     by_task = {task["task"]: task for task in data["tasks"]}
-    assert by_task["alpha"]["improvement_pct"] == 20.0
-    assert by_task["beta"]["improvement_pct"] == -10.0
+    checks = {row["task"]: row["checks"] for row in decision["tasks"]}
+    # Each task: its own saving on the objective's scale (means per run) and the interval of its own runs.
+    assert by_task["alpha"]["improvement_pct"] == checks["alpha"]["saving_pct"] == round(100 * (1 - 2.4 / 3.02), 1)
+    assert by_task["beta"]["improvement_pct"] == round(100 * (1 - 3.3 / 3.02), 1)
     low, high = by_task["alpha"]["interval"]
-    assert 10.0 <= low <= 20.0 <= high <= 30.0  # spans the paired runs' own improvements (10 %, 20 %, 30 %)
-    low, high = by_task["beta"]["interval"]
-    assert -20.0 <= low <= -10.0 <= high <= 0.0
+    assert low < by_task["alpha"]["improvement_pct"] < high
     assert by_task["alpha"]["label"].startswith("alpha  (3/3 → 3/3 resolved)")
+    # The pooled row is the cost test's estimate and its 1 - 2 alpha interval, not a median.
+    cost = decision["tests"]["cost"]
+    assert data["pooled"] == {
+        "improvement_pct": cost["estimate_pct"],
+        "interval": (cost["ci_low_pct"], cost["ci_high_pct"]),
+        "label": "total spend",
+    }
+    assert data["confidence"] == cost["confidence"]
     assert data["threshold_pct"] == promotion["policy"]["min_improvement_pct"]
     assert data["regression_limit_pct"] == -promotion["policy"]["max_task_regression_pct"]
-    decision = promotion["decisions"][0]
-    assert data["pooled"]["improvement_pct"] == decision["median_improvement_pct"]
-    boot = decision["statistics"]["bootstrap"]
-    assert data["pooled"]["interval"] == (boot["ci_low_pct"], boot["ci_high_pct"])
     assert data["decision"] == decision["decision"]
 
 
-def test_forest_plot_prefers_an_interval_the_gate_stored_and_tolerates_extra_fields():
-    promotion = _promotion({"alpha": [0.8, 0.9, 0.7]})
+def test_forest_plot_of_the_upstream_rule_draws_its_median_and_bootstrap():
+    promotion = _promotion({"alpha": [0.8, 0.9, 0.7], "beta": [1.1, 1.2, 1.0]}, rule="upstream")
+    data = figures.forest_data(promotion, "candidate_workflow")
+    decision = promotion["decisions"][0]
+    boot = decision["statistics"]["bootstrap"]
+    assert data["pooled"] == {
+        "improvement_pct": decision["median_improvement_pct"],
+        "interval": (boot["ci_low_pct"], boot["ci_high_pct"]),
+        "label": "median over gated tasks",
+    }
+    by_task = {task["task"]: task for task in data["tasks"]}
+    assert by_task["alpha"]["improvement_pct"] == decision["tasks"][0]["improvement_pct"]
+    low, high = by_task["alpha"]["interval"]
+    assert 0.0 <= low <= by_task["alpha"]["improvement_pct"] <= high <= 30.0
+
+
+def test_forest_plot_prefers_an_interval_the_gate_stored():
+    promotion = _promotion({"alpha": [0.8, 0.9, 0.7]}, rule="upstream")
     task = promotion["decisions"][0]["tasks"][0]
     task.update({"ci_low_pct": 3.5, "ci_high_pct": 33.0, "p_value": 0.25})
     assert figures.forest_data(promotion, "candidate_workflow")["tasks"][0]["interval"] == (3.5, 33.0)
@@ -112,9 +137,9 @@ def test_paired_interval_needs_two_measured_pairs_and_is_reproducible():
     assert figures.paired_interval([2.0, 2.0], [1.0, 1.0], confidence=0.9) == (50.0, 50.0)
 
 
-def test_generation_chain_shows_each_candidate_its_decision_and_improvement():
-    keep = _promotion({"alpha": [1.0, 1.0, 1.0]})
-    promote = _promotion({"alpha": [0.8, 0.8, 0.8], "beta": [0.85, 0.85, 0.85]})
+def test_generation_chain_shows_each_decision_and_the_estimate_it_was_made_on():
+    keep = _promotion(_suite(0.0))
+    promote = _promotion(_suite(0.2))
     summary = {
         "experiment": "exp",
         "outcome": "promoted",
@@ -141,12 +166,12 @@ def test_generation_chain_shows_each_candidate_its_decision_and_improvement():
         (0, "aaaaaaaa", False),
         (1, "bbbbbbbb", True),
     ]
-    assert [(p["generation"], p["decision"], p["improvement_pct"]) for p in data["points"]] == [
-        (0, "keep_incumbent", 0.0),
-        (1, "promote", 17.5),
+    costs = [doc["decisions"][0]["tests"]["cost"] for doc in (keep, promote)]
+    assert [(p["generation"], p["decision"], p["improvement_pct"], p["label"]) for p in data["points"]] == [
+        (0, "keep_incumbent", costs[0]["estimate_pct"], "total spend"),
+        (1, "promote", costs[1]["estimate_pct"], "total spend"),
     ]
-    boot = promote["decisions"][0]["statistics"]["bootstrap"]
-    assert data["points"][1]["interval"] == (boot["ci_low_pct"], boot["ci_high_pct"])
+    assert data["points"][1]["interval"] == (costs[1]["ci_low_pct"], costs[1]["ci_high_pct"])
     assert data["threshold_pct"] == promote["policy"]["min_improvement_pct"]
     assert data["outcome"] == "promoted"
 

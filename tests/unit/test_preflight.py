@@ -73,7 +73,12 @@ def test_each_mistake_that_would_stop_a_run_is_one_line_naming_the_file_the_key_
     # An overlay in the right format that changes a skill no evolution arm loads.
     plan = (project / ".claude" / "skills" / "change-plan" / "SKILL.md").read_text()
     other = write_overlay(project / "plan-only", "change-plan", plan + "\nKeep plans short.\n")
-    found = checks({"evolution": {"generations": 1, "initial_overlay": other, "arms": ["workflow_direct"]}})
+    found = checks(
+        {
+            "selected_arms": ["workflow", "workflow_direct", "baseline"],
+            "evolution": {"generations": 1, "initial_overlay": other, "arms": ["workflow_direct"]},
+        }
+    )
     assert any(
         line.startswith(f"overlay {other} changes ['change-plan']") and "evolution.arms" in line
         for line in found.problems
@@ -128,7 +133,7 @@ def test_a_task_repository_with_uncommitted_changes_or_off_its_ref_is_named(tmp_
 def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
     assert main(["check", "--task", "money-thousands"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("config/config.yaml: experiment demo: 1 task(s), arms workflow, workflow_direct, baseline")
+    assert out.startswith("config/config.yaml: experiment demo: 1 task(s), arms workflow, baseline")
     assert "money-thousands: base: oracle fails as expected" in out
     assert out.rstrip().endswith("check: no problems in config/config.yaml")
 

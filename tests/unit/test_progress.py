@@ -327,9 +327,12 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
             write_record(earlier, "cells", task, arm, 0, cost=0.25)
     assert main(["estimate", "--results", str(earlier)]) == 0
     out = capsys.readouterr().out
-    assert "at most 63 cells, 92 agent sessions" in out  # 27 incumbent + 2 × 18 candidate cells
-    # 63 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
-    assert "expected cost $15.75 (range $15.75 – $15.75)" in out and "proposer sessions not priced" in out
+    assert "at most 192 cells, 338 agent sessions" in out  # 96 incumbent + 2 × 48 candidate cells
+    # 192 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
+    assert "expected cost $48.00 (range $48.00 – $48.00)" in out and "proposer sessions not priced" in out
+    # One run per cell measures no noise: the design is recommended for an assumed one, and says so.
+    assert "design for a 15% saving at 80% power in generation 1 (alpha 0.0125; run-to-run sd 0.31 assumed" in out
+    assert "with these 3 tasks: out of reach within 30 runs per (task, arm); add tasks" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
 
@@ -341,15 +344,18 @@ def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allo
     # The overlay changes change-work, which two arms load: a candidate of one arm only cannot exist.
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(
-        "experiment: estimate-probe\nevolution:\n  generations: 1\n"
-        "  initial_overlay: tasks/demo/overlays/verify-once\n  arms: [workflow_direct]\n"
+        "experiment: estimate-probe\nselected_arms: [workflow, workflow_direct, baseline]\nevolution:\n"
+        "  generations: 1\n  initial_overlay: tasks/demo/overlays/verify-once\n  arms: [workflow_direct]\n"
     )
     assert main(["estimate", "--configfile", str(wrong)]) == 1
     err = capsys.readouterr().err
     assert "evolution.arms" in err and "nothing to estimate: fix these first" in err
 
     capped = tmp_path / "capped.yaml"
-    capped.write_text("experiment: estimate-probe\nbudget: {max_sessions: 200, max_usd: 1}\n")
+    capped.write_text(
+        "experiment: estimate-probe\nruns: 3\nselected_arms: [workflow, workflow_direct, baseline]\n"
+        "budget: {max_sessions: 200, max_usd: 1}\n"
+    )
     assert main(["estimate", "--configfile", str(capped)]) == 0
     out = capsys.readouterr().out
     assert "budget.max_sessions 200: the plan needs up to 92 sessions; the plan fits in it" in out
@@ -371,3 +377,39 @@ def test_status_of_a_live_sequential_run_between_batches_is_waiting_for_a_look(t
     out = capsys.readouterr().out
     assert out.splitlines()[0].endswith(", waiting for a look") and "state: waiting for a look;" in out
     assert "the next batch of cells starts if the interim look says continue" in out
+
+
+def test_the_recommended_design_reaches_the_power_and_shows_the_margin():
+    from skillbench.decision import gate, stats
+
+    policy = gate.resolve_policy(None)
+    common = {"saving_pct": 15.0, "run_variance": 0.09, "spend_efficiency": 0.8, "shared_sd": 0.0, "policy": policy}
+    design = progress.recommend_design(**common, generation=1)
+    assert design is not None and design["runs"] >= policy["min_runs"]
+    cost_alpha = gate.generation_alpha(policy, 1) * (1 - gate.RESOLUTION_ROUTE_SHARE)
+    reached = stats.cost_power(
+        saving_pct=15.0,
+        tasks=design["tasks"],
+        runs=design["runs"],
+        run_variance=0.09,
+        shared_sd=0.0,
+        alpha=cost_alpha,
+        floor_pct=policy["min_improvement_pct"],
+        spend_efficiency=0.8,
+    )
+    assert reached == pytest.approx(design["power"], abs=1e-3) and reached >= 0.8
+    # Generation 0 spends twice the alpha, so it needs no more runs than generation 1.
+    first = progress.recommend_design(**common, generation=0)
+    assert first["tasks"] * first["runs"] <= design["tasks"] * design["runs"]
+    # With three tasks the cost test has two degrees of freedom: out of reach.
+    assert progress.recommend_design(**common, generation=1, tasks=3) is None
+
+
+def test_measured_noise_pools_the_relative_spread_of_each_cell():
+    rows = [make_row("a", "workflow", run, cost_usd=cost) for run, cost in enumerate([0.9, 1.1])]
+    rows += [make_row("b", "workflow", run, cost_usd=cost) for run, cost in enumerate([2.7, 3.3])]
+    rows += [make_row("b", "baseline", 0, cost_usd=3.0)]
+    noise = progress.measured_noise(rows, "cost_usd")
+    assert noise["run_variance"] == pytest.approx(0.02)  # (0.1² + 0.1²) per cell, one degree of freedom each
+    assert noise["spend_efficiency"] == pytest.approx(2.0**2 / ((1.0 + 9.0) / 2))
+    assert progress.measured_noise(rows[:1], "cost_usd") is None

@@ -247,36 +247,46 @@ def _noisy_rows(candidate_costs: dict[str, list[float]], runs: int = 3) -> list[
     return rows
 
 
+def _suite_costs(savings: list[float]) -> dict[str, list[float]]:
+    """One task per saving, named t00, t01, …: the candidate's three runs at that saving, with a little noise."""
+    return {
+        f"t{index:02d}": [round((1 - saving) * factor, 4) for factor in (0.97, 1.04, 1.0)]
+        for index, saving in enumerate(savings)
+    }
+
+
 def test_noise_aware_section_shows_the_tests_and_every_run():
-    rows = _noisy_rows({"alpha": [0.8, 0.9, 0.85], "beta": [0.82, 0.88, 0.8]})
+    costs = _suite_costs([0.15, 0.2, 0.18, 0.16, 0.2, 0.17, 0.19, 0.15, 0.18, 0.2, 0.16, 0.17])
+    costs["t00"] = [0.8, 0.9, 0.85]
+    rows = _noisy_rows(costs)
     text = render(
         rows,
-        task_order=["alpha", "beta"],
+        task_order=list(costs),
         arm_order=["workflow", "candidate_workflow"],
         promotion=_promotion(rows, rule="noise_aware"),
     )
     lines = text.splitlines()
     assert "### candidate_workflow vs workflow: promote" in lines
-    assert "Tests (decided on these tests): design 2 tasks × 3 runs per arm." in lines
+    assert "Tests (decided on these tests): design 12 tasks × 3 runs per arm." in lines
     cost_line = next(line for line in lines if line.startswith("| cost_usd saving"))
     cells = [cell.strip() for cell in cost_line.strip("|").split("|")]
-    assert cells[0] == "cost_usd saving (alpha 0.045, floor 5.0%)"
+    assert cells[0] == "cost_usd saving in total spend (alpha 0.0225, floor 5.0%, 12 tasks)"
     assert cells[-1] == "cheaper"
     quality_line = next(line for line in lines if line.startswith("| resolution, candidate"))
-    assert "6/6 vs 6/6, +0.0 points" in quality_line and quality_line.endswith("| not worse |")
-    assert "| alpha | workflow | 1.0000 | 1.1000 | 0.9000 |" in lines
-    assert "| alpha | candidate_workflow | 0.8000 | 0.9000 | 0.8500 |" in lines
+    assert "36/36 vs 36/36, +0.0 points" in quality_line and quality_line.endswith("| not worse |")
+    assert "| t00 | workflow | 1.0000 | 1.1000 | 0.9000 |" in lines
+    assert "| t00 | candidate_workflow | 0.8000 | 0.9000 | 0.8500 |" in lines
 
 
 def test_noise_aware_section_says_when_there_are_not_enough_runs():
-    rows = _noisy_rows({"alpha": [1.0, 0.8, 1.0], "beta": [0.85, 1.1, 0.9]})
+    rows = _noisy_rows(_suite_costs([0.2, -0.1, 0.15, 0.0, 0.1, -0.05, 0.25, -0.1, 0.05, 0.1, -0.05, 0.15]))
     promotion = _promotion(rows, rule="noise_aware")
     decision = promotion["decisions"][0]
     assert decision["decision"] == "keep_incumbent"
     assert decision["tests"]["cost"]["conclusion"] == "inconclusive"
-    text = render(rows, task_order=["alpha", "beta"], promotion=promotion)
-    assert "Not enough runs to tell: this design detects a " in text
-    assert decision["reasons"][0].startswith("not enough runs to tell: cost_usd improvement ")
+    text = render(rows, task_order=sorted({row["task"] for row in rows}), promotion=promotion)
+    assert "Not enough tasks or runs to tell: this design detects a " in text
+    assert decision["reasons"][0].startswith("not enough tasks or runs to tell: cost_usd saving in total spend ")
 
 
 def test_candidate_section_for_an_aborted_run():
@@ -425,3 +435,37 @@ def test_a_run_the_budget_cut_short_says_so_and_how_many_cells():
     assert "3 cell(s) were cut short (rows `budget-exhausted`, excluded)" in text
     summary["budget_exhausted_cells"] = 0
     assert "Budget reached" not in render_summary(summary)
+
+
+def test_the_summary_states_the_experiments_error_rate():
+    from skillbench.decision.gate import error_control, resolve_policy
+    from skillbench.reporting.report import render_summary
+
+    policy = resolve_policy(None)
+    generations = [
+        {
+            "generation": gen,
+            "candidate_origin": "model-proposer",
+            "candidate_overlay_digest": "a" * 64,
+            "required_candidate_arms": ["candidate_workflow"],
+            "decisions": [{"candidate_arm": "candidate_workflow", "decision": "keep_incumbent", "reasons": []}],
+            "gate_summary": ["candidate_workflow: keep_incumbent"],
+            "error_control": error_control(policy, gen),
+        }
+        for gen in (0, 1)
+    ]
+    summary = {
+        "experiment": "x",
+        "outcome": "not_promoted",
+        "promoted_generation": None,
+        "generations_requested": 2,
+        "generations": generations,
+        "broken_incumbent_arms": [],
+        "budget_exhausted_cells": 0,
+    }
+    text = render_summary(summary)
+    assert (
+        "**Error control:** generation 0 at 0.025, generation 1 at 0.0125 (together 0.0375); generation 1 is tested "
+        "at alpha 0.0125 (alpha 0.05 halved once per generation): over all its generations and looks, an experiment "
+        "whose candidates are no better promotes one of them with probability at most 0.05." in text
+    )

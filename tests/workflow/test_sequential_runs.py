@@ -16,7 +16,8 @@ from test_evolution import SKILLBENCH, run_until
 from test_sweep import jobs_run
 
 VERIFY_ONCE = "run the verify command once"
-TASKS = ["money-thousands", "sku-normalization"]
+# Three tasks: workflow resolves all of them (two degrees of freedom for its cost test), workflow_direct two.
+TASKS = ["money-thousands", "bulk-discount-threshold", "sku-normalization"]
 
 
 def direct_ignores_the_skill_rule(source: Path, target: Path) -> None:
@@ -58,6 +59,9 @@ def sequential_config(project, experiment: str, **extra) -> dict:
         "runs": {"min": 2, "max": 4, "step": 1, "spending": "obrien_fleming"},
         "model": {"script": "seq-script.yaml"},
         "evolution": {"generations": 1, "initial_overlay": "tasks/demo/overlays/verify-once"},
+        # The looks are under test, not the resolution: every run resolves, and a 100-point margin lets four
+        # runs of three tasks decide on cost alone; the one generation tests at the whole alpha.
+        "gate": {"quality_margin_pct": 100.0, "generation_spending": "none"},
         **extra,
     }
 
@@ -172,16 +176,16 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
 
 
 def test_budget_stops_starting_batches_at_the_cap_and_says_so(project):
-    # The first batch (2 tasks × 2 runs × workflow 2 sessions + workflow_direct 1 session, both arms) is 24
-    # sessions; the workflow pair's second batch would add 8 more.
-    config = sequential_config(project, "capped", budget={"max_sessions": 30})
+    # The first batch (3 tasks × 2 runs × workflow 2 sessions + workflow_direct 1 session, both arms) is 36
+    # sessions; the workflow pair's second batch would add 12 more.
+    config = sequential_config(project, "capped", budget={"max_sessions": 40})
     project.snakemake(config=config)
 
     (look,) = looks(project, "capped")
     by_arm = {pair["candidate_arm"]: pair for pair in look["pairs"]}
-    assert look["spend"]["sessions"] == 24
+    assert look["spend"]["sessions"] == 36
     assert by_arm["candidate_workflow"]["status"] == "cut_short"
-    assert "budget.max_sessions 30" in by_arm["candidate_workflow"]["reason"]
+    assert "budget.max_sessions 40" in by_arm["candidate_workflow"]["reason"]
     assert by_arm["candidate_workflow_direct"]["decision"] == "keep_incumbent"
     assert not any(cell.endswith("run2") for cell in records(project, "capped"))
 

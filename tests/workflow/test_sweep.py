@@ -12,8 +12,14 @@ from conftest import cli_under_test
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 SWEEP = {"evolution": {"generations": 0}}
-TWO_TASKS = {"experiment": "one", "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]}, "runs": 1, **SWEEP}
 ARMS = ["workflow", "workflow_direct", "baseline"]
+TWO_TASKS = {
+    "experiment": "one",
+    "tasks": {"only": ["money-thousands", "bulk-discount-threshold"]},
+    "runs": 1,
+    "selected_arms": ARMS,
+    **SWEEP,
+}
 
 
 def jobs_run(output: str, rule: str) -> list[str]:

@@ -377,6 +377,7 @@ class PromotionDocument(TypedDict):
     evidence_expires_at: str
     policy: dict[str, Any]
     decisions: list[Decision]
+    error_control: dict[str, Any]
     benchmark_model: str | None
     effort: str | None
     proposer_model: str | None

@@ -3,16 +3,18 @@
 Owns the promotion policy (``DEFAULT_POLICY``, the one place its defaults are set, and its
 validation), the promotion metrics, the ``promotion/v1`` document and its types
 (``PromotionDocument``, ``Decision``, ``TaskRow``), and the two decision rules behind
-``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test and a
-quality test at the policy's alpha; docs/gate.md) and ``upstream`` (run minimums, pairing,
+``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test across
+tasks on the policy's objective and a quality test, at the generation's share of the policy's alpha;
+docs/gate.md) and ``upstream`` (run minimums, pairing,
 gated/ungated tasks, quality floor, task regression caps, resolution margin, median
 improvement, optional bootstrap confidence). Both rules take the same steps over one gathered
 ``_PairEvidence``: the pair's guards (a named model, sandboxed runs, comparable rows — one Claude
 Code version and one model), the rule's per-task checks, the evidence base, the rule's outcome,
 and one decision record with the tests both rules report (``candidate_tests``; the statistics
-themselves live in ``stats``) and the paired per-run values. Also the sequential design
-(``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that promote, keep the
-incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
+themselves live in ``stats``) and the paired per-run values. Also the experiment's error control
+(``generation_alpha``, ``error_control``: alpha spent over generations), the refusal of duplicate rows,
+and the sequential design (``run_design``, ``look_alphas``, ``sequential_decision``: interim looks that
+promote, keep the incumbent for futility, or continue, replayed over the rows in run order). Pure: no clock, no
 files, no randomness beyond a fixed-seed generator, so the same rows and policy always give the
 same document.
 """
@@ -64,9 +66,14 @@ MAIN_LOOP_ONLY_WARNING = (
     "usage from the captured transcripts, counting each message.id once."
 )
 RULES = ("noise_aware", "upstream")
+OBJECTIVES = gate_stats.OBJECTIVES
+# How an experiment's alpha is spent over its generations: ``halving`` gives generation g alpha/2^(g+1),
+# so any number of generations together stays below alpha and extending a run never changes the share
+# an earlier generation was gated at; ``none`` tests every generation at alpha (per-generation error only).
+GENERATION_SPENDING = ("halving", "none")
 # A candidate can win on cost or on resolution; an identical candidate must clear neither more
-# than alpha of the time in total, so the resolution route spends a tenth of alpha (weighted
-# Bonferroni) and the cost test the rest.
+# than its generation's alpha of the time in total, so the resolution route spends a tenth of it
+# (weighted Bonferroni) and the cost test the rest.
 RESOLUTION_ROUTE_SHARE = 0.1
 QUALITY_RULES = {
     "upstream": (
@@ -75,9 +82,11 @@ QUALITY_RULES = {
     ),
     "noise_aware": (
         "over all paired runs of the gated tasks, stratified by task, the candidate's resolution rate must be "
-        "shown (one-sided, at alpha) to be no more than quality_margin_pct points below the incumbent's; no "
-        "gated task may show a resolution drop significant at alpha (Fisher's exact test); the candidate may "
-        "not skip the skill under test more often than the incumbent"
+        "shown (one-sided, at the generation's alpha, with the variance at the margin) to be no more than "
+        "quality_margin_pct points below the incumbent's; no gated task may show a resolution drop at alpha "
+        "(Holm over the gated tasks; a z-test whose variance borrows the pair's pooled resolution rate); the "
+        "candidate may not skip the skill under test more often than the incumbent; a promotion on resolution "
+        "alone needs the total spend shown to be within resolution_cost_margin_pct of the incumbent's"
     ),
 }
 # The failure that is the skill's own fault: the prompts under test never loaded it.
@@ -100,10 +109,16 @@ DEFAULT_POLICY: dict[str, Any] = {
     "allow_unsandboxed": False,
     "max_age_days": 90,
     "alpha": 0.05,
-    "quality_margin_pct": 16.0,
+    "quality_margin_pct": 10.0,
+    "objective": "total_spend",
+    "generation_spending": "halving",
+    "resolution_cost_margin_pct": 10.0,
 }
 # How long a promotion's evidence stays valid is the gate's, not the experiment's, to choose.
 POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
+
+# The tests a decision records (the schema's tests object).
+TEST_KEYS = ("design", "cost", "cost_alternative", "quality")
 
 BINDING_FIELDS = (
     "benchmark_model",
@@ -159,10 +174,75 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
     if not _is_number(margin) or not 0 <= margin <= 100:
         raise ValueError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
     merged["quality_margin_pct"] = float(margin)
+    _check_decision_keys(merged)
     for key in ("require_confidence", "allow_unsandboxed"):
         if not isinstance(merged[key], bool):
             raise ValueError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
     return merged
+
+
+def _check_decision_keys(merged: dict[str, Any]) -> None:
+    """The objective, the spending over generations and the resolution route's spend margin (normalised in place)."""
+    for key, allowed in (("objective", OBJECTIVES), ("generation_spending", GENERATION_SPENDING)):
+        if merged[key] not in allowed:
+            raise ValueError(f"promotion policy {key} must be one of {', '.join(allowed)} (got {merged[key]!r})")
+    cost_margin = merged["resolution_cost_margin_pct"]
+    if cost_margin is not None:
+        if not _is_number(cost_margin) or cost_margin < 0:
+            raise ValueError(
+                "promotion policy resolution_cost_margin_pct must be a non-negative number or null "
+                f"(got {cost_margin!r})"
+            )
+        merged["resolution_cost_margin_pct"] = float(cost_margin)
+
+
+def generation_alpha(policy: dict[str, Any], generation: int) -> float:
+    """The alpha generation ``generation`` (from 0) may spend: the policy's alpha, halved once more per
+    generation under ``halving`` (alpha/2, alpha/4, ...: the experiment's total stays below alpha)."""
+    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
+        raise ValueError(f"generation must be an integer >= 0 (got {generation!r})")
+    if policy["generation_spending"] == "none":
+        return float(policy["alpha"])
+    return float(policy["alpha"]) / 2 ** (generation + 1)
+
+
+def error_control(policy: dict[str, Any], generation: int) -> dict[str, Any]:
+    """What a promotion document states about the experiment's error rate: the alpha this generation spent and
+    the bound on promoting anything, over every generation, when no candidate is better."""
+    share = generation_alpha(policy, generation)
+    if policy["generation_spending"] == "none":
+        statement = (
+            f"every generation is tested at alpha {policy['alpha']:g} (generation_spending none): an experiment of "
+            f"G generations whose candidates are no better promotes one of them with probability up to G × "
+            f"{policy['alpha']:g}"
+        )
+    else:
+        statement = (
+            f"generation {generation} is tested at alpha {share:.4g} (alpha {policy['alpha']:g} halved once per "
+            f"generation): over all its generations and looks, an experiment whose candidates are no better "
+            f"promotes one of them with probability at most {policy['alpha']:g}"
+        )
+    return {
+        "alpha": policy["alpha"],
+        "spending": policy["generation_spending"],
+        "generation": generation,
+        "generation_alpha": round(share, 8),
+        "statement": statement,
+    }
+
+
+def check_unique_rows(rows: Sequence[ResultRow]) -> None:
+    """Refuse rows that hold one (task, arm, run) twice: naming each, since the gate cannot tell which to count."""
+    seen: dict[tuple[str, str, int], int] = {}
+    for row in rows:
+        key = (row["task"], row["arm"], row["run"])
+        seen[key] = seen.get(key, 0) + 1
+    duplicated = sorted(key for key, count in seen.items() if count > 1)
+    if duplicated:
+        named = "; ".join(
+            f"task {task}, arm {arm}, run {run} ({seen[(task, arm, run)]} rows)" for task, arm, run in duplicated
+        )
+        raise ValueError(f"duplicate result rows: {named}; each (task, arm, run) must appear once")
 
 
 def metric_warning(metric: str) -> str | None:
@@ -513,6 +593,7 @@ def _pair_tests(
     rows: Sequence[ResultRow] | None,
     policy: dict[str, Any],
     look_alphas: dict[str, float] | None = None,
+    generation: int = 0,
 ) -> dict[str, Any]:
     """``candidate_tests`` over the pair's gated and paired tasks."""
     return candidate_tests(
@@ -523,6 +604,7 @@ def _pair_tests(
         paired_tasks=pair.paired_tasks,
         policy=policy,
         look_alphas=look_alphas,
+        generation=generation,
     )
 
 
@@ -552,7 +634,7 @@ def _decision_record(
         "ungated_tasks": pair.ungated_tasks(),
         "tasks": pair.task_rows(tests["checks"]),
         "statistics": {"sign_test": sign_test(improvements), "bootstrap": bootstrap_median_ci(improvements)},
-        "tests": {key: tests[key] for key in ("design", "cost", "quality")},
+        "tests": {key: tests[key] for key in TEST_KEYS},
     }
 
 
@@ -656,7 +738,12 @@ def _confidence_outcome(verdict: _Verdict, pair: _PairEvidence, metric: str) -> 
 
 
 def _upstream_decision(
-    pair: _PairEvidence, *, model: str | None, policy: dict[str, Any], rows: Sequence[ResultRow] | None
+    pair: _PairEvidence,
+    *,
+    model: str | None,
+    policy: dict[str, Any],
+    rows: Sequence[ResultRow] | None,
+    generation: int = 0,
 ) -> Decision:
     """The upstream rule (``rule: upstream``), kept decision for decision.
 
@@ -677,7 +764,7 @@ def _upstream_decision(
     decision = _upstream_outcome(verdict, pair, policy)
     if decision == "promote" and policy["require_confidence"]:
         decision = _confidence_outcome(verdict, pair, policy["metric"])
-    tests = _pair_tests(pair, rows, policy)
+    tests = _pair_tests(pair, rows, policy, generation=generation)
     return _decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
 
 
@@ -714,15 +801,18 @@ def candidate_tests(
     policy: dict[str, Any],
     alpha: float | None = None,
     look_alphas: dict[str, float] | None = None,
+    generation: int = 0,
 ) -> dict[str, Any]:
     """The cost and quality tests over the gated tasks, and the per-task checks over every paired task.
 
-    ``alpha`` defaults to the policy's; an interim look of a sequential design passes the
-    alphas it may spend at that look in ``look_alphas`` (``cost``, ``resolution``, ``quality``:
-    the nominal levels of the cost test, the resolution route and the non-inferiority test),
-    while the per-task checks keep ``alpha``. Pure: rows in, numbers out.
+    ``alpha`` defaults to the generation's share of the policy's (``generation_alpha``); an interim
+    look of a sequential design passes the alphas it may spend at that look in ``look_alphas``
+    (``cost``, ``resolution``, ``quality``: the nominal levels of the cost test, the resolution route
+    and the non-inferiority tests), while the per-task checks keep the policy's alpha: they can only
+    keep the incumbent. ``cost`` tests the policy's objective; ``cost_alternative`` reports the other
+    (total spend next to the per-task geometric mean). Pure: rows in, numbers out.
     """
-    alpha = policy["alpha"] if alpha is None else alpha
+    alpha = generation_alpha(policy, generation) if alpha is None else alpha
     cost_alpha, resolution_alpha = alpha * (1 - RESOLUTION_ROUTE_SHARE), alpha * RESOLUTION_ROUTE_SHARE
     quality_alpha = alpha
     if look_alphas is not None:
@@ -731,11 +821,15 @@ def candidate_tests(
     arms = (incumbent_arm, candidate_arm)
     runs = _valid_runs(rows, arms)
     gated_cells = list(_measured_cells(runs, gated_tasks, arms, policy["metric"]).values())
-    cost = gate_stats.cost_test(
-        # Every gated task must be measured, or the test is not computable.
-        [cell for cell in gated_cells if cell is not None] if None not in gated_cells else [],
-        alpha=round(cost_alpha, 8),
-        floor_pct=policy["min_improvement_pct"],
+    # Every gated task must be measured, or the test is not computable.
+    measured = [cell for cell in gated_cells if cell is not None] if None not in gated_cells else []
+    objective = policy["objective"]
+    other = next(name for name in OBJECTIVES if name != objective)
+    cost, alternative = (
+        gate_stats.cost_test(
+            measured, alpha=round(cost_alpha, 8), floor_pct=policy["min_improvement_pct"], objective=name
+        )
+        for name in (objective, other)
     )
     quality = gate_stats.quality_test(
         [_resolution_counts(runs, task, arms) for task in gated_tasks],
@@ -746,9 +840,16 @@ def candidate_tests(
     return {
         "design": _design(gated_tasks, runs, arms),
         "cost": cost,
+        "cost_alternative": alternative,
         "quality": quality,
         "checks": _task_checks(
-            runs, _measured_cells(runs, paired_tasks, arms, policy["metric"]), gated_tasks, arms, policy, alpha
+            runs,
+            _measured_cells(runs, paired_tasks, arms, policy["metric"]),
+            gated_tasks,
+            arms,
+            policy,
+            alpha=policy["alpha"],
+            interval_alpha=cost["alpha"],
         ),
     }
 
@@ -786,25 +887,44 @@ def _task_checks(
     gated_tasks: list[str],
     arms: tuple[str, str],
     policy: dict[str, Any],
+    *,
     alpha: float,
+    interval_alpha: float,
 ) -> dict[str, dict[str, Any]]:
-    """Per paired task: a credible cost rise above its cap (at alpha / tasks) and Fisher's resolution-drop p."""
-    pooled = gate_stats.pooled_log_variance([cell for cell in cells.values() if cell is not None])
+    """Per paired task: a credible cost rise above its cap (at alpha / tasks), the resolution-drop test (Holm over
+    the gated tasks), and the task's own saving on the objective's scale with its interval (what a figure draws)."""
+    usable = [cell for cell in cells.values() if cell is not None]
+    pooled = gate_stats.pooled_log_variance(usable)
     task_alpha = alpha / max(1, len(cells))
+    gated_counts = [_resolution_counts(runs, task, arms) for task in gated_tasks]
+    drops = dict(zip(gated_tasks, gate_stats.resolution_drops(gated_counts), strict=True))
+    adjusted = dict(zip(gated_tasks, gate_stats.holm(list(drops.values())), strict=True))
     checks: dict[str, dict[str, Any]] = {}
     for task, cell in cells.items():
         cap = policy["max_task_regression_pct"] if task in gated_tasks else policy["max_failed_task_regression_pct"]
+        # The spread between the other tasks: the task under test must not widen the yardstick it is judged by.
+        between = gate_stats.between_task_variance([other for name, other in cells.items() if name != task and other])
         regression = (
-            gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap)
+            gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap, between=between)
             if cell is not None
             else {"regression_pct": None, "p_value": None, "regressed": False}
+        )
+        saving = (
+            gate_stats.task_saving(cell[0], cell[1], objective=policy["objective"], alpha=interval_alpha)
+            if cell is not None
+            else {"saving_pct": None, "ci_low_pct": None, "ci_high_pct": None}
         )
         checks[task] = {
             "regression_pct": regression["regression_pct"],
             "regression_p_value": regression["p_value"],
             "regression_alpha": round(task_alpha, 6),
             "regressed": regression["regressed"],
-            "resolution_drop_p_value": gate_stats.resolution_drop_p(*_resolution_counts(runs, task, arms)),
+            "resolution_drop_p_value": drops.get(task, 1.0),
+            "resolution_drop_adjusted_p": adjusted.get(task, 1.0),
+            "resolution_dropped": adjusted.get(task, 1.0) <= alpha,
+            "saving_pct": saving["saving_pct"],
+            "saving_ci_low_pct": saving["ci_low_pct"],
+            "saving_ci_high_pct": saving["ci_high_pct"],
         }
     return checks
 
@@ -822,26 +942,33 @@ def _p_text(value: float | None) -> str:
 
 def cost_sentence(cost: dict[str, Any], metric: str, design: str) -> str:
     """One sentence on what the cost test found, for reasons and reports."""
+    what = f"{metric} saving in {_objective_text(cost.get('objective', 'per_task'))}"
+    conclusion = cost["conclusion"]
+    if conclusion == "not_computable":
+        if cost["estimate_pct"] is None:
+            return f"the {metric} test could not be computed (no measured run in some gated task)"
+        if cost["tasks"] < 2:
+            return (
+                f"{what} {_pct_text(cost['estimate_pct'])} on one gated task: the test needs at least two, since "
+                "the task is the unit of replication"
+            )
+        return (
+            f"{what} {_pct_text(cost['estimate_pct'])}, the same on every gated task: the per-task differences do not "
+            "vary, so no noise was measured and no p-value can be claimed"
+        )
     interval = f"{cost['confidence']:.0%} CI {_pct_text(cost['ci_low_pct'])} to {_pct_text(cost['ci_high_pct'])}"
     found = (
-        f"{metric} improvement {_pct_text(cost['estimate_pct'])} ({interval}; one-sided p "
-        f"{_p_text(cost['p_value'])}, alpha {cost['alpha']:g})"
+        f"{what} {_pct_text(cost['estimate_pct'])} ({interval}; one-sided p {_p_text(cost['p_value'])}, alpha "
+        f"{cost['alpha']:g}, {cost['df']} df across tasks)"
     )
-    conclusion = cost["conclusion"]
-    if conclusion != "not_computable" and not cost["noise_measured"]:
-        found += " with one run per task and arm: no run-to-run noise was measured, so the difference counts as exact"
     if conclusion == "cheaper":
         return f"{found}, at least the {cost['floor_pct']:.1f}% floor"
     if conclusion == "below_floor":
-        credibly = "credibly cheaper" if cost["noise_measured"] else "cheaper"
-        return f"{found}: {credibly}, but the estimate is below the {cost['floor_pct']:.1f}% floor"
+        return f"{found}: credibly cheaper, but the estimate is below the {cost['floor_pct']:.1f}% floor"
     if conclusion == "not_cheaper":
         return f"{found}: the interval rules out a saving of {cost['floor_pct']:.1f}% or more"
-    if conclusion == "inconclusive":
-        return (
-            f"not enough runs to tell: {found}; {design} detects a {_pct_text(cost['mde_pct'])} saving 80% of the time"
-        )
-    return f"the {metric} test could not be computed"
+    detectable = _pct_text(cost["mde_pct"])
+    return f"not enough tasks or runs to tell: {found}; {design} detects a {detectable} saving 80% of the time"
 
 
 def quality_sentence(quality: dict[str, Any]) -> str:
@@ -897,10 +1024,11 @@ def _noise_aware_task_checks(
         verdict.lacking([_unmeasured_reason(name, metric)])
     elif task.run_non_positive:
         verdict.lacking([f"{name}: {metric} is zero on some run; choose a metric with signal"])
-    if check["resolution_drop_p_value"] <= alpha:
+    if check["resolution_dropped"]:
         verdict.regression(
             f"{name}: resolution fell from {row['incumbent_resolved']} to {row['candidate_resolved']} "
-            f"(Fisher's exact one-sided p {_p_text(check['resolution_drop_p_value'])}, alpha {alpha:g})"
+            f"(one-sided p {_p_text(check['resolution_drop_p_value'])}, Holm-adjusted over the gated tasks "
+            f"{_p_text(check['resolution_drop_adjusted_p'])}, alpha {alpha:g})"
         )
     skips_inc, skips_cand = task.skipped_skill
     if skips_inc < skips_cand:
@@ -915,25 +1043,74 @@ def _noise_aware_task_checks(
         )
 
 
-def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], metric: str) -> str:
-    """After the guards: resolution credibly better promotes, worse or unshown keeps; then the cost test decides.
+def _objective_text(objective: str) -> str:
+    return "total spend" if objective == "total_spend" else "per-task geometric mean"
+
+
+def _resolution_route(tests: dict[str, Any], policy: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a candidate whose resolution is credibly better may be promoted on that alone, and the sentence why."""
+    quality, margin = tests["quality"], policy["resolution_cost_margin_pct"]
+    if margin is None:
+        return True, quality_sentence(quality)
+    spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
+    p_within = gate_stats.cost_within_pct(spend, margin)
+    shown = p_within is not None and p_within <= quality["alpha"]
+    cost = (
+        f"total spend {_pct_text(-spend['estimate_pct'] if spend['estimate_pct'] is not None else None)} against the "
+        f"incumbent's, shown to be at most {margin:g}% higher (one-sided p {_p_text(p_within)}, alpha "
+        f"{quality['alpha']:g})"
+    )
+    if shown:
+        return True, f"{quality_sentence(quality)}; {cost}"
+    return False, (
+        f"{quality_sentence(quality)}, but a promotion on resolution alone needs the total spend shown to be at most "
+        f"{margin:g}% higher than the incumbent's (resolution_cost_margin_pct; one-sided p {_p_text(p_within)}, alpha "
+        f"{quality['alpha']:g})"
+    )
+
+
+def _spend_guard(tests: dict[str, Any], alpha: float) -> str | None:
+    """Why a candidate cheaper per task is still kept: its total spend is credibly higher (per_task objective only)."""
+    spend = tests["cost_alternative"]
+    if tests["cost"]["objective"] != "per_task" or spend["p_higher"] is None or spend["p_higher"] > alpha:
+        return None
+    return (
+        f"the suite's total spend is credibly higher: {_pct_text(-spend['estimate_pct'])} against the incumbent's "
+        f"(one-sided p {_p_text(spend['p_higher'])}, alpha {alpha:g}); a cheaper per-task geometric mean does not "
+        "promote a candidate that costs more in total"
+    )
+
+
+def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], policy: dict[str, Any]) -> str:
+    """After the guards: resolution credibly better promotes (if its spend is within the policy's margin), worse or
+    unshown keeps; then the cost test decides, and a per-task objective also needs the total spend not credibly higher.
 
     The sentence that decided leads the reasons."""
-    cost, quality = tests["cost"], tests["quality"]
+    cost, quality, metric = tests["cost"], tests["quality"], policy["metric"]
     if verdict.insufficient:
         return "insufficient_evidence"
     if verdict.regressed:
         return "keep_incumbent"
     if quality["conclusion"] == "better":
-        verdict.reasons.insert(0, quality_sentence(quality))
-        return "promote"
-    if quality["conclusion"] in ("worse", "inconclusive"):
+        allowed, sentence = _resolution_route(tests, policy)
+        if allowed:
+            verdict.reasons.insert(0, sentence)
+            return "promote"
+        verdict.reasons.append(sentence)
+    elif quality["conclusion"] == "worse":
         verdict.reasons.insert(0, quality_sentence(quality))
         return "keep_incumbent"
     if cost["conclusion"] == "not_computable":
-        verdict.reasons.insert(0, f"the {metric} test could not be computed (no measured run in some gated task)")
+        verdict.reasons.insert(0, cost_sentence(cost, metric, tests["design"]["text"]))
         return "insufficient_evidence"
+    if quality["conclusion"] == "inconclusive":
+        verdict.reasons[:0] = [quality_sentence(quality), cost_sentence(cost, metric, tests["design"]["text"])]
+        return "keep_incumbent"
+    guard = _spend_guard(tests, policy["alpha"]) if cost["conclusion"] == "cheaper" else None
     verdict.reasons[:0] = [cost_sentence(cost, metric, tests["design"]["text"]), quality_sentence(quality)]
+    if guard:
+        verdict.reasons.insert(0, guard)
+        return "keep_incumbent"
     return "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
 
 
@@ -944,15 +1121,19 @@ def _noise_aware_decision(
     policy: dict[str, Any],
     rows: Sequence[ResultRow] | None,
     look_alphas: dict[str, float] | None = None,
+    generation: int = 0,
 ) -> tuple[Decision, bool]:
-    """The default rule: the upstream guards, then a cost test and a quality test at ``alpha``.
+    """The default rule: the upstream guards, then a cost test and a quality test at the generation's alpha.
 
     Guards that make the evidence unusable give insufficient_evidence (as upstream). A gated
-    task whose resolution dropped significantly (Fisher), a candidate that skipped the skill
-    under test more often than the incumbent, or a task whose cost rose credibly above its cap
-    keeps the incumbent. Then: resolution credibly better → promote; resolution credibly worse
-    or not shown within the margin → keep; cost credibly lower by at least the floor → promote;
-    anything else keeps the incumbent with the reason the cost test gives.
+    task whose resolution dropped against the suite's failure rate (Holm over the tasks), a
+    candidate that skipped the skill under test more often than the incumbent, or a task whose
+    cost rose credibly above its cap keeps the incumbent. Then: resolution credibly better →
+    promote when its total spend is shown within the policy's margin; resolution credibly worse
+    → keep; a cost test that cannot be computed → insufficient_evidence; resolution not shown
+    within the margin → keep; cost credibly lower by at least the floor (and, for a per-task
+    objective, a total spend not credibly higher) → promote; anything else keeps the incumbent
+    with the reason the cost test gives.
 
     Returns the decision and whether a per-task guard (not a test) kept the incumbent: an
     interim look stops at once on such a regression.
@@ -960,11 +1141,11 @@ def _noise_aware_decision(
     verdict = _Verdict()
     verdict.lacking(_pair_guards(pair, model=model, policy=policy, rows=rows, needs_rows=True))
     verdict.lacking([pair.missing_arm_reason(task) for task in pair.unpaired_tasks])
-    tests = _pair_tests(pair, rows, policy, look_alphas)
+    tests = _pair_tests(pair, rows, policy, look_alphas, generation)
     for name, task in pair.tasks.items():
         _noise_aware_task_checks(verdict, task, tests["checks"][name], policy, len(pair.tasks))
     _check_evidence_base(verdict, pair, policy)
-    decision = _noise_aware_outcome(verdict, tests, policy["metric"])
+    decision = _noise_aware_outcome(verdict, tests, policy)
     record = _decision_record(pair, rule="noise_aware", decision=decision, verdict=verdict, policy=policy, tests=tests)
     return record, verdict.regressed
 
@@ -978,6 +1159,7 @@ def evaluate_candidate(
     policy: dict[str, Any] | None = None,
     rows: Sequence[ResultRow] | None = None,
     look_alphas: dict[str, float] | None = None,
+    generation: int = 0,
 ) -> Decision:
     """Decide promote / keep_incumbent / insufficient_evidence for one candidate arm.
 
@@ -985,15 +1167,20 @@ def evaluate_candidate(
     paired per-run statistics, the tests, the sandbox check and the check that every row ran the
     same Claude Code version and model). ``policy["rule"]`` picks the rule: ``noise_aware``
     (default; needs rows) or ``upstream``. Both report the same tests (``tests``: design, cost,
-    quality) and per-task checks, whatever they decide on.
+    quality) and per-task checks, whatever they decide on. ``generation`` (from 0) sets the share of
+    alpha the tests spend (``generation_alpha``). Rows that hold one (task, arm, run) twice are refused.
     """
     policy = resolve_policy(policy)
+    if rows is not None:
+        check_unique_rows(rows)
     if policy["rule"] != "noise_aware" and look_alphas is not None:
         raise ValueError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
     pair = _pair_evidence(by_task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, policy=policy, rows=rows)
     if policy["rule"] == "upstream":
-        return _upstream_decision(pair, model=model, policy=policy, rows=rows)
-    decision, _ = _noise_aware_decision(pair, model=model, policy=policy, rows=rows, look_alphas=look_alphas)
+        return _upstream_decision(pair, model=model, policy=policy, rows=rows, generation=generation)
+    decision, _ = _noise_aware_decision(
+        pair, model=model, policy=policy, rows=rows, look_alphas=look_alphas, generation=generation
+    )
     return decision
 
 
@@ -1014,6 +1201,7 @@ def promotion_document(
     generated_at: datetime,
     design: dict[str, Any] | None = None,
     cut_short: dict[str, str] | None = None,
+    generation: int = 0,
 ) -> PromotionDocument:
     """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
 
@@ -1025,10 +1213,12 @@ def promotion_document(
     ``binding`` supplies exactly the fields in ``BINDING_FIELDS``; its
     ``required_candidate_arms`` must list the candidates of ``pairs`` in order. An aborted run
     forces every decision to insufficient_evidence. ``generated_at`` must be timezone-aware;
-    the evidence expires ``max_age_days`` later.
+    the evidence expires ``max_age_days`` later. ``generation`` (from 0) is the generation the rows are of:
+    it sets the alpha its tests spend, and ``error_control`` states what that means for the experiment.
     """
     policy = resolve_policy(policy)
     _check_promotion_inputs(pairs, binding, run_status, generated_at)
+    check_unique_rows(rows)
     by_task = aggregate_by_task(rows)
     decisions = []
     for incumbent_arm, candidate_arm in pairs:
@@ -1037,6 +1227,7 @@ def promotion_document(
             "candidate_arm": candidate_arm,
             "model": binding["benchmark_model"],
             "policy": policy,
+            "generation": generation,
         }
         if design is not None and design["kind"] == "sequential":
             decision = sequential_decision(rows, **pair, design=design)
@@ -1066,6 +1257,7 @@ def promotion_document(
             "quality_rule": QUALITY_RULES[policy["rule"]],
         },
         "decisions": decisions,
+        "error_control": error_control(policy, generation),
         "benchmark_model": binding["benchmark_model"],
         "effort": binding["effort"],
         "proposer_model": binding["proposer_model"],
@@ -1125,12 +1317,12 @@ def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
 
 # ─── Sequential designs: interim looks with alpha spending ──────────────────
 
-SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.3}
+SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.1}
 SEQUENTIAL_METHOD = (
-    "group-sequential: the cost test's efficacy boundaries come from Lan-DeMets alpha spending over the "
-    "looks' information fractions (runs so far / max runs), exact for nested batches; the resolution route "
-    "and the non-inferiority test spend their alpha in the same proportions, each look at its own "
-    "increment (Bonferroni over looks); futility stops are non-binding"
+    "group-sequential: the cost test, the resolution route and the non-inferiority tests each have efficacy "
+    "boundaries from Lan-DeMets alpha spending over the looks' information fractions (runs so far / max runs), "
+    "exact for nested batches of a normal statistic; futility stops (conditional power against the last look's "
+    "boundaries) are non-binding"
 )
 
 
@@ -1175,14 +1367,15 @@ def run_design(runs: Any) -> dict[str, Any]:
 
 
 def look_alphas(design: dict[str, Any], alpha: float) -> list[dict[str, Any]]:
-    """Per look: the nominal alphas of the cost test, the resolution route and the non-inferiority test."""
+    """Per look: the nominal alphas of the cost test, the resolution route and the non-inferiority test.
+
+    Each is a group-sequential boundary over the looks (``stats.sequential_boundaries``) at its share of
+    ``alpha`` (the generation's): the cost route 0.9, the resolution route 0.1, non-inferiority all of it."""
     fractions = [runs / design["max"] for runs in design["looks"]]
-    cost_share = alpha * (1 - RESOLUTION_ROUTE_SHARE)
-    bounds = gate_stats.sequential_boundaries(fractions, alpha=cost_share, spending=design["spending"])
-    resolution = gate_stats.spent_increments(
-        fractions, alpha=alpha * RESOLUTION_ROUTE_SHARE, spending=design["spending"]
-    )
-    quality = gate_stats.spent_increments(fractions, alpha=alpha, spending=design["spending"])
+    spending = design["spending"]
+    bounds = gate_stats.sequential_boundaries(fractions, alpha=alpha * (1 - RESOLUTION_ROUTE_SHARE), spending=spending)
+    resolution = gate_stats.sequential_boundaries(fractions, alpha=alpha * RESOLUTION_ROUTE_SHARE, spending=spending)
+    quality = gate_stats.sequential_boundaries(fractions, alpha=alpha, spending=spending)
     return [
         {
             "runs": runs,
@@ -1190,25 +1383,44 @@ def look_alphas(design: dict[str, Any], alpha: float) -> list[dict[str, Any]]:
             "boundary_z": bound["z"],
             "spent_alpha": bound["spent_alpha"],
             "cost": bound["nominal_alpha"],
-            "resolution": res,
-            "quality": qual,
+            "resolution": res["nominal_alpha"],
+            "quality": qual["nominal_alpha"],
+            "quality_z": qual["z"],
         }
         for runs, bound, res, qual in zip(design["looks"], bounds, resolution, quality, strict=True)
     ]
 
 
-def _rows_up_to(rows: Sequence[ResultRow], arms: tuple[str, str], runs: int) -> list[ResultRow]:
-    return [row for row in rows if row["arm"] in arms and row["run"] < runs]
+def _first_runs(rows: Sequence[ResultRow], arms: tuple[str, str], runs: int) -> list[ResultRow]:
+    """Each (task, arm) of the pair's first ``runs`` rows in run order, whatever number its runs start from."""
+    by_cell: dict[tuple[str, str], list[ResultRow]] = {}
+    for row in rows:
+        if row["arm"] in arms:
+            by_cell.setdefault((row["task"], row["arm"]), []).append(row)
+    kept = {id(row) for cell in by_cell.values() for row in sorted(cell, key=lambda row: row["run"])[:runs]}
+    return [row for row in rows if id(row) in kept]
 
 
 def _complete_for(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[str, str], runs: int) -> bool:
-    """Every (task, arm) of the pair has a row for each run index below ``runs``."""
-    present = {(row["task"], row["arm"], row["run"]) for row in rows}
-    return all((task, arm, run) in present for task in tasks for arm in arms for run in range(runs))
+    """Every (task, arm) of the pair has at least ``runs`` rows."""
+    counts: dict[tuple[str, str], int] = {}
+    for row in rows:
+        counts[(row["task"], row["arm"])] = counts.get((row["task"], row["arm"]), 0) + 1
+    return all(counts.get((task, arm), 0) >= runs for task in tasks for arm in arms)
+
+
+def _final_boundaries(decision: Decision, design: dict[str, Any], alphas: list[dict[str, Any]]) -> tuple[float, float]:
+    """The last look's boundaries the conditional powers aim at: the cost test's in t units at its degrees of freedom
+    (they do not change with runs: K - 1 tasks), and the non-inferiority test's on the z scale."""
+    last = alphas[-1]
+    df = decision["tests"]["cost"]["df"]
+    cost = float(gate_stats.stats.t.isf(last["cost"], df)) if df and last["cost"] > 0 else math.inf
+    quality = last["quality_z"] if last["quality_z"] is not None else math.inf
+    return cost, float(quality)
 
 
 def _futility(
-    decision: Decision, design: dict[str, Any], runs: int, policy: dict[str, Any]
+    decision: Decision, design: dict[str, Any], runs: int, policy: dict[str, Any], alphas: list[dict[str, Any]]
 ) -> tuple[str | None, dict[str, float | None]]:
     """Why continuing cannot plausibly promote (or None), and the conditional powers behind it."""
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
@@ -1216,12 +1428,12 @@ def _futility(
     alpha = policy["alpha"]
     if quality["p_worse"] is not None and quality["p_worse"] <= alpha:
         return f"resolution credibly worse (one-sided p {_p_text(quality['p_worse'])} <= alpha {alpha:g})", powers
-    final_z = float(gate_stats.stats.norm.isf(alpha * (1 - RESOLUTION_ROUTE_SHARE)))
+    cost_boundary, quality_boundary = _final_boundaries(decision, design, alphas)
     scale = math.sqrt(runs / design["max"])
     if cost["estimate_pct"] is not None and cost["se_log"]:
         estimate = -math.log(1 - cost["estimate_pct"] / 100)
         # The last look needs the estimate past both its boundary (at the final standard error) and the floor.
-        threshold = max(final_z * cost["se_log"] * scale, -math.log(1 - policy["min_improvement_pct"] / 100))
+        threshold = max(cost_boundary * cost["se_log"] * scale, -math.log(1 - policy["min_improvement_pct"] / 100))
         powers["cost"] = round(
             gate_stats.conditional_power(
                 estimate, cost["se_log"], runs=runs, max_runs=design["max"], threshold=threshold
@@ -1233,7 +1445,7 @@ def _futility(
         z_quality = float(gate_stats.stats.norm.isf(quality["alpha"])) if quality["alpha"] > 0 else math.inf
         se = (quality["ci_high_pct"] - quality["difference_pct"]) / 100 / z_quality if math.isfinite(z_quality) else 0.0
         if se > 0:
-            threshold = -policy["quality_margin_pct"] / 100 + float(gate_stats.stats.norm.isf(alpha)) * se * scale
+            threshold = -policy["quality_margin_pct"] / 100 + quality_boundary * se * scale
             powers["quality"] = round(
                 gate_stats.conditional_power(difference, se, runs=runs, max_runs=design["max"], threshold=threshold), 4
             )
@@ -1259,8 +1471,24 @@ def _look_decision(
     design: dict[str, Any],
     runs: int,
     policy: dict[str, Any],
+    alphas: list[dict[str, Any]],
 ) -> tuple[str, str | None, dict[str, float | None]]:
-    """promote / keep_incumbent / insufficient_evidence / continue for one look's decision."""
+    """promote / keep_incumbent / insufficient_evidence / continue for one look's decision.
+
+    An interim look that would promote while a gated task's resolution fell (the candidate resolved fewer of its
+    runs there, not yet enough to keep the incumbent) continues instead: the next batch's runs on that task are
+    what tell a drop from noise, and the last look decides with them."""
+    if not final and decision["decision"] == "promote":
+        fallen = _fallen_tasks(decision)
+        if fallen:
+            return (
+                "continue",
+                f"resolution fell on {', '.join(fallen)}: more runs before a promotion",
+                {
+                    "cost": None,
+                    "quality": None,
+                },
+            )
     if final or decision["decision"] in ("promote", "insufficient_evidence"):
         return decision["decision"], None, {"cost": None, "quality": None}
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
@@ -1270,10 +1498,23 @@ def _look_decision(
         return decision["decision"], None, {"cost": None, "quality": None}
     if cost["conclusion"] == "not_cheaper" and quality["conclusion"] != "better":
         return "keep_incumbent", None, {"cost": None, "quality": None}
-    why, powers = _futility(decision, design, runs, policy)
+    why, powers = _futility(decision, design, runs, policy, alphas)
     if why:
         return "keep_incumbent", why, powers
     return "continue", None, powers
+
+
+def _fallen_tasks(decision: Decision) -> list[str]:
+    """Gated tasks the candidate resolved a smaller share of its runs than the incumbent."""
+    fallen = []
+    for task in decision["tasks"]:
+        if task["gated"]:
+            (x_inc, n_inc), (x_cand, n_cand) = (
+                map(int, task[key].split("/")) for key in ("incumbent_resolved", "candidate_resolved")
+            )
+            if n_inc and n_cand and x_cand * n_inc < x_inc * n_cand:
+                fallen.append(task["task"])
+    return fallen
 
 
 def _look_record(
@@ -1290,7 +1531,7 @@ def _look_record(
     if cost["estimate_pct"] is not None and cost["se_log"]:
         statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
     if cost["df"] and look["cost"] > 0:
-        # The Welch test has few degrees of freedom early on: the boundary it must reach in t units.
+        # The cost test has K - 1 degrees of freedom: the boundary it must reach in t units.
         boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)
     return {
         "look": index + 1,
@@ -1319,6 +1560,7 @@ def _replay_looks(
     policy: dict[str, Any],
     design: dict[str, Any],
     alphas: list[dict[str, Any]],
+    generation: int = 0,
 ) -> tuple[Decision | None, list[dict[str, Any]], int | None]:
     """Take the looks in order until one decides or its rows are not all there yet.
 
@@ -1332,7 +1574,7 @@ def _replay_looks(
         runs = look["runs"]
         if not _complete_for(rows, tasks, arms, runs) or not tasks:
             return decision, looks, runs
-        subset = _rows_up_to(rows, arms, runs)
+        subset = _first_runs(rows, arms, runs)
         # The looks' run counts are the design; the boundaries, not min_runs, control the error.
         look_policy = {**policy, "min_runs": min(policy["min_runs"], runs)}
         pair = _pair_evidence(
@@ -1348,10 +1590,17 @@ def _replay_looks(
             policy=look_policy,
             rows=subset,
             look_alphas={key: look[key] for key in ("cost", "resolution", "quality")},
+            generation=generation,
         )
         final = index == len(alphas) - 1
         verdict, why, powers = _look_decision(
-            decision, guard_regression=guard_regression, final=final, design=design, runs=runs, policy=policy
+            decision,
+            guard_regression=guard_regression,
+            final=final,
+            design=design,
+            runs=runs,
+            policy=policy,
+            alphas=alphas,
         )
         looks.append(_look_record(index, look, decision, verdict, why, powers))
         if verdict != "continue":
@@ -1370,10 +1619,12 @@ def sequential_decision(
     model: str | None,
     policy: dict[str, Any] | None,
     design: dict[str, Any],
+    generation: int = 0,
 ) -> Decision:
     """Replay the looks of a sequential design over one pair's rows (runs so far, in run order).
 
-    Look k uses the runs with index below ``design["looks"][k]``. The first look that decides
+    Look k uses each (task, arm)'s first ``design["looks"][k]`` runs in run order (so run numbers may start
+    anywhere); the looks spend the generation's alpha (``generation_alpha``). The first look that decides
     (promote, keep_incumbent, insufficient_evidence) ends the pair; a look whose rows are not
     all there yet ends the replay with ``continue`` and ``next_runs`` (the runs per cell the
     next look needs). The result is the last look's decision (the schema's decision fields)
@@ -1383,7 +1634,8 @@ def sequential_decision(
     policy = resolve_policy(policy)
     if policy["rule"] != "noise_aware":
         raise ValueError("a sequential runs design needs gate.rule: noise_aware")
-    alphas = look_alphas(design, policy["alpha"])
+    check_unique_rows(rows)
+    alphas = look_alphas(design, generation_alpha(policy, generation))
     decision, looks, next_runs = _replay_looks(
         rows,
         incumbent_arm=incumbent_arm,
@@ -1392,10 +1644,13 @@ def sequential_decision(
         policy=policy,
         design=design,
         alphas=alphas,
+        generation=generation,
     )
     status = "decided" if next_runs is None else "continue"
     if decision is None:
-        decision = _pending_decision(incumbent_arm, candidate_arm, policy, next_runs or design["looks"][0])
+        decision = _pending_decision(
+            incumbent_arm, candidate_arm, policy, next_runs or design["looks"][0], generation=generation
+        )
     elif status == "continue":
         decision["decision"] = "insufficient_evidence"
         decision["reasons"].insert(
@@ -1422,9 +1677,17 @@ def sequential_decision(
     return decision
 
 
-def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int) -> Decision:
+def _pending_decision(
+    incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int, *, generation: int
+) -> Decision:
     empty = candidate_tests(
-        [], incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, gated_tasks=[], paired_tasks=[], policy=policy
+        [],
+        incumbent_arm=incumbent_arm,
+        candidate_arm=candidate_arm,
+        gated_tasks=[],
+        paired_tasks=[],
+        policy=policy,
+        generation=generation,
     )
     return {
         "incumbent_arm": incumbent_arm,
@@ -1440,5 +1703,5 @@ def _pending_decision(incumbent_arm: str, candidate_arm: str, policy: dict[str, 
         "ungated_tasks": [],
         "tasks": [],
         "statistics": {"sign_test": sign_test([]), "bootstrap": bootstrap_median_ci([])},
-        "tests": {key: empty[key] for key in ("design", "cost", "quality")},
+        "tests": {key: empty[key] for key in TEST_KEYS},
     }

@@ -8,6 +8,7 @@ The decision itself is `gate`'s.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -21,8 +22,9 @@ def is_promoted(promotion: dict[str, Any]) -> bool:
     return bool(promotion["decisions"]) and all(d["decision"] == "promote" for d in promotion["decisions"])
 
 
-def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) -> str:
-    """`complete` when every (task, arm) has the same runs 0..R-1 and nothing was cancelled, else `aborted`.
+def run_status(rows: Sequence[Mapping[str, Any]], tasks: list[str], arms: list[str]) -> str:
+    """`complete` when every (task, arm) has the same unbroken run numbers (from wherever they start) and nothing
+    was cancelled, else `aborted`.
 
     The pipeline only gates a generation whose cells all finished; a partial results.jsonl (a regrade of
     an interrupted run) must never promote."""
@@ -33,7 +35,7 @@ def run_status(rows: list[dict[str, Any]], tasks: list[str], arms: list[str]) ->
         if (row["task"], row["arm"]) in runs:
             runs[(row["task"], row["arm"])].add(row["run"])
     seen: set[int] = set().union(*runs.values()) if runs else set()
-    expected = set(range(max(seen) + 1)) if seen else set()
+    expected = set(range(min(seen), max(seen) + 1)) if seen else set()
     return "complete" if expected and all(found == expected for found in runs.values()) else "aborted"
 
 
@@ -53,7 +55,7 @@ def promotion_binding(
     }
 
 
-def _cut_short(look: str | None) -> dict[str, str] | None:
+def cut_short_pairs(look: str | None) -> dict[str, str] | None:
     """Candidate arm → reason, for the pairs the generation's last look cut short on a budget."""
     if look is None:
         return None
@@ -73,16 +75,50 @@ def grade(
     generated_at: datetime | None = None,
     design: Any = None,
     look: str | None = None,
+    generation: int | None = None,
 ) -> PromotionDocument:
     """Rows + policy → promotion.json (the gate rule, and `skillbench gate` offline).
 
     With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
-    the rows; ``look`` (the generation's last look document) names the pairs a budget cut short."""
-    from skillbench.decision import gate
-
+    the rows; ``look`` (the generation's last look document) names the pairs a budget cut short.
+    ``generation`` (the share of alpha the tests spend) defaults to the overlay's own generation."""
     rows = artifacts.read_jsonl(Path(results), "result-row")
     overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
     bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
+    document = grade_rows(
+        cast("list[ResultRow]", rows),  # read_jsonl validated them against the result-row schema
+        overlay=overlay_doc,
+        bindings=bindings_doc,
+        policy=policy,
+        model=model,
+        effort=effort,
+        generated_at=generated_at or datetime.now(UTC),
+        design=design,
+        cut_short=cut_short_pairs(look),
+        generation=overlay_doc["generation"] if generation is None else generation,
+    )
+    artifacts.write_artifact(Path(out), document, "promotion")
+    return document
+
+
+def grade_rows(
+    rows: list[ResultRow],
+    *,
+    overlay: dict[str, Any],
+    bindings: dict[str, Any],
+    policy: dict[str, Any],
+    model: str,
+    effort: str | None,
+    generated_at: datetime,
+    generation: int,
+    design: Any = None,
+    cut_short: dict[str, str] | None = None,
+) -> PromotionDocument:
+    """The promotion document of one generation's rows, its overlay record and task bindings: `grade` without the
+    files (the analysis API's regrade calls it with rows it holds)."""
+    from skillbench.decision import gate
+
+    overlay_doc, bindings_doc = overlay, bindings
     arms = [arm for pair in overlay_doc["pairs"] for arm in pair]
     run_design = gate.run_design(design if design is not None else 1)
     sequential = run_design["kind"] == "sequential"
@@ -91,15 +127,14 @@ def grade(
         status = "aborted" if any(row["error_kind"] == "cancelled" for row in rows) else "complete"
     else:
         status = run_status(rows, [task["id"] for task in bindings_doc["tasks"]], arms)
-    document = gate.promotion_document(
-        cast("list[ResultRow]", rows),  # read_jsonl validated them against the result-row schema
+    return gate.promotion_document(
+        rows,
         pairs=[tuple(pair) for pair in overlay_doc["pairs"]],
         policy=policy,
         binding=promotion_binding(model, effort, overlay_doc, bindings_doc),
         run_status=status,
-        generated_at=generated_at or datetime.now(UTC),
+        generated_at=generated_at,
         design=run_design if sequential else None,
-        cut_short=_cut_short(look),
+        cut_short=cut_short,
+        generation=generation,
     )
-    artifacts.write_artifact(Path(out), document, "promotion")
-    return document

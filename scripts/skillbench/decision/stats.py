@@ -1,15 +1,18 @@
 """The gate's statistics: the tests behind a promotion decision, as pure functions of plain numbers.
 
-Owns the cost test (Welch t on per-task mean log metric differences, tasks as blocks), the
-per-task cost regression check, the resolution tests (a task-stratified risk difference with a
-non-inferiority margin, and Fisher's exact test per task), the minimum detectable effects, and
-the upstream rule's sign test and bootstrap, and the group-sequential machinery (Lan-DeMets
-alpha spending, exact efficacy boundaries over the looks, conditional power). Distributions and exact tests come from
-``scipy.stats``; nothing here reads files or clocks, and the only randomness is the bootstrap's
-fixed seed, so the same numbers always give the same answer.
+Owns the cost test (tasks are the unit of replication: a t-test across tasks with K - 1 degrees of
+freedom on per-task log ratios, weighted by each task's share of the suite's spend or equally),
+its power and the design that reaches it, the per-task cost regression check, the resolution
+tests (a task-stratified risk difference whose non-inferiority test uses the variance at the
+margin, and a per-task resolution-drop test that borrows the pair's pooled resolution rate, Holm
+over the tasks), the minimum detectable effects, the upstream rule's sign test and bootstrap,
+and the group-sequential machinery (Lan-DeMets alpha spending, exact efficacy boundaries over the
+looks, conditional power). Distributions come from ``scipy.stats``; nothing here reads files or
+clocks, and the only randomness is the bootstrap's fixed seed, so the same numbers always give the
+same answer.
 
-Every test takes its ``alpha`` as an argument, so an interim look of a sequential design can
-call the same functions with the alpha it has spent so far.
+Every test takes its ``alpha`` as an argument, so an interim look of a sequential design (and each
+generation of an experiment) can call the same functions with the alpha it may spend.
 """
 
 from __future__ import annotations
@@ -19,25 +22,45 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 POWER = 0.8
 BOOTSTRAP_RESAMPLES = 10000
 BOOTSTRAP_SEED = 20261129
 BOOTSTRAP_CONFIDENCE = 0.95
 
-COST_METHOD = (
-    "one-sided Welch t-test on the mean over tasks of per-task mean log-metric differences "
-    "(tasks are blocks; each task and arm keeps its own run-to-run variance; Satterthwaite df)"
-)
+# What "cheaper" means: the suite's total spend (what a user pays: every task weighs its share of
+# the spend) or the per-task geometric mean (every task weighs the same).
+OBJECTIVES = ("total_spend", "per_task")
+COST_METHODS = {
+    "total_spend": (
+        "one-sided t-test across tasks (K - 1 df) of the log ratio of the suite's total spend, incumbent over "
+        "candidate (each task's mean metric per run, weighted by its share of both arms' spend); the standard "
+        "error is the spread of the per-task log ratios between tasks"
+    ),
+    "per_task": (
+        "one-sided t-test across tasks (K - 1 df) of the mean over tasks of per-task mean log-metric "
+        "differences (every task weighs the same); the standard error is their spread between tasks"
+    ),
+}
 QUALITY_METHOD = (
-    "task-stratified (Mantel-Haenszel weighted) resolution-rate difference with a pooled within-task "
-    "variance; one-sided non-inferiority test against the margin, and Fisher's exact test per task"
+    "task-stratified (Mantel-Haenszel weighted) resolution-rate difference; non-inferiority is tested with "
+    "each task's variance at the margin (restricted maximum likelihood, Farrington-Manning), better and worse "
+    "with each task's pooled rate; per task, an exact binomial test of the candidate's failures against the "
+    "larger of the failure rate of the pair's other runs and the incumbent's own on the task, Holm-adjusted "
+    "over the gated tasks"
 )
+
+Cells = list[tuple[list[float], list[float]]]  # per task: (incumbent values, candidate values)
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else round(float(value), digits)
+
+
+def _p(value: float) -> float:
+    """A p-value to six significant digits: a tiny p stays above zero (only a certainty is 0)."""
+    return float(f"{float(value):.6g}")
 
 
 def _pct_from_log(value: float) -> float:
@@ -57,66 +80,86 @@ def _sample_variance(values: list[float]) -> float:
 # ─── Cost ───────────────────────────────────────────────────────────────────
 
 
-def log_cells(cells: list[tuple[list[float], list[float]]]) -> list[tuple[list[float], list[float]]] | None:
+def log_cells(cells: Cells) -> Cells | None:
     """The natural log of every value, or None when any value is not positive (no log scale)."""
     if any(value <= 0 for incumbent, candidate in cells for value in (*incumbent, *candidate)):
         return None
     return [([math.log(v) for v in incumbent], [math.log(v) for v in candidate]) for incumbent, candidate in cells]
 
 
-def cost_test(cells: list[tuple[list[float], list[float]]], *, alpha: float, floor_pct: float) -> dict[str, Any]:
-    """Is the candidate cheaper? One entry of ``cells`` per task: (incumbent values, candidate values).
+def cost_components(cells: Cells, objective: str) -> tuple[list[float], list[float], float] | None:
+    """Per task its log ratio (incumbent over candidate) and weight, and the objective's estimate on the log scale.
 
-    The estimate is the mean over tasks of (mean log incumbent - mean log candidate), so every
-    task counts once whatever its cost level, and a multiplicative saving is one number. Its
-    variance is the sum of each task's and arm's own sample variance over its runs, divided by
-    the squared task count (Welch), with Satterthwaite degrees of freedom. The one-sided p-value
-    tests "not cheaper" (a true saving <= 0). With no run-to-run variance at all the difference
-    is exact: p is 0 for a positive estimate and 1 otherwise. The reported interval is the
-    two-sided 1 - 2*alpha interval, whose lower bound is above zero exactly when p <= alpha.
-    The minimum detectable effect is the saving this design finds with probability 0.8 at this
-    alpha, given the observed variance. A cell with a single run has no variance to measure:
-    when any cell has one run (only possible with ``min_runs: 1``) the test cannot measure the
-    noise, treats the difference as exact and says so (``noise_measured`` false).
+    ``total_spend``: a task's ratio is of the two arms' mean metric per run, its weight its share of both
+    arms' summed means (symmetric in the arms, so swapping them negates the estimate exactly), and the
+    estimate the log ratio of the suite's totals. ``per_task``: a task's ratio is of the arms' geometric
+    means, every weight is 1/K and the estimate their mean. None when a cell is empty or a value is not
+    positive."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown cost objective {objective!r}: choose one of {', '.join(OBJECTIVES)}")
+    logs = log_cells(cells) if cells else None
+    if not logs or any(not inc or not cand for inc, cand in logs):
+        return None
+    if objective == "per_task":
+        ratios = [_mean(inc) - _mean(cand) for inc, cand in logs]
+        return ratios, [1 / len(ratios)] * len(ratios), _mean(ratios)
+    means = [(_mean(inc), _mean(cand)) for inc, cand in cells]
+    total = math.fsum(a + b for a, b in means)
+    ratios = [math.log(a / b) for a, b in means]
+    weights = [(a + b) / total for a, b in means]
+    return ratios, weights, math.log(math.fsum(a for a, _ in means) / math.fsum(b for _, b in means))
+
+
+def cost_test(cells: Cells, *, alpha: float, floor_pct: float, objective: str = "total_spend") -> dict[str, Any]:
+    """Is the candidate cheaper on the objective? One entry of ``cells`` per task: (incumbent values, candidate values).
+
+    Tasks are the unit of replication: whatever a (task, arm)'s runs share — a cached incumbent cell's
+    prompt-cache state, the machine's load that hour — is in the per-task log ratio, so the standard error
+    is the spread of those ratios between tasks, ``s * sqrt(sum of squared weights)``, and the t-test has
+    K - 1 degrees of freedom (K tasks). The one-sided p-value tests "not cheaper"; ``p_higher`` tests "not
+    costlier" (small: credibly costlier). The interval is the two-sided 1 - 2*alpha one, whose lower bound
+    is above zero exactly when p <= alpha; the minimum detectable effect is the saving found with
+    probability 0.8 at this spread. Fewer than two tasks, or per-task ratios that do not vary at all
+    (no noise measured), give no test: a p-value would claim a certainty the runs cannot give.
     """
     result: dict[str, Any] = {
-        "method": COST_METHOD,
+        "method": COST_METHODS.get(objective, ""),
+        "objective": objective,
         "alpha": alpha,
         "floor_pct": floor_pct,
         "confidence": round(1 - 2 * alpha, 6),
+        "tasks": len(cells),
+        "effective_tasks": None,
         "estimate_pct": None,
         "ci_low_pct": None,
         "ci_high_pct": None,
         "p_value": None,
+        "p_higher": None,
         "df": None,
         "se_log": None,
         "mde_pct": None,
         "noise_measured": False,
         "conclusion": "not_computable",
     }
-    logs = log_cells(cells) if cells else None
-    if not logs or any(not inc or not cand for inc, cand in logs):
+    components = cost_components(cells, objective)
+    if components is None:
         return result
-    tasks = len(logs)
-    estimate = _mean([_mean(inc) - _mean(cand) for inc, cand in logs])
-    noise_measured = all(len(values) >= 2 for pair in logs for values in pair)
-    terms = (
-        [_sample_variance(values) / len(values) / tasks**2 for pair in logs for values in pair]
-        if noise_measured
-        else []
-    )
-    dfs = [len(values) - 1 for pair in logs for values in pair]
-    variance = math.fsum(terms)
-    if variance <= 0:
-        p_value, df, low, high, mde = (0.0 if estimate > 0 else 1.0), None, estimate, estimate, 0.0
-    else:
-        se = math.sqrt(variance)
-        df = variance**2 / math.fsum(term**2 / d for term, d in zip(terms, dfs, strict=True) if term > 0)
-        p_value = float(stats.t.sf(estimate / se, df))
-        critical = float(stats.t.isf(alpha, df))
-        low, high = estimate - critical * se, estimate + critical * se
-        mde = (critical + float(stats.t.ppf(POWER, df))) * se
-    estimate_pct, low_pct, high_pct = _pct_from_log(estimate), _pct_from_log(low), _pct_from_log(high)
+    ratios, weights, estimate = components
+    result["estimate_pct"] = round(_pct_from_log(estimate), 1)
+    result["effective_tasks"] = round(1 / math.fsum(w * w for w in weights), 2)
+    if len(ratios) < 2:
+        return result
+    spread = _sample_variance(ratios)
+    # Identical per-task ratios (up to rounding) measure no noise at all.
+    if spread <= (1e-9 * max(1.0, max(abs(ratio) for ratio in ratios))) ** 2:
+        return result
+    df = len(ratios) - 1
+    se = math.sqrt(spread * math.fsum(w * w for w in weights))
+    p_value = float(stats.t.sf(estimate / se, df))
+    critical = float(stats.t.isf(alpha, df))
+    low, high = estimate - critical * se, estimate + critical * se
+    mde = (critical + float(stats.t.ppf(POWER, df))) * se
+    estimate_pct, high_pct = _pct_from_log(estimate), _pct_from_log(high)
     if p_value <= alpha and estimate_pct >= floor_pct:
         conclusion = "cheaper"
     elif p_value <= alpha:
@@ -127,21 +170,110 @@ def cost_test(cells: list[tuple[list[float], list[float]]], *, alpha: float, flo
         conclusion = "inconclusive"
     result.update(
         {
-            "estimate_pct": round(estimate_pct, 1),
-            "ci_low_pct": round(low_pct, 1),
+            "ci_low_pct": round(_pct_from_log(low), 1),
             "ci_high_pct": round(high_pct, 1),
-            "p_value": _round(p_value),
-            "df": _round(df, 2),
-            "se_log": _round(math.sqrt(variance)),
+            "p_value": _p(p_value),
+            "p_higher": _p(float(stats.t.cdf(estimate / se, df))),
+            "df": df,
+            "se_log": _round(se),
             "mde_pct": round(_pct_from_log(mde), 1),
-            "noise_measured": noise_measured,
+            "noise_measured": True,
             "conclusion": conclusion,
         }
     )
     return result
 
 
-def pooled_log_variance(cells: list[tuple[list[float], list[float]]]) -> tuple[float, int] | None:
+def cost_within_pct(test: dict[str, Any], margin_pct: float) -> float | None:
+    """One-sided p-value against "the candidate costs at least ``margin_pct`` % more" from a ``cost_test`` result
+    (small: shown to cost less than that); None when the test was not computable."""
+    if test["se_log"] is None or test["estimate_pct"] is None:
+        return None
+    estimate = -math.log(1 - test["estimate_pct"] / 100)
+    return _p(float(stats.t.sf((estimate + math.log(1 + margin_pct / 100)) / test["se_log"], test["df"])))
+
+
+def cost_power(
+    *,
+    saving_pct: float,
+    tasks: int,
+    runs: int,
+    run_variance: float,
+    shared_sd: float,
+    alpha: float,
+    floor_pct: float = 0.0,
+    spend_efficiency: float = 1.0,
+) -> float:
+    """Chance that ``cost_test`` finds a true ``saving_pct`` saving (p <= alpha and the estimate at the floor).
+
+    A per-task log ratio varies by 2 * (shared_sd² + run_variance / runs): what a (task, arm)'s runs share
+    does not average away over more runs. ``spend_efficiency`` is the effective share of the tasks the
+    weights leave (1 for equal weights; (mean cost)² / mean(cost²) for spend weights). Exact for normal
+    per-task ratios: the estimate is normal, the spread's estimate a scaled chi-square with K - 1 df."""
+    if tasks < 2:
+        return 0.0
+    effect = -math.log(1 - saving_pct / 100)
+    floor = -math.log(1 - floor_pct / 100)
+    spread = math.sqrt(2 * (shared_sd**2 + run_variance / runs))
+    se = spread / math.sqrt(tasks * spend_efficiency)
+    df = tasks - 1
+    critical = float(stats.t.isf(alpha, df))
+
+    def reached(scale: float) -> float:
+        # scale = the estimated spread over the true one; the estimate must pass the boundary and the floor.
+        return float(stats.norm.sf((max(floor, critical * se * scale) - effect) / se)) * float(
+            stats.chi2.pdf(scale * scale * df, df) * 2 * scale * df
+        )
+
+    value, _ = integrate.quad(reached, 0.0, math.inf, limit=200)
+    return min(1.0, max(0.0, value))
+
+
+def cheapest_design(
+    *,
+    saving_pct: float,
+    run_variance: float,
+    shared_sd: float,
+    alpha: float,
+    floor_pct: float,
+    spend_efficiency: float,
+    tasks: int | None = None,
+    power: float = POWER,
+    min_runs: int = 1,
+    max_runs: int = 30,
+    max_tasks: int = 200,
+    min_runs_per_arm: int = 0,
+) -> dict[str, Any] | None:
+    """The design (tasks × runs per task and arm) with the fewest runs that reaches ``power`` for a true
+    ``saving_pct`` saving; with ``tasks`` given, the fewest runs for that many tasks. ``min_runs_per_arm``:
+    runs per arm over all tasks some other test needs (non-inferiority); ``min_runs``: the policy's runs per
+    cell. Power rises with runs, so the first design that reaches it per task count is the cheapest there.
+    None when out of reach."""
+    best: dict[str, Any] | None = None
+    for count in [tasks] if tasks else range(2, max_tasks + 1):
+        for runs in range(min_runs, max_runs + 1):
+            if count * runs < min_runs_per_arm:
+                continue
+            reached = cost_power(
+                saving_pct=saving_pct,
+                tasks=count,
+                runs=runs,
+                run_variance=run_variance,
+                shared_sd=shared_sd,
+                alpha=alpha,
+                floor_pct=floor_pct,
+                spend_efficiency=spend_efficiency,
+            )
+            if reached >= power:
+                if best is None or count * runs < best["tasks"] * best["runs"]:
+                    best = {"tasks": count, "runs": runs, "power": round(reached, 3)}
+                break
+        if best is not None and count * min_runs > best["tasks"] * best["runs"]:
+            break  # every larger suite needs more runs than the best design so far
+    return best
+
+
+def pooled_log_variance(cells: Cells) -> tuple[float, int] | None:
     """(pooled within-cell variance of the log metric, its degrees of freedom) over every task and arm."""
     logs = log_cells(cells) if cells else None
     if not logs:
@@ -156,15 +288,33 @@ def pooled_log_variance(cells: list[tuple[list[float], list[float]]]) -> tuple[f
     return (squares / df, int(df)) if df else None
 
 
+def between_task_variance(cells: Cells) -> tuple[float, int] | None:
+    """(variance of the per-task mean log differences between tasks, K - 1): what one task's difference varies
+    by when (task, arm)s share effects their own runs cannot show. None with fewer than two usable tasks."""
+    logs = log_cells(cells) if cells else None
+    if not logs:
+        return None
+    ratios = [_mean(inc) - _mean(cand) for inc, cand in logs if inc and cand]
+    return (_sample_variance(ratios), len(ratios) - 1) if len(ratios) >= 2 else None
+
+
 def task_regression(
-    incumbent: list[float], candidate: list[float], *, pooled: tuple[float, int] | None, alpha: float, cap_pct: float
+    incumbent: list[float],
+    candidate: list[float],
+    *,
+    pooled: tuple[float, int] | None,
+    alpha: float,
+    cap_pct: float,
+    between: tuple[float, int] | None = None,
 ) -> dict[str, Any]:
     """Is the candidate credibly more expensive on one task by more than the cap?
 
     A single task has too few runs for its own variance, so the test borrows the pooled
-    within-cell variance of the whole pair. ``regressed`` when the task's geometric-mean cost
-    rose by more than ``cap_pct`` and a one-sided t-test says the rise is real at ``alpha``
-    (the caller divides alpha by the number of tasks it checks).
+    within-cell variance of the whole pair, or — when it is larger — the spread of the per-task
+    differences between tasks (``between``), which also holds what a (task, arm)'s runs share.
+    ``regressed`` when the task's geometric-mean cost rose by more than ``cap_pct`` and a
+    one-sided t-test says the rise is real at ``alpha`` (the caller divides alpha by the
+    number of tasks it checks). With no variance at all there is no test: nothing is claimed.
     """
     logs = log_cells([(incumbent, candidate)]) if incumbent and candidate else None
     if not logs:
@@ -172,35 +322,78 @@ def task_regression(
     inc, cand = logs[0]
     rise = _mean(cand) - _mean(inc)
     regression_pct = 100.0 * (math.exp(rise) - 1.0)
-    if pooled is None or pooled[0] <= 0:
-        p_value = 0.0 if rise > 0 else 1.0
-    else:
-        se = math.sqrt(pooled[0] * (1 / len(inc) + 1 / len(cand)))
-        p_value = float(stats.t.sf(rise / se, pooled[1]))
+    options = []
+    if pooled is not None and pooled[0] > 0:
+        options.append((pooled[0] * (1 / len(inc) + 1 / len(cand)), pooled[1]))
+    if between is not None and between[0] > 0:
+        options.append(between)
+    if not options:
+        return {"regression_pct": round(regression_pct, 1), "p_value": None, "regressed": False}
+    variance, df = max(options)
+    p_value = float(stats.t.sf(rise / math.sqrt(variance), df))
     return {
         "regression_pct": round(regression_pct, 1),
-        "p_value": _round(p_value),
+        "p_value": _p(p_value),
         "regressed": regression_pct > cap_pct and p_value <= alpha,
     }
+
+
+def task_saving(incumbent: list[float], candidate: list[float], *, objective: str, alpha: float) -> dict[str, Any]:
+    """One task's own saving on the objective's scale (arithmetic means for total_spend, geometric for per_task)
+    and its 1 - 2*alpha interval from the task's own runs (Welch-Satterthwaite; delta method for arithmetic means)."""
+    empty = {"saving_pct": None, "ci_low_pct": None, "ci_high_pct": None}
+    components = cost_components([(incumbent, candidate)], objective)
+    if components is None:
+        return empty
+    estimate = components[2]
+    if objective == "per_task":
+        logs = log_cells([(incumbent, candidate)])
+        assert logs is not None
+        samples = list(logs[0])
+        scales = [1.0, 1.0]
+    else:
+        samples = [incumbent, candidate]
+        scales = [_mean(values) ** 2 for values in samples]
+    # Each arm's variance of its mean, on the log scale, with its degrees of freedom.
+    terms = [
+        (_sample_variance(values) / len(values) / scale, len(values) - 1)
+        for values, scale in zip(samples, scales, strict=True)
+        if len(values) >= 2
+    ]
+    result = {**empty, "saving_pct": round(_pct_from_log(estimate), 1)}
+    variance = math.fsum(term for term, _ in terms)
+    if len(terms) < 2 or variance <= 0:
+        return result
+    df = variance**2 / math.fsum(term**2 / dof for term, dof in terms if term > 0)
+    half = float(stats.t.isf(alpha, df)) * math.sqrt(variance)
+    result["ci_low_pct"] = round(_pct_from_log(estimate - half), 1)
+    result["ci_high_pct"] = round(_pct_from_log(estimate + half), 1)
+    return result
 
 
 # ─── Quality ────────────────────────────────────────────────────────────────
 
 
-@lru_cache(maxsize=4096)
-def resolution_drop_p(
-    incumbent_resolved: int, incumbent_runs: int, candidate_resolved: int, candidate_runs: int
-) -> float:
-    """Fisher's exact one-sided p-value that the candidate resolves this task less often than the incumbent."""
-    if incumbent_runs == 0 or candidate_runs == 0:
-        return 1.0
-    table = np.array(
-        [
-            [candidate_resolved, candidate_runs - candidate_resolved],
-            [incumbent_resolved, incumbent_runs - incumbent_resolved],
-        ]
-    )
-    return round(float(stats.fisher_exact(table, alternative="less").pvalue), 6)
+def restricted_rates(
+    incumbent_resolved: int, incumbent_runs: int, candidate_resolved: int, candidate_runs: int, difference: float
+) -> tuple[float, float]:
+    """Maximum-likelihood resolution rates (incumbent, candidate) of one task under the constraint
+    candidate - incumbent = ``difference``.
+
+    The log-likelihood is concave in the incumbent's rate q on the feasible interval, and its derivative has
+    the sign of the cubic (x_i - n_i q)(q + d)(1 - q - d) + (x_c - n_c (q + d)) q (1 - q), so bisection on
+    that sign finds the maximum (at a bound when the derivative keeps one sign)."""
+    x0, n0, x1, n1, d = incumbent_resolved, incumbent_runs, candidate_resolved, candidate_runs, difference
+    low, high = max(0.0, -d), min(1.0, 1.0 - d)
+    for _ in range(60):
+        q = (low + high) / 2
+        slope = (x0 - n0 * q) * (q + d) * (1 - q - d) + (x1 - n1 * (q + d)) * q * (1 - q)
+        if slope > 0:
+            low = q
+        else:
+            high = q
+    q = (low + high) / 2
+    return q, q + d
 
 
 def quality_test(
@@ -210,15 +403,15 @@ def quality_test(
 
     The difference (candidate - incumbent) is averaged over tasks with Mantel-Haenszel weights
     n_inc*n_cand/(n_inc+n_cand) (equal weights for a balanced design), so a task's own
-    difficulty never leaks into the comparison. Its variance uses each task's pooled
-    resolution rate, which stays positive whenever a task has both outcomes (a task one arm
-    always fails and the other always passes is not mistaken for certainty). Three one-sided
-    p-values: ``p_noninferiority`` (H0: the candidate is worse by at least the margin),
-    ``p_worse`` (H0: not worse; small = credibly worse) and ``p_better`` (H0: not better),
-    which must reach ``better_alpha`` (the share of the false-promotion rate the resolution
-    route may spend) for the conclusion "better".
-    With no variance (every task all-resolved or all-failed in both arms) the difference is 0
-    and non-inferiority holds.
+    difficulty never leaks into the comparison. ``p_noninferiority`` (H0: the candidate is worse by
+    at least the margin) takes each task's variance at the margin — the rates that fit the runs best
+    among those exactly a margin apart — so runs that all resolved still carry the uncertainty of
+    how many runs they are (9 of 9 is no proof of a rate above 90 %). ``p_worse`` (H0: not worse;
+    small = credibly worse) and ``p_better`` (H0: not better; must reach ``better_alpha``, the
+    resolution route's share of the false-promotion rate) take each task's pooled rate, which stays
+    positive whenever a task has both outcomes. The interval is the difference ± z·(its standard
+    error at the margin), so its lower bound is above minus the margin exactly when non-inferiority
+    holds at alpha.
     """
     margin = margin_pct / 100.0
     result: dict[str, Any] = {
@@ -246,27 +439,33 @@ def quality_test(
     total = math.fsum(weights)
     difference = math.fsum(w * (x_c / n_c - x_i / n_i) for w, (x_i, n_i, x_c, n_c) in zip(weights, usable, strict=True))
     difference /= total
-    variance = (
+    pooled = (
         math.fsum(
             w**2 * ((x_i + x_c) / (n_i + n_c)) * (1 - (x_i + x_c) / (n_i + n_c)) * (1 / n_i + 1 / n_c)
             for w, (x_i, n_i, x_c, n_c) in zip(weights, usable, strict=True)
         )
         / total**2
     )
-    if variance <= 0:
-        p_noninferiority = 0.0 if difference + margin > 0 else 1.0
-        p_worse = 1.0 if difference >= 0 else 0.0
-        p_better = 1.0 if difference <= 0 else 0.0
-        low = high = difference
-        mde = 0.0
+    at_margin = 0.0
+    for w, table in zip(weights, usable, strict=True):
+        p_inc, p_cand = restricted_rates(*table, -margin)
+        at_margin += w**2 * (p_inc * (1 - p_inc) / table[1] + p_cand * (1 - p_cand) / table[3])
+    at_margin /= total**2
+    if pooled > 0:
+        p_worse = float(stats.norm.cdf(difference / math.sqrt(pooled)))
+        p_better = float(stats.norm.sf(difference / math.sqrt(pooled)))
     else:
-        se = math.sqrt(variance)
+        p_worse = p_better = 1.0  # every task all-resolved or all-failed in both arms: no difference to test
+    critical = float(stats.norm.isf(alpha))
+    if margin >= 1.0:  # a 100-point margin: every resolution is within it
+        p_noninferiority, low, high, mde = 0.0, difference - 1.0, difference + 1.0, 0.0
+    elif at_margin > 0:
+        se = math.sqrt(at_margin)
         p_noninferiority = float(stats.norm.sf((difference + margin) / se))
-        p_worse = float(stats.norm.cdf(difference / se))
-        p_better = float(stats.norm.sf(difference / se))
-        critical = float(stats.norm.isf(alpha))
         low, high = difference - critical * se, difference + critical * se
         mde = (critical + float(stats.norm.ppf(POWER))) * se
+    else:  # a zero margin on runs without variance: nothing can be shown
+        p_noninferiority, low, high, mde = 1.0, difference, difference, 0.0
     if p_better <= better_alpha:
         conclusion = "better"
     elif p_worse <= alpha:
@@ -280,14 +479,50 @@ def quality_test(
             "difference_pct": round(100 * difference, 1),
             "ci_low_pct": round(100 * low, 1),
             "ci_high_pct": round(100 * high, 1),
-            "p_noninferiority": _round(p_noninferiority),
-            "p_worse": _round(p_worse),
-            "p_better": _round(p_better),
+            "p_noninferiority": _p(p_noninferiority),
+            "p_worse": _p(p_worse),
+            "p_better": _p(p_better),
             "mde_pct": round(100 * mde, 1),
             "conclusion": conclusion,
         }
     )
     return result
+
+
+def resolution_drops(tables: list[tuple[int, int, int, int]]) -> list[float]:
+    """Per task, the one-sided p-value that the candidate fails it more often than the incumbent would.
+
+    An exact binomial test of the candidate's failures on the task against a reference failure rate: the
+    larger of the rate of every other run of the pair (every gated task and both arms but the candidate's
+    runs on this task; (failures + ½) / (runs + 1), so a suite that never failed still allows a failure now
+    and then) and the incumbent's own rate on the task. A task has too few runs to tell on its own what an
+    equal candidate's failures would look like (5 of 5 against 3 of 5 is no evidence under Fisher's test), so
+    the check borrows the suite's rate: two failures where the rest fails one run in a hundred are a drop,
+    the same two where it fails one in ten are not; the incumbent's own rate keeps a task that is hard for
+    both arms from looking like a drop. A task where the candidate fails no more often than the incumbent
+    has p = 1."""
+    failed = sum(t[1] - t[0] + t[3] - t[2] for t in tables)
+    runs = sum(t[1] + t[3] for t in tables)
+    p_values = []
+    for x_i, n_i, x_c, n_c in tables:
+        if not n_i or not n_c or (n_c - x_c) / n_c <= (n_i - x_i) / n_i:
+            p_values.append(1.0)
+            continue
+        others = (failed - (n_c - x_c) + 0.5) / (runs - n_c + 1)
+        reference = max(others, (n_i - x_i) / n_i)
+        p_values.append(_p(float(stats.binom.sf(n_c - x_c - 1, n_c, reference))))
+    return p_values
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error over the list), in the list's order."""
+    order = sorted(range(len(p_values)), key=lambda index: p_values[index])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = _p(running)
+    return adjusted
 
 
 # ─── The upstream rule's statistics ─────────────────────────────────────────

@@ -1,8 +1,9 @@
 """Figures for the reports: what each plot shows (pure functions of rows, gate and summary documents), and
 the matplotlib rendering of it to deterministic SVG.
 
-Owns the figure data — cost against resolution per arm, the paired candidate-vs-incumbent improvement
-per task with its interval (a forest plot), the chain of generations, spend and turns per session role,
+Owns the figure data — cost against resolution per arm, the paired candidate-vs-incumbent saving per
+task with its interval and the estimate of the test the gate decided on (a forest plot), the chain of
+generations with each decision's tested estimate, spend and turns per session role,
 and the timeline of cells on their worker slots — and how each one is drawn. The ``*_data`` functions
 take plain values and return plain values (unit-tested); the ``plot_*`` functions draw that data; the
 ``make_*`` functions are the rule steps (read and validate inputs, write the SVG atomically).
@@ -116,67 +117,107 @@ def paired_interval(
     return round(low, 1), round(high, 1)
 
 
-def forest_data(promotion: dict[str, Any], candidate_arm: str) -> dict[str, Any]:
-    """The forest plot of one candidate pair: per task the gate's improvement % with an interval, the pooled
-    median improvement with the gate's bootstrap interval, the promotion threshold and the regression limit.
+def decided_estimate(decision: dict[str, Any]) -> dict[str, Any]:
+    """The estimate, interval and confidence of the test a decision was made on, and what it is called: the cost
+    test (total spend or per-task geometric mean, its 1 - 2 alpha interval) for the noise-aware rule, the median
+    improvement over gated tasks with its bootstrap interval for the upstream rule."""
+    if decision["rule"] == "noise_aware":
+        cost = decision["tests"]["cost"]
+        interval = None
+        if cost["ci_low_pct"] is not None and cost["ci_high_pct"] is not None:
+            interval = (cost["ci_low_pct"], cost["ci_high_pct"])
+        name = "total spend" if cost["objective"] == "total_spend" else "per-task geometric mean"
+        return {
+            "estimate_pct": cost["estimate_pct"],
+            "interval": interval,
+            "confidence": cost["confidence"],
+            "label": name,
+        }
+    bootstrap = decision["statistics"]["bootstrap"]
+    interval = None
+    if bootstrap["ci_low_pct"] is not None and bootstrap["ci_high_pct"] is not None:
+        interval = (bootstrap["ci_low_pct"], bootstrap["ci_high_pct"])
+    return {
+        "estimate_pct": decision["median_improvement_pct"],
+        "interval": interval,
+        "confidence": bootstrap["confidence"],
+        "label": "median over gated tasks",
+    }
 
-    A per-task interval the gate already stored (``ci_low_pct``/``ci_high_pct`` on the task row) is used
-    as is; otherwise it is bootstrapped from the paired run values in the task row."""
+
+def _task_interval(row: dict[str, Any], decision: dict[str, Any], confidence: float) -> tuple[float, float] | None:
+    """A task's own interval: the one the gate stored (noise-aware: the task's saving on the objective's scale), else
+    a bootstrap over the paired runs."""
+    checks = row.get("checks") or {}
+    if decision["rule"] == "noise_aware" and checks.get("saving_ci_low_pct") is not None:
+        return checks["saving_ci_low_pct"], checks["saving_ci_high_pct"]
+    if row.get("ci_low_pct") is not None and row.get("ci_high_pct") is not None:
+        return row["ci_low_pct"], row["ci_high_pct"]
+    if row["paired"]:
+        return paired_interval(
+            row["paired"]["incumbent_values"],
+            row["paired"]["candidate_values"],
+            confidence=confidence,
+            seed=decision["statistics"]["bootstrap"]["seed"],
+        )
+    return None
+
+
+def forest_data(promotion: dict[str, Any], candidate_arm: str) -> dict[str, Any]:
+    """The forest plot of one candidate pair: per task its own saving with an interval, the estimate and interval of
+    the test the decision was made on (``decided_estimate``), the promotion threshold and the regression limit.
+
+    Noise-aware decisions draw each task's saving on the objective's scale with the interval of its own runs
+    (stored by the gate), and below them the cost test's estimate and 1 - 2 alpha interval; upstream decisions
+    draw each task's median improvement with a bootstrap interval over its paired runs, and the median over
+    gated tasks with the gate's bootstrap interval."""
     decision = next((d for d in promotion["decisions"] if d["candidate_arm"] == candidate_arm), None)
     if decision is None:
         raise ValueError(
             f"promotion.json has no decision for {candidate_arm} "
             f"(decisions: {[d['candidate_arm'] for d in promotion['decisions']]})"
         )
-    bootstrap = decision["statistics"]["bootstrap"]
-    confidence = bootstrap["confidence"]
+    decided = decided_estimate(decision)
+    noise_aware = decision["rule"] == "noise_aware"
     tasks = []
     for row in decision["tasks"]:
-        interval = None
-        if row.get("ci_low_pct") is not None and row.get("ci_high_pct") is not None:
-            interval = (row["ci_low_pct"], row["ci_high_pct"])
-        elif row["paired"]:
-            interval = paired_interval(
-                row["paired"]["incumbent_values"],
-                row["paired"]["candidate_values"],
-                confidence=confidence,
-                seed=bootstrap["seed"],
-            )
+        checks = row.get("checks") or {}
         tasks.append(
             {
                 "task": row["task"],
-                "improvement_pct": row["improvement_pct"],
-                "interval": interval,
+                "improvement_pct": checks.get("saving_pct") if noise_aware else row["improvement_pct"],
+                "interval": _task_interval(row, decision, decided["confidence"]),
                 "gated": row["gated"],
                 "label": f"{row['task']}  ({row['incumbent_resolved']} → {row['candidate_resolved']} resolved)",
             }
         )
-    pooled_interval = None
-    if bootstrap["ci_low_pct"] is not None and bootstrap["ci_high_pct"] is not None:
-        pooled_interval = (bootstrap["ci_low_pct"], bootstrap["ci_high_pct"])
     return {
         "candidate_arm": decision["candidate_arm"],
         "incumbent_arm": decision["incumbent_arm"],
         "decision": decision["decision"],
         "metric": decision["metric"],
-        "confidence": confidence,
+        "confidence": decided["confidence"],
         "tasks": tasks,
-        "pooled": {"improvement_pct": decision["median_improvement_pct"], "interval": pooled_interval},
+        "pooled": {
+            "improvement_pct": decided["estimate_pct"],
+            "interval": decided["interval"],
+            "label": decided["label"],
+        },
         "threshold_pct": promotion["policy"]["min_improvement_pct"],
         "regression_limit_pct": -promotion["policy"]["max_task_regression_pct"],
     }
 
 
 def generation_chain_data(summary: dict[str, Any], promotions: list[dict[str, Any]]) -> dict[str, Any]:
-    """One point per (generation, candidate arm): its decision, median improvement and the gate's interval;
-    plus the candidate digest per generation and the promotion threshold."""
+    """One point per (generation, candidate arm): its decision and the estimate and interval of the test it was made
+    on (``decided_estimate``); plus the candidate digest per generation and the promotion threshold."""
     by_generation = dict(zip((g["generation"] for g in summary["generations"]), promotions, strict=True))
     points, generations = [], []
     threshold = None
     for generation in summary["generations"]:
         promotion = by_generation[generation["generation"]]
         threshold = promotion["policy"]["min_improvement_pct"]
-        intervals = {d["candidate_arm"]: d["statistics"]["bootstrap"] for d in promotion["decisions"]}
+        decided = {d["candidate_arm"]: decided_estimate(d) for d in promotion["decisions"]}
         generations.append(
             {
                 "generation": generation["generation"],
@@ -186,17 +227,15 @@ def generation_chain_data(summary: dict[str, Any], promotions: list[dict[str, An
             }
         )
         for decision in generation["decisions"]:
-            boot = intervals.get(decision["candidate_arm"], {})
-            interval = None
-            if boot.get("ci_low_pct") is not None and boot.get("ci_high_pct") is not None:
-                interval = (boot["ci_low_pct"], boot["ci_high_pct"])
+            estimate = decided.get(decision["candidate_arm"], {"estimate_pct": None, "interval": None, "label": ""})
             points.append(
                 {
                     "generation": generation["generation"],
                     "candidate_arm": decision["candidate_arm"],
                     "decision": decision["decision"],
-                    "improvement_pct": decision["median_improvement_pct"],
-                    "interval": interval,
+                    "improvement_pct": estimate["estimate_pct"],
+                    "interval": estimate["interval"],
+                    "label": estimate["label"],
                 }
             )
     return {
@@ -442,10 +481,10 @@ def plot_forest(data: dict[str, Any]) -> str:
     axis.axvline(threshold, **THRESHOLD_LINE_STYLE, label=f"promotion threshold {threshold:g}%")
     axis.axvline(limit, **REGRESSION_LINE_STYLE, label=f"per-task regression limit {limit:g}%")
     labels = [task["label"] + ("" if task["gated"] else "  [not gated]") for task in tasks]
-    axis.set_yticks([*rows, 0], [*labels, f"median over gated tasks: {data['decision']}"])
+    axis.set_yticks([*rows, 0], [*labels, f"{data['pooled']['label']} (the gate's test): {data['decision']}"])
     axis.set_ylim(-0.8, len(tasks) + 0.8)
     axis.set_xlabel(
-        f"{data['metric']} improvement of {data['candidate_arm']} over {data['incumbent_arm']} (%)"
+        f"{data['metric']} saving of {data['candidate_arm']} over {data['incumbent_arm']} (%)"
         f" — right is better; bars: {data['confidence']:.0%} intervals"
     )
     axis.grid(axis="x", color="#d0d7de", linewidth=0.6)
@@ -496,7 +535,8 @@ def plot_generations(data: dict[str, Any]) -> str:
         ],
     )
     axis.set_xlim(min(ticks, default=0) - 0.6, max(ticks, default=0) + 0.6)
-    axis.set_ylabel("median improvement (%)")
+    labels = sorted({point["label"] for point in data["points"] if point["label"]})
+    axis.set_ylabel(f"saving the gate tested (%): {', '.join(labels) or 'n/a'}", fontsize=8)
     from matplotlib.lines import Line2D
 
     handles = [

@@ -15,6 +15,7 @@ import fcntl
 import glob
 import hashlib
 import json
+import math
 import os
 import socket
 import statistics
@@ -623,6 +624,69 @@ def cost_estimate(
         "rows": len(measured),
         "proposer_priced": bool(proposer_costs),
     }
+
+
+def recommend_design(
+    *,
+    saving_pct: float,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+    policy: dict[str, Any],
+    generation: int,
+    tasks: int | None = None,
+    power: float = 0.8,
+) -> dict[str, Any] | None:
+    """The fewest runs (tasks × runs per task and arm) with which generation ``generation``'s gate promotes a true
+    ``saving_pct`` saving with probability ``power``: the cost test at the generation's alpha (the task is the unit
+    of replication, so a (task, arm)'s shared effects ``shared_sd`` cap what more runs buy), at least the policy's
+    ``min_runs``, and — when every run resolves — enough runs per arm to show the resolution within the margin.
+    With ``tasks`` given, the fewest runs for that suite; None when out of reach."""
+    from skillbench.decision import gate
+    from skillbench.decision import stats as gate_stats
+
+    policy = gate.resolve_policy(policy)
+    alpha = gate.generation_alpha(policy, generation)
+    margin = policy["quality_margin_pct"] / 100
+    critical = float(gate_stats.stats.norm.isf(alpha))
+    quality_runs = math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+    return gate_stats.cheapest_design(
+        saving_pct=saving_pct,
+        run_variance=run_variance,
+        shared_sd=shared_sd,
+        alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
+        floor_pct=policy["min_improvement_pct"],
+        spend_efficiency=spend_efficiency if policy["objective"] == "total_spend" else 1.0,
+        tasks=tasks,
+        power=power,
+        min_runs=policy["min_runs"],
+        min_runs_per_arm=quality_runs,
+    )
+
+
+def measured_noise(rows: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+    """From earlier rows: the run-to-run variance the cost test's per-task ratios see (relative variance of a run
+    around its (task, arm)'s mean, pooled over cells with two or more valid runs) and the spend efficiency of the
+    task costs ((mean)² / mean of squares of the per-task mean cost). None without a cell of two measured runs."""
+    cells: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        value = row.get(metric)
+        if is_valid(row) and value is not None and value > 0:
+            cells.setdefault((row["task"], row["arm"]), []).append(float(value))
+    squares = dof = 0.0
+    for values in cells.values():
+        if len(values) >= 2:
+            centre = statistics.fmean(values)
+            squares += sum((value / centre - 1) ** 2 for value in values)
+            dof += len(values) - 1
+    if not dof:
+        return None
+    task_costs: dict[str, list[float]] = {}
+    for (task, _), values in cells.items():
+        task_costs.setdefault(task, []).append(statistics.fmean(values))
+    means = [statistics.fmean(values) for values in task_costs.values()]
+    efficiency = statistics.fmean(means) ** 2 / statistics.fmean([mean * mean for mean in means])
+    return {"run_variance": squares / dof, "spend_efficiency": efficiency, "cells": len(cells), "tasks": len(means)}
 
 
 def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]:

@@ -296,7 +296,8 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
         _table_line(["---"] * 6),
         _table_line(
             [
-                f"{md_text(decision['metric'])} saving (alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%)",
+                f"{md_text(decision['metric'])} saving in {cost['objective'].replace('_', ' ')} "
+                f"(alpha {cost['alpha']:g}, floor {cost['floor_pct']:.1f}%, {cost['tasks']} tasks)",
                 _pct(cost["estimate_pct"]) + ("%" if cost["estimate_pct"] is not None else ""),
                 "n/a"
                 if cost["ci_low_pct"] is None
@@ -325,9 +326,10 @@ def _tests_lines(decision: dict[str, Any]) -> list[str]:
     if cost["conclusion"] == "inconclusive":
         lines += [
             "",
-            f"Not enough runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
+            f"Not enough tasks or runs to tell: this design detects a {cost['mde_pct']:.1f}% saving 80% of the time, "
             f"and the {cost['confidence']:.0%} interval still holds both no saving and the "
-            f"{cost['floor_pct']:.1f}% floor. More runs per task (or more tasks) narrow it.",
+            f"{cost['floor_pct']:.1f}% floor. The task is the unit of replication: more tasks narrow it most "
+            "(`skillbench estimate` recommends a design).",
         ]
     return lines + _looks_lines(decision) + _runs_lines(decision)
 
@@ -587,7 +589,19 @@ def generation_summary(
             for d in promotion["decisions"]
         ],
         "gate_summary": gate_summary,
+        "error_control": promotion["error_control"],
     }
+
+
+def _error_control_line(summary: dict[str, Any]) -> list[str]:
+    """The experiment-wide error rate the generations' alpha shares add up to (what `alpha` bounds)."""
+    controls = [g["error_control"] for g in summary["generations"] if g.get("error_control")]
+    if not controls:
+        return []
+    last = controls[-1]
+    shares = ", ".join(f"generation {c['generation']} at {c['generation_alpha']:.4g}" for c in controls)
+    total = sum(c["generation_alpha"] for c in controls)
+    return ["", f"**Error control:** {shares} (together {total:.4g}); {last['statement']}."]
 
 
 def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str, int | None]:
@@ -644,7 +658,7 @@ def render_summary(summary: dict[str, Any]) -> str:
     if summary["outcome"] == "sweep":
         lines.append("A benchmark sweep of the incumbent arms (no candidate): see `sweep/report.md`.")
     else:
-        lines += [*_generation_table(summary), _outcome_line(summary)]
+        lines += [*_generation_table(summary), _outcome_line(summary), *_error_control_line(summary)]
     cut_short = [
         f"generation {g['generation']} {md_text(d['candidate_arm'])}"
         for g in summary["generations"]

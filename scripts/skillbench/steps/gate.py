@@ -36,7 +36,13 @@ def gate_look(
     entries = []
     for incumbent, candidate in pairs:
         decision = gate.sequential_decision(
-            rows, incumbent_arm=incumbent, candidate_arm=candidate, model=model, policy=policy, design=run_design
+            rows,
+            incumbent_arm=incumbent,
+            candidate_arm=candidate,
+            model=model,
+            policy=policy,
+            design=run_design,
+            generation=generation,
         )
         entries.append(_look_entry(decision, incumbent, candidate, run_design, planner))
     document = {

@@ -1,0 +1,240 @@
+"""Analysis and regrading in Python: a results folder as pandas DataFrames, and rows + policy → a promotion document.
+
+Owns the one entry point notebooks and benches use: ``rows``, ``cells``, ``sessions`` and ``decisions`` read a
+``results/<experiment>`` folder (validating every artifact against its schema) into one DataFrame each;
+``regrade`` turns rows and a policy into the same ``promotion/v1`` document ``skillbench gate`` writes, and
+``regrade_generation`` does it for a generation folder as stored. Nothing here writes a file.
+
+    from skillbench import analysis
+    frame = analysis.rows("results/demo")                    # every row of the sweep and each generation
+    document = analysis.regrade_generation("results/demo", 1, policy={"objective": "per_task"})
+    analysis.decisions("results/demo")[["generation", "candidate_arm", "decision", "estimate_pct"]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import pandas as pd
+
+from skillbench.base import artifacts, layout
+from skillbench.base.records import PromotionDocument, ResultRow
+from skillbench.decision import gate, promotion
+
+__all__ = ["cells", "decisions", "regrade", "regrade_generation", "rows", "sessions"]
+
+
+def _generations(root: Path) -> list[int]:
+    found = (layout.generation_of_folder(path.name) for path in root.iterdir() if path.is_dir())
+    return sorted(generation for generation in found if generation is not None)
+
+
+def rows(folder: str | Path) -> pd.DataFrame:
+    """Every row of the sweep's and each generation's ``results.jsonl``, with ``generation`` (None for the sweep).
+
+    A generation's rows include the incumbent cells it compared against, so an incumbent row appears once per
+    generation that used it (drop duplicates on ``task, arm, run`` for one row per cell)."""
+    root = Path(folder)
+    collected: list[dict[str, Any]] = []
+    for generation in [None, *_generations(root)]:
+        path = Path(layout.rows(root, generation))
+        if path.exists():
+            collected += [{**row, "generation": generation} for row in artifacts.read_jsonl(path, "result-row")]
+    return pd.DataFrame(collected)
+
+
+def _cell_entries(root: Path) -> Iterable[tuple[Path, tuple[int | None, str, str, int], dict[str, Any]]]:
+    for path in layout.cell_records_on_disk(root):
+        key = layout.parse_cell_record(path.relative_to(root))
+        if key is not None:
+            yield path, key, artifacts.read_artifact(path, "cell-record")
+
+
+def cells(folder: str | Path) -> pd.DataFrame:
+    """One row per finished cell: where it lives (``generation`` None for a cell every generation shares), its
+    attempt, its timing and what its row says about it (resolved, cost, error kind)."""
+    collected = []
+    for _, (generation, task, arm, run), record in _cell_entries(Path(folder)):
+        timing = {key: value for key, value in record["timing"].items() if key != "sessions"}
+        row = record["row"]
+        collected.append(
+            {
+                "generation": generation,
+                "task": task,
+                "arm": arm,
+                "run": run,
+                "attempt": record["attempt"],
+                **timing,
+                "sessions": len(record["timing"]["sessions"]),
+                "resolved": row["resolved"],
+                "cost_usd": row["cost_usd"],
+                "error_kind": row["error_kind"],
+            }
+        )
+    return pd.DataFrame(collected)
+
+
+def sessions(folder: str | Path) -> pd.DataFrame:
+    """One row per agent session: each cell's sessions (role, start, end, seconds) and each generation's proposer
+    session (role ``proposer``, its cost and turns)."""
+    root = Path(folder)
+    collected: list[dict[str, Any]] = []
+    for _, (generation, task, arm, run), record in _cell_entries(root):
+        for session in record["timing"]["sessions"]:
+            started = datetime.fromisoformat(session["started_at"].replace("Z", "+00:00"))
+            finished = datetime.fromisoformat(session["finished_at"].replace("Z", "+00:00"))
+            collected.append(
+                {
+                    "generation": generation,
+                    "task": task,
+                    "arm": arm,
+                    "run": run,
+                    "role": session["role"],
+                    "started_at": session["started_at"],
+                    "finished_at": session["finished_at"],
+                    "seconds": (finished - started).total_seconds(),
+                    "cost_usd": None,
+                    "num_turns": None,
+                }
+            )
+    for generation in _generations(root):
+        path = Path(layout.proposer_session(root, generation))
+        if path.exists():
+            session = artifacts.read_artifact(path, "proposer-session")["session"]
+            collected.append(
+                {
+                    "generation": generation,
+                    "task": None,
+                    "arm": None,
+                    "run": None,
+                    "role": "proposer",
+                    "started_at": None,
+                    "finished_at": None,
+                    "seconds": None,
+                    "cost_usd": session.get("cost_usd"),
+                    "num_turns": session.get("num_turns"),
+                }
+            )
+    return pd.DataFrame(collected)
+
+
+def _decision_entry(generation: int, document: Mapping[str, Any], decision: Mapping[str, Any]) -> dict[str, Any]:
+    cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
+    return {
+        "generation": generation,
+        "incumbent_arm": decision["incumbent_arm"],
+        "candidate_arm": decision["candidate_arm"],
+        "rule": decision["rule"],
+        "decision": decision["decision"],
+        "objective": cost["objective"],
+        "estimate_pct": cost["estimate_pct"],
+        "ci_low_pct": cost["ci_low_pct"],
+        "ci_high_pct": cost["ci_high_pct"],
+        "p_value": cost["p_value"],
+        "tasks": cost["tasks"],
+        "cost_conclusion": cost["conclusion"],
+        "resolution_difference_pct": quality["difference_pct"],
+        "p_noninferiority": quality["p_noninferiority"],
+        "quality_conclusion": quality["conclusion"],
+        "generation_alpha": document["error_control"]["generation_alpha"],
+        "reason": decision["reasons"][0] if decision["reasons"] else "",
+    }
+
+
+def decisions(folder: str | Path) -> pd.DataFrame:
+    """One row per (generation, candidate arm) of every ``promotion.json``: the decision, the cost test it ran
+    (objective, estimate, interval, p-value), the quality test's difference and non-inferiority p-value, the
+    generation's alpha and the first reason."""
+    root = Path(folder)
+    collected = []
+    for generation in _generations(root):
+        path = Path(layout.promotion(root, generation))
+        if path.exists():
+            document = artifacts.read_artifact(path, "promotion")
+            collected += [_decision_entry(generation, document, decision) for decision in document["decisions"]]
+    return pd.DataFrame(collected)
+
+
+def _as_rows(given: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[ResultRow]:
+    """Rows as the gate takes them, each validated against the result-row schema (a DataFrame's NaN is None)."""
+    if isinstance(given, pd.DataFrame):
+        frame = given.drop(columns=[column for column in ("generation",) if column in given.columns])
+        given = [
+            {
+                key: (None if not isinstance(value, list | dict) and pd.isna(value) else value)
+                for key, value in row.items()
+            }
+            for row in frame.to_dict("records")
+        ]
+    return [cast(ResultRow, artifacts.validate(dict(row), "result-row")) for row in given]
+
+
+def regrade(
+    given_rows: pd.DataFrame | Iterable[Mapping[str, Any]],
+    policy: Mapping[str, Any] | None = None,
+    *,
+    overlay: Mapping[str, Any],
+    bindings: Mapping[str, Any],
+    generation: int | None = None,
+    design: Any = None,
+    cut_short: dict[str, str] | None = None,
+    generated_at: datetime | None = None,
+) -> PromotionDocument:
+    """Rows + policy → the ``promotion/v1`` document ``skillbench gate`` writes for them.
+
+    ``overlay`` and ``bindings`` are the generation's ``overlay.json`` and the run's ``tasks/bindings.json``
+    documents (what the promotion is bound to); ``policy`` overrides the defaults (``gate.DEFAULT_POLICY``);
+    ``generation`` defaults to the overlay's; ``design`` is a ``runs`` setting (a sequential mapping replays
+    the looks). The rows must come from one model and effort, as the pipeline's do."""
+    checked = _as_rows(given_rows)
+    models = sorted({str(row["model"]) for row in checked})
+    efforts = sorted({str(row["effort"]) for row in checked})
+    if len(models) != 1 or len(efforts) != 1:
+        raise ValueError(f"rows mix models {models} or efforts {efforts}; cannot regrade")
+    return promotion.grade_rows(
+        checked,
+        overlay=artifacts.validate(dict(overlay), "overlay"),
+        bindings=artifacts.validate(dict(bindings), "task-bindings"),
+        policy={**_configurable_defaults(), **(policy or {})},
+        model=models[0],
+        effort=checked[0]["effort"],
+        generated_at=generated_at or datetime.now(UTC),
+        generation=overlay["generation"] if generation is None else generation,
+        design=design,
+        cut_short=cut_short,
+    )
+
+
+def _configurable_defaults() -> dict[str, Any]:
+    return {key: value for key, value in gate.DEFAULT_POLICY.items() if key not in gate.POLICY_KEYS_NOT_IN_CONFIG}
+
+
+def regrade_generation(
+    folder: str | Path,
+    generation: int,
+    policy: Mapping[str, Any] | None = None,
+    *,
+    design: Any = None,
+    generated_at: datetime | None = None,
+) -> PromotionDocument:
+    """``regrade`` of a stored generation: its ``results.jsonl``, ``overlay.json``, the run's task bindings and, for
+    a sequential ``design``, its last look (the pairs a budget cut short) — what ``skillbench gate`` reads."""
+    root = Path(folder)
+    looks = sorted(
+        (root / layout.generation_name(generation) / layout.LOOKS).glob("look*.json"),
+        key=lambda path: int(path.stem[4:]) if path.stem[4:].isdigit() else 0,
+    )
+    cut_short = promotion.cut_short_pairs(str(looks[-1])) if looks and isinstance(design, dict) else None
+    return regrade(
+        artifacts.read_jsonl(Path(layout.rows(root, generation)), "result-row"),
+        policy,
+        overlay=artifacts.read_artifact(Path(layout.overlay(root, generation)), "overlay"),
+        bindings=artifacts.read_artifact(Path(layout.bindings(root)), "task-bindings"),
+        generation=generation,
+        design=design,
+        cut_short=cut_short,
+        generated_at=generated_at,
+    )
