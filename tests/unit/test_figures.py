@@ -192,10 +192,43 @@ def test_spend_by_role_counts_unmeasured_costs_apart():
     assert roles["plan (candidate)"]["cost_usd"] == 0.05
 
 
-def test_session_usage_reads_the_single_result_event():
-    events = [{"type": "system", "subtype": "init"}, {"type": "result", "total_cost_usd": 0.25, "num_turns": 7}]
-    assert figures.session_usage(events) == {"cost_usd": 0.25, "num_turns": 7}
-    assert figures.session_usage(events[:1]) == {"cost_usd": None, "num_turns": None}
+def test_the_spend_figure_takes_each_sessions_cost_and_requests_from_the_cells_ledger(tmp_path):
+    from rowfactory import make_row
+    from skillbench.base import artifacts
+    from skillbench.execution.gateway import ledger_totals
+    from skillbench.steps import report as report_steps
+
+    def entry(seq, kind, cost):
+        usage = dict.fromkeys(
+            ["input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"], 10
+        )
+        usage.update(cache_creation_5m_input_tokens=None, cache_creation_1h_input_tokens=None)
+        return {
+            "seq": seq, "method": "POST", "path": "/v1/messages", "kind": kind, "model": "m", "served_model": "m",
+            "stream": True, "status": 200, "outcome": "ok", "refused": None, "failure": None, "request_id": None,
+            "started_at": "2026-12-01T00:00:00.000Z", "finished_at": "2026-12-01T00:00:01.000Z", "duration_s": 1.0,
+            "usage": usage, "cost_usd": cost,
+        }  # fmt: skip
+
+    def session(role, cost, kinds):
+        requests = [entry(seq, kind, cost) for seq, kind in enumerate(kinds, start=1)]
+        return {
+            "role": role, "label": role, "open": False, "opened_at": None, "closed_at": None, "max_usd": None,
+            "requests": requests, "totals": {**ledger_totals(requests), "cost_usd": None if cost is None else 0.25},
+        }  # fmt: skip
+
+    record = {"schema": "cell-record/v1", "row": make_row("t", "workflow", 0), "attempt": 1, "timing": {}}
+    folder = tmp_path / "run0"
+    folder.mkdir()
+    ledger = {"sessions": [session("plan", 0.125, ["messages", "count_tokens", "messages"]), session("work", None, [])]}
+    (folder / "ledger.json").write_text(artifacts.canonical_json({"schema": "ledger/v1", **ledger}))
+    found = report_steps._record_sessions(folder / "record.json", record)
+    assert found == [
+        {"role": "plan", "cost_usd": 0.25, "num_turns": 2},
+        {"role": "work", "cost_usd": None, "num_turns": 0},
+    ]
+    (folder / "ledger.json").unlink()
+    assert report_steps._record_sessions(folder / "record.json", record) == []
 
 
 def test_timeline_puts_overlapping_cells_on_different_slots():

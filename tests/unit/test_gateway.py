@@ -769,3 +769,62 @@ def test_the_forwarder_is_the_only_way_out_of_a_namespace_without_network(socket
             assert hidden.stdout.strip() == "[]"
     host.close()
     assert gateway.ledger(token)["totals"]["requests"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The experiment's spend meter
+
+
+def test_a_retried_attempts_spend_still_counts_toward_the_experiments_budget(socket_dir, tmp_path):
+    from skillbench.execution import access
+
+    one_request = request_cost(usage_record(USAGE), PRICES[MODEL])
+    assert one_request is not None
+    results = tmp_path / "results" / "exp"
+    config = {
+        "model": {"provider": "anthropic", "base_url": None},
+        "agent": {"prices": {"usd_per_mtok": PRICES}},
+        "budget": {"max_usd": one_request * 1.5},
+    }
+
+    def attempt(name: str) -> list[int]:
+        root = socket_dir / name
+        root.mkdir()
+        with FakeUpstream(always(lambda: Reply(sse_message(USAGE)))) as upstream:
+            with access.model_access(
+                private_root=root, config=config, api_key=KEY, socket_owner=None, results_root=results, job="t/a/0"
+            ) as model:
+                token = model.gateway.open_session("s", upstream=upstream.url)
+                connection = UnixHTTPConnection(model.socket)
+                return [post(connection, token)[0] for _ in range(2)]
+
+    # The first attempt spends one request, crosses the cap with the second, and is then retried.
+    assert attempt("first") == [200, 200]
+    assert access.RunSpend(results)() == pytest.approx(2 * one_request)
+    # The retry is the same cell: what its first attempt spent is still the experiment's, so it is refused.
+    assert attempt("second") == [gw.REFUSAL_STATUS, gw.REFUSAL_STATUS]
+    meter = [json.loads(path.read_text()) for path in Path(layout_spend(results)).glob("*.json")]
+    assert len(meter) == 2 and all(document["final"] is True for document in meter)
+    assert sorted(document["usd"] for document in meter) == pytest.approx([0.0, 2 * one_request])
+
+
+def layout_spend(results: Path) -> str:
+    from skillbench.base import layout
+
+    return layout.spend_meter(results)
+
+
+def test_the_meter_reads_a_final_file_once_and_a_live_one_every_time(tmp_path):
+    from skillbench.execution import access
+
+    folder = Path(layout_spend(tmp_path))
+    folder.mkdir(parents=True)
+    (folder / "done.json").write_text(json.dumps({"job": "a", "usd": 1.0, "final": True}))
+    (folder / "live.json").write_text(json.dumps({"job": "b", "usd": 0.5, "final": False}))
+    (folder / "own.json").write_text(json.dumps({"job": "c", "usd": 9.0, "final": False}))
+    meter = access.RunSpend(tmp_path, own=folder / "own.json")
+    assert meter() == pytest.approx(1.5)
+    (folder / "done.json").write_text(json.dumps({"job": "a", "usd": 100.0, "final": True}))
+    (folder / "live.json").write_text(json.dumps({"job": "b", "usd": 0.75, "final": True}))
+    (folder / "broken.json").write_text("{")
+    assert meter() == pytest.approx(1.75)

@@ -17,6 +17,7 @@ from skillbench.execution import (
     sandbox,  # noqa: E402
     sessions,  # noqa: E402
 )
+from skillbench.execution.agents import claude_code
 from skillbench.experiment import arms  # noqa: E402
 
 
@@ -240,7 +241,7 @@ def test_mcp_config_is_credential_free_and_sandboxes_every_server():
 
 
 def test_cli_argv_always_strict_and_carries_plugins_and_flags():
-    argv = sessions.cli_command(
+    argv = claude_code.cli_command(
         "claude",
         tools=["Read", "mcp__i__f"],
         disallowed_tools=["mcp__i__g"],
@@ -327,13 +328,13 @@ def test_a_failed_server_makes_the_session_an_excluded_harness_error():
     )
     record = sessions.session_record(
         outcome,
+        reading=claude_code.read_stream(raw, overflow=False, limit=len(raw) + 1, mcp_servers=["index"]),
         expected_skill=None,
         transcript_dir=None,
         transcript_prefix="x",
         secrets=[],
         started_at="a",
         finished_at="b",
-        mcp_servers=["index"],
     )
     assert record["ok"] is False and record["error_kind"] == "infra-error"
     assert record["mcp_failed"] == {"index": "failed"} and "index (failed)" in record["error_detail"]

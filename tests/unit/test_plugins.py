@@ -12,8 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 from skillbench.execution import (
     plugins,  # noqa: E402
-    sessions,  # noqa: E402
 )
+from skillbench.execution.agents import claude_code
 
 
 def make_plugin(root: Path, name: str = "kit", manifest: bool = True) -> Path:
@@ -91,7 +91,7 @@ def _skill_stream(requested: str) -> list[dict]:
 
 @pytest.mark.parametrize(("requested", "proved"), [("kit:lean", True), ("lean", True), ("other:lean", False)])
 def test_plugin_skill_proof_needs_the_plugin_qualified_name(requested, proved):
-    assert sessions.skill_was_invoked(_skill_stream(requested), "kit:lean") is proved
+    assert claude_code.skill_was_invoked(_skill_stream(requested), "kit:lean") is proved
 
 
 # ─── What a comparator plugin may hold ──────────────────────────────────────

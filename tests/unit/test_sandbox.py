@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from skillbench.execution import sandbox as sb
+from skillbench.execution.agents import claude_code
 from skillbench.execution.sandbox import Sandbox, SandboxError
 
 HOST_SECRETS = {
@@ -273,7 +274,7 @@ def test_unknown_backend_is_refused(private_root):
     with pytest.raises(SandboxError, match="unknown sandbox backend"):
         make_sandbox(private_root, backend="docker")
     with pytest.raises(SandboxError, match="unknown sandbox backend"):
-        sb.claude_settings(sandbox_backend="docker")
+        claude_code.claude_settings(sandbox_backend="docker")
 
 
 def test_none_backend_wraps_nothing(private_root):
@@ -283,7 +284,7 @@ def test_none_backend_wraps_nothing(private_root):
 
 
 def test_claude_settings_disable_hooks_allow_tools_and_deny_proc():
-    settings = json.loads(sb.claude_settings(sandbox_backend="bwrap"))
+    settings = json.loads(claude_code.claude_settings(sandbox_backend="bwrap"))
     assert settings["disableAllHooks"] is True and "hooks" not in settings
     assert settings["permissions"]["allow"] == ["Read", "Edit", "Write", "Bash", "Skill"]
     assert settings["permissions"]["disableBypassPermissionsMode"] == "disable"
@@ -294,16 +295,16 @@ def test_claude_settings_disable_hooks_allow_tools_and_deny_proc():
 
 
 def test_claude_settings_can_turn_on_the_cli_sandbox():
-    settings = json.loads(sb.claude_settings(sandbox_backend="bwrap", cli_sandbox=True))
+    settings = json.loads(claude_code.claude_settings(sandbox_backend="bwrap", cli_sandbox=True))
     inner = settings["sandbox"]
     assert inner["enabled"] and inner["failIfUnavailable"] and inner["allowUnsandboxedCommands"] is False
     assert inner["network"]["deniedDomains"] == ["*"] and inner["network"]["allowedDomains"] == []
     assert inner["filesystem"]["allowWrite"] == ["/workspace", "/tmp"]
-    assert "sandbox" not in json.loads(sb.claude_settings(sandbox_backend="none", cli_sandbox=True))
+    assert "sandbox" not in json.loads(claude_code.claude_settings(sandbox_backend="none", cli_sandbox=True))
 
 
 def test_claude_settings_without_bubblewrap_keep_host_paths_open():
-    deny = json.loads(sb.claude_settings(sandbox_backend="none"))["permissions"]["deny"]
+    deny = json.loads(claude_code.claude_settings(sandbox_backend="none"))["permissions"]["deny"]
     assert not [rule for rule in deny if "(" in rule]
 
 

@@ -18,19 +18,14 @@ import pytest
 from skillbench.base.artifacts import load_schema
 from skillbench.base.process import ProcessResult
 from skillbench.base.records import USAGE_FIELDS
-from skillbench.execution.sessions import (
+from skillbench.execution.agents.claude_code import cli_command, evidence_window, read_stream, skill_was_invoked
+from skillbench.execution.sessions import SessionProgress, cost_check, session_record, sum_sessions
+from skillbench.execution.streams import (
     MAX_TRANSCRIPT_BYTES,
     TRANSCRIPT_SOURCE,
-    SessionProgress,
-    cli_command,
-    cost_check,
-    evidence_window,
     measured_cost,
     parse_event_stream,
     persist_transcript,
-    session_record,
-    skill_was_invoked,
-    sum_sessions,
 )
 
 SAMPLE = Path(__file__).parent / "fixtures" / "streams" / "sample-stream.jsonl"
@@ -106,8 +101,12 @@ def process_result(capture: bytes | None, *, state="ok", returncode=0, overflow=
 
 
 def record_for(capture: bytes | None, *, expected_skill=None, transcript_dir=None, secrets=(), ledger=None, **proc):
+    result = process_result(capture, **proc)
     return session_record(
-        process_result(capture, **proc),
+        result,
+        reading=read_stream(
+            result.stdout_capture, overflow=result.stdout_capture_overflow, limit=MAX_TRANSCRIPT_BYTES, mcp_servers=()
+        ),
         expected_skill=expected_skill,
         transcript_dir=transcript_dir,
         transcript_prefix="demo-task-workflow-run0",
@@ -520,6 +519,7 @@ def test_transcript_is_written_once(tmp_path):
         persist_transcript(raw, directory=directory, prefix="cell", session_id=SESSION, secrets=[])
     record = session_record(
         process_result(raw),
+        reading=read_stream(raw, overflow=False, limit=MAX_TRANSCRIPT_BYTES, mcp_servers=()),
         expected_skill="change-work",
         transcript_dir=directory,
         transcript_prefix="cell",

@@ -50,6 +50,7 @@ PROPOSAL = "proposal.md"
 OVERLAY = "overlay.json"
 LOOKS = "looks"
 PROGRESS_FOLDER = ".progress"
+SPEND_FOLDER = ".spend"
 
 Root = str | Path
 
@@ -344,9 +345,12 @@ def progress_running(root: Root) -> str:
     return _join(root, PROGRESS_FOLDER, "running")
 
 
-def progress_spend(root: Root) -> str:
-    """Where each running session job keeps its live spend, for the run's budget at the other jobs' gateways."""
-    return _join(root, PROGRESS_FOLDER, "spend")
+def spend_meter(root: Root) -> str:
+    """Where every session job (each attempt) keeps what its gateway has measured: the experiment's spend.
+
+    Files stay after their job ends, so a retried or killed attempt's spend still counts toward
+    `budget.max_usd`."""
+    return _join(root, SPEND_FOLDER)
 
 
 def progress_lock(root: Root) -> str:

@@ -29,7 +29,7 @@ from skillbench.base.errors import SkillbenchError, raised_as
 from skillbench.base.records import EXCLUDED_ERROR_KINDS, EvidenceFile, EvidenceManifest, EvidenceSources
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.decision.gate import summarize_gate
-from skillbench.execution.sessions import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
+from skillbench.execution.streams import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
 from skillbench.experiment.arms import CANDIDATE_PREFIX
 
 MANIFEST_SCHEMA = "evidence-manifest/v1"

@@ -7,11 +7,10 @@ sandbox, which has no network of its own; the CLI gets a session token and the f
 address. A session's upstream is its scripted model (`model.provider: scripted`, one loopback server per
 session) or the configured API.
 
-The run-wide budget (`budget.max_usd`) is enforced at the gateway: before each request it adds this
-job's spend to what the rest of the run has spent (`RunSpend`: the recorded cost of every finished
-cell and proposer session on disk, plus the live spend of every other running job, which each job
-keeps in `.progress/spend/`). A job that passes a cap learns it from the gateway's refusal, as its
-sessions' records say.
+The experiment-wide budget (`budget.max_usd`) is enforced at the gateway: before each request it adds
+this gateway's spend to the experiment's spend meter (`RunSpend`: one file per gateway ever started
+under `results/<experiment>/.spend/`, kept after its job ends, so retried and killed attempts count).
+A job that passes a cap learns it from the gateway's refusal, as its sessions' records say.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -34,8 +32,6 @@ from skillbench.execution.gateway import ModelGateway
 # The scripted model accepts any key; the gateway sends this one upstream when the environment holds none.
 SCRIPTED_KEY = "skillbench-scripted-offline-key"
 ANTHROPIC_API_URL = "https://api.anthropic.com"
-# How long the recorded spend on disk is reused before it is read again (a request reads it at most this stale).
-RECORDED_SPEND_TTL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -57,66 +53,52 @@ class ModelAccess:
         return self.base_url or ANTHROPIC_API_URL
 
 
-def live_spend_file(results_root: str | Path, job: str) -> Path:
-    """Where a running job keeps its measured spend so far (one small JSON file per job)."""
-    name = hashlib.sha256(job.encode()).hexdigest()[:32]
-    return Path(layout.progress_spend(results_root)) / f"{name}.json"
+def spend_file(results_root: str | Path, job: str) -> Path:
+    """A new file in the experiment's spend meter for this attempt of `job` (one per gateway started)."""
+    name = hashlib.sha256(job.encode()).hexdigest()[:16]
+    return Path(layout.spend_meter(results_root)) / f"{name}-{os.getpid()}-{time.time_ns()}.json"
 
 
 class RunSpend:
-    """The run's spend outside one job: recorded on disk, and live in the other running jobs."""
+    """The experiment's spend outside one gateway: the sum of every other file in its spend meter.
 
-    def __init__(self, results_root: str | Path, job: str) -> None:
-        self.root = Path(results_root)
-        self.own = live_spend_file(results_root, job)
+    Each gateway keeps one file, replaced atomically after every settled request and marked `final`
+    when the gateway stops; a final file never changes again, so it is read once. A file whose job died
+    keeps the last spend it reported, which was spent.
+    """
+
+    def __init__(self, results_root: str | Path, own: Path | None = None) -> None:
+        self.folder = Path(layout.spend_meter(results_root))
+        self.own = own
         self._lock = threading.Lock()
-        self._recorded: tuple[float, float] | None = None
+        self._final: dict[str, float] = {}
 
-    def recorded(self) -> float:
-        """Measured cost of every finished cell and proposer session under the results folder (cached briefly)."""
-        with self._lock:
-            if self._recorded is not None and time.monotonic() - self._recorded[0] < RECORDED_SPEND_TTL_S:
-                return self._recorded[1]
+    def __call__(self) -> float:
         total = 0.0
-        for path in layout.cell_records_on_disk(self.root):
-            cost = artifacts.read_artifact(path, "cell-record")["row"].get("cost_usd")
-            total += cost or 0.0
-        for path in layout.proposer_sessions_on_disk(self.root):
-            cost = artifacts.read_artifact(path, "proposer-session")["session"].get("cost_usd")
-            total += cost or 0.0
-        with self._lock:
-            self._recorded = (time.monotonic(), total)
-        return total
-
-    def live(self) -> float:
-        """The measured spend other running jobs report (their files under `.progress/spend/`); a file a job on
-        this host left when it died is not counted (its record, if it wrote one, is)."""
-        folder = self.own.parent
-        total = 0.0
-        for path in folder.glob("*.json") if folder.is_dir() else ():
+        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else ():
             if path == self.own:
+                continue
+            with self._lock:
+                cached = self._final.get(path.name)
+            if cached is not None:
+                total += cached
                 continue
             try:
                 document = json.loads(path.read_text())
-                if document["host"] == socket.gethostname() and not _alive(int(document["pid"])):
-                    continue
-                total += float(document["usd"])
+                usd = float(document["usd"])
             except (OSError, ValueError, KeyError, TypeError):
-                continue  # a file being replaced right now
+                continue  # not yet written: its gateway has settled nothing
+            if document.get("final") is True:
+                with self._lock:
+                    self._final[path.name] = usd
+            total += usd
         return total
 
-    def __call__(self) -> float:
-        return self.recorded() + self.live()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _write_spend(path: Path, job: str, usd: float, *, final: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"job": job, "usd": round(usd, 10), "final": final}
+    artifacts.atomic_write_text(path, json.dumps(document, sort_keys=True) + "\n")
 
 
 @contextmanager
@@ -137,24 +119,21 @@ def model_access(
     model, budget = config["model"], config.get("budget") or {}
     if model["provider"] != "scripted" and not api_key:
         raise ValueError(f"model.provider {model['provider']} needs an API key and none was given")
-    spend = RunSpend(results_root, job) if results_root is not None else None
+    own = spend_file(results_root, job) if results_root is not None else None
+    spend = RunSpend(results_root, own) if results_root is not None else None
     socket_path = private_root / "gateway" / "model.sock"
     socket_path.parent.mkdir(mode=0o711, exist_ok=True)
     if socket_owner is not None:
         os.chown(socket_path.parent, *socket_owner)
 
     gateway: ModelGateway | None = None
+    # Requests settle on the gateway's threads; one at a time, so a later total is never overwritten by an earlier.
+    meter_lock = threading.Lock()
 
     def report(_label: str, _entry: dict[str, Any]) -> None:
-        if spend is not None and gateway is not None:
-            spend.own.parent.mkdir(parents=True, exist_ok=True)
-            document = {
-                "job": job,
-                "usd": round(gateway.spent_usd(), 10),
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-            }
-            artifacts.atomic_write_text(spend.own, json.dumps(document, sort_keys=True) + "\n")
+        if own is not None and gateway is not None:
+            with meter_lock:
+                _write_spend(own, job, gateway.spent_usd(), final=False)
 
     gateway = ModelGateway(
         socket_path,
@@ -165,8 +144,8 @@ def model_access(
         socket_owner=socket_owner,
         on_settled=report,
     )
-    with gateway:
-        try:
+    try:
+        with gateway:
             yield ModelAccess(
                 gateway=gateway,
                 socket=socket_path,
@@ -174,6 +153,7 @@ def model_access(
                 base_url=model.get("base_url"),
                 session_cap_usd=budget.get("max_session_usd"),
             )
-        finally:
-            if spend is not None:
-                spend.own.unlink(missing_ok=True)
+    finally:
+        if own is not None and own.exists():  # no file: nothing settled, nothing spent
+            with meter_lock:
+                _write_spend(own, job, gateway.spent_usd(), final=True)

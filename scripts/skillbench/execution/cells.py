@@ -38,7 +38,7 @@ from skillbench.base.artifacts import ArtifactError, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import access, breaker, plugins, quota, repo, sessions
+from skillbench.execution import access, agents, breaker, plugins, quota, repo, sessions
 from skillbench.execution.access import ModelAccess
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
 from skillbench.execution.sandbox import Sandbox, SandboxError, SandboxLimits
@@ -178,7 +178,9 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "model": config["model"]["name"],
         "effort": config["model"]["effort"],
         "provider": config["model"]["provider"],
+        "agent": agents.adapter(arm_config.arm_definition(config, cell.arm).get("agent")).name,
         "cli_version": context.cli_version,
+        "offered_skills": None,
         "task_ref": binding["ref"],
         "task_base_sha": binding["resolved_sha"],
         "sanitized_task_sha": binding["sanitized_sha"],
@@ -333,6 +335,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         transcript_prefix=f"{session['role']}",
         log=context.log,
         expected_skill=session.get("skill"),
+        agent=agents.adapter(arm_config.arm_definition(config, cell.arm).get("agent")),
     )
     context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
     context.ledgers.append({"role": session["role"], **ledger})
@@ -617,6 +620,7 @@ SUMMED_ROW_FIELDS = (
     "tool_use_counts",
     "mcp_tool_uses",
     "mcp_semantic_errors",
+    "offered_skills",
     "error_detail",
 )
 
@@ -719,10 +723,11 @@ def _budget_left_row(cell: Cell, context: CellContext) -> ResultRow | None:
     cap = (context.config.get("budget") or {}).get("max_usd")
     if cap is None or context.results_root is None:
         return None
-    spent = access.RunSpend(context.results_root, cell.label)()
+    spent = access.RunSpend(context.results_root)()
     if spent < cap:
         return None
     row = base_row(cell, context)
+    row["cost_usd"] = 0.0  # nothing started, so nothing was spent
     row["error_kind"] = "budget-exhausted"
     row["error_detail"] = f"the run's budget of ${cap:.4f} was reached (${spent:.4f} spent) before this cell started"
     return row

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -123,9 +122,6 @@ SYNTHETIC_PASSWD = (
 SYNTHETIC_GROUP = f"root:x:0:\nagent:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"
 PREFLIGHT_TIMEOUT_S = 10
 BACKENDS = ("bwrap", "none")
-# Tools a session may use without a prompt (the arm's --tools narrows this further).
-ALLOWED_TOOLS = ("Read", "Edit", "Write", "Bash", "Skill")
-DENIED_TOOLS = ("WebFetch", "WebSearch", "Agent", "Task", "NotebookEdit")
 # Host-owned sandbox paths the CLI's own file tools must not open (the Read/Edit/Write tools run
 # inside the CLI process, which holds the model key).
 PROTECTED_PATHS = ("/proc", "/sys", "/dev")
@@ -555,52 +551,6 @@ def preflight(bwrap: str) -> None:
             f"The sandbox ({executable}) needs unprivileged user namespaces, including nested ones; "
             "fix the machine or set sandbox.backend: none (rows are then stamped and cannot promote)"
         )
-
-
-def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: Sequence[str] = ()) -> str:
-    """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
-
-    * hooks are off (`disableAllHooks`), bypass mode is disabled;
-    * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
-      web, subagent and notebook tools are denied;
-    * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
-      the session's token) may not open /proc, /sys, /dev, ~/.claude or the `hidden` paths (an MCP
-      server's mounts), nor write the CLI's settings and state (`CLI_STATE_PATHS`); the CLI resolves
-      symlinks before it applies these rules;
-    * `cli_sandbox=True` (bwrap only) also turns on the CLI's own Bash sandbox as a second layer:
-      writes only to /workspace and /tmp, every network domain denied, no unsandboxed fallback,
-      fail if unavailable. It works inside our Bubblewrap once socat is installed (Claude Code
-      needs bwrap and socat for it), but it is off by default because it changes what the
-      measured agent sees: while each Bash command runs it mounts /dev/null over absent dotfiles
-      (.bashrc, .gitconfig, .mcp.json, .vscode, ...), which show up as untracked entries in
-      /workspace and make `git add -A` fail. The first layer (the shell-prefix's nested
-      Bubblewrap) does not depend on it.
-    """
-    if sandbox_backend not in BACKENDS:
-        raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
-    deny = [*DENIED_TOOLS]
-    settings: dict = {"disableAllHooks": True}
-    if sandbox_backend == "bwrap":
-        for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude", *hidden):
-            deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
-        for state in CLI_STATE_PATHS:
-            deny += [f"Edit(/{state})", f"Write(/{state})", f"Edit(/{state}/**)", f"Write(/{state}/**)"]
-        if cli_sandbox:
-            settings["sandbox"] = {
-                "enabled": True,
-                "failIfUnavailable": True,
-                "allowUnsandboxedCommands": False,
-                "autoAllowBashIfSandboxed": True,
-                "network": {
-                    "allowedDomains": [],
-                    "deniedDomains": ["*"],
-                    "allowLocalBinding": False,
-                    "allowAllUnixSockets": False,
-                },
-                "filesystem": {"allowWrite": [SANDBOX_WORKSPACE, SANDBOX_TMP]},
-            }
-    settings["permissions"] = {"allow": list(ALLOWED_TOOLS), "deny": deny, "disableBypassPermissionsMode": "disable"}
-    return json.dumps(settings, separators=(",", ":"), sort_keys=True)
 
 
 def _real_directory(path: Path, label: str) -> Path:

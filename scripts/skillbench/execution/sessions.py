@@ -1,9 +1,10 @@
-"""Evidence from one headless Claude Code session.
+"""One headless agent session: its launch, its record, and the sum of a cell's sessions.
 
-Owns the CLI argv and the one way a session is launched (`launch_session`, for cells and the proposer
-alike), strict parsing of the parent-captured stream-json stdout (the only admissible evidence: files
-under the session's HOME are writable by the agent), the skill-invocation proof, redacted transcript
-persistence, the per-session record and its per-cell sum, the usage fields, the cost cross-check, and
+Owns the one way a session is launched (`launch_session`, for cells and the proposer alike, for every
+agent CLI: the arm's adapter builds the command line and reads the stream), the per-session record
+(`session_record`: the adapter's strict reading of the parent-captured stdout — the only admissible
+evidence, files under the session's HOME are the agent's — and the gateway's ledger, which gives the
+tokens and the cost and decides whose a failure is), its per-cell sum, the cost cross-check, and
 progress reporting.
 """
 
@@ -11,11 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import json
-import math
-import re
-import stat
 import sys
 import threading
 import time
@@ -25,268 +22,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from skillbench.base.artifacts import utc_timestamp, write_exclusive
+from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.process import ProcessResult, run_managed
 from skillbench.base.records import USAGE_FIELDS
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.execution import gateway, mcp
-from skillbench.execution.sandbox import claude_settings
+from skillbench.execution.agents import claude_code
+from skillbench.execution.agents.base import AgentAdapter, SessionRequest, StreamReading
+from skillbench.execution.streams import (
+    MAX_TRANSCRIPT_BYTES,
+    SESSION_ID,
+    count,
+    measured_cost,
+    nonnegative,
+    persist_transcript,
+    redact_stream_tail,
+)
 
 if TYPE_CHECKING:
     from skillbench.execution.access import ModelAccess
     from skillbench.execution.sandbox import Sandbox
     from skillbench.execution.scripted_model import ScriptedModel
 
-MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
-TRANSCRIPT_SOURCE = "parent-captured-stream-json"
-EMPTY_MCP_CONFIG = '{"mcpServers":{}}'
 ERROR_TAIL_CHARS = 2000
-
-_TOOL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
-_TOOL_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_PREFIX = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_SKILL_INPUT_FIELDS = ("skill", "command", "name")
-
-
-def cli_command(
-    cli: str,
-    *,
-    tools: list[str],
-    disallowed_tools: list[str],
-    model: str,
-    effort: str | None,
-    settings_json: str | None,
-    permission_mode: str | None = "dontAsk",
-    mcp_config: str = EMPTY_MCP_CONFIG,
-    plugin_dirs: Sequence[str] = (),
-    disable_slash_commands: bool = False,
-) -> list[str]:
-    """The headless CLI argv. The prompt always goes on stdin: the variadic flags would swallow a positional.
-
-    `--strict-mcp-config` is always passed, so only the servers of `mcp_config` (which skillbench
-    writes) exist: none from the workspace's `.mcp.json`, the home or a plugin.
-    """
-    argv = [cli, "-p", "--input-format", "text", "--output-format", "stream-json", "--verbose"]
-    if settings_json is not None:
-        argv += ["--settings", settings_json]
-    argv += ["--strict-mcp-config", "--mcp-config", mcp_config]
-    for directory in plugin_dirs:
-        argv += ["--plugin-dir", directory]
-    if disable_slash_commands:
-        argv.append("--disable-slash-commands")
-    joined = ",".join(tools)
-    # --allowedTools only pre-approves; without --tools every built-in tool (subagents, web) stays available.
-    # --tools does not filter MCP tools: a server's tools a session may not use come as disallowed_tools.
-    argv += ["--tools", joined, "--allowedTools", joined]
-    if permission_mode:
-        argv += ["--permission-mode", permission_mode]
-    argv += ["--model", model]
-    if effort:
-        argv += ["--effort", effort]
-    for tool in disallowed_tools:
-        argv += ["--disallowedTools", tool]
-    return argv
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Strict stream parsing
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        # 1e999 parses to inf without ever hitting parse_constant.
-        raise ValueError(f"non-finite number {text}")
-    return number
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            # Last-wins would let one line carry two readings of the same field.
-            raise ValueError(f"duplicate key {key[:80]!r}")
-        result[key] = value
-    return result
-
-
-def parse_event_stream(raw: bytes) -> list[dict[str, Any]]:
-    """Every event of a stream-json capture, strictly: UTF-8, one JSON object per non-blank line, finite numbers."""
-    try:
-        text = bytes(raw).decode("utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"event stream is not valid UTF-8 (byte {exc.start})") from exc
-    events: list[dict[str, Any]] = []
-    # Only "\n" separates events: str.splitlines would also split inside strings holding U+2028 or U+0085.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(
-                line, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
-            )
-        except ValueError as exc:
-            raise ValueError(f"event stream line {number} is not valid JSON: {exc}") from exc
-        except RecursionError as exc:
-            raise ValueError(f"event stream line {number} is nested too deeply") from exc
-        if not isinstance(event, dict):
-            raise ValueError(f"event stream line {number} is not a JSON object")
-        events.append(event)
-    if not events:
-        raise ValueError("event stream contains no events")
-    return events
-
-
-def evidence_window(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The events up to and including the single result event, and that result event."""
-    results = [index for index, event in enumerate(events) if event.get("type") == "result"]
-    if len(results) != 1:
-        raise ValueError(f"expected exactly one result event, found {len(results)}")
-    index = results[0]
-    # Background-task bookkeeping ("system" events) may trail the result; it carries no tool or usage
-    # payload. Anything else after the result could forge evidence.
-    trailing = [event.get("type") for event in events[index + 1 :] if event.get("type") != "system"]
-    if trailing:
-        raise ValueError(f"a {str(trailing[0])[:40]!r} event follows the result event")
-    # Cutting here makes "nothing after the result is evidence" a property of what readers can see.
-    return events[: index + 1], events[index]
-
-
-def _content_blocks(event: dict[str, Any]) -> list[Any]:
-    message = event.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if content is None:
-        content = event.get("content")
-    return content if isinstance(content, list) else []
-
-
-def _tool_name(value: Any) -> str:
-    """A tool name is an identifier; anything else is content and is counted as the generic "tool"."""
-    if isinstance(value, str) and _TOOL_NAME.fullmatch(value.strip()):
-        return value.strip()
-    return "tool"
-
-
-def _skill_identifier(value: Any) -> str | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    token = value.split(maxsplit=1)[0].removeprefix("/")
-    # Plugin skills are requested as "plugin:skill"; the skill is what we benchmark.
-    return token.rsplit(":", 1)[-1] or None
-
-
-def _skill_request_matcher(skill: str) -> Callable[[Any], bool]:
-    """Whether a Skill input field names ``skill``.
-
-    A plugin skill ("plugin:skill") is proved by its qualified name or by its bare name, never by the
-    same skill name of another plugin.
-    """
-    expected = _skill_identifier(skill)
-    if expected is None:
-        raise ValueError(f"expected skill {skill[:80]!r} has no identifier")
-    plugin = skill.strip().rsplit(":", 1)[0] if ":" in skill else None
-
-    def requested(value: Any) -> bool:
-        if _skill_identifier(value) != expected:
-            return False
-        token = value.split(maxsplit=1)[0].removeprefix("/")
-        return plugin is None or ":" not in token or token.rsplit(":", 1)[0] == plugin
-
-    return requested
-
-
-def _block_id(block: dict[str, Any], key: str, index: int) -> str:
-    tool_id = block.get(key)
-    if not isinstance(tool_id, str) or not _TOOL_ID.fullmatch(tool_id):
-        raise ValueError(f"{block.get('type')} in event {index + 1} has no well-formed {key}")
-    return tool_id
-
-
-def _is_skill_request(block: dict[str, Any], requested: Callable[[Any], bool]) -> bool:
-    name = block.get("name")
-    arguments = block.get("input")
-    return (
-        isinstance(name, str)
-        and name.casefold() == "skill"
-        and isinstance(arguments, dict)
-        and any(requested(arguments.get(field)) for field in _SKILL_INPUT_FIELDS)
-    )
-
-
-def _result_is_error(block: dict[str, Any], tool_id: str) -> bool:
-    is_error = block.get("is_error")
-    if is_error not in (None, False, True):
-        raise ValueError(f"tool_result for {tool_id} has a non-boolean is_error")
-    return is_error is True
-
-
-def _tool_exchanges(
-    events: list[dict[str, Any]], requested: Callable[[Any], bool]
-) -> tuple[dict[str, tuple[int, bool]], dict[str, tuple[int, bool]]]:
-    """Tool requests as id -> (event index, is a matching Skill request); results as id -> (event index, is_error)."""
-    requests: dict[str, tuple[int, bool]] = {}
-    results: dict[str, tuple[int, bool]] = {}
-    for index, event in enumerate(events):
-        for block in _content_blocks(event):
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use":
-                tool_id = _block_id(block, "id", index)
-                if tool_id in requests:
-                    raise ValueError(f"duplicate tool_use id {tool_id}")
-                requests[tool_id] = (index, _is_skill_request(block, requested))
-            elif block.get("type") == "tool_result":
-                tool_id = _block_id(block, "tool_use_id", index)
-                if tool_id in results:
-                    raise ValueError(f"duplicate tool_result for {tool_id}")
-                results[tool_id] = (index, _result_is_error(block, tool_id))
-    return requests, results
-
-
-def skill_was_invoked(events: list[dict[str, Any]], skill: str) -> bool:
-    """Whether a Skill request for ``skill`` got a later successful tool result.
-
-    False when no such request exists; ValueError when the stream is ambiguous (bad or duplicate ids, a
-    matching request without a result, or a result that does not follow its request).
-    """
-    requests, results = _tool_exchanges(events, _skill_request_matcher(skill))
-    succeeded = False
-    for tool_id, (request_index, matched) in requests.items():
-        if not matched:
-            continue
-        if tool_id not in results:
-            raise ValueError(f"Skill request {tool_id} has no tool_result")
-        result_index, is_error = results[tool_id]
-        if result_index <= request_index:
-            raise ValueError(f"the tool_result for Skill request {tool_id} does not follow it")
-        succeeded = succeeded or not is_error
-    return succeeded
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Costs
-
-
-def _nonnegative(raw: Any) -> float | None:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        return None
-    if not math.isfinite(raw) or raw < 0:
-        return None
-    return float(raw)
-
-
-def measured_cost(raw: Any) -> float | None:
-    """A reported cost as a finite non-negative float; None when unmeasured (never a fake 0.0)."""
-    return _nonnegative(raw)
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
@@ -312,148 +74,36 @@ def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Transcripts
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:80] + "…"
-
-
-def persist_transcript(
-    raw: bytes, *, directory: Path, prefix: str, session_id: Any, secrets: Sequence[str]
-) -> dict[str, Any]:
-    """Write the redacted, canonical event stream once as ``<directory>/<prefix>-<session_id>.jsonl``.
-
-    ``directory`` is the run folder's ``transcripts`` directory; the returned path is relative to the
-    run folder.
-    """
-    if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
-        raise ValueError(f"unsafe transcript prefix {_short(prefix)}")
-    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
-        raise ValueError(f"unsafe session id {_short(session_id)}")
-    directory = Path(directory)
-    if directory.name != "transcripts":
-        raise ValueError(f"transcript directory must be <run folder>/transcripts, not {directory}")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        directory.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    mode = directory.lstat().st_mode
-    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
-        raise ValueError(f"transcript directory is not a real directory: {directory}")
-    directory.chmod(0o700)
-
-    # Re-parsing proves the artifact is the complete structured stream, not arbitrary captured bytes.
-    events = parse_event_stream(raw)
-    try:
-        lines = [
-            json.dumps(
-                redact_value(event, secrets), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-            )
-            for event in events
-        ]
-    except RecursionError as exc:
-        raise ValueError("event stream is nested too deeply to redact") from exc
-    payload = "".join(line + "\n" for line in lines).encode("utf-8")
-    if len(payload) > MAX_TRANSCRIPT_BYTES:
-        raise ValueError(f"redacted transcript is {len(payload)} bytes, over the {MAX_TRANSCRIPT_BYTES} limit")
-    parse_event_stream(payload)
-
-    name = f"{prefix}-{session_id}.jsonl"
-    path = directory / name
-    write_exclusive(path, payload, 0o600)
-    return {
-        "path": f"transcripts/{name}",
-        "sha256": hashlib.sha256(payload).hexdigest(),
-        "bytes": len(payload),
-        "source": TRANSCRIPT_SOURCE,
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Session records
 
 
-def _redact_stream_tail(text: str, secrets: Sequence[str]) -> str:
-    """Redact a stdout tail line by line, structurally where a line is a whole JSON object."""
-    out = []
-    for line in text.split("\n"):
-        try:
-            out.append(json.dumps(redact_value(json.loads(line), secrets), ensure_ascii=False))
-        except (ValueError, RecursionError):
-            out.append(redact_text(line, secrets))
-    return "\n".join(out)
-
-
-def _read_evidence(result: ProcessResult) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
-    """(evidence window, result event, None), or ([], {}, why the captured stream is no evidence)."""
-    try:
-        if result.stdout_capture is None:
-            raise ValueError("the parent did not capture the session's stdout")
-        if result.stdout_capture_overflow:
-            raise ValueError(f"captured event stream exceeds {MAX_TRANSCRIPT_BYTES} bytes")
-        window, data = evidence_window(parse_event_stream(result.stdout_capture))
-    except ValueError as exc:
-        return [], {}, str(exc)
-    return window, data, None
-
-
-def _usage_counts(data: dict[str, Any]) -> dict[str, int | None]:
-    usage = data.get("usage")
-    return {field: _count(usage.get(field)) if isinstance(usage, dict) else None for field in USAGE_FIELDS}
-
-
-def _failure_reasons(
-    result: ProcessResult, data: dict[str, Any], stream_error: str | None, counts: dict[str, int | None]
-) -> list[str]:
+def _failure_reasons(result: ProcessResult, reading: StreamReading) -> list[str]:
     """Why the session failed; empty when it did not."""
-    raw_subtype = data.get("subtype")
     reasons = []
     if not result.ok:
         reasons.append(f"process {result.state} (returncode {result.returncode})")
-    if stream_error is not None:
-        reasons.append(f"event stream: {stream_error}")
-    if data.get("is_error", False):
-        reasons.append("result is_error")
-    if isinstance(raw_subtype, str) and raw_subtype.startswith("error"):
-        reasons.append(f"result subtype {raw_subtype[:80]}")
-    if stream_error is None:
-        reasons.extend(f"usage {field} missing or not a count" for field, value in counts.items() if value is None)
-    return reasons
+    if reading.stream_error is not None:
+        reasons.append(f"event stream: {reading.stream_error}")
+    return reasons + reading.cli_failures
 
 
 def _failure_detail(
-    result: ProcessResult, data: dict[str, Any], stream_error: str | None, reasons: list[str], secrets: Sequence[str]
+    result: ProcessResult, reading: StreamReading, reasons: list[str], secrets: Sequence[str]
 ) -> dict[str, Any]:
-    raw_subtype = data.get("subtype")
-    subtype = raw_subtype if raw_subtype is None or isinstance(raw_subtype, str) else _short(raw_subtype)
     return redact_value(
         {
-            "subtype": subtype,
+            "subtype": reading.subtype,
             "returncode": result.returncode,
             "process_state": result.state,
             "stderr_tail": result.stderr_tail[-ERROR_TAIL_CHARS:],
             # A session can fail with an empty stderr; the stream tail is then the only clue.
-            "stdout_tail": _redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
+            "stdout_tail": redact_stream_tail(result.stdout_tail[-ERROR_TAIL_CHARS:], secrets),
             "process_detail": result.detail,
-            "event_stream_error": stream_error,
+            "event_stream_error": reading.stream_error,
             "reasons": reasons,
         },
         secrets,
     )
-
-
-def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
-    """How often the session requested each tool (a name that is not an identifier counts as "tool")."""
-    counts: dict[str, int] = {}
-    for event in window:
-        for block in _content_blocks(event):
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                name = _tool_name(block.get("name"))
-                counts[name] = counts.get(name, 0) + 1
-    return counts
 
 
 def _mark_mcp_failure(record: dict[str, Any], mcp_failed: dict[str, str]) -> None:
@@ -470,9 +120,8 @@ def _mark_mcp_failure(record: dict[str, Any], mcp_failed: dict[str, str]) -> Non
 def _gather_evidence(
     record: dict[str, Any],
     result: ProcessResult,
-    window: list[dict[str, Any]],
+    reading: StreamReading,
     *,
-    session_id: Any,
     expected_skill: str | None,
     transcript_dir: Path | None,
     transcript_prefix: str,
@@ -482,7 +131,7 @@ def _gather_evidence(
     diagnostics: list[str] = []
     if expected_skill is not None:
         try:
-            record["skill_invoked"] = skill_was_invoked(window, expected_skill)
+            record["skill_invoked"] = reading.skill_invoked(expected_skill)
         except ValueError as exc:
             record["skill_invoked"] = None
             diagnostics.append(f"unverifiable skill evidence: {exc}")
@@ -492,7 +141,7 @@ def _gather_evidence(
                 result.stdout_capture or b"",
                 directory=transcript_dir,
                 prefix=transcript_prefix,
-                session_id=session_id,
+                session_id=reading.session_id,
                 secrets=secrets,
             )
         except (OSError, ValueError) as exc:
@@ -532,45 +181,44 @@ def _judge_evidence(
 def session_record(
     result: ProcessResult,
     *,
+    reading: StreamReading,
     expected_skill: str | None,
     transcript_dir: Path | None,
     transcript_prefix: str,
     secrets: Sequence[str],
     started_at: str,
     finished_at: str,
-    mcp_servers: Sequence[str] = (),
     ledger: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The record of one session, from its process outcome, parent-captured stdout and the gateway's ledger.
+    """The record of one session, from its process outcome, its adapter's `reading` of the parent-captured stdout
+    and the gateway's ledger.
 
     The token counts and `cost_usd` are the ledger's (every request the session made, priced by the
     gateway); `cli_cost_usd` is what the CLI reported, the cross-check. The ledger also decides whose a
-    failure is (`_ledger_verdict`). With `mcp_servers`, the record counts each server's tool uses and
-    semantic errors, and a server that `system/init` does not show as connected makes the session an
-    `infra-error` (the harness's, excluded) whose `mcp_failed` names it.
+    failure is (`_ledger_verdict`). The record counts each MCP server's tool uses and semantic errors, and a
+    server the CLI did not connect makes the session an `infra-error` (the harness's, excluded) whose
+    `mcp_failed` names it.
     """
-    window, data, stream_error = _read_evidence(result)
-    counts = _usage_counts(data)
-    reasons = _failure_reasons(result, data, stream_error, counts)
+    stream_error = reading.stream_error
+    reasons = _failure_reasons(result, reading)
     session_error = bool(reasons)
-    mcp_uses, mcp_errors = mcp.mcp_counts(window, list(mcp_servers))
-    mcp_failed = mcp.failed_servers(window, list(mcp_servers)) if stream_error is None else {}
-    milliseconds = _nonnegative(data.get("duration_ms"))
-    session_id = data.get("session_id")
+    mcp_failed = reading.mcp_failed if stream_error is None else {}
+    session_id = reading.session_id
     record: dict[str, Any] = {
         "ok": not session_error,
         "error_kind": "cancelled" if result.state == "cancelled" else ("session-error" if session_error else None),
-        "error_detail": _failure_detail(result, data, stream_error, reasons, secrets) if session_error else None,
-        "session_id": session_id if isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) else None,
-        "num_turns": _count(data.get("num_turns")) or 0,
+        "error_detail": _failure_detail(result, reading, reasons, secrets) if session_error else None,
+        "session_id": session_id if isinstance(session_id, str) and SESSION_ID.fullmatch(session_id) else None,
+        "num_turns": reading.num_turns,
         "cost_usd": None,
-        "cli_cost_usd": measured_cost(data.get("total_cost_usd")),
-        "duration_s": round(milliseconds / 1000 if milliseconds is not None else result.duration_s, 1),
-        "tool_use_counts": tool_use_counts(window),
-        "mcp_tool_uses": mcp_uses,
-        "mcp_semantic_errors": mcp_errors,
+        "cli_cost_usd": reading.cli_cost_usd,
+        "duration_s": round(reading.duration_s if reading.duration_s is not None else result.duration_s, 1),
+        "tool_use_counts": reading.tool_use_counts,
+        "mcp_tool_uses": reading.mcp_tool_uses,
+        "mcp_semantic_errors": reading.mcp_semantic_errors,
         "mcp_failed": mcp_failed,
-        **{field: value or 0 for field, value in counts.items()},
+        **{field: reading.cli_usage.get(field) or 0 for field in USAGE_FIELDS},
+        "offered_skills": reading.offered_skills,
         "transcript_missing": False,
         "evidence_diagnostics": [],
         "started_at": started_at,
@@ -589,8 +237,7 @@ def session_record(
         diagnostics = _gather_evidence(
             record,
             result,
-            window,
-            session_id=session_id,
+            reading,
             expected_skill=expected_skill,
             transcript_dir=transcript_dir,
             transcript_prefix=transcript_prefix,
@@ -656,7 +303,7 @@ class SessionSurface:
 
     tools: list[str]
     disallowed_tools: list[str]
-    mcp_config: str = EMPTY_MCP_CONFIG
+    mcp_config: str = claude_code.EMPTY_MCP_CONFIG
     mcp_servers: list[str] = dataclasses.field(default_factory=list)
     plugin_dirs: list[str] = dataclasses.field(default_factory=list)
     disable_slash_commands: bool = False
@@ -667,17 +314,14 @@ class SessionSurface:
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def session_environment(sandbox: Sandbox, base_url: str | None, token: str) -> dict[str, str]:
-    """The CLI's environment in `sandbox`: the gateway's address and the session's token (never the provider
-    key), and the shell prefix its Bash tool runs under. Without a base URL the forwarder puts its own."""
-    extra = {"ANTHROPIC_API_KEY": token, "CLAUDE_CODE_SHELL_PREFIX": sandbox.shell_prefix}
-    if base_url:
-        extra["ANTHROPIC_BASE_URL"] = base_url
-    return sandbox.environment(extra)
+def session_environment(sandbox: Sandbox, agent: AgentAdapter, base_url: str | None, token: str) -> dict[str, str]:
+    """The CLI's environment in `sandbox`: the sandbox's own, and the agent's: the gateway's address (None when the
+    forwarder sets it) and the session's token, never the provider key."""
+    return sandbox.environment(agent.environment(base_url=base_url, token=token, shell_prefix=sandbox.shell_prefix))
 
 
 def bridged_command(
-    sandbox: Sandbox, argv: list[str], surface: SessionSurface, socket: Path
+    sandbox: Sandbox, agent: AgentAdapter, argv: list[str], surface: SessionSurface, socket: Path
 ) -> tuple[list[str], str | None]:
     """The sandbox command that starts `argv` (the CLI) behind the gateway's bridge, and the base URL to give it.
 
@@ -687,7 +331,7 @@ def bridged_command(
     """
     if sandbox.backend != "bwrap":
         inner = gateway.bridge_argv(
-            argv, forwarder=str(gateway.FORWARDER), port=0, socket_path=str(socket), export="ANTHROPIC_BASE_URL"
+            argv, forwarder=str(gateway.FORWARDER), port=0, socket_path=str(socket), export=agent.base_url_variable
         )
         return sandbox.command(inner, extra_read_only=surface.binds), None
     binds = [*surface.binds, (socket, gateway.BRIDGE_SOCKET), (gateway.FORWARDER, gateway.BRIDGE_FORWARDER)]
@@ -710,25 +354,29 @@ def launch_session(
     transcript_prefix: str,
     log: TextIO | None,
     expected_skill: str | None = None,
+    agent: AgentAdapter | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run one headless Claude Code session of `model` in `sandbox`: its record (`session_record`) and ledger.
+    """Run one headless session of `model` by the `agent` CLI (Claude Code by default) in `sandbox`: its record
+    (`session_record`) and ledger.
 
     The session's model is reached through the job's gateway (`access`) with a token of its own, revoked when
     the session ends; its upstream is the scripted model `scripted_model()` builds (`model.provider:
     scripted`) or the configured API. `secrets` (the provider key) are redacted from everything kept; `label`
     names the session in the progress lines written to `log`.
     """
-    argv = cli_command(
-        sandbox.claude,
-        tools=surface.tools,
-        disallowed_tools=surface.disallowed_tools,
+    agent = agent or claude_code.ClaudeCode()
+    request = SessionRequest(
         model=model,
         effort=config["model"]["effort"],
-        settings_json=claude_settings(sandbox_backend=sandbox.backend, hidden=surface.hidden_from_tools),
+        tools=surface.tools,
+        disallowed_tools=surface.disallowed_tools,
+        sandbox_backend=sandbox.backend,
         mcp_config=surface.mcp_config,
         plugin_dirs=surface.plugin_dirs,
         disable_slash_commands=surface.disable_slash_commands,
+        hidden=surface.hidden_from_tools,
     )
+    argv = agent.command(sandbox.claude, request)
     sandbox.hide_from_tools(surface.hidden_from_tools)
     with ExitStack() as stack:
         scripted_url = stack.enter_context(scripted_model()).base_url if access.provider == "scripted" else None
@@ -739,12 +387,12 @@ def launch_session(
         progress = stack.enter_context(
             SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
         )
-        command, base_url = bridged_command(sandbox, argv, surface, access.socket)
+        command, base_url = bridged_command(sandbox, agent, argv, surface, access.socket)
         started_at = _utc_now()
         try:
             outcome = run_managed(
                 command,
-                env={**session_environment(sandbox, base_url, token), **surface.extra_env},
+                env={**session_environment(sandbox, agent, base_url, token), **surface.extra_env},
                 cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
                 timeout=config["agent"]["session_timeout_s"],
                 stdin_data=prompt.encode("utf-8"),
@@ -753,15 +401,21 @@ def launch_session(
             )
         finally:
             ledger = access.gateway.close_session(token)
+        reading = agent.read_stream(
+            outcome.stdout_capture,
+            overflow=outcome.stdout_capture_overflow,
+            limit=MAX_TRANSCRIPT_BYTES,
+            mcp_servers=surface.mcp_servers,
+        )
         record = session_record(
             outcome,
+            reading=reading,
             expected_skill=expected_skill,
             transcript_dir=transcript_dir,
             transcript_prefix=transcript_prefix,
             secrets=kept_secrets,
             started_at=started_at,
             finished_at=_utc_now(),
-            mcp_servers=surface.mcp_servers,
             ledger=ledger,
         )
     return record, ledger
@@ -797,6 +451,8 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
         total["skill_invoked"] = None
     else:
         total["skill_invoked"] = True
+    offered = [record["offered_skills"] for record in records if record.get("offered_skills") is not None]
+    total["offered_skills"] = offered[0] if offered else None
     total["transcript_missing"] = any(record.get("transcript_missing", False) for record in records)
     total["transcript_artifacts"] = [
         record["transcript_artifact"] for record in records if "transcript_artifact" in record
@@ -804,14 +460,14 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
     total["evidence_diagnostics"] = [item for record in records for item in record.get("evidence_diagnostics", [])]
     tool_use_counts: dict[str, int] = {}
     for record in records:
-        for name, count in record.get("tool_use_counts", {}).items():
-            tool_use_counts[name] = tool_use_counts.get(name, 0) + int(count)
+        for name, uses in record.get("tool_use_counts", {}).items():
+            tool_use_counts[name] = tool_use_counts.get(name, 0) + int(uses)
     total["tool_use_counts"] = tool_use_counts
     for field in ("mcp_tool_uses", "mcp_semantic_errors"):
         summed: dict[str, int] = {}
         for record in records:
-            for name, count in record.get(field, {}).items():
-                summed[name] = summed.get(name, 0) + int(count)
+            for name, uses in record.get(field, {}).items():
+                summed[name] = summed.get(name, 0) + int(uses)
         total[field] = summed
     return total
 
@@ -848,7 +504,7 @@ def _preview(value: Any, secrets: Sequence[str]) -> str:
 
 
 def _small_int(value: Any) -> str:
-    return str(value) if _count(value) is not None else "?"
+    return str(value) if count(value) is not None else "?"
 
 
 class SessionProgress:
@@ -968,7 +624,7 @@ class SessionProgress:
         elif kind == "user":
             self._observe_user(event)
         elif kind == "system" and event.get("subtype") == "api_retry":
-            delay = _nonnegative(event.get("retry_delay_ms"))
+            delay = nonnegative(event.get("retry_delay_ms"))
             attempt = f"{_small_int(event.get('attempt'))}/{_small_int(event.get('max_retries'))}"
             self._last_activity = f"API retry {attempt}"
             wait = f" in {delay / 1000:.1f}s" if delay is not None else ""
@@ -991,19 +647,21 @@ class SessionProgress:
             self.turns += 1
         self._last_message_id = message_id
         uses = [
-            block for block in _content_blocks(event) if isinstance(block, dict) and block.get("type") == "tool_use"
+            block
+            for block in claude_code.content_blocks(event)
+            if isinstance(block, dict) and block.get("type") == "tool_use"
         ]
         if not uses:
             self._last_activity = "model reply"
             return
-        names = [_tool_name(block.get("name")) for block in uses]
+        names = [claude_code.tool_name(block.get("name")) for block in uses]
         self.tool_calls += len(names)
         self.mcp_calls += sum(1 for name in names if name.startswith(mcp.MCP_PREFIX))
         self._last_activity = ", ".join(names[:4])
         self._say(f"turn {self.turns} · {self._last_activity}")
         for block, name in zip(uses, names, strict=True):
             tool_id = block.get("id")
-            if isinstance(tool_id, str) and _TOOL_ID.fullmatch(tool_id):
+            if isinstance(tool_id, str) and claude_code.TOOL_ID.fullmatch(tool_id):
                 self._pending_tools[tool_id] = name
                 while len(self._pending_tools) > MAX_PENDING:
                     self._pending_tools.popitem(last=False)
@@ -1011,7 +669,7 @@ class SessionProgress:
                 self._say(f"tool {name} input={_preview(block.get('input'), self.secrets)}")
 
     def _observe_user(self, event: dict[str, Any]) -> None:
-        for block in _content_blocks(event):
+        for block in claude_code.content_blocks(event):
             if not isinstance(block, dict) or block.get("type") != "tool_result":
                 continue
             tool_id = block.get("tool_use_id")

@@ -247,21 +247,6 @@ def generation_chain_data(summary: dict[str, Any], promotions: list[dict[str, An
     }
 
 
-def session_usage(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Cost and turns one session reported in its single ``result`` event (None when absent or malformed)."""
-    from skillbench.execution.sessions import evidence_window, measured_cost
-
-    try:
-        _, result = evidence_window(events)
-    except ValueError:
-        return {"cost_usd": None, "num_turns": None}
-    turns = result.get("num_turns")
-    return {
-        "cost_usd": measured_cost(result.get("total_cost_usd")),
-        "num_turns": turns if isinstance(turns, int) and not isinstance(turns, bool) else None,
-    }
-
-
 def spend_data(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per session role (in first-appearance order): sessions, total measured cost, each session's cost and
     turns, and how many costs were not measured. ``sessions`` holds ``{role, cost_usd, num_turns}``."""

@@ -747,8 +747,11 @@ def budget_lines(budget: dict[str, Any], sessions: int) -> list[str]:
 
 
 def recorded_spend(arm_sessions: dict[str, int], results_root: str | Path) -> dict[str, Any]:
-    """Sessions and cost_usd of every finished cell under the experiment's results folder (records on disk);
-    ``arm_sessions`` is each incumbent arm's sessions per cell."""
+    """Sessions of every finished cell under the experiment's results folder (records on disk) and the spend
+    so far: the experiment's spend meter (which also holds retried and killed attempts and proposer
+    sessions), or the records' cost_usd where they say more. ``arm_sessions`` is each incumbent arm's
+    sessions per cell."""
+    from skillbench.execution.access import RunSpend
     from skillbench.experiment.arms import incumbent_of
 
     sessions, usd = 0, 0.0
@@ -756,7 +759,7 @@ def recorded_spend(arm_sessions: dict[str, int], results_root: str | Path) -> di
         row = artifacts.read_artifact(path, "cell-record")["row"]
         sessions += arm_sessions[incumbent_of(row["arm"])]
         usd += row.get("cost_usd") or 0.0
-    return {"sessions": sessions, "usd": round(usd, 6)}
+    return {"sessions": sessions, "usd": round(max(usd, RunSpend(results_root)()), 6)}
 
 
 @dataclass

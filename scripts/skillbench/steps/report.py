@@ -11,7 +11,7 @@ from typing import Any, cast
 from skillbench.base import artifacts, layout
 from skillbench.base.records import CellRecord, ProposerSession, ResultRow, TaskBindings
 from skillbench.execution.repo import MAX_PATCH_BYTES
-from skillbench.execution.sessions import MAX_TRANSCRIPT_BYTES, parse_event_stream
+from skillbench.execution.streams import MAX_TRANSCRIPT_BYTES, parse_event_stream
 from skillbench.experiment.arms import is_candidate
 from skillbench.reporting import cellpage, figures, pages
 
@@ -58,16 +58,20 @@ def _transcript_role(record: CellRecord, index: int, path: str) -> str:
 
 
 def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, Any]]:
+    """Each session of a cell as the gateway's ledger measured it: its role, cost and model requests."""
     row = record["row"]
-    found: list[dict[str, Any]] = []
-    for index, artifact in enumerate(row["transcript_artifacts"]):
-        role = _transcript_role(record, index, artifact["path"])
-        try:
-            usage = figures.session_usage(parse_event_stream((record_path.parent / artifact["path"]).read_bytes()))
-        except (OSError, ValueError):
-            usage = {"cost_usd": None, "num_turns": None}
-        found.append({"role": figures.session_role(row["arm"], role), **usage})
-    return found
+    ledger_path = record_path.parent / layout.LEDGER
+    if not ledger_path.is_file():
+        return []  # a cell whose job wrote no ledger (none of its sessions started)
+    ledger = artifacts.read_artifact(ledger_path, "ledger")
+    return [
+        {
+            "role": figures.session_role(row["arm"], session["role"]),
+            "cost_usd": session["totals"]["cost_usd"],
+            "num_turns": sum(entry["kind"] == "messages" for entry in session["requests"]),
+        }
+        for session in ledger["sessions"]
+    ]
 
 
 def run_records(results: list[str]) -> list[Path]:

@@ -1,0 +1,94 @@
+"""What every agent adapter provides, and what a session's parent-captured stream proves.
+
+An arm names its agent CLI (`arms.<name>.agent`, `claude-code` by default). The adapter of that CLI owns
+everything that differs between CLIs: its pinned install in `tools/`, its headless command line and
+environment, where skills live in the clone, the files it reads from its home, the wire API it speaks
+to the model gateway, and the strict parse of its stdout into a `StreamReading`. Everything else — the
+sandbox, the gateway and its ledger, grading, the record — is the same for every agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class SessionRequest:
+    """What one session may do, in skillbench's own terms; an adapter maps it onto its CLI's flags.
+
+    `tools` is the surface in the harness's vocabulary (Read, Grep, Glob, Edit, Write, Bash, Skill, and MCP
+    tool names), `disallowed_tools` what must be neither offered nor callable. `hidden` are sandbox paths
+    the CLI's own file tools must not open (an MCP server's mounts).
+    """
+
+    model: str
+    effort: str | None
+    tools: Sequence[str]
+    disallowed_tools: Sequence[str]
+    sandbox_backend: str
+    mcp_config: str
+    plugin_dirs: Sequence[str] = ()
+    disable_slash_commands: bool = False
+    hidden: Sequence[str] = ()
+
+
+@dataclass
+class StreamReading:
+    """What a session's parent-captured stdout proves, read strictly by its CLI's adapter.
+
+    `stream_error` says why the capture is no evidence at all (None when it is); `cli_failures` are the
+    CLI's own reports of a failed session (an error result, a missing usage count). `window` is the
+    evidence (nothing after the CLI's final event). `skill_invoked(skill)` proves a skill's use from the
+    stream (True/False; ValueError when the stream is ambiguous).
+    """
+
+    stream_error: str | None
+    window: list[dict[str, Any]] = field(default_factory=list)
+    cli_failures: list[str] = field(default_factory=list)
+    subtype: str | None = None
+    session_id: str | None = None
+    num_turns: int = 0
+    duration_s: float | None = None
+    tool_use_counts: dict[str, int] = field(default_factory=dict)
+    cli_cost_usd: float | None = None
+    cli_usage: dict[str, int | None] = field(default_factory=dict)
+    offered_skills: list[str] | None = None
+    mcp_tool_uses: dict[str, int] = field(default_factory=dict)
+    mcp_semantic_errors: dict[str, int] = field(default_factory=dict)
+    mcp_failed: dict[str, str] = field(default_factory=dict)
+    skill_invoked: Callable[[str], bool] = field(default=lambda _skill: False)
+
+
+class AgentAdapter(Protocol):
+    """One agent CLI, as skillbench runs it headless in a cell."""
+
+    # The name an arm's `agent` key uses, the npm package that installs it, the wire API it speaks.
+    name: str
+    package: str
+    wire_api: str
+    # Where the CLI finds a project's skills, relative to the clone.
+    skills_dir: str
+    # The environment variable that points the CLI at its model endpoint.
+    base_url_variable: str
+
+    def executable(self, tools_dir: Path) -> Path:
+        """The CLI's binary in the project's tools folder."""
+        ...
+
+    def command(self, cli: str, request: SessionRequest) -> list[str]:
+        """The headless argv (the prompt goes on stdin)."""
+        ...
+
+    def environment(self, *, base_url: str | None, token: str, shell_prefix: str) -> dict[str, str]:
+        """The CLI's own environment variables: its endpoint (`base_url`, None when the forwarder sets it), its
+        key (the session's token), and how its shell commands reach the sandbox's `shell_prefix`."""
+        ...
+
+    def read_stream(
+        self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
+    ) -> StreamReading:
+        """The strict reading of a session's stdout (`capture`, None when it was not captured)."""
+        ...
