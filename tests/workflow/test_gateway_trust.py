@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from hostile import Listener, host_address, key_leaks, tool_calls
 from skillbench.execution import gateway
 from skillbench.execution.scripted_model import (
@@ -57,6 +58,8 @@ HOST_TMP_SLACK_MB = 32
 # Every turn of the `paid` script costs the same: 2000 input and 100 output tokens.
 PAID_REQUEST_USD = (2000 * PRICE["input"] + 100 * PRICE["output"]) / 1e6
 BUDGET_USD = 0.07
+# Between one and two attempts of `retried` (two priced turns each).
+RETRY_BUDGET_USD = 0.02
 PAID_JOBS = 1  # the budget run's --cores: how many cells can spend at once
 
 
@@ -357,19 +360,29 @@ def make_test_ca(folder: Path) -> dict[str, Path]:
 
 
 class TlsUpstream:
-    """A loopback HTTPS stand-in for the Anthropic Messages API that plays the `paid` script and records every
-    request's credentials. Plan and work sessions are told apart by their prompts; requests without tools (the
-    CLI's side queries) get the scripted model's short answer."""
+    """A loopback HTTPS stand-in for the Anthropic Messages API that plays the suite's script and records every
+    request's credentials and what it served. A request's task is the one whose prompt it carries and its role
+    comes from the prompt template (plan, work, baseline); requests without tools (the CLI's side queries) get the
+    scripted model's short answer, and a script's `fail` steps answer with their error."""
 
-    def __init__(self, certs: dict[str, Path], script: Path, task: str) -> None:
-        document = load_model_script(script)
+    ROLES = (
+        ("skill to execute the plan at", "work"),
+        ("Use the change-plan skill for", "plan"),
+        ("Implement the change in this repository", "baseline"),
+    )
+
+    def __init__(self, certs: dict[str, Path], suite: Path, tasks: list[str]) -> None:
+        document = load_model_script(suite / "model-script.yaml")
+        prompts = {task["id"]: task["prompt"] for task in yaml.safe_load((suite / "tasks.yaml").read_text())["tasks"]}
+        self.prompts = {task: prompts[task] for task in tasks}
         self.models = {
-            role: ScriptedModel(
+            (task, role): ScriptedModel(
                 session_steps(document, task, role),
                 defaults=document["defaults"],
                 variables={"workspace": "/workspace"},
             )
-            for role in ("plan", "work")
+            for task in tasks
+            for role in document["tasks"][task]
         }
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -389,13 +402,21 @@ class TlsUpstream:
         self.server.shutdown()
         self.server.server_close()
 
-    def role(self, body: dict) -> str | None:
+    def session_of(self, body: dict) -> tuple[str, str] | None:
+        """(task, role) of a request; a work session's prompt names only the plan, so its task is the one task
+        that has work steps."""
         text = " ".join(conversation_text(body).split())
-        if "skill to execute the plan at" in text:
-            return "work"
-        if "Use the change-plan skill for" in text:
-            return "plan"
-        return None
+        role = next((role for phrase, role in self.ROLES if phrase in text), None)
+        task = next((task for task, prompt in self.prompts.items() if " ".join(prompt.split()) in text), None)
+        if task is None:
+            having = [candidate for candidate, their_role in self.models if their_role == role]
+            task = having[0] if len(having) == 1 else None
+        return (task, role) if (task, role) in self.models else None
+
+    def served(self, task: str | None = None) -> list[dict]:
+        """The requests answered with a message (and so billed), of one task or all."""
+        with self._lock:
+            return [r for r in self.requests if r["usage"] is not None and task in (None, r.get("task"))]
 
     def _handler(self):
         upstream = self
@@ -406,12 +427,16 @@ class TlsUpstream:
             def log_message(self, *args) -> None:
                 return
 
-            def _send(self, status: int, payload: bytes, content_type: str) -> None:
+            def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _error(self, status: int, message: str) -> None:
+                document = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+                self._send(status, json.dumps(document).encode())
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -425,23 +450,27 @@ class TlsUpstream:
                 }
                 with upstream._lock:
                     upstream.requests.append(entry)
-                route = self.path.split("?", 1)[0]
-                if route.endswith("/count_tokens"):
-                    self._send(200, b'{"input_tokens": 1000}', "application/json")
+                if self.path.split("?", 1)[0].endswith("/count_tokens"):
+                    self._send(200, b'{"input_tokens": 1000}')
                     return
                 body = json.loads(raw)
-                role = upstream.role(body)
-                model = upstream.models[role or "plan"]
+                session = upstream.session_of(body)
+                if session is None and body.get("tools"):
+                    self._error(400, "stand-in: no scripted session for this request")
+                    return
+                model = upstream.models[session] if session else next(iter(upstream.models.values()))
                 kind, index = model.choose(body, subagent=bool(self.headers.get("x-claude-code-agent-id")))
-                if kind != "side" and role is None:
-                    self._send(400, b'{"type":"error","error":{"type":"invalid_request_error","message":"?"}}', "")
+                entry.update(task=session and session[0], role=session and session[1], kind=kind)
+                fail = model._scripted_failure(index) if index is not None else None
+                if fail is not None:
+                    self._error(int(fail["status"]), str(fail.get("message") or "scripted failure"))
                     return
                 message = model.build_message(body, kind, index, entry["x-api-key"] or "")
-                entry.update(usage=message["usage"], role=role, kind=kind)
+                entry["usage"] = message["usage"]
                 if body.get("stream"):
                     self._send(200, render_sse(message), "text/event-stream; charset=utf-8")
                 else:
-                    self._send(200, json.dumps(message).encode(), "application/json")
+                    self._send(200, json.dumps(message).encode())
 
         return Handler
 
@@ -449,11 +478,12 @@ class TlsUpstream:
 @pytest.fixture(scope="module")
 def paid(tmp_path_factory):
     """Three runs of the two-session `paid` task, one at a time, through the gateway to the TLS stand-in, with a
-    budget that runs out in the second cell."""
+    budget that runs out in the second cell; then, in a second experiment with a budget of its own, the `retried`
+    task, whose session fails after two priced turns and is tried twice."""
     project = keyless_project(tmp_path_factory, "paid", {"@@PORT@@": "9", "@@HOST_IP@@": "127.0.0.1"})
     certs = make_test_ca(project.root.parent / "ca")
     key = f"sk-upstream-{uuid.uuid4().hex}"
-    with TlsUpstream(certs, project.root / "keyless" / "model-script.yaml", "paid") as upstream:
+    with TlsUpstream(certs, project.root / "keyless", ["paid", "retried"]) as upstream:
         config = {
             "experiment": "paid",
             "runs": 3,
@@ -472,12 +502,31 @@ def paid(tmp_path_factory):
             timeout=900,
             check=False,  # checked by test_the_paid_run_completes
         )
+        paid_requests = list(upstream.requests)
+        retry_config = {
+            **config,
+            "experiment": "retried",
+            "runs": 1,
+            "selected_arms": ["baseline"],
+            "tasks": {"suite": "keyless/tasks.yaml", "only": ["retried"]},
+            "budget": {"max_usd": RETRY_BUDGET_USD},
+            "agent": {"attempts": 2},
+        }
+        retried = project.snakemake(
+            "results/retried/sweep/results.jsonl",
+            config=retry_config,
+            env={"ANTHROPIC_API_KEY": key, "SSL_CERT_FILE": str(certs["ca"])},
+            timeout=900,
+        )
     run = {
         "project": project,
         "key": key,
         "upstream": upstream,
+        "requests": paid_requests,
+        "retry_requests": upstream.requests[len(paid_requests) :],
         "returncode": result.returncode,
         "output": result.stdout + result.stderr,
+        "retry_output": retried.stdout + retried.stderr,
     }
     run["cells"] = [cell(run, "paid", "workflow", index, experiment="paid") for index in range(3)]
     yield run
@@ -493,21 +542,22 @@ def test_the_paid_run_completes(paid):
 
 
 def test_the_upstream_sees_the_real_key_on_every_request_and_never_a_token(paid):
-    upstream, key = paid["upstream"], paid["key"]
+    requests, key = paid["requests"], paid["key"]
     forwarded = [entry for _row, _calls, _dir, _record, ledger in paid["cells"] for entry in entries(ledger)]
     forwarded = [entry for entry in forwarded if entry["outcome"] != "refused"]
-    assert len(upstream.requests) == len(forwarded) > 0  # every forwarded request, and nothing refused
-    assert {request["x-api-key"] for request in upstream.requests} == {key}
-    assert all(request["authorization"] is None for request in upstream.requests)
-    assert not any(request["token_in_headers"] or request["token_in_body"] for request in upstream.requests)
-    assert {request.get("role") for request in upstream.requests if request.get("kind") == "step"} == {"plan", "work"}
+    assert len(requests) == len(forwarded) > 0  # every forwarded request, and nothing refused
+    everything = requests + paid["retry_requests"]
+    assert {request["x-api-key"] for request in everything} == {key}
+    assert all(request["authorization"] is None for request in everything)
+    assert not any(request["token_in_headers"] or request["token_in_body"] for request in everything)
+    assert {request.get("role") for request in requests if request.get("kind") == "step"} == {"plan", "work"}
 
 
 def test_nothing_in_the_sandbox_or_the_results_holds_the_upstream_key(paid):
     project, key = paid["project"], paid["key"]
     assert key_leaks(kept_files(project), key) == []
     assert tokens_kept(project) == []
-    assert key not in paid["output"]
+    assert key not in paid["output"] and key not in paid["retry_output"]
     for _row, calls, run_dir, _record, _ledger in paid["cells"]:
         text = outputs(calls)
         assert TOKEN_PREFIX not in text and REDACTED not in text and "ANTHROPIC_API_KEY" not in text
@@ -527,7 +577,7 @@ def test_the_rows_cost_comes_from_the_ledger(paid):
             assert row["cost_check"]["ledger_usd"] == row["cost_usd"]
         total += measured
     # Independently of the gateway: what the stand-in served, priced with the same table.
-    served = sum(usd(request["usage"]) for request in paid["upstream"].requests if request["usage"])
+    served = sum(usd(request["usage"]) for request in paid["requests"] if request["usage"])
     assert total == pytest.approx(served, abs=1e-9)
     resolved = next(cell[0] for cell in paid["cells"] if cell[0]["resolved"])
     assert resolved["provider"] == "anthropic" and resolved["cost_check"]["agrees"] is True
@@ -614,6 +664,34 @@ def test_the_plan_sessions_token_is_revoked_before_the_work_session_gets_one(pai
             assert epoch(plan["closed_at"]) < epoch(work["opened_at"]), (plan["closed_at"], work["opened_at"])
     complete = [cell for cell in paid["cells"] if len(cell[4]["sessions"]) == 2 and cell[0]["resolved"]]
     assert complete, "no cell ran both sessions to the end"
+
+
+def retried_cell(paid) -> tuple[dict, dict, float]:
+    """The `retried` cell's record and row, and what the upstream billed for both its attempts."""
+    run_dir = paid["project"].results("retried", "cells", "retried", "baseline", "run0")
+    record = json.loads((run_dir / "record.json").read_text())
+    billed = [request for request in paid["retry_requests"] if request["usage"] is not None]
+    # Precondition: both attempts reached the upstream and were billed two turns each.
+    assert record["attempt"] == 2 and record["row"]["error_kind"] == "session-error", record["row"]["error_detail"]
+    assert len(billed) == 4, [(request.get("task"), request.get("kind")) for request in paid["retry_requests"]]
+    return record, record["row"], sum(usd(request["usage"]) for request in billed)
+
+
+def test_a_retried_attempts_spend_stays_in_the_runs_measured_spend(paid):
+    """A session-error is retried; the first attempt was billed all the same, so the run's measured spend (what
+    its rows and closing line add up) must hold it."""
+    _record, _row, billed = retried_cell(paid)
+    assert billed == pytest.approx(4 * PAID_REQUEST_USD, abs=1e-9)
+    recorded = sum(row["cost_usd"] or 0.0 for row in paid["project"].rows("retried"))
+    assert recorded == pytest.approx(billed, abs=1e-4), f"the run records ${recorded:.4f} of ${billed:.4f} billed"
+
+
+def test_a_retried_attempts_spend_counts_against_the_budget(paid):
+    """budget.max_usd lies between one and two attempts: the second attempt may pass it by one request at most."""
+    _record, _row, billed = retried_cell(paid)
+    assert billed <= RETRY_BUDGET_USD + PAID_REQUEST_USD, (
+        f"budget.max_usd ${RETRY_BUDGET_USD:.4f} admitted ${billed:.4f}: the first attempt's spend was not counted"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
