@@ -12,7 +12,9 @@ failed and what the row says:
 * `paid` (model.provider: anthropic through a loopback TLS stand-in upstream with a test CA, the
   workflow arm, 3 runs on one core, budget.max_usd a few cents): the upstream sees the real key on
   every request and nothing in a sandbox does; the budget stops the run mid-cell at the gateway;
-  the plan session's token is revoked before the work session's is issued.
+  the plan session's token is revoked before the work session's is issued. Then `retried` (its own
+  experiment and budget): a session that fails after two billed turns, tried twice; both attempts'
+  spend must count.
 * Parse-time refusals (snakemake -n): a plugin with an LSP server, a plugin whose manifest name is a
   path, an MCP server that mounts the task suite.
 
