@@ -6,14 +6,16 @@ import base64
 import json
 import socket
 import threading
+import time
 from pathlib import Path
 
 
 class Listener:
-    """A loopback TCP listener that counts every connection made to it."""
+    """A TCP listener that counts every connection made to it: on loopback, or on `host` (0.0.0.0: every host
+    address, the loopback and the machine's own)."""
 
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.socket = socket.create_server((host, 0))
         self.socket.settimeout(0.2)
         self.port = self.socket.getsockname()[1]
         self.connections = 0
@@ -34,6 +36,27 @@ class Listener:
         self.stopped.set()
         self.thread.join(5)
         self.socket.close()
+
+    def reachable_from_host(self, hosts: list[str], timeout: float = 30) -> bool:
+        """Connect once to each of `hosts` from this process, wait until every connection is counted, then start
+        counting from zero again: a precondition that a count of 0 later means something."""
+        for host in hosts:
+            socket.create_connection((host, self.port), 5).close()
+        deadline = time.monotonic() + timeout
+        while self.connections < len(hosts) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reached = self.connections == len(hosts)
+        self.connections = 0
+        return reached
+
+
+def host_address() -> str:
+    """The host's own non-loopback IPv4 address: the source address of a route out (a UDP connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("198.51.100.1", 9))  # TEST-NET-2: only the route is looked up
+        address = probe.getsockname()[0]
+    assert not address.startswith("127."), f"no non-loopback address on this host (got {address})"
+    return address
 
 
 def key_forms(key: str) -> dict[str, bytes]:

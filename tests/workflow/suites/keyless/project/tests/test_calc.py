@@ -1,0 +1,5 @@
+import calc
+
+
+def test_add_is_callable():
+    assert callable(calc.add)
