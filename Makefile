@@ -7,8 +7,9 @@ CORES     ?= 2
 # Debian packages the sandboxed sessions and checks rely on: bwrap is the
 # containment boundary; python3-pytest gives sandboxed verify/oracle commands a
 # pytest that lives under /usr (host virtualenvs are never mounted); python3-pip installs the
-# MCP SDK for that same system python3 (mcp-sdk).
-APT_PACKAGES := bubblewrap python3-pytest python3-pip git
+# MCP SDK for that same system python3 (mcp-sdk); ripgrep is the `rg` opencode searches with (without it
+# on PATH it tries to download one, and a cell has no network).
+APT_PACKAGES := bubblewrap python3-pytest python3-pip git ripgrep
 
 MCP_SDK   := tools/mcp-python
 
@@ -21,6 +22,7 @@ system:
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	command -v rg >/dev/null || missing="$$missing ripgrep"; \
 	/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

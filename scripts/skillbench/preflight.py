@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillbench.base.artifacts import ArtifactError
 from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import run_design
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import environment, mcp, plugins, quota, repo, sandbox
+from skillbench.execution import agents, environment, mcp, plugins, quota, repo, sandbox
 from skillbench.experiment import arms, configcheck, overlay, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
@@ -96,11 +97,17 @@ class PreflightError(SkillbenchError, ValueError):
 
 @dataclass
 class Preflight:
-    """What the checks found: problems (any stops the run before a session), warnings, the CLI's version."""
+    """What the checks found: problems (any stops the run before a session), warnings, and the version of each
+    agent CLI the selected arms run (Claude Code's always: the proposer runs it)."""
 
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    cli_version: str | None = None
+    agent_versions: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cli_version(self) -> str | None:
+        """Claude Code's version (the proposer's CLI)."""
+        return self.agent_versions.get(agents.DEFAULT_AGENT)
 
 
 def _named(message: str, source: str) -> str:
@@ -118,6 +125,22 @@ def _model_script(config: dict[str, Any], suite_tasks: list[str], selected: list
         selected_arms=incumbent,
         needs_proposer=generations > 1 or (generations == 1 and not initial),
     )
+
+
+def _agent_versions(config: dict[str, Any]) -> dict[str, str]:
+    """Each agent CLI the selected arms run, and Claude Code (the proposer's): found and recent enough."""
+    used = agents.used_agents(config, arms.selected_arms(config))
+    if agents.DEFAULT_AGENT not in {agent.name for agent in used}:
+        used.insert(0, agents.DEFAULT_ADAPTER)
+    versions, problems = {}, []
+    for agent in used:
+        try:
+            versions[agent.name] = environment.check_cli(environment.configured_cli(config, agent), agent)
+        except (SkillbenchError, ValueError, OSError) as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ArtifactError("\n".join(problems))
+    return versions
 
 
 def experiment_checks(
@@ -149,7 +172,7 @@ def experiment_checks(
     attempt(lambda: check_arms(config))
     if environment_checks:
         attempt(lambda: environment.check_model_access(config["model"]))
-        found.cli_version = attempt(lambda: environment.check_cli(config["agent"]["cli"]))
+        found.agent_versions = attempt(lambda: _agent_versions(config)) or {}
     suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
     selection = None
     if suite is not None:

@@ -10,9 +10,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from skillbench.base.process import run_managed
 from skillbench.execution import sandbox as sb
 from skillbench.execution.agents import claude_code
-from skillbench.execution.sandbox import Sandbox, SandboxError
+from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxError
 
 HOST_SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
@@ -48,7 +49,9 @@ def pairs(argv: list[str]) -> set[tuple[str, ...]]:
 
 @needs_bwrap
 def test_session_argv_never_binds_the_host_root_home_or_results(private_root):
-    box = make_sandbox(private_root, claude_bin=Path("/bin/true"))  # any world-readable executable
+    box = make_sandbox(
+        private_root, agent_install=AgentInstall("claude", Path("/bin/true"))
+    )  # any world-readable executable
     argv = box.command(["claude", "-p"])
     triples = pairs(argv)
     assert ("--bind", "/", "/") not in triples and ("--ro-bind", "/", "/") not in triples
@@ -522,8 +525,9 @@ def expected_system_mounts() -> list[str]:
     return [arg for entry in present for arg in as_link.get(entry, ["--ro-bind", entry, entry])]
 
 
-def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list[str]:
-    """A session (writable workspace, no address-space limit) or a verifier (read-only, limited); no network."""
+def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool, contained_shells: bool = False) -> list[str]:
+    """A session (writable workspace, no address-space limit) or a verifier (read-only, limited); no network.
+    `contained_shells`: a CLI without a shell prefix, whose bash and dash are the harness's wrappers."""
     tools = box.tools_host
     as_root = os.geteuid() == 0
     limits = ["--nproc=64"] if as_root else []  # RLIMIT_NPROC only with a host uid of the sandbox's own
@@ -552,7 +556,14 @@ def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list
         *["--ro-bind", str(tools / "git"), "/opt/claude/git"],
         *["--ro-bind", str(Path(BWRAP).resolve()), "/opt/claude/bwrap"],
         *["--ro-bind", str(Path("/bin/true").resolve()), "/opt/claude/claude"],
+        *["--ro-bind", "/usr/bin/bash", "/opt/claude/real/bash", "--ro-bind", "/usr/bin/dash", "/opt/claude/real/dash"],
         *startup,
+        *(
+            ["--ro-bind", str(tools / "contained-bash"), "/usr/bin/bash"]
+            + ["--ro-bind", str(tools / "contained-dash"), "/usr/bin/dash"]
+            if contained_shells
+            else []
+        ),
         *["--ro-bind", str(box.clone / ".claude/skills"), "/workspace/.claude/skills"],
         *["--remount-ro", "/", "--chdir", "/workspace", "--", *argv],
     ]
@@ -561,12 +572,14 @@ def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool) -> list
 @needs_bwrap
 def test_a_cell_sandbox_argv_is_exactly_the_documented_one(private_root):
     limits = sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1)
-    box = make_sandbox(private_root, claude_bin=Path("/bin/true"), limits=limits)
+    box = make_sandbox(private_root, agent_install=AgentInstall("claude", Path("/bin/true")), limits=limits)
     box.fresh_scratch("session")
     try:
         assert box.command(["claude", "-p"]) == expected_cell_argv(box, ["claude", "-p"], verifier=False)
         verifier = box.command(["sh", "-c", "true"], read_only_workspace=True, limit_memory=True)
         assert verifier == expected_cell_argv(box, ["sh", "-c", "true"], verifier=True)
+        contained = box.command(["opencode", "run"], contain_shells=True)
+        assert contained == expected_cell_argv(box, ["opencode", "run"], verifier=False, contained_shells=True)
     finally:
         box.close()
 
@@ -585,18 +598,24 @@ def test_the_git_wrapper_is_exactly_the_documented_one(private_root):
             *AGENT_NAMESPACES,
             "--unshare-net --die-with-parent --cap-drop ALL --dev-bind / / --proc /proc",
             *(f"--ro-bind-try {path} {path}" for path in CLI_STATE),
+            # The real shells are back in place, whether or not the CLI's are the harness's wrappers.
+            "--ro-bind /opt/claude/real/bash /usr/bin/bash --ro-bind /opt/claude/real/dash /usr/bin/dash",
             # The gateway's socket folder is covered: a Unix socket would be a way out past the network namespace.
             "--tmpfs /run/skillbench-gateway",
         ]
     )
     assert (box.tools_host / "git").read_text() == (
-        "#!/bin/sh\n"
+        "#!/opt/claude/real/dash\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
         f"exec /usr/bin/env -i {TOOL_VARIABLES} {limits} {nested} -- "
         f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"\n'
     )
     prefix_exec = (box.tools_host / "shell-prefix").read_text().splitlines()[-1]
     assert prefix_exec == f'exec /usr/bin/env -i {TOOL_VARIABLES} {limits} {nested} -- /bin/bash -c "$1"'
+    for shell in ("bash", "dash"):
+        contained = (box.tools_host / f"contained-{shell}").read_text().splitlines()
+        assert contained[0] == "#!/opt/claude/real/dash"
+        assert contained[-1] == f'exec /usr/bin/env -i {TOOL_VARIABLES} {limits} {nested} -- /usr/bin/{shell} "$@"'
 
 
 def test_an_mcp_server_argv_is_exactly_the_documented_one():
@@ -641,3 +660,52 @@ def test_an_mcp_servers_mounts_are_hidden_from_the_agents_commands_but_not_from_
         assert ("--ro-bind", str(box.tools_host / "mcp"), sb.SANDBOX_MCP_LAUNCHERS) in pairs(box.command(["true"]))
     finally:
         box.close()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shell", ["bash", "/bin/bash", "sh", "/usr/bin/sh"])
+def test_a_contained_clis_shells_cannot_reach_the_cli_process(private_root, shell):
+    """A CLI without a shell prefix holds its session token in its environment and writes the stdout the harness
+    reads as evidence. Every shell it starts, by name or path, runs contained: it sees neither the CLI's environment
+    nor its process (so neither its /proc/<pid>/fd/1 nor its memory), and the agent's commands still work."""
+    box = make_sandbox(private_root)
+    box.fresh_scratch("session")
+    probe = (
+        "grep -l 'pyth[o]n3' /proc/[0-9]*/cmdline 2>/dev/null | wc -l | sed s/^/clis=/; "
+        "grep -l sbx-session-token /proc/[0-9]*/environ 2>/dev/null | wc -l | sed s/^/leaks=/; "
+        'echo token=${SESSION_TOKEN:-none}; echo "works=$(printf %s ok)"; bash -c "echo inner=$$"'
+    )
+    cli = (
+        "import os, subprocess, sys\n"
+        f"done = subprocess.run([{shell!r}, '-c', {probe!r}], capture_output=True, text=True)\n"
+        "sys.stdout.write(done.stdout + done.stderr + f'cli={os.getpid()}\\n')\n"
+    )
+    try:
+        argv = ["/usr/bin/env", "SESSION_TOKEN=sbx-session-token", "/usr/bin/python3", "-c", cli]
+        result = run_managed(box.command(argv, contain_shells=True), env=box.environment(), timeout=60, cwd="/")
+    finally:
+        box.close()
+    out = result.stdout_tail
+    assert result.ok, (out, result.stderr_tail)
+    assert "token=none" in out and "leaks=0" in out and "works=ok" in out and "inner=" in out, out
+    # A PID namespace of its own: the CLI's process is not among those the shell can see.
+    assert "clis=0" in out, out
+
+
+@needs_bwrap
+def test_without_containment_the_same_probe_finds_the_cli(private_root):
+    """The control for the test above: without contained shells the probe does see the CLI's token."""
+    box = make_sandbox(private_root)
+    box.fresh_scratch("session")
+    probe = (
+        "grep -l sbx-session-token /proc/[0-9]*/environ 2>/dev/null | wc -l | sed s/^/leaks=/; "
+        "grep -l 'pyth[o]n3' /proc/[0-9]*/cmdline 2>/dev/null | wc -l | sed s/^/clis=/"
+    )
+    cli = f"import subprocess; subprocess.run(['bash', '-c', {probe!r}])"
+    try:
+        argv = ["/usr/bin/env", "SESSION_TOKEN=sbx-session-token", "/usr/bin/python3", "-c", cli]
+        result = run_managed(box.command(argv), env=box.environment(), timeout=60, cwd="/")
+    finally:
+        box.close()
+    out = result.stdout_tail
+    assert "leaks=" in out and "leaks=0" not in out and "clis=" in out and "clis=0" not in out, out

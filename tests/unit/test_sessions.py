@@ -897,7 +897,7 @@ class KeyRecordingUpstream:
 def launch(tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: io.StringIO, requests: int = 1):
     """One session of the stand-in CLI under the `none` backend, through a job's real gateway."""
     from skillbench.execution.access import model_access
-    from skillbench.execution.sandbox import Sandbox
+    from skillbench.execution.sandbox import AgentInstall, Sandbox
     from skillbench.execution.scripted_model import ScriptedModel
     from skillbench.execution.sessions import SessionSurface, launch_session
 
@@ -907,7 +907,7 @@ def launch(tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: 
     cli.chmod(0o755)
     root = tmp_path / "root"
     (root / "workspace").mkdir(parents=True)
-    sandbox = Sandbox("none", root / "workspace", root, claude_bin=cli)
+    sandbox = Sandbox("none", root / "workspace", root, agent_install=AgentInstall("claude", cli))
     started: list[ScriptedModel] = []
 
     def scripted() -> ScriptedModel:

@@ -27,8 +27,8 @@ rule run_cell:
         # Everything of the config the cell reads (its arm, prompts, model, agent incl. the price table, sandbox
         # and limits, skills): a change to any of it reruns the cell.
         settings=get_cell_settings,
-        # A CLI upgrade changes what a cell measures: its version keys the cache.
-        cli_version=CLI_VERSION,
+        # A CLI upgrade changes what a cell measures: the version of the arm's agent CLI keys the cache.
+        cli_version=get_cli_version,
         extensions=get_arm_extensions,
         budget_cut=get_budget_cut,
     script:

@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(str(workflow.current_basedir)).parents[1] / "scripts
 
 from skillbench.experiment import arms as sb_arms  # noqa: E402
 from skillbench.execution import breaker as sb_breaker  # noqa: E402
+from skillbench.execution import agents as sb_agents  # noqa: E402
 from skillbench.decision import gate as sb_gate  # noqa: E402
 from skillbench.execution import environment as sb_environment  # noqa: E402
 from skillbench.base import layout as sb_layout  # noqa: E402
@@ -28,7 +29,8 @@ PREFLIGHT = sb_preflight.check_experiment(
     log_path="logs/config-errors.log",
     verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
 )
-CLI_VERSION = PREFLIGHT.cli_version
+# The version of each agent CLI the arms run: a CLI upgrade reruns only the cells of its arms.
+AGENT_VERSIONS = PREFLIGHT.agent_versions
 
 EXPERIMENT = config["experiment"]
 RESULTS = sb_layout.results_root(EXPERIMENT)
@@ -396,6 +398,11 @@ def get_budget_cut(wildcards):
     return sb_steps.budget_resource(config["budget"]["max_usd"])
 
 
+def get_cli_version(wildcards):
+    """The version of the agent CLI the cell's arm runs (found at parse time)."""
+    return AGENT_VERSIONS.get(sb_agents.arm_agent(config, wildcards.arm).name)
+
+
 def get_cell_settings(wildcards):
     """What a cell reads of the config: a change to any of it runs the cell again. Only the cell's own arm, its
     prompts and its MCP servers (a no-MCP arm sees every server's name: its guidance loses lines about them)."""
@@ -403,7 +410,11 @@ def get_cell_settings(wildcards):
     definition = config["arms"][arm]
     servers = config.get("mcp_servers") or {}
     names = list(servers) if definition.get("no_mcp") else definition.get("mcp_servers") or []
+    agent = sb_agents.arm_agent(config, arm).name
+    # Another agent's CLI and model reach only that agent's cells (Claude Code's are agent.cli and model.name).
+    other_agent = {"agents": {agent: config["agents"][agent]}} if agent in config["agents"] else {}
     return job_settings(
+        **other_agent,
         agent=config["agent"],
         arms={arm: definition},
         mcp_servers={name: servers[name] for name in names},

@@ -27,7 +27,7 @@ from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.evolution.evidence import read_manifest
 from skillbench.execution import access, quota, repo, sessions
-from skillbench.execution.sandbox import Sandbox, SandboxLimits
+from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment import overlay as overlays
 from skillbench.grading.oracle import OracleError, read_bounded_regular
@@ -232,7 +232,7 @@ def run_proposer(
     generation: int,
     evidence: Path,
     repository: Path,
-    claude_bin: Path,
+    agent_install: AgentInstall,
     model_script: dict[str, Any] | None,
     api_key: str | None,
     overlay_out: Path,
@@ -267,7 +267,7 @@ def run_proposer(
             clone,
             private_root,
             bwrap=config["sandbox"]["bwrap"],
-            claude_bin=claude_bin,
+            agent_install=agent_install,
             read_only_paths=[config["skills"]["root"]],
             limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
         )

@@ -40,8 +40,9 @@ from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming
 from skillbench.base.redaction import redact_text
 from skillbench.execution import access, agents, breaker, plugins, quota, repo, sessions
 from skillbench.execution.access import ModelAccess
+from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
-from skillbench.execution.sandbox import Sandbox, SandboxError, SandboxLimits
+from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxError, SandboxLimits
 from skillbench.execution.scripted_model import ScriptedModel, session_steps
 from skillbench.execution.workspace import (
     WorkspaceLimits,
@@ -54,7 +55,11 @@ from skillbench.experiment import arms as arm_config
 from skillbench.experiment.overlay import write_overlay
 
 MAX_DETAIL_CHARS = 2000
-CHURN_EXCLUDES = (arm_config.PLAN_DIRECTORY, ".claude/skills")
+
+
+def churn_excludes(skills_root: str) -> tuple[str, ...]:
+    """What the agent's change leaves out: plans, and the skills where the cell's agent finds them."""
+    return (arm_config.PLAN_DIRECTORY, skills_root)
 
 
 class Grader(Protocol):
@@ -78,12 +83,13 @@ class CellContext:
     template: Path
     grader: Grader
     run_dir: Path
-    claude_bin: Path
+    agent_install: AgentInstall
     cli_version: str | None
     model_script: dict[str, Any] | None
     api_key: str | None
     skills_source: Path | None = None
-    skills_root: str = ".claude/skills"
+    # The agent CLI the arm runs; its skills folder in the clone is where the skills are installed.
+    agent: AgentAdapter = agents.DEFAULT_ADAPTER
     overlay: Path | None = None
     overlay_digest: str | None = None
     log: TextIO | None = None
@@ -97,6 +103,10 @@ class CellContext:
     @property
     def secrets(self) -> list[str]:
         return [self.api_key] if self.api_key else []
+
+    @property
+    def skills_root(self) -> str:
+        return self.agent.skills_dir
 
 
 def now_iso(timespec: str = "seconds") -> str:
@@ -175,10 +185,10 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "diff_files": 0,
         "diff_insertions": 0,
         "diff_deletions": 0,
-        "model": config["model"]["name"],
+        "model": agents.session_model(config, context.agent),
         "effort": config["model"]["effort"],
         "provider": config["model"]["provider"],
-        "agent": agents.adapter(arm_config.arm_definition(config, cell.arm).get("agent")).name,
+        "agent": context.agent.name,
         "cli_version": context.cli_version,
         "offered_skills": None,
         "task_ref": binding["ref"],
@@ -326,7 +336,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         surface,
         label=label,
         prompt=prompt,
-        model=config["model"]["name"],
+        model=agents.session_model(config, context.agent),
         config=config,
         access=work.access,
         secrets=context.secrets,
@@ -335,7 +345,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         transcript_prefix=f"{session['role']}",
         log=context.log,
         expected_skill=session.get("skill"),
-        agent=agents.adapter(arm_config.arm_definition(config, cell.arm).get("agent")),
+        agent=context.agent,
     )
     context.timings["sessions"] = context.timings.get("sessions", 0.0) + time.monotonic() - started
     context.ledgers.append({"role": session["role"], **ledger})
@@ -360,7 +370,7 @@ def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> Result
         clone,
         private_root,
         bwrap=config["sandbox"]["bwrap"],
-        claude_bin=context.claude_bin,
+        agent_install=context.agent_install,
         read_only_paths=[context.skills_root],
         limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
     )
@@ -425,6 +435,7 @@ class Baseline:
     measure: repo.ScriptRunner
     work: repo.WorkMeasure
     git_metadata: dict[str, str]
+    excludes: tuple[str, ...]
 
 
 @dataclass
@@ -499,6 +510,7 @@ def prepare_workspace(work: CellWork) -> None:
             work.clone,
             expected_digest=context.overlay_digest,
             evolvable=config["skills"]["evolvable"],
+            skills_dir=context.skills_root,
         )
         if not repo.commit_all(git, "benchmark candidate skill overlay"):
             raise InfraError("the candidate overlay is byte-identical to the incumbent skills in the clone")
@@ -527,10 +539,11 @@ def take_baseline(work: CellWork) -> Baseline:
     harness_dir = work.private_root / "harness-git"
     repo.make_harness_git_dir(work.clone, harness_dir)
     harness_git, measure = work.sandbox.harness_git(harness_dir), work.sandbox.harness_script(harness_dir)
-    before_work = repo.measure_work(measure, "HEAD", CHURN_EXCLUDES)
+    excludes = churn_excludes(work.context.skills_root)
+    before_work = repo.measure_work(measure, "HEAD", excludes)
     git_before = repo.git_metadata(work.clone)
     work.context.grader.before_sessions(work)
-    return Baseline(harness_git, measure, before_work, git_before)
+    return Baseline(harness_git, measure, before_work, git_before, excludes)
 
 
 def run_sessions(work: CellWork) -> SessionsOutcome:
@@ -653,7 +666,7 @@ def _measure_change(row: ResultRow, baseline: Baseline) -> tuple[bytes, bool]:
     """The agent's change outside plans and skills into the row; a "resolved" cell without one produced no work."""
     orig_sha = baseline.work.base
     work = _harness_git_step(
-        baseline.harness_git, orig_sha, lambda _git: repo.measure_work(baseline.measure, orig_sha, CHURN_EXCLUDES)
+        baseline.harness_git, orig_sha, lambda _git: repo.measure_work(baseline.measure, orig_sha, baseline.excludes)
     )
     row.update({"diff_files": work.files, "diff_insertions": work.insertions, "diff_deletions": work.deletions})
     if row["resolved"] and work.digest == baseline.work.digest:

@@ -1,7 +1,7 @@
-"""What a run needs from the machine it runs on: the Claude Code CLI, the model's API key, the scripted model.
+"""What a run needs from the machine it runs on: the agent CLIs, the model's API key, the scripted model.
 
-Owns finding the CLI (an explicit path, the project's ``tools/`` install, else PATH), telling its version
-and refusing versions older than the oldest supported one; reading the API key from the environment
+Owns finding an agent's CLI (an explicit path, the project's ``tools/`` install, else PATH), telling its
+version and refusing versions older than the adapter's oldest supported one; reading the API key from the environment
 variable the config names (the key itself never enters config or rule params); the parse-time check that
 the configured model is reachable without credentials in config; and loading the scripted model's script.
 """
@@ -18,23 +18,29 @@ from urllib.parse import urlsplit
 from skillbench.base.artifacts import ArtifactError
 from skillbench.base.process import run_managed
 from skillbench.base.redaction import secrets_from_environment
+from skillbench.execution.agents import DEFAULT_ADAPTER
+from skillbench.execution.agents.base import AgentAdapter
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-# The oldest Claude Code CLI the test suite runs (tools/package.json pins it); older ones are refused
-# because their behaviour inside the sandbox is unverified (1.0.x fails there: it loads a yoga.wasm
-# beside its bin file, which the sandbox does not mount).
-MIN_CLI_VERSION = "2.1.197"
 VERSION_PATTERN = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)")
 CLI_VERSION_TIMEOUT_S = 60
 
 
-def resolve_cli(name: str, project_root: Path = PROJECT_ROOT) -> Path:
-    """The Claude Code CLI: an explicit path, else tools/node_modules/.bin/<name>, else PATH."""
+def configured_cli(config: dict[str, Any], agent: AgentAdapter) -> str:
+    """The CLI the config names for `agent` (`agent.cli` for Claude Code, `agents.<name>.cli` for the others)."""
+    if agent.cli_setting == "agent.cli":
+        return str(config["agent"]["cli"])
+    section = (config.get("agents") or {}).get(agent.name) or {}
+    return str(section.get("cli") or agent.default_cli)
+
+
+def resolve_cli(name: str, project_root: Path = PROJECT_ROOT, *, agent: AgentAdapter = DEFAULT_ADAPTER) -> Path:
+    """An agent's CLI: an explicit path, else tools/node_modules/.bin/<name>, else PATH."""
     candidate = Path(name).expanduser()
     if "/" in name:
         if candidate.is_file():
             return candidate.resolve()
-        raise ArtifactError(f"config agent.cli: {name} does not exist")
+        raise ArtifactError(f"config {agent.cli_setting}: {name} does not exist")
     local = project_root / "tools" / "node_modules" / ".bin" / name
     if local.exists():
         return local.resolve()
@@ -42,29 +48,29 @@ def resolve_cli(name: str, project_root: Path = PROJECT_ROOT) -> Path:
     if found:
         return Path(found).resolve()
     raise ArtifactError(
-        f"config agent.cli: {name!r} is neither in {local.parent} nor on PATH; "
-        "run `make setup` to install the Claude Code CLI"
+        f"config {agent.cli_setting}: {name!r} is neither in {local.parent} nor on PATH; "
+        f"run `make setup` to install the {agent.name} CLI ({agent.package})"
     )
 
 
-def _package_version(cli: Path) -> str | None:
-    """The version of the npm package the binary ships in, when it is Claude Code's."""
+def _package_version(cli: Path, package_name: str) -> str | None:
+    """The version of the npm package `package_name` the executable ships in."""
     for parent in cli.parents:
         manifest = parent / "package.json"
         if manifest.is_file():
             try:
                 package = json.loads(manifest.read_text())
             except (OSError, json.JSONDecodeError):
-                return None
-            if package.get("name") == "@anthropic-ai/claude-code":
+                continue
+            if package.get("name") == package_name:
                 version = package.get("version")
                 return version if isinstance(version, str) else None
     return None
 
 
-def cli_version(cli: Path) -> str | None:
-    """The CLI's version: from the npm package the binary ships in, else from `<cli> --version`."""
-    packaged = _package_version(cli)
+def cli_version(cli: Path, agent: AgentAdapter = DEFAULT_ADAPTER) -> str | None:
+    """The CLI's version: from the npm package the executable ships in, else from `<cli> --version`."""
+    packaged = _package_version(cli, agent.package)
     if packaged is not None:
         return packaged
     result = run_managed(
@@ -73,7 +79,7 @@ def cli_version(cli: Path) -> str | None:
         timeout=CLI_VERSION_TIMEOUT_S,
         cwd="/",
     )
-    match = VERSION_PATTERN.match(result.stdout_tail) if result.ok else None
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", result.stdout_tail) if result.ok else None
     return ".".join(match.groups()) if match else None
 
 
@@ -82,21 +88,21 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.groups()) if match else ()
 
 
-def check_cli(name: str) -> str:
-    """Parse time: the configured CLI (`agent.cli`) exists and is recent enough; return its version (a key of
-    every cell)."""
-    cli = resolve_cli(name)
-    version = cli_version(cli)
+def check_cli(name: str, agent: AgentAdapter = DEFAULT_ADAPTER) -> str:
+    """Parse time: `agent`'s configured CLI exists and is recent enough; return its version (a key of every cell
+    of the agent's arms)."""
+    cli = resolve_cli(name, agent=agent)
+    version = cli_version(cli, agent)
     if version is None:
         raise ArtifactError(
-            f"config agent.cli: cannot tell the version of {cli} (neither its npm "
-            "package.json nor `--version` names one); point agent.cli at a Claude Code CLI"
+            f"config {agent.cli_setting}: cannot tell the version of {cli} (neither its npm "
+            f"package.json nor `--version` names one); point {agent.cli_setting} at a {agent.package} CLI"
         )
-    if _version_key(version) < _version_key(MIN_CLI_VERSION):
+    if _version_key(version) < _version_key(agent.min_version):
         raise ArtifactError(
-            f"config agent.cli: Claude Code {version} at {cli} is older than the oldest "
-            f"supported version {MIN_CLI_VERSION}; run `make setup` (it installs the pinned "
-            "CLI into tools/) or point agent.cli at a newer one"
+            f"config {agent.cli_setting}: {agent.name} {version} at {cli} is older than the oldest "
+            f"supported version {agent.min_version}; run `make setup` (it installs the pinned "
+            f"CLI into tools/) or point {agent.cli_setting} at a newer one"
         )
     return version
 

@@ -80,7 +80,6 @@ SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/agent"
 SANDBOX_TMP = "/tmp"
 SANDBOX_TOOLS = "/opt/claude"
-SANDBOX_CLAUDE = f"{SANDBOX_TOOLS}/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
@@ -89,6 +88,10 @@ SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
 SANDBOX_MCP_LAUNCHERS = f"{SANDBOX_TOOLS}/mcp"
 # Where the harness-owned git directory appears to the harness's own git runs (never to a session).
 SANDBOX_HARNESS_GIT = "/run/skillbench-git"
+# The real shells, for a CLI whose shells are contained (`Sandbox.command(contain_shells=True)`): the CLI's
+# /usr/bin/bash and /usr/bin/dash are the harness's wrappers, and the harness's own scripts run on these.
+SANDBOX_REAL_SHELLS = f"{SANDBOX_TOOLS}/real"
+CONTAINED_SHELLS = ("/usr/bin/bash", "/usr/bin/dash")
 SANDBOX_PATH = f"{SANDBOX_TOOLS}:/usr/local/bin:/usr/bin:/bin"
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000
@@ -297,16 +300,20 @@ def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
     return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
 
 
-def nested_namespace_args(hidden: Sequence[str] = ()) -> list[str]:
+def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = False) -> list[str]:
     """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network.
 
     `hidden` are paths of the cell's sandbox the agent's commands must not see (an MCP server's mounts, which
-    only the server reads): each is covered with an empty tmpfs."""
+    only the server reads): each is covered with an empty tmpfs. `real_shells` puts the real shells back
+    where a contained CLI sees the harness's wrappers (see `contained_shell_script`)."""
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     for path in hidden:
         args += ["--tmpfs", path]
+    if real_shells:
+        for shell in CONTAINED_SHELLS:
+            args += ["--ro-bind", f"{SANDBOX_REAL_SHELLS}/{Path(shell).name}", shell]
     # A Unix socket ignores network namespaces: the gateway's socket would otherwise be a way out.
     return [*args, *hide_bridge_args()]
 
@@ -322,10 +329,12 @@ def _credential_free_exec(
     hidden: Sequence[str] = (),
 ) -> str:
     """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
-    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given."""
+    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given. Inside
+    the nested sandbox the shells are the real ones, whether or not the CLI's are contained."""
     variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
     if nested_bwrap:
-        command = f"{nested_bwrap} {' '.join(nested_namespace_args(hidden))} -- {command}"
+        nested = nested_namespace_args(hidden, real_shells=True)
+        command = f"{nested_bwrap} {' '.join(nested)} -- {command}"
     if prlimit:
         command = f"{' '.join(prlimit)} -- {command}"
     return f"exec /usr/bin/env -i {variables} {command}\n"
@@ -340,6 +349,7 @@ def shell_prefix_script(
     prlimit: list[str] | None = None,
     hidden: Sequence[str] = (),
     launchers: Sequence[str] = (),
+    interpreter: str = "/bin/sh",
 ) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
@@ -359,7 +369,7 @@ def shell_prefix_script(
         ).strip()
         server_case = f'case "$1" in\n  {"|".join(launchers)}) {server_exec} ;;\nesac\n'
     return (
-        "#!/bin/sh\n"
+        f"#!{interpreter}\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
         + server_case
@@ -384,6 +394,7 @@ def git_wrapper_script(
     nested_bwrap: str | None = None,
     prlimit: list[str] | None = None,
     hidden: Sequence[str] = (),
+    interpreter: str = "/bin/sh",
 ) -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
@@ -394,12 +405,70 @@ def git_wrapper_script(
     """
     command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
     return (
-        "#!/bin/sh\n"
+        f"#!{interpreter}\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
         + _credential_free_exec(
             command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, hidden=hidden
         )
     )
+
+
+def contained_shell_script(
+    shell: str,
+    *,
+    home: str,
+    tmp: str,
+    path: str,
+    nested_bwrap: str,
+    prlimit: list[str] | None = None,
+    hidden: Sequence[str] = (),
+) -> str:
+    """`shell` (/usr/bin/bash or /usr/bin/dash) as a CLI without a shell-prefix hook sees it: the real shell,
+    with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network).
+
+    Such a CLI starts its agent's commands as `bash -c …` or `sh -c …` (by name or absolute path) with its
+    session token in its environment and in its own PID namespace, where a command could read the CLI's
+    environment and memory or write into the stdout the harness reads as evidence. Binding this script
+    over the CLI's shells puts every shell it starts out of reach of the CLI process; inside, the real
+    shells are back in place, so the agent's commands work as usual. Runs on the real dash.
+    """
+    name = Path(shell).name
+    return (
+        f"#!{SANDBOX_REAL_SHELLS}/dash\n"
+        f"# skillbench: {name} for the CLI: the real {name}, credential-free, in a nested sandbox.\n"
+        + _credential_free_exec(
+            f'{shell} "$@"',
+            home=home,
+            tmp=tmp,
+            path=path,
+            nested_bwrap=nested_bwrap,
+            prlimit=prlimit,
+            hidden=hidden,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class AgentInstall:
+    """An agent CLI as a sandbox starts it: its installed executable, or its package folder and the entry point
+    in it, bound read-only at `sandbox_path`."""
+
+    name: str
+    host_path: Path
+    entry: str | None = None
+
+    @property
+    def sandbox_path(self) -> str:
+        return f"{SANDBOX_TOOLS}/{self.name}"
+
+    def executable(self, backend: str) -> str:
+        """The path that starts the CLI, inside the sandbox (bwrap) or on the host (none)."""
+        root = self.sandbox_path if backend == "bwrap" else str(self.host_path)
+        return f"{root}/{self.entry}" if self.entry else root
+
+    @property
+    def host_executable(self) -> Path:
+        return self.host_path / self.entry if self.entry else self.host_path
 
 
 class McpServerLaunch(TypedDict):
@@ -581,7 +650,7 @@ class Sandbox:
     clone: Path
     private_root: Path
     bwrap: str = "bwrap"
-    claude_bin: Path | None = None
+    agent_install: AgentInstall | None = None
     read_only_paths: list[str] = field(default_factory=list)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
 
@@ -649,6 +718,8 @@ class Sandbox:
         inner_limits = self._inner_memory_limit()
         hidden = self.hidden_from_tools
         launchers = [f"{SANDBOX_MCP_LAUNCHERS}/{name}" for name in sorted(self._launchers)]
+        # Under bwrap the wrappers run on the real dash: a contained CLI's /bin/sh is itself a wrapper.
+        interpreter = f"{SANDBOX_REAL_SHELLS}/dash" if nested else "/bin/sh"
         scripts = {
             "shell-prefix": shell_prefix_script(
                 home=self.home,
@@ -658,6 +729,7 @@ class Sandbox:
                 prlimit=inner_limits,
                 hidden=hidden,
                 launchers=launchers,
+                interpreter=interpreter,
             ),
             "git": git_wrapper_script(
                 home=self.home,
@@ -667,8 +739,20 @@ class Sandbox:
                 nested_bwrap=nested,
                 prlimit=inner_limits,
                 hidden=hidden,
+                interpreter=interpreter,
             ),
         }
+        if nested:
+            for shell in CONTAINED_SHELLS:
+                scripts[f"contained-{Path(shell).name}"] = contained_shell_script(
+                    shell,
+                    home=self.home,
+                    tmp=self.tmp,
+                    path=self.path,
+                    nested_bwrap=nested,
+                    prlimit=inner_limits,
+                    hidden=hidden,
+                )
         for name, text in scripts.items():
             path = self.tools_host / name
             path.unlink(missing_ok=True)
@@ -720,13 +804,17 @@ class Sandbox:
             _hand_over(tree, self.host_uid, self.host_gid)
 
     def _check_cli_is_readable(self) -> None:
-        claude = Path(self.claude_bin).resolve() if self.claude_bin is not None else None
-        if claude is not None and not (
-            all(self._allows(parent, stat.S_IXOTH) for parent in claude.parents)
-            and self._allows(claude, stat.S_IROTH | stat.S_IXOTH)
+        if self.agent_install is None:
+            return
+        install = self.agent_install.host_path.resolve()
+        executable = self.agent_install.host_executable.resolve()
+        if not (
+            all(self._allows(parent, stat.S_IXOTH) for parent in install.parents)
+            and self._allows(install, stat.S_IROTH | (stat.S_IXOTH if install.is_dir() else 0))
+            and self._allows(executable, stat.S_IROTH | stat.S_IXOTH)
         ):
             raise SandboxError(
-                f"the Claude Code CLI {self.claude_bin} is not readable by the sandbox user "
+                f"the agent CLI {self.agent_install.host_path} is not readable by the sandbox user "
                 f"(host uid {self.host_uid}); install it under world-readable folders"
             )
 
@@ -776,10 +864,11 @@ class Sandbox:
         return f"{self.tools_host}:{host_path}"
 
     @property
-    def claude(self) -> str:
-        if self.claude_bin is None:
-            raise SandboxError("no Claude Code CLI was given to this sandbox")
-        return SANDBOX_CLAUDE if self.backend == "bwrap" else str(self.claude_bin)
+    def agent_executable(self) -> str:
+        """The path that starts the sandbox's agent CLI, as a process in the sandbox sees it."""
+        if self.agent_install is None:
+            raise SandboxError("no agent CLI was given to this sandbox")
+        return self.agent_install.executable(self.backend)
 
     @property
     def shell_prefix(self) -> str:
@@ -863,8 +952,12 @@ class Sandbox:
         extra_read_only: Sequence[tuple[Path, str]] = (),
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = False,
+        contain_shells: bool = False,
     ) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
+
+        `contain_shells` (a CLI without a shell-prefix hook) binds `contained_shell_script` over its shells, so
+        every shell it starts runs in a nested sandbox without its environment.
 
         Every cell sandbox has a network namespace of its own with nothing in it but loopback: a session reaches
         its model only through the gateway's socket bound in (`sessions.bridged_command`). `limit_memory` adds
@@ -881,6 +974,7 @@ class Sandbox:
             *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
             *kernel_filesystem_args("/run"),
             *self._cell_binds(read_only_workspace),
+            *(self._contained_shell_binds() if contain_shells else []),
             *self._skill_root_binds(),
             *self._extra_binds(extra_read_only, extra_writable),
             *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
@@ -909,10 +1003,18 @@ class Sandbox:
             self.bwrap,
             SANDBOX_BWRAP,
         ]
-        if self.claude_bin is not None:
-            args += ["--ro-bind", str(Path(self.claude_bin).resolve()), SANDBOX_CLAUDE]
+        if self.agent_install is not None:
+            args += ["--ro-bind", str(self.agent_install.host_path.resolve()), self.agent_install.sandbox_path]
+        for shell in CONTAINED_SHELLS:
+            args += ["--ro-bind", str(Path(shell).resolve()), f"{SANDBOX_REAL_SHELLS}/{Path(shell).name}"]
         for name in SHELL_STARTUP_FILES:
             args += ["--ro-bind", str(self.empty_file), f"{SANDBOX_HOME}/{name}"]
+        return args
+
+    def _contained_shell_binds(self) -> list[str]:
+        args: list[str] = []
+        for shell in CONTAINED_SHELLS:
+            args += ["--ro-bind", str(self.tools_host / f"contained-{Path(shell).name}"), shell]
         return args
 
     def _skill_root_binds(self) -> list[str]:

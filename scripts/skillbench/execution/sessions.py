@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
 import sys
 import threading
 import time
@@ -335,8 +336,25 @@ def bridged_command(
         )
         return sandbox.command(inner, extra_read_only=surface.binds), None
     binds = [*surface.binds, (socket, gateway.BRIDGE_SOCKET), (gateway.FORWARDER, gateway.BRIDGE_FORWARDER)]
-    command = sandbox.command(gateway.bridge_argv(argv), extra_read_only=binds)
+    command = sandbox.command(gateway.bridge_argv(argv), extra_read_only=binds, contain_shells=agent.contain_shells)
     return command, gateway.bridge_base_url()
+
+
+def write_home_files(sandbox: Sandbox, files: dict[str, str]) -> None:
+    """The CLI's own files (its config) in the session's fresh home, owned by the sandbox user, read-only to it."""
+    home = sandbox.home_host.resolve()
+    for relative, text in files.items():
+        target = (home / relative).resolve()
+        if not target.is_relative_to(home) or target == home:
+            raise ValueError(f"an agent's home file {relative!r} is not inside its home")
+        created = [parent for parent in reversed(target.parents) if parent.is_relative_to(home) and parent != home]
+        for folder in created:
+            folder.mkdir(mode=0o700, exist_ok=True)
+        target.write_text(text)
+        target.chmod(0o400)
+        if sandbox.launcher:
+            for path in (*created, target):
+                os.lchown(path, sandbox.host_uid, sandbox.host_gid)
 
 
 def launch_session(
@@ -376,8 +394,9 @@ def launch_session(
         disable_slash_commands=surface.disable_slash_commands,
         hidden=surface.hidden_from_tools,
     )
-    argv = agent.command(sandbox.claude, request)
+    argv = agent.command(sandbox.agent_executable, request)
     sandbox.hide_from_tools(surface.hidden_from_tools)
+    write_home_files(sandbox, agent.home_files(request))
     with ExitStack() as stack:
         scripted_url = stack.enter_context(scripted_model()).base_url if access.provider == "scripted" else None
         token = access.gateway.open_session(

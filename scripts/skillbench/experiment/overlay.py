@@ -259,14 +259,24 @@ def freeze(overlay: Path, destination: Path, evolvable: list[str]) -> str:
     return expected
 
 
-def write_overlay(frozen: Path, clone: Path, *, expected_digest: str | None, evolvable: list[str]) -> str:
-    """Write the overlay into a clone's skills (the caller commits it); the digest must match the frozen one."""
+def write_overlay(
+    frozen: Path,
+    clone: Path,
+    *,
+    expected_digest: str | None,
+    evolvable: list[str],
+    skills_dir: str = "/".join(OVERLAY_SKILLS_PREFIX),
+) -> str:
+    """Write the overlay into a clone's skills (the caller commits it); the digest must match the frozen one.
+
+    An overlay mirrors `.claude/skills/`; `skills_dir` is where the cell's agent finds the skills in the clone
+    (`.agents/skills` for some CLIs), and each file lands there."""
     files = overlay_files(frozen, evolvable)
     actual = digest(files)
     if expected_digest is not None and actual != expected_digest:
         raise OverlayError("candidate overlay changed after it was frozen (digest mismatch)")
     for relative, content in files:
-        target = clone / relative
+        target = clone / skills_dir / skill_relative(relative)
         for parent in reversed(target.relative_to(clone).parents):
             if str(parent) == ".":
                 continue

@@ -30,6 +30,7 @@ from typing import Any
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
 from skillbench.decision.aggregate import is_valid
+from skillbench.execution.access import RunSpend
 from skillbench.experiment import runrecord
 
 
@@ -187,13 +188,15 @@ def summarize(
     now: datetime,
     alive: bool | None = None,
     sequential: bool = False,
+    metered_usd: float = 0.0,
 ) -> dict[str, Any]:
     """The progress snapshot from plain values.
 
     ``finished`` holds one ``{"cost_usd": float | None, "wall_s": float}`` per finished planned cell;
     ``finished_run`` says this run wrote the run summary; ``alive`` whether the run's snakemake still lives (None:
     unknown, then a running cell job is the sign of life); ``sequential`` that later batches wait for looks.
-    Spend sums measured costs (cells and proposer sessions); unmeasured ones are counted, never 0.
+    Spend sums measured costs (cells and proposer sessions), or is ``metered_usd`` (the experiment's spend meter,
+    which also holds retried and killed attempts) where that says more; unmeasured ones are counted, never 0.
     ETA (a running run only) = remaining cells in waves of ``session_cap`` × the median cell wall time.
     """
     planned = incumbent_cell_count(plan) + generations * candidate_cell_count(plan)
@@ -226,7 +229,7 @@ def summarize(
         "cells_running": running,
         "cells_interrupted": interrupted,
         "generations": generations,
-        "spend_usd": round(sum(measured), 6),
+        "spend_usd": round(max(sum(measured), metered_usd), 6),
         "unmeasured_costs": len(costs) - len(measured),
         "median_cell_s": None if median_cell is None else round(median_cell, 3),
         "session_cap": plan.get("session_cap"),
@@ -319,6 +322,7 @@ def snapshot(
         now=now or _now(),
         alive=alive,
         sequential=sequential,
+        metered_usd=RunSpend(root)(),
     )
 
 
@@ -534,9 +538,11 @@ def closing_lines(
         lines.append(
             f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
         )
+    elif summary.get("next_step"):
+        # A sweep the budget cut short says so too: raising budget.max_usd finishes its cells.
+        lines.append(f"  next:      {summary['next_step']}")
     elif summary["outcome"] == "not_promoted":
-        advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
-        lines.append(f"  next:      {advice}")
+        lines.append("  next:      Raise `evolution.generations` to continue the chain.")
     return lines
 
 
@@ -751,7 +757,6 @@ def recorded_spend(arm_sessions: dict[str, int], results_root: str | Path) -> di
     so far: the experiment's spend meter (which also holds retried and killed attempts and proposer
     sessions), or the records' cost_usd where they say more. ``arm_sessions`` is each incumbent arm's
     sessions per cell."""
-    from skillbench.execution.access import RunSpend
     from skillbench.experiment.arms import incumbent_of
 
     sessions, usd = 0, 0.0

@@ -8,8 +8,8 @@ from typing import Any, TextIO, cast
 from skillbench.base import artifacts, layout
 from skillbench.base.process import ORPHANED, exclusive_writer
 from skillbench.base.records import TaskBinding
-from skillbench.execution import cells
-from skillbench.execution.environment import api_key, load_script, resolve_cli
+from skillbench.execution import agents, cells
+from skillbench.execution.environment import api_key, configured_cli, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
 from skillbench.grading.graders import grader_for
 from skillbench.steps import start_session_job, with_run_control
@@ -42,12 +42,14 @@ def run_cell(
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     run_dir = Path(record_out).parent
+    agent = agents.arm_agent(settings, arm)
     context = cells.CellContext(
         config=settings,
         template=Path(template),
         grader=grader_for(task, oracle_snapshot=Path(oracle_snapshot)),
         run_dir=run_dir,
-        claude_bin=resolve_cli(settings["agent"]["cli"]),
+        agent=agent,
+        agent_install=agent.install(resolve_cli(configured_cli(settings, agent), agent=agent)),
         cli_version=cli_version,
         api_key=api_key(settings["model"]["api_key_env"]),
         model_script=load_script(model_script),

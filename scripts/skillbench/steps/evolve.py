@@ -13,6 +13,7 @@ from skillbench.decision.gate import summarize_gate
 from skillbench.decision.promotion import is_promoted
 from skillbench.evolution import evidence
 from skillbench.evolution.proposer import ProposerError, run_proposer
+from skillbench.execution.agents import DEFAULT_ADAPTER
 from skillbench.execution.environment import api_key, load_script, resolve_cli, secrets
 from skillbench.experiment import overlay, skillformat
 from skillbench.experiment.arms import check_candidate_arms, incumbent_of
@@ -237,7 +238,8 @@ def propose_overlay(
         generation=generation,
         evidence=Path(evidence_dir),
         repository=Path(repository),
-        claude_bin=resolve_cli(settings["agent"]["cli"]),
+        # The proposer runs Claude Code.
+        agent_install=DEFAULT_ADAPTER.install(resolve_cli(settings["agent"]["cli"])),
         model_script=load_script(model_script),
         api_key=api_key(settings["model"]["api_key_env"]),
         overlay_out=Path(overlay_out),

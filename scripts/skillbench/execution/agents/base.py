@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from skillbench.execution.sandbox import AgentInstall
+
 
 @dataclass(frozen=True)
 class SessionRequest:
@@ -63,19 +65,35 @@ class StreamReading:
 
 
 class AgentAdapter(Protocol):
-    """One agent CLI, as skillbench runs it headless in a cell."""
+    """One agent CLI, as skillbench runs it headless in a cell.
 
-    # The name an arm's `agent` key uses, the npm package that installs it, the wire API it speaks.
+    The session's token reaches the CLI only through `environment` (never a file: the agent's commands can read
+    the home and the workspace, never the CLI's environment).
+    """
+
+    # The name an arm's `agent` key uses, the npm package that installs it (its package.json names the version),
+    # the oldest version the suite runs, and the wire API it speaks to the model gateway.
     name: str
     package: str
+    min_version: str
     wire_api: str
     # Where the CLI finds a project's skills, relative to the clone.
     skills_dir: str
     # The environment variable that points the CLI at its model endpoint.
     base_url_variable: str
+    # The config key naming the CLI (a path, or a name in tools/node_modules/.bin, then PATH) and its default.
+    cli_setting: str
+    default_cli: str
+    # True for a CLI without a hook that restarts its agent's commands contained (Claude Code's shell prefix):
+    # then every shell it starts is contained (`Sandbox.command(contain_shells=True)`).
+    contain_shells: bool
 
-    def executable(self, tools_dir: Path) -> Path:
-        """The CLI's binary in the project's tools folder."""
+    def install(self, executable: Path) -> AgentInstall:
+        """What the sandbox binds to run the CLI whose resolved executable is `executable`."""
+        ...
+
+    def home_files(self, request: SessionRequest) -> dict[str, str]:
+        """Files the CLI reads from its home (relative path -> text), written into each session's fresh home."""
         ...
 
     def command(self, cli: str, request: SessionRequest) -> list[str]:

@@ -26,6 +26,7 @@ from skillbench.execution.sandbox import (
     SANDBOX_HOME,
     SANDBOX_TMP,
     SANDBOX_WORKSPACE,
+    AgentInstall,
     SandboxError,
 )
 from skillbench.execution.streams import count, nonnegative, parse_event_stream
@@ -335,12 +336,22 @@ class ClaudeCode:
 
     name = "claude-code"
     package = "@anthropic-ai/claude-code"
+    # The oldest CLI the test suite runs (tools/package.json pins it): 1.0.x fails in the sandbox (it loads a
+    # yoga.wasm beside its bin file, which the sandbox does not mount).
+    min_version = "2.1.197"
     wire_api = "anthropic-messages"
     skills_dir = ".claude/skills"
     base_url_variable = "ANTHROPIC_BASE_URL"
+    cli_setting = "agent.cli"
+    default_cli = "claude"
+    # Its shell prefix restarts every Bash tool command contained; its shells need no wrapping.
+    contain_shells = False
 
-    def executable(self, tools_dir: Path) -> Path:
-        return tools_dir / "node_modules" / ".bin" / "claude"
+    def install(self, executable: Path) -> AgentInstall:
+        return AgentInstall("claude", executable)
+
+    def home_files(self, request: SessionRequest) -> dict[str, str]:
+        return {}  # its settings come as --settings
 
     def command(self, cli: str, request: SessionRequest) -> list[str]:
         return cli_command(
