@@ -1021,9 +1021,9 @@ def test_incumbent_and_candidate_cells_from_different_cli_versions_cannot_promot
     result = decide_noisy(saving_pair(cli_version=(OLD_CLI, NEW_CLI)), rule=rule)
     assert result["decision"] == "insufficient_evidence"
     assert (
-        "rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197 (tasks: greet, money); "
-        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.328 (tasks: greet, money); "
-        "rerun the stale cells so both arms ran one Claude Code version"
+        "rows are not comparable: the incumbent's cells (workflow) ran CLI version 2.1.197 (tasks: greet, money); "
+        "the candidate's cells (candidate_workflow) ran CLI version 2.1.328 (tasks: greet, money); "
+        "rerun the stale cells so both arms ran one CLI version"
     ) in result["reasons"]
     # The document that carries the refusal is a valid promotion.json.
     assert document(saving_pair(cli_version=(OLD_CLI, NEW_CLI)))["decisions"][0]["decision"] == "insufficient_evidence"
@@ -1035,10 +1035,10 @@ def test_one_arm_that_mixes_cli_versions_cannot_promote_and_the_reason_names_its
     result = decide_noisy(stale)
     assert result["decision"] == "insufficient_evidence"
     (reason,) = [reason for reason in result["reasons"] if reason.startswith("rows are not comparable")]
-    assert "the incumbent's cells (workflow) ran Claude Code 2.1.328 (tasks: greet, money)" in reason
+    assert "the incumbent's cells (workflow) ran CLI version 2.1.328 (tasks: greet, money)" in reason
     assert (
-        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.197 (tasks: money) and "
-        "Claude Code 2.1.328 (tasks: greet)"
+        "the candidate's cells (candidate_workflow) ran CLI version 2.1.197 (tasks: money) and "
+        "CLI version 2.1.328 (tasks: greet)"
     ) in reason
 
 

@@ -304,8 +304,8 @@ def test_a_look_over_cells_from_two_cli_versions_refuses_to_decide():
     assert decision["decision"] == "insufficient_evidence"
     assert [look["decision"] for look in decision["looks"]] == ["insufficient_evidence"]
     assert any(
-        reason.startswith("rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197")
-        and "(candidate_workflow) ran Claude Code 2.1.328" in reason
+        reason.startswith("rows are not comparable: the incumbent's cells (workflow) ran CLI version 2.1.197")
+        and "(candidate_workflow) ran CLI version 2.1.328" in reason
         for reason in decision["reasons"]
     )
 

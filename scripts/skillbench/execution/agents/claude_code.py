@@ -344,6 +344,7 @@ class ClaudeCode:
     base_url_variable = "ANTHROPIC_BASE_URL"
     cli_setting = "agent.cli"
     default_cli = "claude"
+    extensions = frozenset({"plugins", "mcp_servers"})
     # Its shell prefix restarts every Bash tool command contained; its shells need no wrapping.
     contain_shells = False
 
