@@ -356,12 +356,12 @@ def render_cell_page(
     ]
     check = row["cost_check"]
     cost = [
-        ("cost (CLI)", _money(row["cost_usd"])),
+        ("cost (gateway)", _money(row["cost_usd"])),
         (
-            "cost recomputed",
+            "cost (CLI)",
             "n/a"
             if check is None
-            else _money(check["recomputed_usd"]) + _e(f" ({check['price_table']}; agrees: {check['agrees']})"),
+            else _money(check["cli_usd"]) + _e(f" ({check['price_table']}; agrees: {check['agrees']})"),
         ),
         ("turns", _e(row["num_turns"])),
         (
