@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rowfactory import make_row
 from skillbench.base import artifacts
 from skillbench.decision import gate
 from skillbench.evolution import apply
@@ -100,59 +101,23 @@ def task_binding() -> dict:
 
 
 def result_row(arm: str, run: int, cost: float, overlay_digest: str) -> dict:
-    return artifacts.validate(
-        {
-            "schema": "result-row/v1",
-            "task": "t1",
-            "class": "demo",
-            "run": run,
-            "arm": arm,
-            "ok": True,
-            "resolved": True,
-            "authored_tests_passed": True,
-            "authored_test_output": "",
-            "verify_output": "",
-            "oracle_passed": True,
-            "oracle_output": "hidden oracle passed",
-            "error_kind": None,
-            "error_detail": None,
-            "evidence_diagnostics": [],
-            "input_tokens": 1000,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": 100,
-            "cost_usd": cost,
-            "cli_cost_usd": None,
-            "cost_check": None,
-            "duration_s": 10.0,
-            "num_turns": 5,
-            "session_ids": [f"{arm}-{run}"],
-            "transcript_artifacts": [],
-            "transcript_missing": False,
-            "skill_invoked": True,
-            "tool_use_counts": {},
-            "plan_produced": True,
-            "diff_files": 1,
-            "diff_insertions": 3,
-            "diff_deletions": 1,
-            "model": MODEL,
-            "effort": "high",
-            "provider": "scripted",
-            "cli_version": "2.0.0",
-            "task_ref": "HEAD",
-            "task_base_sha": "1" * 40,
-            "sanitized_task_sha": "2" * 40,
-            "variant_head_sha": "3" * 40,
-            "task_prompt_digest": "3" * 64,
-            "skill_digest": "a" * 64,
-            "candidate_overlay_digest": overlay_digest if arm.startswith("candidate_") else None,
-            "oracle_digest": "6" * 64,
-            "oracle_command_digest": "7" * 64,
-            "oracle_manifest_digest": "8" * 64,
-            "sandbox_backend": "bwrap",
-            "recorded_at": "2026-03-01T11:00:00Z",
-        },
-        "result-row",
+    """A resolved run of the bound task, recorded before the promotion was generated."""
+    task = task_binding()
+    return make_row(
+        task["id"],
+        arm,
+        run,
+        cost_usd=cost,
+        model=MODEL,
+        session_ids=[f"{arm}-{run}"],
+        task_base_sha=task["resolved_sha"],
+        sanitized_task_sha=task["sanitized_sha"],
+        task_prompt_digest=task["prompt_digest"],
+        candidate_overlay_digest=overlay_digest if arm.startswith("candidate_") else None,
+        oracle_digest=task["oracle_digest"],
+        oracle_command_digest=task["oracle_command_digest"],
+        oracle_manifest_digest=task["oracle_manifest_digest"],
+        recorded_at="2026-03-01T11:00:00Z",
     )
 
 
