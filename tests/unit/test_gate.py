@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import ArtifactError, load_schema, validate
-from skillbench.base.records import EXCLUDED_ERROR_KINDS
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.gate import (
     DEFAULT_POLICY,
@@ -25,9 +24,7 @@ from skillbench.decision.gate import (
 )
 
 INC, CAND = "workflow", "candidate_workflow"
-MODEL = "claude-test-model"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 
 
 def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list[dict]:

@@ -3,7 +3,6 @@ by `skillbench check` alike; and what a task repository holds that its cells wil
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gitenv import GIT_ENV
 from skillbench import preflight
 from skillbench.cli import main
 from skillbench.experiment import configcheck
 
 REPO = Path(__file__).resolve().parents[2]
-# No user or system git config; the identity of the fixture's commits is given per command.
-GIT = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
 
 
 @pytest.fixture
@@ -33,8 +31,8 @@ def project(tmp_path, monkeypatch):
 
 
 def git(folder: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(folder), *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT).stdout
+    command = ["git", "-C", str(folder), *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT_ENV).stdout
 
 
 def checks(overrides: dict, source: str = "my.yaml") -> preflight.Preflight:

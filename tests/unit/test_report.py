@@ -6,11 +6,9 @@ from datetime import UTC, datetime
 
 from rowfactory import make_binding, make_row
 from skillbench.base.artifacts import validate
-from skillbench.base.records import EXCLUDED_ERROR_KINDS
 from skillbench.decision.gate import promotion_document
 from skillbench.reporting.report import render_report
 
-NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 HEADER = (
     "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | $/resolved | wall s "
     "| turns | churn | errors |"

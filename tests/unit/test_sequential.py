@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import validate
 from skillbench.decision import stats
 from skillbench.decision.gate import promotion_document, run_design, sequential_decision
 
 INC, CAND = "workflow", "candidate_workflow"
-MODEL = "claude-test-model"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 DESIGN = run_design({"min": 2, "max": 6, "step": 2})
 

@@ -203,30 +203,10 @@ def test_bad_task_suite_fails_before_any_job(project):
     assert not (project.root / "results" / "bad").exists()
 
 
-def session_windows(project, experiment: str) -> list[tuple[str, str, str]]:
-    windows = []
-    for path in project.results(experiment, "cells").rglob("record.json"):
-        for session in json.loads(path.read_text())["timing"]["sessions"]:
-            windows.append((session["started_at"], session["finished_at"], str(path)))
-    return sorted(windows)
-
-
 def assert_no_overlap(windows):
     assert len(windows) >= 4
     for (_, end, first), (start, _, second) in zip(windows, windows[1:], strict=False):
         assert end <= start, f"sessions overlap: {first} and {second}"
-
-
-def test_session_cap_of_one_serialises_sessions_on_two_cores(project):
-    config = {
-        "experiment": "cap",
-        "runs": 1,
-        "selected_arms": ["workflow_direct", "baseline"],
-        **SWEEP,
-        "tasks": {"only": ["money-thousands", "sku-normalization"]},
-    }
-    project.snakemake("--resources", "agent_sessions=1", config=config)
-    assert_no_overlap(session_windows(project, "cap"))
 
 
 def test_anthropic_provider_without_a_key_fails_before_any_job(project):
