@@ -124,7 +124,7 @@ def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
     old_cli = reporting_cli(project.root, "1.0.44")
     refused = project.snakemake("--dry-run", config={**TWO_TASKS, "agent": {"cli": old_cli}}, check=False)
     assert refused.returncode != 0
-    assert f"Claude Code 1.0.44 at {old_cli} is older than the oldest supported version 2.1.197" in (
+    assert f"agent.cli: claude-code 1.0.44 at {old_cli} is older than the oldest supported version 2.1.197" in (
         refused.stdout + refused.stderr
     )
 

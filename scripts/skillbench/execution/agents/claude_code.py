@@ -251,7 +251,7 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: 
     if sandbox_backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
     deny = [*DENIED_TOOLS]
-    settings: dict = {"disableAllHooks": True}
+    settings: dict[str, Any] = {"disableAllHooks": True}
     if sandbox_backend == "bwrap":
         for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude", *hidden):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
