@@ -37,7 +37,21 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-tools: tools/node_modules/.installed
+tools: tools/node_modules/.installed tools/copilot/.unpacked
+
+# Copilot CLI unpacks its package (JavaScript, built-in skills, its own rg; 235 MB) into a cache on its first
+# start. It is unpacked once here, next to a hard link of its native executable, into the one folder every
+# session binds read-only (agents/copilot.py), so no cell unpacks or downloads anything.
+tools/copilot/.unpacked: tools/node_modules/.installed
+	rm -rf tools/copilot
+	mkdir -p tools/copilot
+	ln -f tools/node_modules/@github/copilot-linux-x64/copilot tools/copilot/copilot 2>/dev/null || \
+	  cp tools/node_modules/@github/copilot-linux-x64/copilot tools/copilot/copilot
+	env -i PATH=/usr/bin:/bin HOME=/nonexistent COPILOT_PKG_CACHE_HOME=$(CURDIR)/tools/copilot \
+	  COPILOT_SEA_EXTRACT_ONLY=1 tools/copilot/copilot
+	test -f tools/copilot/pkg/linux-x64/$$(node -p 'require("./tools/node_modules/@github/copilot/package.json").version')/.extraction-complete
+	chmod -R a+rX,go-w tools/copilot
+	touch $@
 
 # `npm install` from the lock, not `npm ci`: the registry has no build of opencode for some platforms,
 # so the lock cannot list every optional platform package and `npm ci` refuses it as out of sync. The
