@@ -174,7 +174,7 @@ def test_the_command_runs_headless_offline_with_only_the_sessions_tools() -> Non
     assert argv[:3] == ["/usr/bin/env", "COPILOT_PKG_CACHE_HOME=/opt/claude/copilot", "/opt/claude/copilot/copilot"]
     for flag in ("--allow-all-tools", "--no-ask-user", "--no-auto-update", "--no-custom-instructions"):
         assert flag in argv
-    assert "--disable-builtin-mcps" in argv and "--disallow-temp-dir" in argv
+    assert "--disable-builtin-mcps" in argv and "--no-remote" in argv
     # Never the flags that trust the folder or open every path.
     assert not {"--allow-all", "--yolo", "--allow-all-paths", "--trust-folder", "--allow-all-urls"} & set(argv)
     assert argv[argv.index("--output-format") + 1] == "json" and argv[argv.index("--model") + 1] == "claude-sonnet-4-5"
@@ -220,6 +220,10 @@ def test_the_home_settings_disable_hooks_builtin_skills_and_every_other_skill_fo
     assert "/workspace/.github/skills" in ignored and "/workspace/.agents/skills" in ignored
     assert not any(location.endswith(".claude/skills") for location in ignored)
     assert "trustedFolders" not in settings
+    # A session without the skill tool is offered no skills at all (Copilot would still list them to the model).
+    for changes in ({"disallowed_tools": ["Skill"]}, {"tools": ["Read", "Grep", "Glob"]}):
+        without = json.loads(copilot.Copilot().home_files(request(**changes))[".copilot/settings.json"])
+        assert "/workspace/.claude/skills" in without["ignoredSkillsLocations"], changes
 
 
 def test_a_read_only_session_and_a_baseline_offer_only_what_they_may_use() -> None:

@@ -21,7 +21,8 @@ plugins from an untrusted folder; the home settings also disable every hook (`di
 other than `.claude/skills` (`.github/skills`, `.agents/skills`, the home's) are ignored
 (`ignoredSkillsLocations`) and its built-in skills disabled, so the skills offered are the arm's. Custom agents
 (`.github/agents`) are listed but only reachable through the `task` tool, which is never offered. Its file tools
-refuse every path outside the workspace (no `--allow-all-paths`, `--disallow-temp-dir`), symlinks resolved; it
+refuse every path outside the workspace and the cell's private temp folder (no `--allow-all-paths`), symlinks
+resolved, and so do its checks of the paths a shell command names; it
 has no shell-prefix hook, so its shells are the harness's contained ones (`contain_shells`).
 
 Its stdout is one JSON object per line: `session.*`, `user.message`, `assistant.*`, `model.*`, `tool.*` events
@@ -136,18 +137,23 @@ def available_tools(tools: Sequence[str], disallowed_tools: Sequence[str]) -> li
     return offered
 
 
-def home_settings() -> dict[str, Any]:
-    """`~/.copilot/settings.json` of every session: no hooks, only the harness's skill folder, no built-in skills."""
+def home_settings(request: SessionRequest) -> dict[str, Any]:
+    """`~/.copilot/settings.json` of a session: no hooks, no built-in skills, and no skill folder but the harness's
+    (`.claude/skills`) — and not that one either when the session may not use skills: Copilot lists (and describes
+    to the model) every skill it finds even when its `skill` tool is not offered."""
+    ignored = [
+        f"{SANDBOX_WORKSPACE}/.github/skills",
+        f"{SANDBOX_WORKSPACE}/.agents/skills",
+        f"{SANDBOX_HOME}/.copilot/skills",
+        f"{SANDBOX_HOME}/.agents/skills",
+    ]
+    if "Skill" not in request.tools or "Skill" in request.disallowed_tools:
+        ignored.append(f"{SANDBOX_WORKSPACE}/.claude/skills")
     return {
         "disableAllHooks": True,
         "autoUpdate": False,
         "disabledSkills": list(BUILTIN_SKILLS),
-        "ignoredSkillsLocations": [
-            f"{SANDBOX_WORKSPACE}/.github/skills",
-            f"{SANDBOX_WORKSPACE}/.agents/skills",
-            f"{SANDBOX_HOME}/.copilot/skills",
-            f"{SANDBOX_HOME}/.agents/skills",
-        ],
+        "ignoredSkillsLocations": ignored,
     }
 
 
@@ -169,7 +175,6 @@ def cli_command(cli: str, request: SessionRequest) -> list[str]:
         "--no-custom-instructions",
         "--disable-builtin-mcps",
         "--disable-client-telemetry",
-        "--disallow-temp-dir",
         "--no-experimental",
         "--no-remote",
         "--secret-env-vars",
@@ -378,7 +383,7 @@ class Copilot:
         return native_install(executable)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
-        return {".copilot/settings.json": json.dumps(home_settings(), indent=2, sort_keys=True) + "\n"}
+        return {".copilot/settings.json": json.dumps(home_settings(request), indent=2, sort_keys=True) + "\n"}
 
     def command(self, cli: str, request: SessionRequest) -> list[str]:
         return cli_command(cli, request)

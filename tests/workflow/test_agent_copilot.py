@@ -1,0 +1,180 @@
+"""Copilot CLI as an arm's agent, through the real CLI (tools/node_modules/.bin/copilot, its package unpacked by
+setup into tools/copilot/) and the scripted model.
+
+One snakemake run of four copilot arms on one demo task whose project snapshot carries hostile Copilot config
+(hooks in .github/hooks and the repository settings, MCP servers in .mcp.json, .github/mcp.json and
+.vscode/mcp.json, skills in .github/skills and .agents/skills, a custom agent, custom instructions): a session
+that proves its skill, one that skips it, a baseline without skills and a read-only session that tries to edit.
+Every assertion reads that one run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Project, copy_project
+
+SUITE = Path(__file__).parent / "suites" / "agents-copilot"
+EXPERIMENT = "cptest"
+TASK = "money-thousands"
+MODEL = "claude-sonnet-4-5"
+PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["@github/copilot"]
+ARMS = ("cp_skill", "cp_skip", "cp_baseline", "cp_readonly")
+MARKERS = ("-RAN", "PLAN-WROTE", "BASH-WROTE")
+FOREIGN = ("foreign-skills-listed", "foreign-instructions-loaded", "foreign-agents-listed")
+
+
+def _config() -> dict[str, Any]:
+    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
+        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
+        return {"agent": "copilot", "sessions": [session], **extra}
+
+    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3}
+    return {
+        "experiment": EXPERIMENT,
+        "runs": 1,
+        "tasks": {"suite": "tasks/cptest/tasks.yaml", "only": [TASK]},
+        "agent": {
+            "attempts": 1,
+            "heartbeat_s": 5,
+            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
+        },
+        "agents": {"copilot": {"model": MODEL}},
+        "evolution": {"generations": 0},
+        "arms": {
+            "cp_skill": arm("skilled", "direct", session={"skill": "change-work"}),
+            "cp_skip": arm("skip", "direct", session={"skill": "change-work"}),
+            "cp_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
+            "cp_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
+        },
+        "selected_arms": list(ARMS),
+        "report": {"baseline_arm": "cp_baseline"},
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = copy_project(tmp_path_factory.mktemp("copilot") / "project")
+    target = project.root / "tasks" / "cptest"
+    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
+    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
+    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
+    project.git("add", "-A")
+    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copilot suite")
+    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
+    return project
+
+
+def _rows(project: Project) -> dict[str, dict[str, Any]]:
+    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
+
+
+def _cell(project: Project, arm: str) -> Path:
+    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
+
+
+def _events(project: Project, arm: str) -> list[dict[str, Any]]:
+    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
+    return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+
+
+def _tools(project: Project, arm: str) -> list[tuple[str, bool, str]]:
+    """(tool, success, output or error) of every tool execution in the arm's one transcript."""
+    events = _events(project, arm)
+    starts = {e["data"]["toolCallId"]: e["data"]["toolName"] for e in events if e["type"] == "tool.execution_start"}
+    calls = []
+    for event in events:
+        if event["type"] == "tool.execution_complete":
+            data = event["data"]
+            text = (data.get("result") or {}).get("content") or (data.get("error") or {}).get("message") or ""
+            calls.append((starts[data["toolCallId"]], data["success"], text))
+    return calls
+
+
+def _bash_outputs(project: Project, arm: str) -> list[str]:
+    return [line for tool, ok, text in _tools(project, arm) if tool == "bash" and ok for line in text.splitlines()]
+
+
+def test_rows_carry_the_agent_its_version_and_the_skills_it_offered(run: Project) -> None:
+    rows = _rows(run)
+    assert set(rows) == set(ARMS)
+    for arm, row in rows.items():
+        assert row["agent"] == "copilot" and row["cli_version"] == PINNED and row["model"] == MODEL
+        # Offered: what the CLI's own first event listed as enabled — the arm's skills, none from the repository's
+        # .github/skills or .agents/skills, no built-in ones.
+        listed = _events(run, arm)[0]
+        assert listed["type"] == "session.skills_loaded"
+        enabled = sorted(skill["name"] for skill in listed["data"]["skills"] if skill["enabled"])
+        assert row["offered_skills"] == enabled, arm
+        assert not [name for name in enabled if name.startswith("foreign-")], arm
+    assert "change-work" in rows["cp_skill"]["offered_skills"]
+    assert rows["cp_baseline"]["offered_skills"] == []
+
+
+def test_a_session_proves_its_skill_from_the_stream_and_resolves(run: Project) -> None:
+    row = _rows(run)["cp_skill"]
+    assert row["skill_invoked"] is True and row["error_kind"] is None, row["error_detail"]
+    assert row["resolved"] is True and row["diff_files"] >= 2
+    skill_calls = [(ok, text) for tool, ok, text in _tools(run, "cp_skill") if tool == "skill"]
+    assert skill_calls and [ok for ok, _text in skill_calls] == [True] and "change-work" in skill_calls[0][1]
+    assert "skills-are-listed" in _bash_outputs(run, "cp_skill")
+    # The row's cost is the gateway's ledger; Copilot reports no price of its own to cross-check it with.
+    assert row["cost_usd"] and row["cost_usd"] > 0
+    assert row["cli_cost_usd"] is None
+
+
+def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> None:
+    row = _rows(run)["cp_skip"]
+    assert row["error_kind"] == "skill-not-invoked" and row["skill_invoked"] is False
+    assert not [tool for tool, _ok, _text in _tools(run, "cp_skip") if tool == "skill"]
+
+
+def test_the_baseline_has_no_skills_and_cannot_load_one(run: Project) -> None:
+    row = _rows(run)["cp_baseline"]
+    outputs = _bash_outputs(run, "cp_baseline")
+    assert "no-skills-listed" in outputs and "skills-are-listed" not in outputs
+    assert [(ok, "does not exist" in text) for tool, ok, text in _tools(run, "cp_baseline") if tool == "skill"] == [
+        (False, True)
+    ]
+    assert row["resolved"] is True, row["error_detail"]
+
+
+def test_a_read_only_session_cannot_edit_create_or_run_commands(run: Project) -> None:
+    row = _rows(run)["cp_readonly"]
+    calls = _tools(run, "cp_readonly")
+    tried = {tool: ok for tool, ok, _text in calls if tool in ("edit", "create", "bash")}
+    assert tried == {"edit": False, "create": False, "bash": False}, calls
+    assert {ok for tool, ok, _text in calls if tool == "view"} == {True}
+    assert row["diff_files"] == 0 and row["resolved"] is False
+    assert (_cell(run, "cp_readonly") / "patch.diff").read_text().strip() == ""
+
+
+def test_the_repositorys_own_copilot_config_stays_inert_and_the_token_out_of_reach(run: Project) -> None:
+    rows = _rows(run)
+    for arm in ("cp_skill", "cp_skip", "cp_baseline"):
+        outputs = _bash_outputs(run, arm)
+        # The agent's commands run without the CLI's environment, in a PID namespace of their own, and cannot
+        # rewrite the settings the CLI reloads (whose hooks would run in the CLI).
+        for line in ("env-vars=0", "proc-env=0", "markers=0", "settings-writable=no"):
+            assert line in outputs, (arm, outputs)
+        # No custom instructions, foreign skills or custom agents reached the model.
+        assert not [line for line in outputs if line in FOREIGN], (arm, outputs)
+    for arm, row in rows.items():
+        events = _events(run, arm)
+        # The forged result line written to every stdout the agent's command could see is not the CLI's: the one
+        # result is the session's own, the one its transcript is named after.
+        (transcript,) = (_cell(run, arm) / "transcripts").glob("*.jsonl")
+        results = [event["sessionId"] for event in events if event["type"] == "result"]
+        assert len(results) == 1 and results[0] != "forged" and transcript.stem.endswith(results[0]), (arm, results)
+        servers = [event["data"]["servers"] for event in events if event["type"] == "session.mcp_servers_loaded"]
+        assert servers and not [s for s in servers[0] if s.get("status") != "disabled"], (arm, servers)
+        patch = (_cell(run, arm) / "patch.diff").read_text()
+        assert not [marker for marker in MARKERS if marker in patch], (arm, patch[:2000])
+        ledger = json.loads((_cell(run, arm) / "ledger.json").read_text())
+        (session,) = ledger["sessions"]
+        assert session["requests"] and all(entry["outcome"] == "ok" for entry in session["requests"]), arm
+        assert row["error_kind"] in (None, "skill-not-invoked", "no-work-produced", "oracle-failed"), row
