@@ -120,6 +120,13 @@ def test_category_agreement_ranks_above_severity_agreement():
     assert result["matches"] == [("F", "D-cat")]
 
 
+def test_exact_ties_go_to_lower_ids():
+    # Twins on one defect: the lower finding id matches. One finding on two identical defects: the lower
+    # defect id. Listed in reverse so that input order would say otherwise.
+    assert score(output(finding("F-b"), finding("F-a")), labels(defect("D")))["matches"] == [("F-a", "D")]
+    assert score(output(finding("F")), labels(defect("D-y"), defect("D-x")))["matches"] == [("F", "D-x")]
+
+
 def test_the_matching_is_maximum_even_when_a_preferred_pair_would_block_another():
     # F1 prefers D1 (same category), but F2 can only match D1. A greedy choice of (F1, D1) leaves one pair;
     # the maximum matching pairs F1 with D2 and F2 with D1.
@@ -210,6 +217,63 @@ def test_the_matching_and_score_do_not_depend_on_the_order_of_findings_or_defect
         generator.shuffle(defects)
         assert score(output(*findings), labels(*defects)) == expected
     assert expected["tp"] == 4
+
+
+def _all_matchings(findings: list[dict], defects: list[dict]):
+    """Every matching of findings to overlapping defects on the same path, by exhaustive search."""
+    if not findings:
+        yield []
+        return
+    first, rest = findings[0], findings[1:]
+    yield from _all_matchings(rest, defects)  # first left unmatched
+    for index, candidate in enumerate(defects):
+        if (
+            first["path"] == candidate["path"]
+            and first["line_start"] <= candidate["line_end"]
+            and (candidate["line_start"] <= first["line_end"])
+        ):
+            for tail in _all_matchings(rest, defects[:index] + defects[index + 1 :]):
+                yield [(first, candidate), *tail]
+
+
+def _objective(matching: list[tuple[dict, dict]]) -> tuple[int, int, int, int]:
+    """The module docstring's order: pairs, then category agreements, then severity agreements, then the summed
+    overlap share of each pair's union in thousandths."""
+    overlap = 0
+    for f, d in matching:
+        shared = min(f["line_end"], d["line_end"]) - max(f["line_start"], d["line_start"]) + 1
+        union = max(f["line_end"], d["line_end"]) - min(f["line_start"], d["line_start"]) + 1
+        overlap += shared * 1000 // union
+    return (
+        len(matching),
+        sum(f["category"] == d["category"] for f, d in matching),
+        sum(f["severity"] == d["severity"] for f, d in matching),
+        overlap,
+    )
+
+
+def test_the_matching_is_the_best_by_exhaustive_search_on_random_small_cases():
+    generator = random.Random(2025)
+
+    def entry(make, prefix: str, index: int) -> dict:
+        start = generator.randint(1, 30)
+        return make(
+            f"{prefix}{index}",
+            generator.choice(["a.py", "b.py"]),
+            start,
+            start + generator.randint(0, 8),
+            severity=generator.choice(["high", "low"]),
+            category=generator.choice(["security", "style"]),
+        )
+
+    for _ in range(150):
+        findings = [entry(finding, "F", i) for i in range(generator.randint(0, 5))]
+        defects = [entry(defect, "D", i) for i in range(generator.randint(0, 5))]
+        by_id_f = {f["id"]: f for f in findings}
+        by_id_d = {d["id"]: d for d in defects}
+        chosen = review.match_findings(findings, defects)
+        best = max(_objective(matching) for matching in _all_matchings(findings, defects))
+        assert _objective([(by_id_f[f], by_id_d[d]) for f, d in chosen]) == best
 
 
 # Scores --------------------------------------------------------------------------------------------

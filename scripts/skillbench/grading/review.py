@@ -14,9 +14,10 @@ labelled defects; a clean control has none.
 * The matching is a maximum one (the most pairs). Among maximum matchings, the one with the most pairs whose
   category agrees; then the most whose severity agrees; then the largest summed overlap, each pair's overlap being
   the share of the two ranges' union they have in common (in `OVERLAP_STEPS`ths, rounded down). The criteria are
-  packed into one integer weight per pair whose digits cannot carry into each other, so one assignment solve
-  (`scipy.optimize.linear_sum_assignment`) optimises them in that order. Remaining ties are settled by the solver on
-  findings and defects sorted by id: the matching depends on the documents' content, never on their order.
+  packed into one integer weight per pair whose digits cannot carry into each other, so an assignment solve
+  (`scipy.optimize.linear_sum_assignment`) optimises them in that order. Exact ties go to lower ids: findings in
+  id order each take the lowest-id defect that keeps the matching optimal. The matching depends on the documents'
+  content, never on their order.
 * TP = matched pairs, FP = unmatched findings (a duplicate of a matched finding is one), FN = unmatched defects.
 * A ratio whose denominator is 0 is 1.0: no findings make no false claim (precision), no defects leave nothing to
   miss (recall, blocker recall). F1 is 0.0 when precision and recall are both 0. So every score is a finite
@@ -334,13 +335,39 @@ def match_findings(findings: list[ReviewFinding], defects: list[ReviewDefect]) -
                 overlap,
             ]
             weights[row, column] = _pack(digits, maxima, pairs)
-    rows, columns = linear_sum_assignment(weights, maximize=True)
-    matched = [
+    return [
         (ordered_findings[row]["id"], ordered_defects[column]["id"])
-        for row, column in zip(rows.tolist(), columns.tolist(), strict=True)
-        if weights[row, column] > 0
+        for row, column in _lowest_optimal_assignment(weights)
     ]
-    return sorted(matched)
+
+
+def _best_total(weights: np.ndarray[Any, np.dtype[np.float64]]) -> float:
+    if weights.size == 0:
+        return 0.0
+    rows, columns = linear_sum_assignment(weights, maximize=True)
+    return float(weights[rows, columns].sum())
+
+
+def _lowest_optimal_assignment(weights: np.ndarray[Any, np.dtype[np.float64]]) -> list[tuple[int, int]]:
+    """The optimal assignment (of positive weights only) that gives each row in turn the lowest column it can
+    take while the total stays optimal, leaving a row unassigned only when no column can: exact ties go to lower
+    finding ids, then lower defect ids. (The weights are integers below 2**53, so their sums compare exactly.)"""
+    best = _best_total(weights)
+    chosen: list[tuple[int, int]] = []
+    earned = 0.0
+    for row in range(weights.shape[0]):
+        if earned == best:
+            break
+        used = {column for _, column in chosen}
+        for column in np.flatnonzero(weights[row] > 0).tolist():
+            if column in used:
+                continue
+            others = [other for other in range(weights.shape[1]) if other not in used and other != column]
+            if earned + weights[row, column] + _best_total(weights[row + 1 :][:, others]) == best:
+                chosen.append((row, column))
+                earned += float(weights[row, column])
+                break
+    return chosen
 
 
 def _ratio(numerator: float, denominator: float) -> float:
