@@ -39,8 +39,16 @@ $(VENV)/.installed: pyproject.toml
 
 tools: tools/node_modules/.installed
 
+# `npm install` from the lock, not `npm ci`: the registry has no build of opencode for some platforms,
+# so the lock cannot list every optional platform package and `npm ci` refuses it as out of sync. The
+# lock must come out unchanged, so what is installed is still exactly what it pins.
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
-	cd tools && npm ci --no-audit --no-fund --loglevel=error
+	cp tools/package-lock.json tools/.package-lock.pinned
+	cd tools && npm install --no-audit --no-fund --loglevel=error
+	cmp -s tools/package-lock.json tools/.package-lock.pinned || \
+	  { mv tools/.package-lock.pinned tools/package-lock.json; \
+	    echo "tools/package-lock.json does not match tools/package.json: run npm install in tools/ and commit the lock" >&2; exit 1; }
+	rm -f tools/.package-lock.pinned
 	touch $@
 
 # The MCP Python SDK for the demo's MCP server (config/mcp-demo.yaml). Servers run in a nested sandbox

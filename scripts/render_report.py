@@ -11,6 +11,7 @@ with rule_log(snakemake.log[0]):
         runs=snakemake.params.runs,
         tools=list(snakemake.params.tools),
         baseline_arm=snakemake.params.baseline,
+        baseline_arms=dict(snakemake.params.baseline_arms),
         arm_order=list(snakemake.params.arms),
         promotion=snakemake.input.get("promotion"),
         out=snakemake.output.report,

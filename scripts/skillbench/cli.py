@@ -170,7 +170,7 @@ def _gate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict:
+def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict[str, Any]:
     """The config of the experiment under ``results_dir``: its run.json (--configfile wins; without either,
     config/config.yaml), with the notes on stderr."""
     from skillbench.experiment import runrecord
@@ -351,7 +351,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"check: {source} cannot be read; a run would stop before any session", file=sys.stderr)
         return 1
     found = preflight.experiment_checks(config, source=source)
-    selected: list[dict] = []
+    selected: list[dict[str, Any]] = []
     if "tasks" in config and not any(line.startswith(f"{source}: key") for line in found.problems):
         try:
             selected = tasks.select_tasks(
@@ -451,7 +451,7 @@ def _design_lines(
     return lines
 
 
-def _check_tasks_of(config: dict, selected: list[dict]) -> int:
+def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> int:
     """Bind and check every selected task (as `check_task` does before a run); one line per task. Returns how many
     tasks were refused."""
     import tempfile

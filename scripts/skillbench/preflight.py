@@ -29,13 +29,37 @@ from skillbench.reporting.progress import check_budget
 
 
 def check_arms(config: dict[str, Any], project_root: Path | None = None) -> None:
-    """Every arm's sessions, prompts and tool surfaces, its MCP servers and its plugins."""
+    """Every arm's sessions, prompts and tool surfaces, its agent, its MCP servers and its plugins."""
     arms.check_arms(config)
+    check_arm_agents(config)
     try:
         mcp.check_mcp_config(config, project_root)
         plugins.check_plugins(config, project_root)
     except (mcp.McpConfigError, plugins.PluginError) as exc:
         raise ArmError(str(exc)) from exc
+
+
+def check_arm_agents(config: dict[str, Any]) -> None:
+    """Each arm's agent has an adapter here, and the adapter runs what the arm asks of it (plugins, MCP servers)."""
+    problems = []
+    for name, definition in config["arms"].items():
+        try:
+            agent = agents.arm_agent(config, name)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        for key in ("plugins", "mcp_servers"):
+            if definition.get(key) and key not in agent.extensions:
+                problems.append(
+                    f"config arms.{name}.{key}: the {agent.name} adapter does not give its sessions {key}; remove "
+                    f"them from the arm or run it on an agent that does ({_agents_with(key)})"
+                )
+    if problems:
+        raise ArmError("\n".join(problems))
+
+
+def _agents_with(extension: str) -> str:
+    return ", ".join(sorted(name for name, agent in agents.ADAPTERS.items() if extension in agent.extensions))
 
 
 def suite_oracles(suite: str) -> list[tuple[str, bytes]]:

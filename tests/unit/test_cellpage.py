@@ -7,6 +7,7 @@ import hashlib
 import re
 
 from rowfactory import make_row
+from skillbench.execution import sessions
 from skillbench.reporting import cellpage
 
 HOSTILE = "</pre></textarea></style><script>document.title='pwned'</script><img src=x onerror=alert(1)>"
@@ -125,3 +126,11 @@ def test_one_model_reply_streamed_as_several_events_is_one_turn():
     text = page(transcripts=[cellpage.Transcript("work", "t.jsonl", events)])
     assert text.count("turn 1: assistant") == 2 and text.count("tokens: input 5, output 1") == 1
     assert "turn 2: assistant" in text and "turn 3" not in text
+
+
+def test_the_cost_shows_the_gateways_meter_and_the_clis_own_figure_beside_it():
+    prices = {"table": "list-prices-test", "tolerance_pct": 1.0}
+    check = sessions.cost_check({"cost_usd": 0.25, "cli_cost_usd": 0.5}, prices)
+    text = page(row=make_row("fix", "workflow", 0, cost_usd=0.25, cli_cost_usd=0.5, cost_check=check))
+    assert "$0.2500" in text and "$0.5000" in text
+    assert "list-prices-test; agrees: False" in text

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from rowfactory import make_binding, make_row
 from skillbench.base.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
-from skillbench.base.records import EXCLUDED_ERROR_KINDS
 from skillbench.decision.gate import promotion_document
 from skillbench.evolution import evidence
 from skillbench.evolution.evidence import (
@@ -29,7 +28,6 @@ from skillbench.evolution.evidence import (
 )
 
 CANARY = "canary-Zq81x-SECRET-payload"
-NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 INC, CAND = "workflow", "candidate_workflow"
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import ArtifactError, load_schema, validate
-from skillbench.base.records import EXCLUDED_ERROR_KINDS
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.gate import (
     DEFAULT_POLICY,
@@ -25,9 +24,7 @@ from skillbench.decision.gate import (
 )
 
 INC, CAND = "workflow", "candidate_workflow"
-MODEL = "claude-test-model"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 
 
 def arm_rows(task: str, arm: str, resolved=(True, True, True), **fields) -> list[dict]:
@@ -1021,9 +1018,9 @@ def test_incumbent_and_candidate_cells_from_different_cli_versions_cannot_promot
     result = decide_noisy(saving_pair(cli_version=(OLD_CLI, NEW_CLI)), rule=rule)
     assert result["decision"] == "insufficient_evidence"
     assert (
-        "rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197 (tasks: greet, money); "
-        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.328 (tasks: greet, money); "
-        "rerun the stale cells so both arms ran one Claude Code version"
+        "rows are not comparable: the incumbent's cells (workflow) ran CLI version 2.1.197 (tasks: greet, money); "
+        "the candidate's cells (candidate_workflow) ran CLI version 2.1.328 (tasks: greet, money); "
+        "rerun the stale cells so both arms ran one CLI version"
     ) in result["reasons"]
     # The document that carries the refusal is a valid promotion.json.
     assert document(saving_pair(cli_version=(OLD_CLI, NEW_CLI)))["decisions"][0]["decision"] == "insufficient_evidence"
@@ -1035,10 +1032,10 @@ def test_one_arm_that_mixes_cli_versions_cannot_promote_and_the_reason_names_its
     result = decide_noisy(stale)
     assert result["decision"] == "insufficient_evidence"
     (reason,) = [reason for reason in result["reasons"] if reason.startswith("rows are not comparable")]
-    assert "the incumbent's cells (workflow) ran Claude Code 2.1.328 (tasks: greet, money)" in reason
+    assert "the incumbent's cells (workflow) ran CLI version 2.1.328 (tasks: greet, money)" in reason
     assert (
-        "the candidate's cells (candidate_workflow) ran Claude Code 2.1.197 (tasks: money) and "
-        "Claude Code 2.1.328 (tasks: greet)"
+        "the candidate's cells (candidate_workflow) ran CLI version 2.1.197 (tasks: money) and "
+        "CLI version 2.1.328 (tasks: greet)"
     ) in reason
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from gitenv import GIT_ENV
 from skillbench.evolution.apply import committed_target_digests
 from skillbench.experiment import overlay
 from skillbench.experiment.overlay import OverlayError
@@ -133,16 +134,7 @@ def test_promotion_targets_include_mirrors(candidate):
 
 
 def git(repo: Path, *args: str) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "HOME": str(repo),
-    }
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env={**GIT_ENV, "HOME": str(repo)})
 
 
 def test_committed_targets_and_drift(tmp_path, candidate):

@@ -3,7 +3,6 @@ by `skillbench check` alike; and what a task repository holds that its cells wil
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from gitenv import GIT_ENV
 from skillbench import preflight
 from skillbench.cli import main
 from skillbench.experiment import configcheck
 
 REPO = Path(__file__).resolve().parents[2]
-# No user or system git config; the identity of the fixture's commits is given per command.
-GIT = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ["PATH"]}
 
 
 @pytest.fixture
@@ -33,8 +31,8 @@ def project(tmp_path, monkeypatch):
 
 
 def git(folder: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(folder), *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT).stdout
+    command = ["git", "-C", str(folder), *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True, env=GIT_ENV).stdout
 
 
 def checks(overrides: dict, source: str = "my.yaml") -> preflight.Preflight:
@@ -142,3 +140,26 @@ def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
     captured = capsys.readouterr()
     assert "my.yaml: budget.max_sessions: 2 is below the first batch's" in captured.out
     assert "check: 1 problem(s) in my.yaml; a run would stop on them before any session is paid for" in captured.err
+
+
+def test_an_arm_asking_its_agent_for_what_the_adapter_does_not_run_is_refused(monkeypatch):
+    """An arm's plugins and MCP servers are Claude Code's extension points; an agent whose adapter does not give its
+    sessions those is refused at parse time, naming the arm's key and the agents that do."""
+    from skillbench.execution import agents
+    from skillbench.execution.agents.claude_code import ClaudeCode
+
+    bare = type("Bare", (ClaudeCode,), {"name": "bare", "extensions": frozenset()})()
+    monkeypatch.setitem(agents.ADAPTERS, "bare", bare)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    configcheck.validate_config(config, source="config")
+    arm = config["arms"]["workflow"]
+    config["arms"] = {"workflow": {**arm, "agent": "bare", "mcp_servers": ["probe"]}}
+    with pytest.raises(preflight.ArmError) as refused:
+        preflight.check_arm_agents(config)
+    assert str(refused.value) == (
+        "config arms.workflow.mcp_servers: the bare adapter does not give its sessions mcp_servers; remove them "
+        "from the arm or run it on an agent that does (claude-code)"
+    )
+    config["arms"]["workflow"]["agent"] = "nobody"
+    with pytest.raises(preflight.ArmError, match=r"config arms.workflow.agent: unknown agent 'nobody'"):
+        preflight.check_arm_agents(config)

@@ -22,12 +22,24 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def wait_for(path: Path, seconds: float = 5.0) -> None:
+def wait_for(path: Path, seconds: float = 60.0) -> None:
+    """Until `path` exists (a generous bound: a loaded machine is slow, never wrong)."""
     deadline = time.monotonic() + seconds
     while not path.exists():
         if time.monotonic() > deadline:
             raise AssertionError(f"{path} never appeared")
         time.sleep(0.01)
+
+
+# Child code that publishes a file whole: written beside it, then renamed into place, so a reader that sees the
+# name reads the complete content, never a half-written one.
+PUBLISH = """
+import os
+def publish(path, text):
+    with open(path + ".part", "w") as handle:
+        handle.write(text)
+    os.replace(path + ".part", path)
+"""
 
 
 # A grandchild that proves it started, then would write a sentinel later unless it is killed first.
@@ -369,31 +381,31 @@ def test_a_job_whose_snakemake_is_killed_stops_its_sessions_and_says_so(tmp_path
     fake.parent.mkdir()
     fake.symlink_to(sys.executable)
     child_pid, outcome = tmp_path / "child.pid", tmp_path / "outcome"
-    job = textwrap.dedent(f"""
+    code = PUBLISH + f"import time\npublish({str(child_pid)!r}, str(os.getpid()))\ntime.sleep(120)\n"
+    job = PUBLISH + textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {SCRIPTS!r})
         from skillbench.base import process
         chain = [pid for pid, _ in process.watched_ancestors()]
-        open({str(tmp_path / "chain")!r}, "w").write(" ".join(map(str, chain)))
+        publish({str(tmp_path / "chain")!r}, " ".join(map(str, chain)))
         process.watch_parent(interval=0.1, stream=sys.stdout)
-        code = "import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
-        result = process.run_managed([sys.executable, "-c", code], env={{"PATH": "/usr/bin:/bin"}}, timeout=300)
-        open({str(outcome)!r}, "w").write(f"{{result.state}} orphaned={{process.ORPHANED.is_set()}}")
+        result = process.run_managed([sys.executable, "-c", {code!r}], env={{"PATH": "/usr/bin:/bin"}}, timeout=300)
+        publish({str(outcome)!r}, f"{{result.state}} orphaned={{process.ORPHANED.is_set()}}")
     """)
     shell = f"{sys.executable} -c {shlex.quote(job)}; true"
     starter = f"import subprocess, time; subprocess.Popen(['/bin/sh', '-c', {shell!r}]); time.sleep(300)"
     parent = __import__("subprocess").Popen([str(fake), "-c", starter])
     try:
-        wait_for(child_pid, 20)
+        wait_for(child_pid)
         child = int(child_pid.read_text())
         assert alive(child)
-        chain = [int(pid) for pid in (tmp_path / "chain").read_text().split()]
+        chain = [int(pid) for pid in (tmp_path / "chain").read_text().split()]  # published before the child started
         assert len(chain) == 2 and chain[1] == parent.pid  # the shell, then the snakemake above it
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        wait_for(outcome, 30)
+        wait_for(outcome)
         assert outcome.read_text() == "cancelled orphaned=True"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not alive(child)
@@ -420,7 +432,7 @@ def test_a_second_writer_waits_then_fails_naming_the_holder_and_gets_the_lock_on
     """)
     )
     try:
-        wait_for(ready, 20)
+        wait_for(ready)
         started = time.monotonic()
         with pytest.raises(process.WriterBusy) as error:
             with process.exclusive_writer(lock, what="cell run0", wait_s=0.5):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from gitenv import GIT_ENV
 from rowfactory import make_row
 from skillbench.evolution import evidence
 from skillbench.evolution.proposer import ProposerError, build_prompt, clone_allow_list, sanitized_clone
@@ -125,15 +125,6 @@ def test_a_tampered_manifest_is_refused_on_read(tmp_path):
 
 # ─── The clone ──────────────────────────────────────────────────────────────
 
-GIT_ENV = {
-    "PATH": os.environ["PATH"],
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-}
 ORACLE = b"def test_secret():\n    assert compute_the_answer(6, 7) == 42\n    assert compute_the_answer(0, 0) == 0\n"
 
 

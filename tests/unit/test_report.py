@@ -6,11 +6,9 @@ from datetime import UTC, datetime
 
 from rowfactory import make_binding, make_row
 from skillbench.base.artifacts import validate
-from skillbench.base.records import EXCLUDED_ERROR_KINDS
 from skillbench.decision.gate import promotion_document
 from skillbench.reporting.report import render_report
 
-NOT_OK_KINDS = EXCLUDED_ERROR_KINDS | {"skill-not-invoked", "plan-evidence-invalid"}
 HEADER = (
     "| task | class | arm | resolved | input | cache_create | cache_read | output | cost $ | $/resolved | wall s "
     "| turns | churn | errors |"
@@ -469,3 +467,34 @@ def test_the_summary_states_the_experiments_error_rate():
         "at alpha 0.0125 (alpha 0.05 halved once per generation): over all its generations and looks, an experiment "
         "whose candidates are no better promotes one of them with probability at most 0.05." in text
     )
+
+
+def test_arms_of_several_agents_are_compared_with_their_own_agents_baseline_and_shown_side_by_side():
+    rows = [
+        make_row("t", arm, run, agent=agent, cli_version=version, cost_usd=cost, resolved=resolved, **extra)
+        for arm, agent, version, cost, resolved, extra in (
+            ("workflow", "claude-code", "2.1.197", 1.0, True, {"skill_invoked": True}),
+            ("baseline", "claude-code", "2.1.197", 2.0, True, {"skill_invoked": None}),
+            ("workflow_opencode", "opencode", "1.18.33", 0.5, True, {"offered_skills": ["change-work", "x"]}),
+            ("baseline_opencode", "opencode", "1.18.33", 0.8, False, {"skill_invoked": None}),
+            ("workflow_copilot", "copilot", "1.0.102", 0.7, True, {"skill_invoked": False}),
+        )
+        for run in (0, 1)
+    ]
+    arms = ["workflow", "baseline", "workflow_opencode", "baseline_opencode", "workflow_copilot"]
+    text = render(rows, task_order=["t"], arm_order=arms, baseline_arms={"opencode": "baseline_opencode"})
+    savings = [line for line in text.splitlines() if line.startswith("| t |") and "savings %" in line]
+    # workflow against baseline, workflow_opencode against baseline_opencode; copilot has no baseline of its own.
+    assert [line.split(" | ")[2] for line in savings] == [
+        "**workflow savings %**",
+        "**workflow_opencode savings %**",
+    ]
+    assert "| 2/2 vs 0/2 |" in savings[1]
+    table = text[text.index("## Agents side by side") :].splitlines()
+    assert table[4:9] == [
+        "| claude-code | `2.1.197` | workflow | 2/2 | 2/2 | 1.0000 | 1.0000 | — |",
+        "| claude-code | `2.1.197` | baseline | 2/2 | — | 2.0000 | 2.0000 | — |",
+        "| copilot | `1.0.102` | workflow_copilot | 2/2 | 0/2 | 0.7000 | 0.7000 | — |",
+        "| opencode | `1.18.33` | workflow_opencode | 2/2 | 2/2 | 0.5000 | 0.5000 | change-work, x |",
+        "| opencode | `1.18.33` | baseline_opencode | 0/2 | — | 0.8000 | n/a | — |",
+    ]

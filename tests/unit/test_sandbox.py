@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from gitenv import GIT_ENV
 from skillbench.base.process import run_managed
 from skillbench.execution import sandbox as sb
 from skillbench.execution.agents import claude_code
@@ -339,16 +340,9 @@ def test_preflight_passes_here():
 
 def host_git(clone: Path, *args: str) -> None:
     """Git on the host, as the test author (the clone belongs to the sandbox's host id)."""
-    env = {
-        "PATH": os.environ["PATH"],
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    subprocess.run(["git", "-c", "safe.directory=*", "-C", str(clone), *args], check=True, env=env, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(clone), *args], check=True, env=GIT_ENV, capture_output=True
+    )
 
 
 @needs_bwrap

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gitenv import GIT_ENV
 from skillbench.base.artifacts import ArtifactError
 from skillbench.execution.scripted_model import (
     ScriptedModel,
@@ -534,17 +535,7 @@ def claude_bin() -> Path:
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {
-        "PATH": CHECK_PATH,
-        "HOME": str(repo),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "skillbench",
-        "GIT_AUTHOR_EMAIL": "skillbench@example.invalid",
-        "GIT_COMMITTER_NAME": "skillbench",
-        "GIT_COMMITTER_EMAIL": "skillbench@example.invalid",
-        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-    }
+    env = {**GIT_ENV, "PATH": CHECK_PATH, "HOME": str(repo)}
     done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
     return done.stdout
 

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import validate
 from skillbench.decision import stats
 from skillbench.decision.gate import promotion_document, run_design, sequential_decision
 
 INC, CAND = "workflow", "candidate_workflow"
-MODEL = "claude-test-model"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 DESIGN = run_design({"min": 2, "max": 6, "step": 2})
 
@@ -304,8 +303,8 @@ def test_a_look_over_cells_from_two_cli_versions_refuses_to_decide():
     assert decision["decision"] == "insufficient_evidence"
     assert [look["decision"] for look in decision["looks"]] == ["insufficient_evidence"]
     assert any(
-        reason.startswith("rows are not comparable: the incumbent's cells (workflow) ran Claude Code 2.1.197")
-        and "(candidate_workflow) ran Claude Code 2.1.328" in reason
+        reason.startswith("rows are not comparable: the incumbent's cells (workflow) ran CLI version 2.1.197")
+        and "(candidate_workflow) ran CLI version 2.1.328" in reason
         for reason in decision["reasons"]
     )
 

@@ -779,13 +779,46 @@ def test_progress_neutralises_workflow_commands():
     assert any(line.startswith("[:]error::injected") for line in lines)
 
 
+class CountingStream(io.StringIO):
+    """A log stream that counts the writes tried on it after it was closed (each one raises ValueError)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes_after_close = 0
+
+    def write(self, text: str) -> int:
+        if self.closed:
+            self.writes_after_close += 1
+        return super().write(text)
+
+
 def test_progress_survives_a_closed_stream():
-    output = io.StringIO()
+    """A log pipe closed under a running session: observing the stream and the heartbeat go on, neither raises
+    nor blocks, and the progress still counts what the session does."""
+    output = CountingStream()
     progress = SessionProgress("cell", output, [], heartbeat_s=0.02)
-    with progress:
-        output.close()
-        progress.observe(encode([init_event()]))
-        time.sleep(0.1)
+    errors: list[BaseException] = []
+
+    def session() -> None:
+        try:
+            with progress:
+                output.close()
+                progress.observe(encode([init_event()]))
+                # The heartbeat thread tried to print twice after the close: the first failure did not end it.
+                deadline = time.monotonic() + 30
+                while output.writes_after_close < 2 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                progress.observe(encode([tool_use("t1", "Bash", {"command": "true"}), tool_result("t1")]))
+        except BaseException as error:  # the test reports it below, from the main thread
+            errors.append(error)
+
+    worker = threading.Thread(target=session, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "observe, the heartbeat or the session's end blocked on the closed stream"
+    assert errors == []
+    assert output.writes_after_close >= 2
+    assert (progress.events, progress.turns, progress.tool_calls) == (3, 1, 1)
 
 
 def test_transcript_file_uses_no_follow(tmp_path):

@@ -16,16 +16,17 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", "mcp", ".claude")
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
-# Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
-# Commits of test fixtures: no user or system git config, a fixed identity.
+# Git in test fixtures (every workflow test imports this one): no user or system git config, a fixed identity.
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_AUTHOR_NAME": "t",
     "GIT_AUTHOR_EMAIL": "t@t",
     "GIT_COMMITTER_NAME": "t",
     "GIT_COMMITTER_EMAIL": "t@t",
     "PATH": os.environ["PATH"],
 }
+# Another Claude Code CLI than the pinned one for every test project (`make test-cli CLAUDE_CODE=<version>`).
 TEST_CLI = os.environ.get("SKILLBENCH_TEST_CLI")
 PINNED_CLI = REPO / "tools" / "node_modules" / ".bin" / "claude"
 PINNED_CLI_VERSION = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"][

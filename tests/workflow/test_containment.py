@@ -8,28 +8,19 @@ the snakemake run; transcripts are redacted, so a leak would show up as `[REDACT
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
+from conftest import GIT_ENV
 from hostile import Listener, key_leaks, tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "hostile"
 EXPERIMENT = "hostile"
 ORACLE_CANARY = "ORACLE-CANARY-5f1c9e2a"
 FIX_CANARY = "FIX-CANARY-93b7d1"
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "PATH": os.environ["PATH"],
-}
 
 
 def git(repo: Path, *args: str) -> str:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from skillbench.decision.gate import DEFAULT_POLICY
 from test_sweep import jobs_run
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
@@ -103,8 +104,17 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
         document.pop("evidence_expires_at")
     assert offline == decided
 
+    # The run's own policy (its run.json) says min_runs 1; the gate's default minimum is stricter.
     stricter = subprocess.run(
-        [SKILLBENCH, "gate", str(project.results("manual", "gen0", "results.jsonl")), "--out", str(regraded)],
+        [
+            SKILLBENCH,
+            "gate",
+            str(project.results("manual", "gen0", "results.jsonl")),
+            "--out",
+            str(regraded),
+            "--min-runs",
+            str(DEFAULT_POLICY["min_runs"]),
+        ],
         capture_output=True,
         text=True,
     )

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -19,12 +18,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import SNAKEMAKE
 from hostile import content_blocks
+from skillbench.base.process import DRAIN_MESSAGE
 from skillbench.execution import gateway
 
 SUITE = Path(__file__).resolve().parent / "suites" / "faults"
 DIRECT = "workflow_direct"
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_an_agent_that_runs_its_clock_out_is_its_counted_timeout_and_its_tool_pr
     retried, never a reason for the outage breaker), and nothing the session started outlives it."""
     config = fault_config("slow", suite, "slow", agent={"session_timeout_s": 8})
     with WatchedSweep(project, config, *sweep_targets("slow")) as sweep:
-        assert sweep.wait(60) == 0, sweep.output
+        assert sweep.wait() == 0, sweep.output
         # The cell returned, so its session is over: nothing it started may still run.
         assert "long-command" in sweep.kinds_seen(), sweep.seen
         assert sweep.left_behind() == {}
@@ -310,29 +310,40 @@ def alive(pid: int) -> bool:
     return state[state.rfind(")") + 2 :].split()[0] not in ("Z", "X")
 
 
-# The `slow` task's long command (suites/faults/model-script.yaml) as /proc shows its command line.
-LONG_COMMAND = "python3 -c import time; time.sleep(97)"
+# The `slow` task's long command and the `drain` task's held one (suites/faults/model-script.yaml) as /proc
+# shows their command lines. Both sleep for 900 s, far past every bound below: a session that was not stopped
+# or released is still in its command when a test looks.
+LONG_COMMAND = "python3 -c import time; time.sleep(900)"
+HELD_COMMAND = "python3 -c import signal, sys, time;"
+HELD_MARKER = "held-until-released"
+# How long a test waits for an outcome that takes seconds: generous, for a loaded machine, and far inside the
+# 900 s the commands sleep and the 600 s session timeout of slow_sweep.
+OUTCOME_S = 240
 
 
 def session_process_kind(command: str) -> str | None:
-    """`claude`, `bwrap` (outer or nested), `long-command` (the scripted Python sleep) or None for any other."""
+    """`claude`, `bwrap` (outer or nested), `long-command` (the scripted Python sleep), `held-command` (the
+    sleep a test releases) or None for any other."""
     if command.startswith(LONG_COMMAND):
         return "long-command"
+    if command.startswith(HELD_COMMAND) and command.endswith(HELD_MARKER):
+        return "held-command"
     name = Path(command.split(" ", 1)[0]).name
     return name if name in ("claude", "bwrap") else None
 
 
 class WatchedSweep:
-    """snakemake in its own process group, with a poller that records every CLI, Bubblewrap and long-command
-    process below it. Only these processes are checked and, on the way out, killed: other snakemake runs
-    on the machine (another test session) are never touched."""
+    """snakemake in its own process group, with a poller that records every CLI, Bubblewrap, long-command and
+    held-command process below it. Only these processes are checked and, on the way out, killed: other snakemake
+    runs on the machine (another test session) are never touched."""
 
     def __init__(self, project, config: dict, *targets: str) -> None:
         self.command = [SNAKEMAKE, "--cores", "2", *targets, "--configfile", str(project.write_config(config))]
         self.root = project.root
         self.seen: dict[int, str] = {}
+        self.held: dict[int, str] = {}
         self.kinds: set[str] = set()
-        self.output = ""
+        self._lines: list[str] = []
         self._stop = threading.Event()
 
     def __enter__(self) -> WatchedSweep:
@@ -346,7 +357,13 @@ class WatchedSweep:
         return self
 
     def _read(self) -> None:
-        self.output = self.proc.stdout.read().decode(errors="replace")
+        for line in self.proc.stdout:
+            self._lines.append(line.decode(errors="replace"))
+
+    @property
+    def output(self) -> str:
+        """What snakemake printed so far (all of it once `wait` returned)."""
+        return "".join(self._lines)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -356,23 +373,38 @@ class WatchedSweep:
                     self.seen.setdefault(pid, command)
                     # A pid's command changes when bwrap execs the CLI: keep every kind ever seen.
                     self.kinds.add(kind)
+                if kind == "held-command":
+                    self.held[pid] = command
             self._stop.wait(0.05)
 
     def kinds_seen(self) -> set[str]:
         return set(self.kinds)
 
-    def wait_for(self, predicate, timeout: float) -> bool:
+    def wait_for(self, predicate, timeout: float = OUTCOME_S) -> bool:
         return wait_until(predicate, timeout, step=0.1)
 
     def in_long_command(self) -> bool:
         return any(command.startswith(LONG_COMMAND) and alive(pid) for pid, command in self.seen.items())
 
+    def holding(self) -> list[int]:
+        """The held commands running now: each one keeps its session, and so its cell, from finishing."""
+        return [pid for pid in list(self.held) if alive(pid)]
+
+    def release(self) -> None:
+        """End every held command (it exits 0 on SIGTERM): their sessions go on and finish."""
+        for pid in self.holding():
+            os.kill(pid, signal.SIGTERM)
+
+    def draining(self) -> bool:
+        """snakemake took the first Ctrl-C: it starts no new job and waits for the running ones."""
+        return DRAIN_MESSAGE in self.output
+
     def left_behind(self) -> dict[int, str]:
         return {pid: command[:120] for pid, command in self.seen.items() if alive(pid)}
 
-    def wait(self, timeout: float) -> int:
+    def wait(self, timeout: float = OUTCOME_S) -> int:
         returncode = self.proc.wait(timeout=timeout)
-        self._reader.join(10)
+        self._reader.join(30)
         return returncode
 
     def __exit__(self, *exc) -> None:
@@ -384,50 +416,59 @@ class WatchedSweep:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
-        self._reader.join(10)
+        self._reader.join(30)
 
 
 def slow_sweep(project, suite: Path, experiment: str) -> WatchedSweep:
-    """The `slow` task with a long session timeout, entered once its session sits in its long command."""
-    config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 300})
+    """The `slow` task with a session timeout past every bound the tests wait for, entered once its session sits
+    in its long command."""
+    config = fault_config(experiment, suite, "slow", agent={"session_timeout_s": 600})
     return WatchedSweep(project, config, *sweep_targets(experiment))
 
 
 def enter_long_command(sweep: WatchedSweep) -> None:
-    assert sweep.wait_for(sweep.in_long_command, 90), f"no long command in the slow session:\n{sweep.output}"
+    assert sweep.wait_for(sweep.in_long_command), f"no long command in the slow session:\n{sweep.output}"
     assert {"claude", "bwrap", "long-command"} <= sweep.kinds_seen(), sweep.seen
 
 
 def ctrl_c_twice(sweep: WatchedSweep, *, group: bool = True) -> None:
-    """Two Ctrl-Cs: the first drains (running cells go on), the second stops the running cells."""
+    """Two Ctrl-Cs: the first drains (running cells go on), the second stops the running cells. The second is
+    sent once snakemake has taken the first (two signals sent before it ran its handler would arrive as one)."""
     send = (
         (lambda: os.killpg(sweep.proc.pid, signal.SIGINT))
         if group
         else (lambda: os.kill(sweep.proc.pid, signal.SIGINT))
     )
     send()
-    time.sleep(1.0)
+    assert sweep.wait_for(sweep.draining), f"snakemake never took the first Ctrl-C:\n{sweep.output[-3000:]}"
     # Draining: the session is still there after the first Ctrl-C.
     assert sweep.in_long_command(), "the first Ctrl-C must let the running cell go on"
     send()
 
 
-def test_first_ctrl_c_lets_running_cells_finish_and_keeps_their_records(project):
+def sessions_gone(sweep: WatchedSweep) -> None:
+    """Every session process of the run ends soon after the second Ctrl-C: the long command alone would sleep
+    for 900 s, and the session's clock would stop it only after 600 s."""
+    assert sweep.wait_for(lambda: not sweep.left_behind()), (
+        f"{OUTCOME_S} s after a 2nd SIGINT to snakemake (pid {sweep.proc.pid}, running: {sweep.proc.poll() is None}) "
+        f"its session still runs: {sweep.left_behind()}"
+    )
+
+
+def test_first_ctrl_c_lets_running_cells_finish_and_keeps_their_records(project, suite):
     """A finished session is not paid for twice: the first Ctrl-C starts nothing new, the running cells finish
-    and write their records, and the next run does only the cells that never started."""
+    and write their records, and the next run does only the cells that never started. Both cells that can run
+    (two cores) are held in a command until snakemake has taken the Ctrl-C, so none of them can finish, and no
+    other cell start, before it."""
     experiment = "drain"
-    config = {
-        "experiment": experiment,
-        "runs": 2,
-        "tasks": {"only": ["money-thousands"]},
-        "selected_arms": ["workflow_direct", "baseline"],
-        "evolution": {"generations": 0},
-    }
-    running = project.root / "results" / experiment / ".progress" / "running"
+    config = fault_config(experiment, suite, "drain", runs=2, selected_arms=["workflow_direct", "baseline"])
     with WatchedSweep(project, config) as sweep:
-        assert sweep.wait_for(lambda: len(list(running.glob("*.json"))) == 2, 120), sweep.output[-3000:]
+        assert sweep.wait_for(lambda: len(sweep.holding()) == 2), sweep.output[-3000:]
+        assert not list(project.results(experiment, "cells").rglob("record.json"))
         os.killpg(sweep.proc.pid, signal.SIGINT)
-        assert sweep.wait(300) != 0
+        assert sweep.wait_for(sweep.draining), sweep.output[-3000:]
+        sweep.release()
+        assert sweep.wait() != 0
     output = sweep.output
     assert "running cells finish and keep their records" in output
     assert f"skillbench: run of results/{experiment} interrupted" in output
@@ -447,8 +488,8 @@ def test_ctrl_c_leaves_no_session_process_behind(project, suite):
     with slow_sweep(project, suite, "ctrlc") as sweep:
         enter_long_command(sweep)
         ctrl_c_twice(sweep)
-        assert sweep.wait_for(lambda: not sweep.left_behind(), 15), sweep.left_behind()
-        assert sweep.wait(60) != 0
+        sessions_gone(sweep)
+        assert sweep.wait() != 0
     assert "Terminating processes on user request" in sweep.output
     # rerun-incomplete (profiles/default): the interrupted cell runs again on the next invocation.
     again = project.snakemake("-n", *sweep_targets("ctrlc"), "--configfile", str(project.root / "test-config.yaml"))
@@ -460,10 +501,7 @@ def test_sigint_to_the_snakemake_process_leaves_no_session_process_behind(projec
     with slow_sweep(project, suite, "sigint") as sweep:
         enter_long_command(sweep)
         ctrl_c_twice(sweep, group=False)
-        assert sweep.wait_for(lambda: not sweep.left_behind(), 15), (
-            f"15 s after a 2nd SIGINT to snakemake (pid {sweep.proc.pid}, running: {sweep.proc.poll() is None}) "
-            f"its session still runs: {sweep.left_behind()}"
-        )
+        sessions_gone(sweep)
 
 
 def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):
@@ -472,7 +510,7 @@ def test_an_interrupted_cell_writes_no_record_and_runs_again(project, suite):
     with slow_sweep(project, suite, "cancel") as sweep:
         enter_long_command(sweep)
         ctrl_c_twice(sweep)
-        sweep.wait(60)
+        sweep.wait()
     log = cell_log(project, "cancel", "slow")
     assert "interrupted during the direct session" in log, log[-1500:]
     assert not (run_dir(project, "cancel", "slow") / "record.json").exists()

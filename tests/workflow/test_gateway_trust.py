@@ -674,9 +674,11 @@ def retried_cell(paid) -> tuple[dict, dict, float]:
     run_dir = paid["project"].results("retried", "cells", "retried", "baseline", "run0")
     record = json.loads((run_dir / "record.json").read_text())
     billed = [request for request in paid["retry_requests"] if request["usage"] is not None]
-    # Precondition: both attempts reached the upstream and were billed two turns each.
-    assert record["attempt"] == 2 and record["row"]["error_kind"] == "session-error", record["row"]["error_detail"]
-    assert len(billed) == 4, [(request.get("task"), request.get("kind")) for request in paid["retry_requests"]]
+    # The first attempt is billed two turns and fails (session-error, retried); the second attempt starts with that
+    # spend counted, is billed one turn (under the budget when it started) and is refused the next.
+    assert record["attempt"] == 2, record["row"]["error_detail"]
+    assert record["row"]["error_kind"] == "budget-exhausted", record["row"]["error_detail"]
+    assert len(billed) == 3, [(request.get("task"), request.get("kind")) for request in paid["retry_requests"]]
     return record, record["row"], sum(usd(request["usage"]) for request in billed)
 
 
@@ -685,19 +687,21 @@ def test_a_retried_attempts_spend_stays_in_the_runs_measured_spend(paid):
     cost is what the arm did on that attempt), and the experiment's measured spend, in progress.json and the
     closing line, holds both."""
     _record, row, billed = retried_cell(paid)
-    assert billed == pytest.approx(4 * PAID_REQUEST_USD, abs=1e-9)
-    assert row["cost_usd"] == pytest.approx(billed / 2, abs=1e-4), row["cost_usd"]
+    assert billed == pytest.approx(3 * PAID_REQUEST_USD, abs=1e-9)
+    assert row["cost_usd"] == pytest.approx(PAID_REQUEST_USD, abs=1e-4), row["cost_usd"]
     progress = json.loads(paid["project"].results("retried", "progress.json").read_text())
     assert progress["spend_usd"] == pytest.approx(billed, abs=1e-6), progress
     assert f"${billed:.2f} measured spend" in paid["retry_output"], paid["retry_output"][-2000:]
 
 
 def test_a_retried_attempts_spend_counts_against_the_budget(paid):
-    """budget.max_usd lies between one and two attempts: the second attempt may pass it by one request at most."""
-    _record, _row, billed = retried_cell(paid)
+    """budget.max_usd lies between one and two attempts: the second attempt may pass it by one request at most, and
+    it is refused at the gateway once the first attempt's spend and its own reach the cap."""
+    _record, row, billed = retried_cell(paid)
     assert billed <= RETRY_BUDGET_USD + PAID_REQUEST_USD, (
         f"budget.max_usd ${RETRY_BUDGET_USD:.4f} admitted ${billed:.4f}: the first attempt's spend was not counted"
     )
+    assert f"the run's budget of ${RETRY_BUDGET_USD:.4f} is reached" in row["error_detail"], row["error_detail"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,17 +15,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
-from conftest import copy_project
-from test_containment import GIT_ENV, tool_calls
+from conftest import GIT_ENV, SNAKEMAKE, copy_project
+from test_containment import tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "edges"
 CANARY = "EDGE-ORACLE-CANARY-71d0c3"
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
 def edges_project(root: Path, values: dict[str, str] | None = None):

@@ -2,7 +2,8 @@
 
 Starts SLURM with .ci/slurm, runs a reduced candidate benchmark with --profile profiles/slurm,
 kills the submitting snakemake mid-run, resumes it, and compares rows and the gate decision with
-a local run. The session cap of 1 must hold on both executors.
+a local run. The session cap of 1 must hold on both executors; the local run, made once for the
+module, is also the test that the cap serialises sessions on two cores.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from conftest import Project, copy_project
 from slurm_fixture import slurm_cluster, slurm_job_history, slurm_unavailable
 from test_sweep import assert_no_overlap
 
@@ -68,14 +71,22 @@ def slurm_snakemake(project, *args: str, timeout: int = 900) -> subprocess.Compl
     return subprocess.run(command, cwd=project.root, capture_output=True, text=True)
 
 
-def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(project, tmp_path):
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Project:
+    """The experiment on the local executor under the session cap of one, on two cores: run once, for the
+    cap's own test and as the cluster run's reference."""
+    local = copy_project(tmp_path_factory.mktemp("local") / "project")
+    local.snakemake(*CAP, config=CONFIG)
+    return local
+
+
+def test_session_cap_of_one_serialises_sessions_on_two_cores(local_run):
+    assert_no_overlap(windows(local_run))
+
+
+def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(project, local_run, tmp_path):
     reason = slurm_unavailable()
     assert reason is None, f"this machine cannot run the SLURM test: {reason}"
-
-    local = type(project)(tmp_path / "local")
-    subprocess.run(["cp", "-a", str(project.root), str(local.root)], check=True)
-    local.snakemake(*CAP, config=CONFIG)
-    assert_no_overlap(windows(local))
 
     with slurm_cluster(tmp_path / "slurm") as state:
         command = [SNAKEMAKE, "--profile", "profiles/slurm", *CAP, "--configfile", str(project.write_config(CONFIG))]
@@ -105,6 +116,6 @@ def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(p
 
     rows, decisions = outcome(project)
     assert len(rows) == len({row[:3] for row in rows}) == 4, "duplicate or missing rows after the resume"
-    assert (rows, decisions) == outcome(local)
+    assert (rows, decisions) == outcome(local_run)
     assert decisions[0][1] == "promote"
     assert_no_overlap(windows(project))

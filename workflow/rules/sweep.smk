@@ -48,6 +48,7 @@ rule render_report:
         model=config["model"],
         runs=config["runs"],
         baseline=config["report"]["baseline_arm"],
+        baseline_arms=config["report"]["baseline_arms"],
         # The sessions' allowed tools decide whether the report warns about subagent tokens.
         tools=config["agent"]["tools"],
     script:
@@ -69,5 +70,6 @@ use rule render_report as render_generation_report with:
         model=config["model"],
         runs=config["runs"],
         baseline=config["report"]["baseline_arm"],
+        baseline_arms=config["report"]["baseline_arms"],
         # The sessions' allowed tools decide whether the report warns about subagent tokens.
         tools=config["agent"]["tools"],

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
 from skillbench.base.errors import SkillbenchError
@@ -455,14 +456,14 @@ def handle_interrupts(stream: IO[str] | None = None) -> None:
     stream = stream or sys.stderr
     previous_int, previous_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
 
-    def pass_on(previous, signum: int, frame) -> None:
+    def pass_on(previous: object, signum: int, frame: FrameType | None) -> None:
         if callable(previous):
             previous(signum, frame)
         elif previous == signal.SIG_DFL:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
 
-    def on_interrupt(signum: int, frame) -> None:
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
         if not INTERRUPTED.is_set() and callable(previous_term):
             INTERRUPTED.set()
             print(DRAIN_MESSAGE, file=stream, flush=True)
@@ -472,7 +473,7 @@ def handle_interrupts(stream: IO[str] | None = None) -> None:
         _stop_descendants()
         pass_on(previous_int, signum, frame)
 
-    def on_terminate(signum: int, frame) -> None:
+    def on_terminate(signum: int, frame: FrameType | None) -> None:
         INTERRUPTED.set()
         _stop_descendants()
         pass_on(previous_term, signum, frame)
@@ -546,7 +547,7 @@ def watched_ancestors(max_depth: int = MAX_WATCHED_ANCESTORS) -> list[tuple[int,
     return chain[:1]
 
 
-def watch_parent(interval: float = PARENT_POLL_S, stream=None) -> threading.Thread | None:
+def watch_parent(interval: float = PARENT_POLL_S, stream: IO[str] | None = None) -> threading.Thread | None:
     """Cancel this job (CANCEL and ORPHANED) as soon as the snakemake that started it is gone.
 
     A SIGKILLed snakemake cannot forward anything, and its running job scripts would go on paying for

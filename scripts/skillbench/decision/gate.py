@@ -465,7 +465,8 @@ def _unsandboxed_runs(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[s
 # What a pair's rows must share to be compared: the CLI that ran them and the model behind it
 # (row field → how a value reads, how a missing value reads, what the cells should share).
 COMPARABLE_FIELDS = {
-    "cli_version": ("Claude Code {}", "an unrecorded Claude Code version", "one Claude Code version"),
+    "agent": ("agent {}", "an unrecorded agent", "one agent"),
+    "cli_version": ("CLI version {}", "an unrecorded CLI version", "one CLI version"),
     "model": ("model {}", "an unrecorded model", "one model"),
 }
 
@@ -484,7 +485,7 @@ def _arm_values(
 
 
 def comparability_reasons(rows: Sequence[ResultRow], tasks: list[str], arms: tuple[str, str]) -> list[str]:
-    """Why a pair's valid rows on ``tasks`` cannot be compared: they ran different Claude Code versions or
+    """Why a pair's valid rows on ``tasks`` cannot be compared: they ran different agent CLIs, CLI versions or
     models, across the two arms or within one. One reason per field, naming each arm's values and their tasks."""
     reasons = []
     for field_name, (shown, unrecorded, shared) in COMPARABLE_FIELDS.items():

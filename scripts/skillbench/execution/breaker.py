@@ -11,8 +11,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS
@@ -23,7 +25,7 @@ class OutageTripped(SkillbenchError, RuntimeError):
 
 
 @contextmanager
-def _locked_state(path: Path):
+def _locked_state(path: Path) -> Iterator[dict[str, Any]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -28,10 +28,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO, cast
+from typing import Any, Protocol, TextIO, TypeVar, cast
 
 from skillbench.base import layout
 from skillbench.base.artifacts import ArtifactError, utc_timestamp
@@ -53,6 +54,8 @@ from skillbench.execution.workspace import (
 )
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment.overlay import write_overlay
+
+T = TypeVar("T")
 
 MAX_DETAIL_CHARS = 2000
 
@@ -122,7 +125,7 @@ def _tail(text: str, limit: int) -> str:
     return text[-limit:]
 
 
-def install_skills(clone: Path, source: Path | None, skills_root: str, git) -> None:
+def install_skills(clone: Path, source: Path | None, skills_root: str, git: repo.GitRunner) -> None:
     """Commit the incumbent skill family into the clone, so every arm starts from the same skills."""
     if source is None:
         return
@@ -689,7 +692,7 @@ def _write_patch(context: CellContext, patch: bytes) -> None:
     (context.run_dir / "patch.diff").write_bytes(patch)
 
 
-def _harness_git_step(git, orig_sha: str, step):
+def _harness_git_step(git: repo.GitRunner, orig_sha: str, step: Callable[[repo.GitRunner], T]) -> T:
     """Run one post-session git step; a failure while the harness's own repository is intact is the workspace's."""
     try:
         return step(git)

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -374,7 +375,7 @@ def session_surface(
 # --mcp-config
 
 
-def mcp_config_json(servers: dict[str, dict[str, Any]], server_argv) -> str:
+def mcp_config_json(servers: dict[str, dict[str, Any]], server_argv: Callable[[str, dict[str, Any]], list[str]]) -> str:
     """The `--mcp-config` document: every server as a stdio entry whose argv `server_argv(name, server)` builds.
 
     Nothing in it carries a credential: the server's environment is set inside its argv (`env -i`).

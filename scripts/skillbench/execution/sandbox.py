@@ -70,11 +70,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from skillbench.base.errors import SkillbenchError
-from skillbench.base.process import run_managed
+from skillbench.base.process import ProcessResult, run_managed
 from skillbench.execution.gateway import hide_bridge_args
+
+if TYPE_CHECKING:
+    # Types only: repo's runners are what git() hands out; repo itself is imported where a runner is built.
+    from skillbench.execution.repo import GitRunner, ScriptRunner
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_HOME = "/home/agent"
@@ -150,7 +154,7 @@ class SandboxLimits:
     disk_mb: int = 4096
 
     @classmethod
-    def from_config(cls, section: dict | None) -> SandboxLimits:
+    def from_config(cls, section: dict[str, Any] | None) -> SandboxLimits:
         section = section or {}
         defaults = cls()
         names = ("processes", "memory_mb", "file_mb", "disk_mb")
@@ -1056,8 +1060,8 @@ class Sandbox:
         extra_read_only: Sequence[tuple[Path, str]] = (),
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = True,
-        **kwargs,
-    ):
+        **kwargs: Any,
+    ) -> ProcessResult:
         wrapped = self.command(
             argv,
             read_only_workspace=read_only_workspace,
@@ -1070,11 +1074,11 @@ class Sandbox:
             wrapped, env=env if env is not None else self.environment(), timeout=timeout, cwd=cwd, **kwargs
         )
 
-    def git(self, timeout: float = 120):
+    def git(self, timeout: float = 120) -> GitRunner:
         """A repo.GitRunner for the clone's own repository, before any session ran in it (hooks and filters off)."""
         from skillbench.execution.repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
 
-        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None) -> ProcessResult:
             env = self.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
             return self.run(
                 [self.git_executable, *SAFE_GIT_CONFIG, *args],
@@ -1085,7 +1089,7 @@ class Sandbox:
 
         return run
 
-    def harness_git(self, git_dir: Path, timeout: float = 120):
+    def harness_git(self, git_dir: Path, timeout: float = 120) -> GitRunner:
         """A repo.GitRunner over the clone's work tree with the harness-owned repository `git_dir`.
 
         Nothing of the clone's `.git` is read (git always skips a `.git` entry in the work tree):
@@ -1095,12 +1099,12 @@ class Sandbox:
         """
         run_script = self.harness_script(git_dir, timeout)
 
-        def run(args: Sequence[str], capture_stdout_bytes: int | None = None):
+        def run(args: Sequence[str], capture_stdout_bytes: int | None = None) -> ProcessResult:
             return run_script('exec "$@"', list(args), capture_stdout_bytes=capture_stdout_bytes)
 
         return run
 
-    def harness_script(self, git_dir: Path, timeout: float = 120):
+    def harness_script(self, git_dir: Path, timeout: float = 120) -> ScriptRunner:
         """A repo.ScriptRunner: `/bin/sh -c SCRIPT sh GIT ARGS...` with the harness git environment (harness_git)."""
         from skillbench.execution.repo import HARNESS_GIT_SETTINGS, SANITIZED_IDENTITY, config_environment
 
@@ -1108,7 +1112,7 @@ class Sandbox:
         location = SANDBOX_HARNESS_GIT if self.backend == "bwrap" else str(git_dir)
         writable = [(git_dir, SANDBOX_HARNESS_GIT)] if self.backend == "bwrap" else []
 
-        def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None):
+        def run(script: str, args: Sequence[str], capture_stdout_bytes: int | None = None) -> ProcessResult:
             env = self.environment(
                 {
                     "HOME": "/nonexistent",

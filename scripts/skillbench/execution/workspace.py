@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skillbench.base.artifacts import framed_digest
 from skillbench.execution.failures import AgentWorkspaceError, InfraError
@@ -37,7 +39,7 @@ class WorkspaceLimits:
     max_entries: int = 100_000
 
     @classmethod
-    def from_config(cls, section: dict | None) -> WorkspaceLimits:
+    def from_config(cls, section: dict[str, Any] | None) -> WorkspaceLimits:
         section = section or {}
         defaults = cls()
         return cls(
@@ -71,7 +73,7 @@ def skill_fingerprint(clone: Path, skills_root: str, skills: list[str]) -> str |
     return framed_digest(frames)
 
 
-def _scan(root: Path, *, max_entries: int, skip_top_git: bool = False):
+def _scan(root: Path, *, max_entries: int, skip_top_git: bool = False) -> Iterator[tuple[str, Path, os.stat_result]]:
     """(relative path, host path, lstat) of everything under `root`, iteratively; no symlink is followed.
 
     Raises AgentWorkspaceError past `max_entries` entries or MAX_DEPTH levels; OSError when a
@@ -101,7 +103,7 @@ def _scan(root: Path, *, max_entries: int, skip_top_git: bool = False):
                 stack.append((path, f"{key}/", depth + 1))
 
 
-def _walk(clone: Path, limits: WorkspaceLimits):
+def _walk(clone: Path, limits: WorkspaceLimits) -> Iterator[tuple[str, Path, os.stat_result]]:
     """(relative path, host path, lstat) of everything in the clone except the top-level .git, bounded."""
     total = 0
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +37,14 @@ class ConfigError(ArtifactError):
         self.detail = detail
 
 
-def _with_defaults(validator_class):
+def _with_defaults(validator_class: type[Any]) -> type[Any]:
     """A validator that fills `default` values of `properties` before checking them (jsonschema FAQ pattern).
 
     Defaults are deep-copied: the schema is cached, and a shared default dict filled in one config would leak into the
     next one."""
     check_properties = validator_class.VALIDATORS["properties"]
 
-    def properties(validator, props, instance, schema):
+    def properties(validator: Any, props: dict[str, Any], instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
         if isinstance(instance, dict):
             for name, subschema in props.items():
                 if isinstance(subschema, dict) and "default" in subschema:
@@ -57,7 +57,7 @@ def _with_defaults(validator_class):
 _DefaultingValidator = _with_defaults(Draft202012Validator)
 
 
-def _key_path(parts) -> str:
+def _key_path(parts: Iterable[str | int]) -> str:
     text = ""
     for part in parts:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))

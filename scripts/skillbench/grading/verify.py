@@ -33,7 +33,12 @@ class VerifierRun:
 
 
 def run_checked(
-    sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str], extra_read_only=()
+    sandbox: Sandbox,
+    command: str,
+    *,
+    timeout: float,
+    env: dict[str, str],
+    extra_read_only: Sequence[tuple[Path, str]] = (),
 ) -> VerifierRun:
     """Run `verify` or the oracle with a read-only workspace and no network.
 

@@ -39,7 +39,9 @@ def _ordered(preferred: Iterable[str], present: Iterable[str]) -> list[str]:
     return named + [item for item in present if item not in named]
 
 
-def cost_resolution_data(rows: Sequence[ResultRow], task_order: list[str], arm_order: list[str]) -> list[dict]:
+def cost_resolution_data(
+    rows: Sequence[ResultRow], task_order: list[str], arm_order: list[str]
+) -> list[dict[str, Any]]:
     """Per task (a facet), per arm: every run's cost and outcome, the median cost over valid runs, the resolved
     count and the cost per resolved run (all valid runs' cost / resolved runs; None when nothing resolved or
     a cost was not measured).
@@ -317,7 +319,7 @@ def timeline_data(cells: list[dict[str, Any]]) -> dict[str, Any]:
 # ─── Rendering ───────────────────────────────────────────────────────────────
 
 
-def _pyplot():
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -337,7 +339,7 @@ def _pyplot():
     return plt
 
 
-def _svg(figure) -> str:
+def _svg(figure: Any) -> str:
     plt = _pyplot()
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")

@@ -20,12 +20,12 @@ import os
 import socket
 import statistics
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
@@ -392,7 +392,7 @@ def update(
 
 
 @contextmanager
-def tracking_cell(results_dir: str | Path, label: str, *, stream=None) -> Iterator[None]:
+def tracking_cell(results_dir: str | Path, label: str, *, stream: TextIO | None = None) -> Iterator[None]:
     """Register a running cell for the duration of its job; when it ends, refresh ``progress.json`` and print
     the run line. Progress is a view: a failure to record it never fails the cell."""
     root = Path(results_dir)
@@ -603,7 +603,7 @@ def cost_estimate(
     if not measured:
         return None
 
-    def costs(predicate) -> list[float]:
+    def costs(predicate: Callable[[Any], bool]) -> list[float]:
         return [row["cost_usd"] for row in measured if predicate(row)]
 
     def price(cell: dict[str, Any]) -> tuple[float, float, float]:
@@ -785,7 +785,11 @@ class BatchBudget:
 
     @classmethod
     def from_disk(
-        cls, results_root: str | Path, arm_sessions: dict[str, int], budget: dict[str, Any], present: list[dict]
+        cls,
+        results_root: str | Path,
+        arm_sessions: dict[str, int],
+        budget: dict[str, Any],
+        present: list[dict[str, Any]],
     ) -> BatchBudget:
         """The budget of a look over ``present`` rows, with the spend recorded under ``results_root``."""
         spend = recorded_spend(arm_sessions, results_root)

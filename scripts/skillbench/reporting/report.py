@@ -9,12 +9,14 @@ documents or config goes through `markup` (`md_text`, `md_code`, `md_prose`), so
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from skillbench.base import layout
 from skillbench.base.records import USAGE_FIELDS
-from skillbench.decision.aggregate import aggregate_by_task, percent_saved, resolved_by_task, savings
+from skillbench.decision.aggregate import aggregate_by_task, is_valid, percent_saved, resolved_by_task, savings
 from skillbench.reporting.markup import md_code, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -482,8 +484,10 @@ def render_report(
     provenance: dict[str, Any],
     promotion: dict[str, Any] | None = None,
     baseline_arm: str = DEFAULT_BASELINE_ARM,
+    baseline_arms: dict[str, str] | None = None,
 ) -> str:
-    """The whole ``report.md`` as one string; savings rows compare every arm with ``baseline_arm``.
+    """The whole ``report.md`` as one string; savings rows compare every arm with the baseline arm of its own agent:
+    ``baseline_arms[agent]``, else ``baseline_arm`` (an arm is never compared with another agent's baseline).
 
     Tasks follow ``task_order`` and arms ``arm_order``; tasks or arms present in ``rows`` but
     not named there follow in order of first appearance, so no row is silently dropped.
@@ -494,6 +498,7 @@ def render_report(
     """
     by_task = aggregate_by_task(rows)
     resolved_only = resolved_by_task(rows)
+    agent_of = arm_agents(rows)
     lines = [f"# {md_text(title)}", "", HOW_TO_READ, ""]
     if subagents_possible(rows, provenance.get("tools")):
         lines += [TOKEN_WARNING, ""]
@@ -503,10 +508,10 @@ def render_report(
         ordered_arms = _ordered(arm_order, list(arms))
         for arm in ordered_arms:
             lines.append(_arm_line(task, arm, arms[arm]))
-        if baseline_arm in arms:
-            for arm in ordered_arms:
-                if arm != baseline_arm:
-                    lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task], baseline_arm))
+        for arm in ordered_arms:
+            base = baseline_of(arm, agent_of, baseline_arm, baseline_arms or {})
+            if base is not None and base != arm and base in arms:
+                lines.append(_savings_line(task, arms[arm]["class"], arm, arms, resolved_only[task], base))
 
     summaries = [summary for arms in by_task.values() for summary in arms.values()]
     excluded = sum(summary["excluded_runs"] for summary in summaries)
@@ -524,10 +529,58 @@ def render_report(
             "promotion evidence (skill_invoked=null in results.jsonl).",
             "",
         ]
+    if len(set(agent_of.values())) > 1:
+        lines += [*agents_side_by_side(rows, _ordered(arm_order, list(agent_of))), ""]
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
     if promotion is not None:
         lines += ["", *_promotion_lines(promotion)]
     return "\n".join(lines) + "\n"
+
+
+def arm_agents(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each arm's agent CLI, as its rows say (rows from before agents were recorded ran Claude Code)."""
+    return {row["arm"]: row.get("agent") or "claude-code" for row in rows}
+
+
+def baseline_of(arm: str, agent_of: dict[str, str], baseline_arm: str, baseline_arms: dict[str, str]) -> str | None:
+    """The baseline ``arm`` is compared with: its agent's (``baseline_arms``, else ``baseline_arm``), and only when
+    that baseline ran the same agent."""
+    agent = agent_of.get(arm)
+    base = baseline_arms.get(agent or "", baseline_arm)
+    return base if agent_of.get(base) == agent else None
+
+
+def agents_side_by_side(rows: Sequence[Mapping[str, Any]], arm_order: list[str]) -> list[str]:
+    """One table over every task: each agent's arms side by side (resolution, skill use, cost), agent by agent."""
+    header = ["agent", "CLI", "arm", "resolved", "skill used", "median cost $", "$/resolved", "offered skills"]
+    # Over every task: cost per resolved run is all the valid runs' cost over the runs that resolved.
+    lines = ["## Agents side by side", "", _table_line(header), _table_line(["---"] * len(header))]
+    agent_of = arm_agents(rows)
+    for agent in sorted(set(agent_of.values()), key=lambda name: (name != "claude-code", name)):
+        for arm in [arm for arm in arm_order if agent_of.get(arm) == agent]:
+            arm_rows = [row for row in rows if row["arm"] == arm]
+            valid = [row for row in arm_rows if is_valid(row)]
+            resolved = sum(1 for row in valid if row["resolved"])
+            costs = [row.get("cost_usd") for row in valid]
+            measured = [float(cost) for cost in costs if cost is not None] if None not in costs else None
+            versions = sorted({str(row.get("cli_version")) for row in arm_rows if row.get("cli_version")})
+            proofs = [row["skill_invoked"] for row in valid if row.get("skill_invoked") is not None]
+            offered = sorted({skill for row in arm_rows for skill in row.get("offered_skills") or []})
+            lines.append(
+                _table_line(
+                    [
+                        md_text(agent),
+                        ", ".join(md_code(version) for version in versions) or "n/a",
+                        md_text(arm),
+                        f"{resolved}/{len(valid)}",
+                        f"{sum(proofs)}/{len(proofs)}" if proofs else DASH,
+                        _cost(statistics.median(measured) if measured else None),
+                        _cost(sum(measured) / resolved if measured and resolved else None),
+                        md_text(", ".join(offered)) if offered else DASH,
+                    ]
+                )
+            )
+    return lines
 
 
 def canonical_order(rows: list[dict[str, Any]], task_order: list[str], arm_order: list[str]) -> list[dict[str, Any]]:

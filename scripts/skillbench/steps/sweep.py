@@ -30,6 +30,7 @@ def render_report(
     baseline_arm: str,
     arm_order: list[str],
     out: str,
+    baseline_arms: dict[str, str] | None = None,
     promotion: str | None = None,
     title: str = "skillbench benchmark",
 ) -> None:
@@ -55,6 +56,7 @@ def render_report(
         provenance=provenance,
         promotion=promotion_doc,
         baseline_arm=baseline_arm,
+        baseline_arms=baseline_arms,
     )
     oracle_logs = report.oracle_log_section(oracle_log_links(rows, Path(out)))
     artifacts.atomic_write_text(

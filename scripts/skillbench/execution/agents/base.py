@@ -84,6 +84,8 @@ class AgentAdapter(Protocol):
     # The config key naming the CLI (a path, or a name in tools/node_modules/.bin, then PATH) and its default.
     cli_setting: str
     default_cli: str
+    # What of an arm the adapter gives its sessions besides skills: "plugins" (Claude Code plugins), "mcp_servers".
+    extensions: frozenset[str]
     # True for a CLI without a hook that restarts its agent's commands contained (Claude Code's shell prefix):
     # then every shell it starts is contained (`Sandbox.command(contain_shells=True)`).
     contain_shells: bool

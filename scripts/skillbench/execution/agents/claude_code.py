@@ -251,7 +251,7 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: 
     if sandbox_backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
     deny = [*DENIED_TOOLS]
-    settings: dict = {"disableAllHooks": True}
+    settings: dict[str, Any] = {"disableAllHooks": True}
     if sandbox_backend == "bwrap":
         for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude", *hidden):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]
@@ -344,6 +344,7 @@ class ClaudeCode:
     base_url_variable = "ANTHROPIC_BASE_URL"
     cli_setting = "agent.cli"
     default_cli = "claude"
+    extensions = frozenset({"plugins", "mcp_servers"})
     # Its shell prefix restarts every Bash tool command contained; its shells need no wrapping.
     contain_shells = False
     # Its project settings are its own --settings' business (`claude_settings`), MCP is --strict-mcp-config.
