@@ -270,3 +270,15 @@ def test_a_repositorys_own_opencode_config_is_covered_only_where_it_exists(tmp_p
     assert sessions.cover_binds(sandbox, opencode.COVERED_PATHS)[1][0][0] != folder
     sandbox.backend = "none"
     assert sessions.cover_binds(sandbox, opencode.COVERED_PATHS) == ([], [])
+
+
+def test_preflight_refuses_an_opencode_arm_with_mcp_servers_or_plugins() -> None:
+    from skillbench.experiment.arms import ArmError
+    from skillbench.preflight import check_arm_agents
+
+    session = [{"role": "direct", "prompt": "direct"}]
+    check_arm_agents({"arms": {"oc": {"agent": "opencode", "sessions": session}}})
+    for key, value in (("mcp_servers", ["probe"]), ("plugins", ["tasks/demo/plugins/kit"])):
+        arm = {"agent": "opencode", "sessions": session, key: value}
+        with pytest.raises(ArmError, match=f"opencode adapter does not give its sessions {key}"):
+            check_arm_agents({"arms": {"oc": arm}})
