@@ -194,7 +194,9 @@ def test_a_read_only_session_and_a_baseline_deny_what_they_may_not_use() -> None
     plan = inline_config(opencode.cli_command("opencode", request(tools=["Read", "Grep", "Glob"])))["permission"]
     assert list(plan)[0] == "*" and plan["*"] == "deny"  # the last matching rule wins: the catch-all comes first
     assert {plan[key] for key in ("read", "grep", "glob")} == {"allow"}
-    assert {plan[key] for key in ("edit", "bash", "skill", "external_directory")} == {"deny"}
+    assert {plan[key] for key in ("edit", "bash", "skill")} == {"deny"} and "task" not in plan
+    outside = plan["external_directory"]
+    assert list(outside)[0] == "*" and outside["/proc/*"] == outside["/home/agent/.local/*"] == "deny"
     baseline = inline_config(opencode.cli_command("opencode", request(disallowed_tools=["Skill"])))["permission"]
     assert baseline["skill"] == "deny" and baseline["edit"] == baseline["bash"] == "allow"
     writer = opencode.permissions(["Read", "Write"], [])

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.execution.agents.base import SessionRequest, StreamReading
-from skillbench.execution.sandbox import AgentInstall
+from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
 from skillbench.execution.streams import count, nonnegative, parse_event_stream
 
 # Where the forwarder's address reaches the CLI (the config refers to it as {env:…}).
@@ -75,6 +75,18 @@ ARGUMENTS = {
     "grep": {"pattern": "pattern", "path": "path", "glob": "include", "include": "include"},
     "glob": {"pattern": "pattern", "path": "path"},
 }
+# Paths outside the workspace the CLI's own tools may not touch (opencode's `*` matches across folders).
+PRIVATE_PATTERNS = tuple(
+    pattern
+    for root in (
+        "/proc",
+        "/sys",
+        "/dev",
+        "/run",
+        *(f"{SANDBOX_HOME}/{state}" for state in (".config", ".local", ".cache")),
+    )
+    for pattern in (root, f"{root}/*")
+)
 # Paths of a task repository opencode would load code or config from (relative to the clone).
 COVERED_PATHS = ("opencode.json", "opencode.jsonc", ".opencode")
 # Switches for what the config cannot turn off.
@@ -112,15 +124,16 @@ def tool_form(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any
     return cli_name, arguments
 
 
-def permissions(tools: Sequence[str], disallowed_tools: Sequence[str]) -> dict[str, str]:
+def permissions(tools: Sequence[str], disallowed_tools: Sequence[str]) -> dict[str, Any]:
     """opencode's permission table for a session: everything denied (the `*` rule first: the last match wins),
     then each permission the session's tools grant allowed; a denied tool is not offered to the model."""
     allowed = {tool for tool in tools if tool not in set(disallowed_tools)}
-    table = {"*": "deny"}
+    table: dict[str, Any] = {"*": "deny"}
     for permission, granting in PERMISSION_TOOLS.items():
         table[permission] = "allow" if allowed.intersection(granting) else "deny"
-    # Outside the workspace lie the CLI's own /proc, its home and the harness's mounts: its file tools stay out.
-    table["external_directory"] = "deny"
+    # Its file tools run in the process that holds the token: they stay out of its /proc (and /sys, /dev, /run, its
+    # state). opencode applies the same rule to the paths a bash command names; those commands run contained anyway.
+    table["external_directory"] = {"*": "allow", **{pattern: "deny" for pattern in PRIVATE_PATTERNS}}
     return table
 
 
