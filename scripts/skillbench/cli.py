@@ -83,6 +83,11 @@ def _validate(kind: str, path: Path) -> int:
     return 0
 
 
+def gate_default(key: str) -> Any:
+    """The default of `gate.<key>` as the config schema states it (the one place a default is written)."""
+    return artifacts.load_schema("config")["properties"]["gate"]["properties"][key]["default"]
+
+
 def _gate(args: argparse.Namespace) -> int:
     from skillbench.base import layout
     from skillbench.decision import gate, promotion
@@ -525,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument(
         "--rule",
         choices=["noise_aware", "upstream"],
-        help="decision rule (default: the config's, else noise_aware); see docs/gate.md",
+        help=f"decision rule (default: the config's, else {gate_default('rule')}); see docs/gate.md",
     )
     regrade.add_argument("--metric", choices=["cost_usd", "output_tokens", "duration_s", "num_turns"])
     regrade.add_argument("--min-runs", dest="min_runs", type=int)
@@ -534,27 +539,33 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument("--max-failed-task-regression-pct", dest="max_failed_task_regression_pct", type=float)
     regrade.add_argument("--min-gated-task-ratio", dest="min_gated_task_ratio", type=float)
     regrade.add_argument(
-        "--alpha", type=float, help="the experiment's false-promotion rate (noise_aware rule; default 0.05)"
+        "--alpha",
+        type=float,
+        help=f"the experiment's false-promotion rate (noise_aware rule; default {gate_default('alpha')})",
     )
     regrade.add_argument(
         "--quality-margin-pct",
         dest="quality_margin_pct",
         type=float,
-        help="non-inferiority margin of the resolution rate in points (noise_aware rule; default 10)",
+        help="non-inferiority margin of the resolution rate in points "
+        f"(noise_aware rule; default {gate_default('quality_margin_pct'):g})",
     )
     regrade.add_argument(
-        "--objective", choices=["total_spend", "per_task"], help="what cheaper means (noise_aware; default total_spend)"
+        "--objective",
+        choices=["total_spend", "per_task"],
+        help=f"what cheaper means (noise_aware; default {gate_default('objective')})",
     )
     regrade.add_argument(
         "--generation-spending",
         dest="generation_spending",
         choices=["halving", "none"],
-        help="alpha over generations: halving (default) or none",
+        help=f"alpha over generations: halving or none (default {gate_default('generation_spending')})",
     )
     regrade.add_argument(
         "--resolution-cost-margin-pct",
         dest="resolution_cost_margin_pct",
-        help="spend rise a promotion on resolution alone may show, in percent, or none (default 10)",
+        help="spend rise a promotion on resolution alone may show, in percent, or none "
+        f"(default {gate_default('resolution_cost_margin_pct'):g})",
     )
     regrade.add_argument(
         "--generation", type=int, help="the generation whose share of alpha to spend (default: the overlay's)"

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from skillbench.execution import agents, sessions
+from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import opencode
 from skillbench.execution.agents.base import SessionRequest
 
@@ -239,6 +239,7 @@ def test_the_adapter_is_registered_under_its_arm_name() -> None:
     adapter = agents.adapter("opencode")
     assert isinstance(adapter, opencode.OpenCode)
     assert adapter.contain_shells is True
+    assert wires.wire(adapter.wire_api).name == "anthropic"  # it speaks Anthropic Messages to the gateway
     config = {"arms": {"oc": {"agent": "opencode", "sessions": []}}, "agents": {"opencode": {"model": "m-1"}}}
     assert agents.arm_agent(config, "oc") is adapter
     assert agents.session_model(config, adapter) == "m-1"

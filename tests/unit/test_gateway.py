@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from skillbench.base.artifacts import validate
 from skillbench.base.redaction import redact_text
 from skillbench.execution import gateway as gw
 from skillbench.execution.gateway import GatewayError, ModelGateway, SecretMask, UsageMeter, request_cost, usage_record
@@ -187,7 +188,8 @@ def socket_dir() -> Iterator[Path]:
 
 
 def make_gateway(socket_dir: Path, upstream_url: str, name: str = "gw.sock", **kwargs: Any) -> ModelGateway:
-    return ModelGateway(socket_dir / name, upstream=upstream_url, api_key=KEY, prices=PRICES, **kwargs)
+    kwargs.setdefault("prices", PRICES)
+    return ModelGateway(socket_dir / name, upstream=upstream_url, api_key=KEY, **kwargs)
 
 
 def always(reply: Reply | Callable[[], Reply]) -> Callable[[dict[str, Any]], Reply]:
@@ -828,3 +830,300 @@ def test_the_meter_reads_a_final_file_once_and_a_live_one_every_time(tmp_path):
     (folder / "live.json").write_text(json.dumps({"job": "b", "usd": 0.75, "final": True}))
     (folder / "broken.json").write_text("{")
     assert meter() == pytest.approx(1.75)
+
+
+# ---------------------------------------------------------------------------------------------
+# Other wires: OpenAI Responses (Codex) and Gemini (Gemini CLI), each through a real gateway
+
+RESPONSES_MODEL, SERVED_RESPONSES_MODEL, GEMINI_MODEL = "gpt-test", "gpt-test-2025-08-07", "gemini-test-pro"
+WIRE_PRICES = {
+    RESPONSES_MODEL: {"input": 1.0, "output": 8.0, "cache_write": 1.0, "cache_read": 0.1},
+    SERVED_RESPONSES_MODEL: {"input": 1.25, "output": 10.0, "cache_write": 1.25, "cache_read": 0.125},
+    GEMINI_MODEL: {"input": 2.0, "output": 12.0, "cache_write": 2.0, "cache_read": 0.5},
+}
+GEMINI_ROUTE = f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent"
+
+
+def responses_sse(text: str) -> list[bytes]:
+    """A Responses stream as the API sends it: usage only in response.completed (reasoning inside output)."""
+    usage = {
+        "input_tokens": 5000,
+        "input_tokens_details": {"cached_tokens": 4000},
+        "output_tokens": 300,
+        "output_tokens_details": {"reasoning_tokens": 100},
+        "total_tokens": 5300,
+    }
+    response = {"id": "resp_1", "object": "response", "model": SERVED_RESPONSES_MODEL}
+    return [
+        sse("response.created", {"type": "response.created", "response": {**response, "usage": None}}),
+        sse("response.output_text.delta", {"type": "response.output_text.delta", "delta": text}),
+        sse("response.completed", {"type": "response.completed", "response": {**response, "usage": usage}}),
+    ]
+
+
+def gemini_sse(text: str) -> list[bytes]:
+    """A Gemini stream as the API sends it: `data:` chunks, CRLF, the full usage in the finishing chunk."""
+
+    def chunk(document: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(document)}\r\n\r\n".encode()
+
+    parts = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    final = {
+        "promptTokenCount": 7000,
+        "cachedContentTokenCount": 6000,
+        "candidatesTokenCount": 150,
+        "thoughtsTokenCount": 250,
+        "totalTokenCount": 7400,
+    }
+    return [
+        chunk({"candidates": [parts], "usageMetadata": {"promptTokenCount": 7000}, "modelVersion": GEMINI_MODEL}),
+        chunk(
+            {"candidates": [{**parts, "finishReason": "STOP"}], "usageMetadata": final, "modelVersion": GEMINI_MODEL}
+        ),
+    ]
+
+
+def echoing(render: Callable[[str], list[bytes]]) -> Callable[[dict[str, Any]], Reply]:
+    """An upstream that answers counts and echoes the key it was sent (in a header and in the body)."""
+
+    def reply_for(request: dict[str, Any]) -> Reply:
+        headers = {name.lower(): value for name, value in request["headers"].items()}
+        echoed = headers.get("x-goog-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        if ":countTokens" in request["path"]:
+            return json_reply({"totalTokens": 31})
+        return Reply(render(f"your key is {echoed}"), headers={"x-echo": echoed, "x-request-id": "req_wire_1"})
+
+    return reply_for
+
+
+def send(connection: http.client.HTTPConnection, path: str, headers: dict[str, str], body: bytes = b"{}") -> tuple:
+    connection.request("POST", path, body=body, headers={"content-type": "application/json", **headers})
+    response = connection.getresponse()
+    return response.status, {name.lower(): value for name, value in response.getheaders()}, response.read()
+
+
+def assert_token_never_upstream(upstream: FakeUpstream, tokens: list[str]) -> None:
+    for request in upstream.received:
+        seen = request["path"] + json.dumps(request["headers"]) + request["body"].decode()
+        assert not any(token in seen for token in tokens)
+        assert gw.TOKEN_PREFIX not in seen
+
+
+def test_a_responses_session_is_metered_priced_and_capped_in_its_own_shape(socket_dir):
+    codex_body = json.dumps({"model": RESPONSES_MODEL, "stream": True, "input": [], "tools": []}).encode()
+    with FakeUpstream(echoing(responses_sse)) as upstream:
+        with make_gateway(socket_dir, upstream.url, prices=WIRE_PRICES) as gateway:
+            token = gateway.open_session("codex", wire="openai-responses", max_usd=0.006)
+            claude = gateway.open_session("claude")
+            connection = UnixHTTPConnection(gateway.socket_path)
+            bearer = {"Authorization": f"Bearer {token}", "accept-encoding": "zstd,gzip"}
+            status, headers, body = send(connection, "/v1/responses", bearer, codex_body)
+            assert status == 200 and headers["content-type"] == "text/event-stream"
+            assert KEY.encode() not in body and b"your key is KEY-MASKED-" in body and "x-echo" not in headers
+            # The Codex token in Anthropic's own place is no credential; an Anthropic session's token tells its wire.
+            status, headers, body = send(connection, "/v1/responses", {"x-api-key": token}, codex_body)
+            assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key"
+            status, _, body = send(connection, "/v1/responses", {"Authorization": f"Bearer {claude}"}, codex_body)
+            assert status == 404 and json.loads(body)["error"]["type"] == "not_found_error"
+            status, _, body = send(connection, "/v1/messages", bearer, codex_body)
+            assert status == 404 and json.loads(body)["error"]["type"] == "invalid_request_error"
+            assert send(connection, "/v1/responses", bearer, codex_body)[0] == 200  # crosses the cap
+            status, headers, body = send(connection, "/v1/responses", bearer, codex_body)
+            assert status == 429 and headers["x-should-retry"] == "false"
+            error = json.loads(body)["error"]
+            assert error["type"] == error["code"] == "insufficient_quota" and "spend cap" in error["message"]
+            assert len(upstream.received) == 2
+    for request in upstream.received:
+        sent = {name.lower(): value for name, value in request["headers"].items()}
+        assert sent["authorization"] == f"Bearer {KEY}" and "x-api-key" not in sent
+        assert sent["accept-encoding"] == "identity" and request["path"] == "/v1/responses"
+    assert_token_never_upstream(upstream, [token, claude])
+    ledger = gateway.ledger(token)
+    assert ledger["wire"] == "openai-responses" and gateway.ledger(claude)["wire"] == "anthropic"
+    ok, _, refused = ledger["requests"]
+    assert (ok["kind"], ok["model"], ok["served_model"], ok["request_id"]) == (
+        "messages",
+        RESPONSES_MODEL,
+        SERVED_RESPONSES_MODEL,
+        "req_wire_1",
+    )
+    assert ok["usage"] == {
+        "input_tokens": 1000,
+        "output_tokens": 300,
+        "cache_read_input_tokens": 4000,
+        "cache_creation_input_tokens": 0,
+        "cache_creation_5m_input_tokens": None,
+        "cache_creation_1h_input_tokens": None,
+    }
+    assert ok["cost_usd"] == pytest.approx((1000 * 1.25 + 300 * 10.0 + 4000 * 0.125) / 1e6)  # the served model's price
+    assert (refused["outcome"], refused["status"], refused["refused"]) == ("refused", 429, "session-cap")
+    assert KEY not in json.dumps(ledger) and token not in json.dumps(ledger)
+    validate({"schema": "ledger/v1", "sessions": [{"role": "work", **ledger}]}, "ledger")
+
+
+def test_a_gemini_session_takes_its_token_from_the_query_and_never_forwards_it(socket_dir):
+    gemini_body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    with FakeUpstream(echoing(gemini_sse)) as upstream:
+        with make_gateway(socket_dir, upstream.url, prices=WIRE_PRICES) as gateway:
+            token = gateway.open_session("gemini", wire="gemini", max_usd=0.012)
+            claude = gateway.open_session("claude")
+            connection = UnixHTTPConnection(gateway.socket_path)
+            by_query = f"{GEMINI_ROUTE}?alt=sse&key={token}"
+            status, headers, body = send(connection, by_query, {}, gemini_body)
+            assert status == 200 and KEY.encode() not in body and b"KEY-MASKED-" in body
+            by_header = {"x-goog-api-key": token, "Authorization": "Bearer stray-credential"}
+            assert send(connection, f"{GEMINI_ROUTE}?alt=sse", by_header, gemini_body)[0] == 200  # crosses the cap
+            count_route = f"/v1beta/models/{GEMINI_MODEL}:countTokens?key={token}"
+            status, _, body = send(connection, count_route, {}, gemini_body)
+            assert status == 200 and json.loads(body) == {"totalTokens": 31}  # free, so never capped
+            status, headers, body = send(connection, by_query, {}, gemini_body)
+            assert status == 400 and headers["x-should-retry"] == "false"
+            assert json.loads(body)["error"]["status"] == "FAILED_PRECONDITION"
+            # An Anthropic session's token on a Gemini route, or no token at all: 401 in Gemini's shape.
+            for credentials in ({"x-goog-api-key": claude}, {}):
+                status, _, body = send(connection, f"{GEMINI_ROUTE}?alt=sse", credentials, gemini_body)
+                assert status == 401 and json.loads(body)["error"]["status"] == "UNAUTHENTICATED"
+            assert send(connection, f"{GEMINI_ROUTE}?alt=sse", {"x-api-key": token}, gemini_body)[0] == 401
+    assert [request["path"] for request in upstream.received] == [
+        f"{GEMINI_ROUTE}?alt=sse",
+        f"{GEMINI_ROUTE}?alt=sse",
+        f"/v1beta/models/{GEMINI_MODEL}:countTokens",
+    ]
+    for request in upstream.received:
+        sent = {name.lower(): value for name, value in request["headers"].items()}
+        assert sent["x-goog-api-key"] == KEY and "authorization" not in sent
+    assert_token_never_upstream(upstream, [token, claude])
+    ledger = gateway.ledger(token)
+    assert ledger["wire"] == "gemini"
+    first, second, counted, refused = ledger["requests"]
+    assert first["path"] == f"{GEMINI_ROUTE}?alt=sse" and token not in json.dumps(ledger)
+    assert (first["model"], first["served_model"], first["stream"]) == (GEMINI_MODEL, GEMINI_MODEL, True)
+    assert first["usage"] == {
+        "input_tokens": 1000,
+        "output_tokens": 400,  # candidates and thoughts
+        "cache_read_input_tokens": 6000,
+        "cache_creation_input_tokens": 0,
+        "cache_creation_5m_input_tokens": None,
+        "cache_creation_1h_input_tokens": None,
+    }
+    assert first["cost_usd"] == pytest.approx((1000 * 2.0 + 400 * 12.0 + 6000 * 0.5) / 1e6)
+    assert (counted["kind"], counted["cost_usd"]) == ("count_tokens", 0.0)
+    assert (refused["outcome"], refused["status"]) == ("refused", 400)
+    assert ledger["totals"]["cost_usd"] == pytest.approx(2 * first["cost_usd"])
+    validate({"schema": "ledger/v1", "sessions": [{"role": "work", **ledger}]}, "ledger")
+
+
+def test_errors_without_a_session_take_the_shape_of_the_wire_whose_route_it_is(socket_dir):
+    with make_gateway(socket_dir, f"http://127.0.0.1:{closed_port()}") as gateway:
+        connection = UnixHTTPConnection(gateway.socket_path)
+        token = gateway.open_session("down", wire="gemini")
+        status, headers, body = send(connection, f"{GEMINI_ROUTE}?alt=sse", {"x-goog-api-key": token})
+        assert status == 502 and "x-should-retry" not in headers  # the CLI may retry a transient failure
+        assert json.loads(body)["error"]["status"] == "UNAVAILABLE"
+        assert gateway.ledger(token)["requests"][0]["outcome"] == "upstream-failure"
+        status, _, body = send(connection, "/v1/responses", {})
+        assert status == 401 and json.loads(body)["error"]["code"] == "invalid_api_key"
+        status, _, body = send(connection, f"{GEMINI_ROUTE}?alt=sse", {})
+        assert status == 401 and json.loads(body)["error"]["code"] == 401
+        status, _, body = send(connection, "/v1/elsewhere", {})
+        assert status == 401 and json.loads(body)["error"]["type"] == "authentication_error"
+        assert gateway.stats()["unauthorized"] == 3
+        with pytest.raises(GatewayError, match="unknown wire"):
+            gateway.open_session("s", wire="chat-completions")
+
+
+# One conversation turn of each wire through the gateway to the real scripted model: (wire, route, credentials, body).
+SCRIPTED_WIRES = {
+    "anthropic": (
+        "/v1/messages",
+        lambda token: {"x-api-key": token},
+        {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "go"}], "tools": [{"name": "Bash"}]},
+    ),
+    "openai-responses": (
+        "/v1/responses",
+        lambda token: {"Authorization": f"Bearer {token}"},
+        {
+            "model": RESPONSES_MODEL,
+            "stream": True,
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}],
+            "tools": [{"type": "function", "name": "shell"}],
+        },
+    ),
+    "gemini": (
+        f"{GEMINI_ROUTE}?alt=sse",
+        lambda token: {"x-goog-api-key": token},
+        {
+            "contents": [{"role": "user", "parts": [{"text": "go"}]}],
+            "tools": [{"functionDeclarations": [{"name": "sh"}]}],
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("wire", sorted(SCRIPTED_WIRES))
+def test_each_wire_of_the_scripted_model_is_metered_and_priced_and_a_malformed_request_refused(socket_dir, wire):
+    """The scripted model answers in the session's wire; the gateway's ledger has the usage that wire reported, in
+    the canonical kinds, priced with the price table; a body that is no request of the wire is refused (400, free)."""
+    from skillbench.execution.scripted_model import ScriptedModel
+    from skillbench.execution.wires import wire as wire_api
+
+    usage = {
+        "input_tokens": 700,
+        "output_tokens": 90,
+        "cache_read_input_tokens": 3000,
+        "cache_creation_input_tokens": 0,
+    }
+    steps = [{"text": "running", "tools": [{"name": "Bash", "input": {"command": "ls"}}], "usage": usage}]
+    names = {"anthropic": "Bash", "openai-responses": "shell", "gemini": "sh"}
+    route, credentials, body = SCRIPTED_WIRES[wire]
+    prices = {**PRICES, **WIRE_PRICES}
+    model_id = {"anthropic": MODEL, "openai-responses": RESPONSES_MODEL, "gemini": GEMINI_MODEL}[wire]
+    with ScriptedModel(steps, defaults={}, wire=wire, tool_form=lambda _name, args: (names[wire], args)) as model:
+        with make_gateway(socket_dir, "http://127.0.0.1:9", prices=prices) as gateway:
+            assert model.base_url is not None
+            token = gateway.open_session("s", upstream=model.base_url, wire=wire)
+            connection = UnixHTTPConnection(gateway.socket_path)
+            status, headers, payload = send(connection, route, credentials(token), json.dumps(body).encode())
+            assert status == 200 and headers["content-type"].startswith("text/event-stream"), payload
+            assert names[wire].encode() in payload
+            status, _, payload = send(connection, route, credentials(token), b'{"no": "conversation"}')
+            assert status == 400 and "scripted model: body must be a JSON object with" in payload.decode()
+            ledger = gateway.close_session(token)
+    answered, malformed = ledger["requests"]
+    expected = wire_api(wire).canonical_usage(usage)
+    assert answered["usage"] == expected and answered["outcome"] == "ok" and answered["model"] == model_id
+    assert answered["cost_usd"] == pytest.approx(request_cost(expected, prices[model_id]))
+    assert (malformed["outcome"], malformed["status"], malformed["cost_usd"]) == ("upstream-error", 400, 0.0)
+    assert ledger["totals"]["cost_usd"] == pytest.approx(answered["cost_usd"]) and ledger["wire"] == wire
+    validate({"schema": "ledger/v1", "sessions": [{"role": "work", **ledger}]}, "ledger")
+
+
+def test_closing_a_session_waits_for_its_answers_to_settle_but_not_for_an_upstream_that_hangs(socket_dir):
+    """The last answer reaches the CLI a moment before its entry settles: closing right after it still finds it
+    settled (finished before `closed_at`). A request still waiting on the upstream does not hold the close up past
+    the settle wait; it is in the ledger as in flight."""
+    released = threading.Event()
+
+    def gate(index: int) -> None:
+        if index == 1:
+            assert released.wait(WAIT_S)
+
+    with FakeUpstream(always(lambda: Reply(sse_message(USAGE), gate=gate))) as upstream:
+        with make_gateway(socket_dir, upstream.url) as gateway:
+            token = gateway.open_session("hung")
+            connection = UnixHTTPConnection(gateway.socket_path)
+            connection.request("POST", "/v1/messages", body=messages_body(), headers={"x-api-key": token})
+            response = connection.getresponse()
+            assert response.read1(65536).startswith(b"event: message_start")
+            ledger = gateway.close_session(token, settle_wait_s=0.2)
+            assert ledger["open"] is False and ledger["requests"][0]["outcome"] == "in-flight"
+            released.set()
+            response.read()
+            settled = gateway.open_session("settled")
+            for _ in range(5):
+                status, _, _ = post(UnixHTTPConnection(gateway.socket_path), settled)
+                assert status == 200
+            closed = gateway.close_session(settled)
+    assert [entry["outcome"] for entry in closed["requests"]] == ["ok"] * 5
+    assert all(entry["finished_at"] <= closed["closed_at"] for entry in closed["requests"])
+    assert closed["totals"]["cost_usd"] is not None

@@ -44,7 +44,9 @@ DEFAULTS = {
     "usage": {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7},
     "final_text": "All finished.",
 }
-TOOLS_FIELD = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+# The tools a request offers (Claude Code's names): a step may only call an offered tool.
+OFFERED = ("Read", "Edit", "Write", "Bash", "Skill", "Agent")
+TOOLS_FIELD = [{"name": name, "description": "run", "input_schema": {"type": "object"}} for name in OFFERED]
 CHECK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -465,6 +467,14 @@ def test_the_schema_accepts_variation_and_rejects_a_choice_with_its_own_text(tmp
     path.write_text(yaml.safe_dump(script))
     with pytest.raises(ArtifactError, match="chance"):
         load_model_script(path)
+    probe = [{"tools": [{"name": "Edit", "input": {}, "unoffered": True}]}]
+    script["tasks"]["t1"]["work"] = probe
+    path.write_text(yaml.safe_dump(script))
+    assert session_steps(load_model_script(path), "t1", "work") == probe
+    script["tasks"]["t1"]["work"] = [{"tools": [{"name": "Edit", "input": {}, "unoffered": False}]}]
+    path.write_text(yaml.safe_dump(script))
+    with pytest.raises(ArtifactError, match="unoffered"):
+        load_model_script(path)
 
 
 def test_demo_runs_differ_from_one_another_and_replay_identically():
@@ -522,6 +532,262 @@ def test_cli_serves_a_session_and_prints_the_base_url(tmp_path):
         process.wait(timeout=10)
     missing = subprocess.run([*command[:4], "t", "nope"], capture_output=True, text=True, env=env, timeout=30)
     assert missing.returncode == 2 and "no steps for role 'nope'" in missing.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Other wires: a Responses (Codex) and a Gemini (Gemini CLI) conversation
+
+# The script is written in Claude Code's tools; the sessions below map them onto their CLI's.
+WIRE_STEPS = [
+    {
+        "text": "Reading the notes.",
+        "tools": [{"name": "Bash", "input": {"command": "cat {{workspace}}/notes.txt", "description": "read"}}],
+        "usage": {"input_tokens": 900, "output_tokens": 40, "cache_read_input_tokens": 2000},
+    },
+    {"when": "alpha-marker", "text": "Alpha it is.", "tools": [{"name": "Bash", "input": {"command": "echo alpha"}}]},
+    {"unless": "alpha-marker", "text": "Not alpha.", "tools": [{"name": "Bash", "input": {"command": "echo other"}}]},
+    {"tools": [{"name": "Skill", "input": {"skill": "change-plan"}}]},
+]
+
+
+def codex_tools(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return ("exec_command", {"cmd": tool_input["command"]}) if name == "Bash" else (name, tool_input)
+
+
+def gemini_tools(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    if name == "Bash":
+        return "run_shell_command", {"command": tool_input["command"], "description": tool_input.get("description", "")}
+    return name, tool_input
+
+
+def sse_data(payload: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in payload.decode().splitlines() if line.startswith("data:")]
+
+
+def codex_request(history: list[dict[str, Any]], *, stream: bool = True) -> dict[str, Any]:
+    """What Codex 0.171 sends: developer and user messages, then the turns so far; its shell tool among others."""
+    return {
+        "model": "gpt-5-codex",
+        "stream": stream,
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Follow the notes."}]},
+            *history,
+        ],
+        "tools": [
+            {"type": "function", "name": "exec_command", "strict": False, "parameters": {"type": "object"}},
+            {"type": "function", "name": "view_image", "strict": False, "parameters": {"type": "object"}},
+            {"type": "web_search", "external_web_access": False},
+        ],
+        "tool_choice": "auto",
+        "parallel_tool_calls": True,
+        "store": False,
+    }
+
+
+def codex_turn(url: str, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One Codex turn: the output items of the streamed reply (what Codex adds to its history)."""
+    status, headers, payload = post(url + "/v1/responses", codex_request(history), {"Authorization": "Bearer sbx-t"})
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream"), payload
+    events = sse_data(payload)
+    assert events[-1]["type"] == "response.completed"
+    items = [event["item"] for event in events if event["type"] == "response.output_item.done"]
+    assert events[-1]["response"]["output"] == items
+    return items
+
+
+def test_a_responses_conversation_calls_mapped_tools_and_branches_on_their_results(tmp_path):
+    with ScriptedModel(
+        WIRE_STEPS,
+        defaults=DEFAULTS,
+        variables={"workspace": "/w"},
+        wire="openai-responses",
+        tool_form=codex_tools,
+        request_log=tmp_path / "requests.jsonl",
+    ) as model:
+        first = codex_turn(model.base_url, [])
+        assert [item["type"] for item in first] == ["message", "function_call"]
+        assert first[0]["content"][0]["text"] == "Reading the notes."
+        call = first[1]
+        assert (call["name"], call["call_id"]) == ("exec_command", "toolu_0_0")
+        assert json.loads(call["arguments"]) == {"cmd": "cat /w/notes.txt"}  # a JSON string, as the API sends it
+
+        def result(output: str) -> dict[str, Any]:
+            return {"type": "function_call_output", "call_id": call["call_id"], "output": output}
+
+        history = [*first, result("Process exited with code 0\nOutput:\nthe notes say alpha-marker")]
+        second = codex_turn(model.base_url, history)
+        assert second[0]["content"][0]["text"] == "Alpha it is."
+        assert json.loads(second[1]["arguments"]) == {"cmd": "echo alpha"} and second[1]["call_id"] == "toolu_1_0"
+        other = codex_turn(model.base_url, [*first, result("Output:\nnothing of note")])
+        assert other[0]["content"][0]["text"] == "Not alpha."
+
+        done = {"type": "function_call_output", "call_id": "toolu_1_0", "output": "alpha"}
+        # The Skill step maps onto nothing Codex offers: an error Codex does not retry, naming the tool.
+        status, _, payload = post(model.base_url + "/v1/responses", codex_request([*history, *second, done]))
+        error = json.loads(payload)["error"]
+        assert (status, error["type"]) == (400, "invalid_request_error")
+        assert error["message"].startswith("scripted model: tool Skill not offered by this session")
+        assert "it offers: exec_command, view_image, web_search" in error["message"]
+        final = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "skip"}]}
+        assert codex_turn(model.base_url, [*history, *second, done, final])[0]["content"][0]["text"] == "All finished."
+
+        status, _, payload = post(model.base_url + "/v1/responses", codex_request([], stream=False))
+        response = json.loads(payload)
+        assert status == 200 and response["object"] == "response" and response["status"] == "completed"
+        assert response["usage"]["input_tokens_details"] == {"cached_tokens": 2000}
+        status, _, payload = post(model.base_url + "/v1/messages", messages_body())
+        assert status == 404 and json.loads(payload)["error"]["type"] == "invalid_request_error"
+        status, _, payload = post(model.base_url + "/v1/responses", {"model": "m"})
+        assert status == 400 and "JSON object with input" in json.loads(payload)["error"]["message"]
+    kinds = [(record["kind"], record["step"]) for record in model.requests]
+    assert kinds == [
+        ("step", 0),
+        ("step", 1),
+        ("step", 2),
+        ("not-offered", 3),
+        ("final", None),
+        ("step", 0),
+        ("not-found", None),
+        ("invalid", None),
+    ]
+    logged = [json.loads(line)["kind"] for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert logged == [kind for kind, _ in kinds]
+
+
+GEMINI_PATH = "/v1beta/models/gemini-2.5-pro"
+
+
+def gemini_request(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """What Gemini CLI 0.61 sends: its system instruction, the user's turn, the turns so far, its tools."""
+    return {
+        "contents": [{"role": "user", "parts": [{"text": "<session_context>…</session_context>"}, {"text": "Go."}]}]
+        + history,
+        "systemInstruction": {"parts": [{"text": "You are Gemini CLI."}]},
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command"}, {"name": "read_file"}]}],
+        "generationConfig": {"temperature": 1, "thinkingConfig": {"includeThoughts": True}},
+    }
+
+
+def gemini_turn(url: str, history: list[dict[str, Any]], key: str = "sbx-g") -> dict[str, Any]:
+    """One Gemini CLI turn: the model content the streamed chunks add up to, as the CLI records it."""
+    path = f"{url}{GEMINI_PATH}:streamGenerateContent?alt=sse&key={key}"
+    status, headers, payload = post(path, gemini_request(history))
+    assert status == 200 and headers["Content-Type"] == "text/event-stream", payload
+    chunks = sse_data(payload)
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+    parts = [part for chunk in chunks for part in chunk["candidates"][0]["content"]["parts"]]
+    return {"role": "model", "parts": parts}
+
+
+def test_a_gemini_conversation_calls_mapped_tools_and_branches_on_their_results():
+    steps = [*WIRE_STEPS[:1], {**WIRE_STEPS[1], "text": "Alpha, key {{api_key}}."}, *WIRE_STEPS[2:]]
+    with ScriptedModel(
+        steps, defaults=DEFAULTS, variables={"workspace": "/w"}, wire="gemini", tool_form=gemini_tools
+    ) as model:
+        first = gemini_turn(model.base_url, [])
+        assert first["parts"][0] == {"text": "Reading the notes."}
+        call = first["parts"][1]["functionCall"]
+        assert call == {
+            "id": "toolu_0_0",
+            "name": "run_shell_command",
+            "args": {"command": "cat /w/notes.txt", "description": "read"},
+        }
+
+        def result(output: str) -> dict[str, Any]:
+            response = {"name": call["name"], "id": call["id"], "response": {"output": output}}
+            return {"role": "user", "parts": [{"functionResponse": response}]}
+
+        history = [first, result("Output: the notes say alpha-marker")]
+        second = gemini_turn(model.base_url, history, key="sbx-query-key")
+        assert second["parts"][0] == {"text": "Alpha, key sbx-query-key."}  # the request's key, from ?key=
+        assert second["parts"][1]["functionCall"]["args"]["command"] == "echo alpha"
+        assert gemini_turn(model.base_url, [first, result("Output: nothing")])["parts"][0] == {"text": "Not alpha."}
+        done = result("alpha")
+        path = f"{model.base_url}{GEMINI_PATH}:streamGenerateContent?alt=sse&key=sbx-g"
+        status, _, payload = post(path, gemini_request([*history, second, done]))
+        error = json.loads(payload)["error"]
+        assert (status, error["code"], error["status"]) == (400, 400, "INVALID_ARGUMENT")  # never retried by the CLI
+        assert error["message"].startswith("scripted model: tool Skill not offered by this session (it offers: ")
+
+        status, _, payload = post(f"{model.base_url}{GEMINI_PATH}:generateContent", gemini_request([]))
+        document = json.loads(payload)
+        assert status == 200 and document["candidates"][0]["content"]["parts"][1]["functionCall"]["id"] == "toolu_0_0"
+        assert document["usageMetadata"]["cachedContentTokenCount"] == 2000
+        status, _, payload = post(f"{model.base_url}{GEMINI_PATH}:countTokens", gemini_request([]))
+        assert (status, json.loads(payload)) == (200, {"totalTokens": 1000})
+        router = {
+            "contents": [{"role": "user", "parts": [{"text": "rate it"}]}],
+            "generationConfig": {
+                "responseMimeType": "application/json",
+                "responseJsonSchema": {
+                    "type": "OBJECT",
+                    "properties": {"reasoning": {"type": "STRING"}, "score": {"type": "INTEGER", "minimum": 1}},
+                    "required": ["reasoning", "score"],
+                },
+            },
+        }
+        status, _, payload = post(f"{model.base_url}/v1beta/models/flash-lite:generateContent", router)
+        answer = json.loads(payload)["candidates"][0]["content"]["parts"][0]["text"]
+        assert status == 200 and json.loads(answer) == {"reasoning": "scripted model", "score": 1}
+        status, _, payload = post(f"{model.base_url}{GEMINI_PATH}:embedContent", gemini_request([]))
+        assert status == 404 and json.loads(payload)["error"]["status"] == "NOT_FOUND"
+    kinds = [record["kind"] for record in model.requests]
+    assert kinds == ["step", "step", "step", "not-offered", "step", "count-tokens", "side", "not-found"]
+    assert model.requests[0]["path"] == f"{GEMINI_PATH}:streamGenerateContent?alt=sse"  # the log keeps no key
+
+
+def test_a_cells_and_the_proposers_scripted_models_speak_their_agents_wire_and_tools(tmp_path):
+    """A cell's scripted model speaks the wire of the arm's agent and maps the script's tools with its adapter; the
+    proposer's runs Claude Code, whose tool_form keeps the script's calls as written."""
+    from skillbench.evolution.proposer import _scripted_proposer
+    from skillbench.execution import agents, cells
+    from skillbench.execution.agents.claude_code import ClaudeCode
+    from skillbench.execution.sandbox import AgentInstall
+
+    class GeminiLike(ClaudeCode):
+        name = "gemini-like"
+        wire_api = "gemini"
+
+        def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            return gemini_tools(name, tool_input)
+
+    script = {"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"work": WIRE_STEPS}}}
+    context = cells.CellContext(
+        config={},
+        template=tmp_path,
+        grader=None,  # type: ignore[arg-type]
+        run_dir=tmp_path,
+        agent_install=AgentInstall("claude", tmp_path / "cli"),
+        cli_version=None,
+        model_script=script,
+        api_key=None,
+        agent=GeminiLike(),
+    )
+    cell = cells.Cell({"id": "t"}, {}, "arm", 1)  # type: ignore[arg-type]
+    with cells._scripted_model(context, cell, "work", "/w", "t/arm/run1/work") as model:
+        first = gemini_turn(model.base_url, [])
+    assert first["parts"][1]["functionCall"]["name"] == "run_shell_command"
+    proposer_script = {**script, "proposer": [{"tools": [{"name": "Read", "input": {"file_path": "{{evidence}}/x"}}]}]}
+    with _scripted_proposer(proposer_script, {"evidence": "/e"}, agents.DEFAULT_ADAPTER) as model:
+        message = reply_json(model.base_url, messages_body())
+    assert message["content"] == [
+        {"type": "tool_use", "id": "toolu_0_0", "name": "Read", "input": {"file_path": "/e/x"}}
+    ]
+
+
+def test_scripted_failures_take_the_wires_error_shape():
+    steps = [{"text": "after", "fail": {"status": 429, "times": 1, "message": "slow down"}}]
+    with ScriptedModel(steps, defaults=DEFAULTS, wire="gemini") as model:
+        status, _, payload = post(f"{model.base_url}{GEMINI_PATH}:generateContent", gemini_request([]))
+        assert status == 429
+        assert json.loads(payload) == {"error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}}
+        assert gemini_turn(model.base_url, [])["parts"] == [{"text": "after"}]
+    with ScriptedModel(steps, defaults=DEFAULTS, wire="openai-responses") as model:
+        status, _, payload = post(model.base_url + "/v1/responses", codex_request([]))
+        assert status == 429 and json.loads(payload)["error"]["message"] == "slow down"
+    with pytest.raises(ValueError, match="unknown wire"):
+        ScriptedModel([], defaults=DEFAULTS, wire="smoke-signals")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -662,6 +928,27 @@ def test_real_cli_retries_scripted_overload_and_reports_a_scripted_400(tmp_path)
         events = run_claude(repo, tmp_path / "home", model, "hello", expect_success=False)
     result = next(e for e in events if e.get("type") == "result")
     assert result["is_error"] and result["api_error_status"] == 400 and "scripted bad request" in result["result"]
+
+
+def test_real_cli_ends_a_session_whose_step_calls_a_tool_it_does_not_offer(tmp_path):
+    """A step whose tool the session does not offer fails the session with the scripted model's message (a 400
+    Claude Code does not retry); a call marked `unoffered` is sent, and the CLI refuses it itself."""
+    repo = make_repo(tmp_path / "repo", skills=None)
+    steps = [{"text": "Loading a skill.", "tools": [{"name": "Skill", "input": {"skill": "change-work"}}]}]
+    with ScriptedModel(steps, defaults=DEFAULTS) as model:
+        events = run_claude(repo, tmp_path / "home", model, "hello", disallow_skill=True, expect_success=False)
+    result = next(e for e in events if e.get("type") == "result")
+    assert result["is_error"] and result["api_error_status"] == 400
+    assert "scripted model: tool Skill not offered by this session" in result["result"]
+    assert [(r["kind"], r["status"]) for r in model.requests if r["kind"] in ("not-offered", "step")] == [
+        ("not-offered", 400)
+    ]
+    probing = [{**steps[0], "tools": [{**steps[0]["tools"][0], "unoffered": True}]}, {"text": "Refused, as meant."}]
+    with ScriptedModel(probing, defaults=DEFAULTS) as model:
+        events = run_claude(repo, tmp_path / "home", model, "hello", disallow_skill=True)
+    [call] = [block for block in blocks(events, "tool_use") if block["name"] == "Skill"]
+    assert [b.get("is_error") for b in blocks(events, "tool_result") if b["tool_use_id"] == call["id"]] == [True]
+    assert next(e for e in events if e.get("type") == "result")["result"] == "Refused, as meant."
 
 
 # ---------------------------------------------------------------------------------------------

@@ -927,7 +927,9 @@ class KeyRecordingUpstream:
         self.server.server_close()
 
 
-def launch(tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: io.StringIO, requests: int = 1):
+def launch(
+    tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: io.StringIO, requests: int = 1, agent=None
+):
     """One session of the stand-in CLI under the `none` backend, through a job's real gateway."""
     from skillbench.execution.access import model_access
     from skillbench.execution.sandbox import AgentInstall, Sandbox
@@ -968,10 +970,25 @@ def launch(tmp_path: Path, config: dict, api_key: str | None, prompt: str, log: 
                 transcript_dir=tmp_path / "run" / "transcripts",
                 transcript_prefix="work",
                 log=log,
+                agent=agent,
             )
     finally:
         sandbox.close()
     return record, ledger, json.loads(seen_file.read_text()), started
+
+
+def test_the_session_speaks_its_adapters_wire_api(tmp_path):
+    from skillbench.execution.agents.claude_code import ClaudeCode
+
+    class GeminiSpoken(ClaudeCode):
+        wire_api = "gemini"
+
+    # The stand-in CLI speaks Anthropic Messages: in a Gemini session its x-api-key is no credential.
+    record, ledger, _, started = launch(
+        tmp_path, launch_config("scripted"), None, "p", io.StringIO(), agent=GeminiSpoken()
+    )
+    assert ledger["wire"] == "gemini" and ledger["totals"]["requests"] == 0
+    assert started[0].requests == [] and record["ok"] is False
 
 
 def test_a_scripted_session_reaches_its_model_only_through_the_gateway_with_a_token(tmp_path):
@@ -985,7 +1002,7 @@ def test_a_scripted_session_reaches_its_model_only_through_the_gateway_with_a_to
     assert seen["env"]["ANTHROPIC_API_KEY"].startswith("sbx-session-")
     assert started[0].base_url not in json.dumps(seen)
     assert [request["kind"] for request in started[0].requests] == ["step"]
-    assert ledger["totals"]["requests"] == 1 and ledger["open"] is False
+    assert ledger["totals"]["requests"] == 1 and ledger["open"] is False and ledger["wire"] == "anthropic"
     assert record["ok"] is True and record["session_id"] == "sess-launch"
     assert record["cost_usd"] == ledger["totals"]["cost_usd"] and record["cost_usd"] > 0
     assert record["transcript_artifact"]["path"] == "transcripts/work-sess-launch.jsonl"

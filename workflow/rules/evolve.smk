@@ -1,7 +1,8 @@
 # Candidate overlays and the promotion gate. A generation freezes its candidate overlay,
 # benchmarks the experiment's candidate arms next to the shared incumbent cells, and the
-# gate — the only checkpoint: it decides whether another generation exists — writes
-# promotion.json.
+# gate writes promotion.json. Two checkpoints steer the DAG: gate_look (one per sequential
+# look: whether a generation needs more runs) and gate_promotion (whether another generation
+# exists).
 
 
 rule freeze_overlay:

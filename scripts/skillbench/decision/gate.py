@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from skillbench.base.artifacts import utc_timestamp
+from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import Decision, PromotionDocument, ResultRow, TaskFacts, TaskRow
 from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import aggregate_by_task, is_valid, percent_saved
@@ -45,6 +46,7 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "DEFAULT_POLICY",
+    "GateInputError",
     "bootstrap_median_ci",
     "evaluate_candidate",
     "paired_runs",
@@ -132,6 +134,10 @@ BINDING_FIELDS = (
 )
 
 
+class GateInputError(SkillbenchError, ValueError):
+    """A policy, a runs design or rows the gate cannot decide on; the message names the key or rows and the fix."""
+
+
 # aggregate_by_task's output: task → arm → that (task, arm)'s summary.
 ByTask = dict[str, dict[str, dict[str, Any]]]
 
@@ -147,37 +153,37 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
     merged = {**DEFAULT_POLICY, **(policy or {})}
     unknown = sorted(set(merged) - set(DEFAULT_POLICY))
     if unknown:
-        raise ValueError(f"unknown promotion policy key(s): {', '.join(unknown)}")
+        raise GateInputError(f"unknown promotion policy key(s): {', '.join(unknown)}")
     if merged["rule"] not in RULES:
-        raise ValueError(f"unsupported promotion rule {merged['rule']!r}: choose one of {', '.join(RULES)}")
+        raise GateInputError(f"unsupported promotion rule {merged['rule']!r}: choose one of {', '.join(RULES)}")
     if merged["metric"] not in PROMOTION_METRICS:
-        raise ValueError(
+        raise GateInputError(
             f"unsupported promotion metric {merged['metric']!r}: choose one of {', '.join(PROMOTION_METRICS)}"
         )
     for key in ("min_runs", "max_age_days"):
         value = merged[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"promotion policy {key} must be an integer >= 1 (got {value!r})")
+            raise GateInputError(f"promotion policy {key} must be an integer >= 1 (got {value!r})")
     for key in ("min_improvement_pct", "max_task_regression_pct", "max_failed_task_regression_pct"):
         if not _is_number(merged[key]) or merged[key] < 0:
-            raise ValueError(f"promotion policy {key} must be a non-negative number (got {merged[key]!r})")
+            raise GateInputError(f"promotion policy {key} must be a non-negative number (got {merged[key]!r})")
         merged[key] = float(merged[key])
     ratio = merged["min_gated_task_ratio"]
     if not _is_number(ratio) or not 0 <= ratio <= 1:
-        raise ValueError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
+        raise GateInputError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
     merged["min_gated_task_ratio"] = float(ratio)
     alpha = merged["alpha"]
     if not _is_number(alpha) or not 0 < alpha < 0.5:
-        raise ValueError(f"promotion policy alpha must be a number between 0 and 0.5 (got {alpha!r})")
+        raise GateInputError(f"promotion policy alpha must be a number between 0 and 0.5 (got {alpha!r})")
     merged["alpha"] = float(alpha)
     margin = merged["quality_margin_pct"]
     if not _is_number(margin) or not 0 <= margin <= 100:
-        raise ValueError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
+        raise GateInputError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
     merged["quality_margin_pct"] = float(margin)
     _check_decision_keys(merged)
     for key in ("require_confidence", "allow_unsandboxed"):
         if not isinstance(merged[key], bool):
-            raise ValueError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
+            raise GateInputError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
     return merged
 
 
@@ -185,11 +191,11 @@ def _check_decision_keys(merged: dict[str, Any]) -> None:
     """The objective, the spending over generations and the resolution route's spend margin (normalised in place)."""
     for key, allowed in (("objective", OBJECTIVES), ("generation_spending", GENERATION_SPENDING)):
         if merged[key] not in allowed:
-            raise ValueError(f"promotion policy {key} must be one of {', '.join(allowed)} (got {merged[key]!r})")
+            raise GateInputError(f"promotion policy {key} must be one of {', '.join(allowed)} (got {merged[key]!r})")
     cost_margin = merged["resolution_cost_margin_pct"]
     if cost_margin is not None:
         if not _is_number(cost_margin) or cost_margin < 0:
-            raise ValueError(
+            raise GateInputError(
                 "promotion policy resolution_cost_margin_pct must be a non-negative number or null "
                 f"(got {cost_margin!r})"
             )
@@ -200,7 +206,7 @@ def generation_alpha(policy: dict[str, Any], generation: int) -> float:
     """The alpha generation ``generation`` (from 0) may spend: the policy's alpha, halved once more per
     generation under ``halving`` (alpha/2, alpha/4, ...: the experiment's total stays below alpha)."""
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
-        raise ValueError(f"generation must be an integer >= 0 (got {generation!r})")
+        raise GateInputError(f"generation must be an integer >= 0 (got {generation!r})")
     if policy["generation_spending"] == "none":
         return float(policy["alpha"])
     return float(policy["alpha"]) / 2 ** (generation + 1)
@@ -242,7 +248,7 @@ def check_unique_rows(rows: Sequence[ResultRow]) -> None:
         named = "; ".join(
             f"task {task}, arm {arm}, run {run} ({seen[(task, arm, run)]} rows)" for task, arm, run in duplicated
         )
-        raise ValueError(f"duplicate result rows: {named}; each (task, arm, run) must appear once")
+        raise GateInputError(f"duplicate result rows: {named}; each (task, arm, run) must appear once")
 
 
 def metric_warning(metric: str) -> str | None:
@@ -1175,7 +1181,7 @@ def evaluate_candidate(
     if rows is not None:
         check_unique_rows(rows)
     if policy["rule"] != "noise_aware" and look_alphas is not None:
-        raise ValueError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
+        raise GateInputError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
     pair = _pair_evidence(by_task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, policy=policy, rows=rows)
     if policy["rule"] == "upstream":
         return _upstream_decision(pair, model=model, policy=policy, rows=rows, generation=generation)
@@ -1275,21 +1281,21 @@ def _check_promotion_inputs(
 ) -> None:
     """Raise ValueError unless the run status, the clock and the binding fit a promotion document."""
     if run_status not in RUN_STATUSES:
-        raise ValueError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
+        raise GateInputError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
     if generated_at.tzinfo is None or generated_at.utcoffset() is None:
-        raise ValueError("generated_at must be timezone-aware")
+        raise GateInputError("generated_at must be timezone-aware")
     missing = [name for name in BINDING_FIELDS if name not in binding]
     unknown = sorted(set(binding) - set(BINDING_FIELDS))
     if missing or unknown:
-        raise ValueError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
+        raise GateInputError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
     candidates = [candidate for _, candidate in pairs]
     if list(binding["required_candidate_arms"]) != candidates:
-        raise ValueError(
+        raise GateInputError(
             f"required_candidate_arms {binding['required_candidate_arms']} do not match the paired candidates "
             f"{candidates}"
         )
     if len(set(candidates)) != len(candidates):
-        raise ValueError(f"duplicate candidate arm in pairs: {candidates}")
+        raise GateInputError(f"duplicate candidate arm in pairs: {candidates}")
 
 
 def plugin_pins(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: str) -> dict[str, list[dict[str, Any]]]:
@@ -1337,30 +1343,34 @@ def run_design(runs: Any) -> dict[str, Any]:
     """
     if isinstance(runs, int) and not isinstance(runs, bool):
         if runs < 1:
-            raise ValueError(f"runs must be >= 1 (got {runs})")
+            raise GateInputError(f"runs must be >= 1 (got {runs})")
         return {"kind": "fixed", "looks": [runs], "max": runs}
     if not isinstance(runs, dict):
-        raise ValueError(f"runs must be an integer or a mapping {{min, max, step}} (got {runs!r})")
+        raise GateInputError(f"runs must be an integer or a mapping {{min, max, step}} (got {runs!r})")
     unknown = sorted(set(runs) - {"min", "max", "step", "spending", "futility_power"})
     if unknown:
-        raise ValueError(
+        raise GateInputError(
             f"runs: unknown key(s) {', '.join(unknown)} (allowed: min, max, step, spending, futility_power)"
         )
     for key in ("min", "max", "step"):
         value = runs.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"runs.{key} must be an integer >= 1 (got {value!r})")
+            raise GateInputError(f"runs.{key} must be an integer >= 1 (got {value!r})")
     low, high, step = runs["min"], runs["max"], runs["step"]
     if low < 2:
-        raise ValueError(f"runs.min must be at least 2: a look needs two runs per cell to measure noise (got {low})")
+        raise GateInputError(
+            f"runs.min must be at least 2: a look needs two runs per cell to measure noise (got {low})"
+        )
     if high < low:
-        raise ValueError(f"runs.max ({high}) must be at least runs.min ({low})")
+        raise GateInputError(f"runs.max ({high}) must be at least runs.min ({low})")
     spending = runs.get("spending", SEQUENTIAL_DEFAULTS["spending"])
     if spending not in gate_stats.SPENDING_FUNCTIONS:
-        raise ValueError(f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})")
+        raise GateInputError(
+            f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})"
+        )
     futility = runs.get("futility_power", SEQUENTIAL_DEFAULTS["futility_power"])
     if not _is_number(futility) or not 0 <= futility < 1:
-        raise ValueError(f"runs.futility_power must be a number in [0, 1) (got {futility!r})")
+        raise GateInputError(f"runs.futility_power must be a number in [0, 1) (got {futility!r})")
     looks = list(range(low, high + 1, step))
     if looks[-1] != high:
         looks.append(high)
@@ -1634,7 +1644,7 @@ def sequential_decision(
     """
     policy = resolve_policy(policy)
     if policy["rule"] != "noise_aware":
-        raise ValueError("a sequential runs design needs gate.rule: noise_aware")
+        raise GateInputError("a sequential runs design needs gate.rule: noise_aware")
     check_unique_rows(rows)
     alphas = look_alphas(design, generation_alpha(policy, generation))
     decision, looks, next_runs = _replay_looks(

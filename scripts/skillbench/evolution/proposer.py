@@ -26,7 +26,8 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.evolution.evidence import read_manifest
-from skillbench.execution import access, quota, repo, sessions
+from skillbench.execution import access, agents, quota, repo, sessions
+from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment import overlay as overlays
@@ -218,12 +219,20 @@ def collect_outputs(clone: Path, *, evolvable: list[str], overlay_out: Path, pro
     os.replace(temporary, proposal_out)
 
 
-def _scripted_proposer(model_script: dict[str, Any] | None, variables: dict[str, str]) -> ScriptedModel:
+def _scripted_proposer(
+    model_script: dict[str, Any] | None, variables: dict[str, str], agent: AgentAdapter
+) -> ScriptedModel:
     from skillbench.execution.scripted_model import ScriptedModel, proposer_steps
 
     if model_script is None:
         raise ProposerError("model.provider is scripted but no model script was given")
-    return ScriptedModel(proposer_steps(model_script), defaults=model_script.get("defaults", {}), variables=variables)
+    return ScriptedModel(
+        proposer_steps(model_script),
+        defaults=model_script.get("defaults", {}),
+        variables=variables,
+        wire=agent.wire_api,
+        tool_form=agent.tool_form,
+    )
 
 
 def run_proposer(
@@ -291,6 +300,7 @@ def run_proposer(
             binds=[(evidence.resolve(), EVIDENCE_MOUNT)] if sandbox.backend == "bwrap" else [],
         )
         variables = {"workspace": sandbox.workspace, "evidence": evidence_dir}
+        agent = agents.DEFAULT_ADAPTER  # the proposer runs Claude Code (steps.evolve installs it)
         started = time.monotonic()
         with access.model_access(
             private_root=private_root,
@@ -309,10 +319,11 @@ def run_proposer(
                 config=config,
                 access=model_access,
                 secrets=secrets,
-                scripted_model=lambda: _scripted_proposer(model_script, variables),
+                scripted_model=lambda: _scripted_proposer(model_script, variables, agent),
                 transcript_dir=transcripts,
                 transcript_prefix="proposer",
                 log=log,
+                agent=agent,
             )
         record["wall_s"] = round(time.monotonic() - started, 3)
         record = redact_value(record, secrets)

@@ -318,11 +318,14 @@ def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str,
     script = context.model_script
     if script is None:
         raise InfraError("model.provider is scripted but no model script was given")
+    agent = context.agent
     return ScriptedModel(
         session_steps(script, cell.task["id"], role),
         defaults=script.get("defaults", {}),
         variables={"workspace": workspace},
         variation_key=label,
+        wire=agent.wire_api,
+        tool_form=agent.tool_form,
     )
 
 

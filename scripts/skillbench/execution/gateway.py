@@ -1,28 +1,35 @@
 """The model gateway: the one holder of the provider key, the cost meter and the spend cap of a cell's sessions.
 
-A `ModelGateway` is an HTTP/1.1 reverse proxy for the Anthropic Messages API that runs in the
-harness, outside every sandbox, and listens on a Unix socket (0600, handed to the sandbox's
-host uid). Each session gets a fresh token from `open_session` (`sbx-session-…`, never
-key-shaped); the gateway accepts only live tokens (`x-api-key` or `Authorization: Bearer`),
-drops every credential header the session sent, and forwards to the upstream base URL with the
+A `ModelGateway` is an HTTP/1.1 reverse proxy for the model APIs that runs in the harness, outside
+every sandbox, and listens on a Unix socket (0600, handed to the sandbox's host uid). Each session
+gets a fresh token from `open_session` (`sbx-session-…`, never key-shaped) and speaks one wire API
+(`skillbench.execution.wires`: Anthropic Messages, OpenAI Responses, Gemini), which owns that API's
+routes, where its credentials are, how the key goes upstream, its usage meter and its error shape.
+A token belongs to one session, so the token tells the wire: the gateway looks for a live token in
+each wire's place and takes the session whose wire that place is. It drops every credential header
+(and credential query parameter) the session sent and forwards to the upstream base URL with the
 real key, which it alone holds. `close_session` revokes the token; the ledger stays readable.
 
 What it answers:
 
-* `HEAD /` (the CLI's preconnect, sent without credentials): 200 from the gateway itself;
-* `POST /v1/messages[?…]`: admitted against the caps, forwarded, streamed back as it arrives
-  (SSE is never buffered whole), metered;
-* `POST /v1/messages/count_tokens[?…]`: forwarded (free, so never capped), recorded;
-* anything else: 404; a missing, unknown or revoked token: 401 (after draining the body, so a
-  keep-alive connection stays in step). Error bodies have the Anthropic shape
-  `{"type": "error", "error": {"type", "message"}}`.
+* `HEAD /` (Claude Code's preconnect, sent without credentials): 200 from the gateway itself;
+* the wire's metered routes (`POST /v1/messages`, `POST /v1/responses`,
+  `POST /v1beta/models/<model>:streamGenerateContent` and `:generateContent`): admitted against the
+  caps, forwarded, streamed back as it arrives (SSE is never buffered whole), metered;
+* the wire's free routes (`POST /v1/messages/count_tokens`, `:countTokens`): forwarded, never capped,
+  recorded;
+* anything else: 404; a missing, unknown or revoked token, or one in another wire's place: 401 (after
+  draining the body, so a keep-alive connection stays in step). Error bodies have the wire's shape
+  (the session's, or without a session the wire whose route the path is, else Anthropic's).
 
-Every refusal the gateway makes itself carries `x-should-retry: false`: Claude Code 2.1.197
-retries 401 and 429 (and 5xx) with backoff for minutes otherwise (docs/gateway-findings.md).
-A cap refusal is `402 billing_error`, which the CLI never retries: the session ends at once with
-`result.is_error: true, api_error_status: 402` and the gateway's message as `result.result`.
-Upstream statuses are passed through unchanged; when the upstream cannot be reached (refused,
-TLS failure, timeout) the CLI gets `502 api_error` and may retry.
+Every refusal the gateway makes itself carries `x-should-retry: false`, and the status of a cap refusal
+is chosen per wire so that its CLI does not retry it (each wire module says what its CLI retries):
+Anthropic `402 billing_error` (Claude Code 2.1.197 retries 401 and 429 (and 5xx) with backoff for
+minutes otherwise, docs/gateway-findings.md; on a 402 the session ends at once with
+`result.is_error: true, api_error_status: 402` and the gateway's message as `result.result`), OpenAI
+Responses `429 insufficient_quota`, Gemini `400 FAILED_PRECONDITION`. Upstream statuses are passed
+through unchanged; when the upstream cannot be reached (refused, TLS failure, timeout) the CLI gets a
+502 in the wire's shape and may retry.
 
 The literal key never leaves the gateway: it is not in any ledger field, and if an upstream
 echoed it in a response body or header, the bytes are masked (same length, so Content-Length
@@ -40,6 +47,7 @@ The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.sche
 
     {
       "label": str,                  # the caller's name for the session
+      "wire": str,                   # the wire API it speaks (anthropic, openai-responses, gemini)
       "open": bool,                  # false after close_session
       "opened_at": str, "closed_at": str | null,   # UTC ISO 8601, milliseconds, `Z`
       "max_usd": number | null,      # the session's cap
@@ -48,10 +56,10 @@ The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.sche
     }
     entry = {
       "seq": int,                    # 1, 2, … within the session
-      "method": str, "path": str,    # path as the session sent it, query included
-      "kind": "messages" | "count_tokens",
-      "model": str | null,           # the request body's model
-      "served_model": str | null,    # the response's message.model (pricing follows it when given)
+      "method": str, "path": str,    # path as the session sent it, query included, credential parameters removed
+      "kind": "messages" | "count_tokens",   # a metered generation request of the wire, or a free count
+      "model": str | null,           # the request's model (body field, or the path's for Gemini)
+      "served_model": str | null,    # the model the response names (pricing follows it when given)
       "stream": bool,                # the request asked for SSE
       "status": int | null,          # HTTP status sent to the session (null while in flight or if none was sent)
       "outcome": "in-flight" | "ok" | "refused" | "upstream-error" | "upstream-failure" | "client-gone"
@@ -80,11 +88,12 @@ Outcomes: `upstream-error` = the upstream answered with an error status (or an S
 event); `upstream-failure` = no usable answer (connection refused, TLS failure, timeout, a stream
 cut short); `client-gone` = the session hung up before the answer was relayed (its clock ran
 out while the request was in flight); `gateway-error` = the gateway itself failed (e.g.
-`spent_elsewhere()` raised), a harness failure. For SSE the usage is `message_start.message.usage`
-overlaid with the final `message_delta.usage` (authoritative for output tokens; without it
-`output_tokens` is null); for JSON it is the body's `usage`. The five-minute/one-hour split comes
-from `usage.cache_creation` when reported (null otherwise; unsplit writes are priced as
-five-minute, as the CLI does).
+`spent_elsewhere()` raised), a harness failure. The usage record is the wire's canonical one
+(`wires.base`): uncached input, output (reasoning included), cache reads and writes, and the
+five-minute/one-hour split of the writes where the API reports one (Anthropic's `usage.cache_creation`;
+null otherwise; unsplit writes are priced as five-minute, as the CLI does). For Anthropic SSE it is
+`message_start.message.usage` overlaid with the final `message_delta.usage` (authoritative for output
+tokens; without it `output_tokens` is null); for JSON it is the body's `usage`.
 
 Prices have the shape of config `agent.prices.usd_per_mtok` (model id -> input, output,
 cache_write, cache_write_1h, cache_read), read with `sessions.price_rates`; a model without a
@@ -102,7 +111,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import http.client
-import json
 import math
 import os
 import secrets
@@ -122,42 +130,66 @@ from urllib.parse import urlsplit
 from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
-from skillbench.execution.pricing import USAGE_COUNTS, request_cost
+from skillbench.execution.pricing import request_cost
+from skillbench.execution.wires import DEFAULT_WIRE, WIRES, WireApi, base, wire
+from skillbench.execution.wires.anthropic import (
+    CACHE_SPLIT,
+    COUNT_TOKENS_ROUTE,
+    MESSAGES_ROUTE,
+    NO_RETRY,
+    REFUSAL_ERROR_TYPE,
+    REFUSAL_STATUS,
+    UsageMeter,
+    usage_record,
+)
+from skillbench.execution.wires.base import (
+    MAX_METERED_JSON_BYTES,
+    MAX_SSE_LINE_BYTES,
+    USAGE_RECORD_FIELDS,
+    ErrorReply,
+    header_map,
+    split_path,
+    without_params,
+)
+
+__all__ = [
+    "CACHE_SPLIT",
+    "COUNT_TOKENS_ROUTE",
+    "MAX_METERED_JSON_BYTES",
+    "MAX_SSE_LINE_BYTES",
+    "MESSAGES_ROUTE",
+    "NO_RETRY",
+    "REFUSAL_ERROR_TYPE",
+    "REFUSAL_STATUS",
+    "GatewayError",
+    "ModelGateway",
+    "SecretMask",
+    "UsageMeter",
+    "bridge_argv",
+    "bridge_base_url",
+    "hide_bridge_args",
+    "ledger_totals",
+    "request_cost",
+    "usage_record",
+]
 
 TOKEN_PREFIX = "sbx-session-"
-MESSAGES_ROUTE = "/v1/messages"
-COUNT_TOKENS_ROUTE = "/v1/messages/count_tokens"
-# The CLI gives up at once on 402 (and on anything carrying x-should-retry: false, except 529).
-REFUSAL_STATUS = 402
-REFUSAL_ERROR_TYPE = "billing_error"
 UPSTREAM_FAILURE_STATUS = 502
-NO_RETRY = ("x-should-retry", "false")
 MAX_REQUEST_BYTES = 32 * 1024 * 1024  # the Messages API's own request limit
-MAX_METERED_JSON_BYTES = 16 * 1024 * 1024
-MAX_SSE_LINE_BYTES = 4 * 1024 * 1024
 RELAY_CHUNK_BYTES = 64 * 1024
 UPSTREAM_TIMEOUT_S = 600.0  # the CLI's own request timeout
 IDLE_UPSTREAM_CONNECTIONS = 4
-# usage.cache_creation field -> ledger field
-CACHE_SPLIT = (
-    ("ephemeral_5m_input_tokens", "cache_creation_5m_input_tokens"),
-    ("ephemeral_1h_input_tokens", "cache_creation_1h_input_tokens"),
-)
-LEDGER_USAGE_FIELDS = (*USAGE_COUNTS, *(name for _, name in CACHE_SPLIT))
+# How long close_session waits for the session's requests in flight to settle: the last bytes of an answer reach
+# the CLI a moment before the relay settles its entry, so a CLI that exits at once would otherwise leave its last
+# request unmeasured. A request still waiting on the upstream stays in flight.
+SETTLE_WAIT_S = 5.0
+LEDGER_USAGE_FIELDS = USAGE_RECORD_FIELDS
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"}
 )
-# Headers a session sends that never go upstream: its credentials (replaced by the key), cookies, and
-# Accept-Encoding (the gateway asks for identity so it can read the usage).
-DROPPED_REQUEST_HEADERS = HOP_BY_HOP | {
-    "x-api-key",
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "content-length",
-    "accept-encoding",
-    "expect",
-}
+# Headers a session sends that never go upstream besides its wire's credential headers (replaced by the key):
+# the framing, and Accept-Encoding (the gateway asks for identity so it can read the usage).
+DROPPED_REQUEST_HEADERS = HOP_BY_HOP | {"content-length", "accept-encoding", "expect"}
 # The gateway sends its own Date and Server; the framing is the gateway's too.
 DROPPED_RESPONSE_HEADERS = HOP_BY_HOP | {"content-length", "set-cookie", "proxy-authenticate", "date", "server"}
 
@@ -167,111 +199,7 @@ class GatewayError(SkillbenchError, RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Usage and price
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def usage_record(start: Any, final: Any = None, *, streamed: bool = False) -> dict[str, int | None] | None:
-    """The ledger's usage from a response's usage object(s); None when nothing was reported.
-
-    `start` is the JSON body's `usage`, or for SSE `message_start.message.usage`; `final` is the
-    last `message_delta.usage`, whose counts win. A stream without a final usage has no output
-    count (`message_start` carries a placeholder).
-    """
-    if not isinstance(start, dict) and not isinstance(final, dict):
-        return None
-    merged: dict[str, Any] = dict(start) if isinstance(start, dict) else {}
-    if isinstance(final, dict):
-        merged.update({name: value for name, value in final.items() if value is not None})
-    elif streamed:
-        merged.pop("output_tokens", None)
-    record: dict[str, int | None] = {name: _count(merged.get(name)) for name in USAGE_COUNTS}
-    split = merged.get("cache_creation")
-    for source, target in CACHE_SPLIT:
-        record[target] = _count(split.get(source)) if isinstance(split, dict) else None
-    return record
-
-
-class UsageMeter:
-    """Reads the usage of one response from its bytes as they pass through (SSE events or one JSON body)."""
-
-    def __init__(self, content_type: str) -> None:
-        self.sse = content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
-        self.start_usage: Any = None
-        self.final_usage: Any = None
-        self.served_model: str | None = None
-        self.error_type: str | None = None
-        self.stopped = False
-        self._pending = b""
-        self._data: list[bytes] = []
-        self._body = bytearray()
-        self._overflow = False
-
-    def feed(self, chunk: bytes) -> None:
-        if self._overflow:
-            return
-        if not self.sse:
-            self._body += chunk
-            self._overflow = len(self._body) > MAX_METERED_JSON_BYTES
-            return
-        # Lines end in LF (CRLF tolerated); a CR alone is not a line end here, so a CRLF split
-        # across two chunks never reads as an extra blank line.
-        *lines, self._pending = (self._pending + chunk).split(b"\n")
-        for line in lines:
-            self._line_done(line.rstrip(b"\r"))
-        if len(self._pending) > MAX_SSE_LINE_BYTES:
-            self._overflow = True
-
-    def _line_done(self, line: bytes) -> None:
-        if not line:
-            if self._data:
-                self._event(b"\n".join(self._data))
-            self._data = []
-        elif line.startswith(b"data:"):
-            self._data.append(line[5:].lstrip(b" "))
-
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return
-        if not isinstance(event, dict):
-            return
-        kind = event.get("type")
-        if kind == "message_start" and isinstance(event.get("message"), dict):
-            message = event["message"]
-            self.start_usage = message.get("usage")
-            self.served_model = message.get("model") if isinstance(message.get("model"), str) else None
-        elif kind == "message_delta" and isinstance(event.get("usage"), dict):
-            self.final_usage = event["usage"]
-        elif kind == "message_stop":
-            self.stopped = True
-        elif kind == "error":
-            error = event.get("error")
-            self.error_type = str(error.get("type")) if isinstance(error, dict) else "error"
-
-    def finish(self) -> dict[str, int | None] | None:
-        """The usage read so far (call once the body has ended)."""
-        if self._overflow:
-            return None
-        if self.sse:
-            if self._pending:
-                self._line_done(self._pending.rstrip(b"\r"))
-                self._pending = b""
-            self._line_done(b"")
-            return usage_record(self.start_usage, self.final_usage, streamed=True)
-        try:
-            body = json.loads(bytes(self._body))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            return None
-        if not isinstance(body, dict):
-            return None
-        if isinstance(body.get("model"), str):
-            self.served_model = body["model"]
-        return usage_record(body.get("usage"))
+# Usage: the wires' meters (`wires.*.UsageMeter`); Anthropic's is re-exported here as `UsageMeter`.
 
 
 # What the key becomes in anything an upstream sends back (repeated, cut to the key's length).
@@ -393,6 +321,7 @@ class _Session:
     max_usd: float | None
     opened_at: str
     pool: _UpstreamPool
+    wire: WireApi
     closed_at: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
 
@@ -483,6 +412,7 @@ class ModelGateway:
         # One pool of keep-alive connections per upstream base URL (a scripted model is one upstream per session).
         self._pools: dict[str, _UpstreamPool] = {}
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
         self._sessions: dict[str, _Session] = {}
         self._live: set[str] = set()
         self._connections: set[socket.socket] = set()
@@ -535,10 +465,13 @@ class ModelGateway:
 
     # -- sessions -------------------------------------------------------------------------------
 
-    def open_session(self, label: str, *, upstream: str | None = None, max_usd: float | None = None) -> str:
-        """A fresh token for one session; give it to the CLI as ANTHROPIC_API_KEY. Its requests go to `upstream`
-        (a base URL), or to the gateway's own when that is None."""
+    def open_session(
+        self, label: str, *, upstream: str | None = None, max_usd: float | None = None, wire: str = DEFAULT_WIRE
+    ) -> str:
+        """A fresh token for one session speaking the wire API `wire`; give it to the CLI as its API key. Its
+        requests go to `upstream` (a base URL), or to the gateway's own when that is None."""
         cap = _checked_usd(max_usd, "max_usd")
+        api = _wire_api(wire)
         url = upstream if upstream is not None else self.upstream
         if url is None:
             raise GatewayError(f"session {label!r} has no upstream and the gateway has none either")
@@ -548,16 +481,24 @@ class ModelGateway:
             pool = self._pools.get(url)
             if pool is None:
                 pool = self._pools[url] = _UpstreamPool(parsed, self._ssl_context, self._upstream_timeout_s)
-            self._sessions[_digest(token)] = _Session(str(label), cap, utc_timestamp(timespec="milliseconds"), pool)
+            opened = utc_timestamp(timespec="milliseconds")
+            self._sessions[_digest(token)] = _Session(str(label), cap, opened, pool, api)
             self._live.add(_digest(token))
         return token
 
-    def close_session(self, token: str) -> dict[str, Any]:
-        """Revoke `token` (its requests are refused from now on) and return its ledger."""
+    def close_session(self, token: str, *, settle_wait_s: float = SETTLE_WAIT_S) -> dict[str, Any]:
+        """Revoke `token` (its requests are refused from now on) and return its ledger.
+
+        Call it once the session's CLI has ended: the revocation waits (at most `settle_wait_s`) for the requests
+        in flight to settle, so every settled request finished before `closed_at`; one still waiting on the
+        upstream then stays in the ledger as in flight."""
         digest = _digest(token)
         with self._lock:
             session = self._sessions[digest]
             if digest in self._live:
+                self._settled.wait_for(
+                    lambda: all(entry["outcome"] != "in-flight" for entry in session.requests), timeout=settle_wait_s
+                )
                 self._live.discard(digest)
                 session.closed_at = utc_timestamp(timespec="milliseconds")
         return self.ledger(token)
@@ -571,6 +512,7 @@ class ModelGateway:
             is_open = digest in self._live
         return {
             "label": session.label,
+            "wire": session.wire.name,
             "open": is_open,
             "opened_at": session.opened_at,
             "closed_at": session.closed_at,
@@ -591,17 +533,14 @@ class ModelGateway:
 
     # -- used by the handler --------------------------------------------------------------------
 
-    def _session_for(self, token: str | None) -> _Session | None:
-        if not token:
-            with self._lock:
-                self._unauthorized += 1
-            return None
+    def _live_session(self, token: str) -> _Session | None:
         digest = _digest(token)
         with self._lock:
-            if digest in self._live:
-                return self._sessions[digest]
+            return self._sessions[digest] if digest in self._live else None
+
+    def _count_unauthorized(self) -> None:
+        with self._lock:
             self._unauthorized += 1
-        return None
 
     def _admission(self, session: _Session) -> tuple[str, str] | None:
         """(refusal reason, message) when a cap is already reached, else None."""
@@ -636,6 +575,7 @@ class ModelGateway:
         with self._lock:
             entry.update(fields)
             final = copy.deepcopy(entry)
+            self._settled.notify_all()
         if self.on_settled is not None:
             self.on_settled(session.label, final)
 
@@ -688,20 +628,16 @@ class _GatewayServer(socketserver.ThreadingUnixStreamServer):
         self.gateway._internal_error()
 
 
-def _error_document(error_type: str, message: str) -> bytes:
-    return json.dumps({"type": "error", "error": {"type": error_type, "message": message}}).encode()
-
-
-def _request_summary(raw: bytes) -> tuple[str | None, bool]:
-    """(model, stream) of a messages request body; (None, False) when it is not a JSON object."""
+def _wire_api(name: str) -> WireApi:
     try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None, False
-    if not isinstance(body, dict):
-        return None, False
-    model = body.get("model")
-    return (model if isinstance(model, str) else None), body.get("stream") is True
+        return wire(name)
+    except ValueError as exc:
+        raise GatewayError(str(exc)) from exc
+
+
+def _wire_of_route(route: str) -> WireApi:
+    """The wire whose route `route` is (for the shape of an error without a session); Anthropic's by default."""
+    return next((api for api in WIRES.values() if api.route(route) is not None), wire(DEFAULT_WIRE))
 
 
 class _GatewayHandler(BaseHTTPRequestHandler):
@@ -765,16 +701,25 @@ class _GatewayHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(payload)
 
-    def _refuse(self, status: int, error_type: str, message: str) -> None:
-        self._reply(status, _error_document(error_type, message), headers=[NO_RETRY])
+    def _error(self, answer: ErrorReply) -> None:
+        self._reply(answer.status, answer.body, headers=answer.headers)
 
-    def _token(self) -> str | None:
-        token = self.headers.get("x-api-key")
-        if not token:
-            authorization = self.headers.get("Authorization") or ""
-            scheme, _, value = authorization.partition(" ")
-            token = value.strip() if scheme.lower() == "bearer" else None
-        return token or None
+    def _session(self) -> _Session | None:
+        """The live session whose token is in its own wire's place in this request, if any."""
+        headers = header_map(self.headers.items())
+        for api in WIRES.values():
+            token = api.session_token(headers, self.path)
+            session = self.gateway._live_session(token) if token else None
+            if session is not None and session.wire.name == api.name:
+                return session
+        return None
+
+    def _unauthorized(self) -> None:
+        self.gateway._count_unauthorized()
+        answer = _wire_of_route(split_path(self.path)[0]).gateway_error(
+            "unauthorized", "skillbench gateway: no live session token"
+        )
+        self._error(answer)
 
     # -- verbs ----------------------------------------------------------------------------------
 
@@ -788,41 +733,42 @@ class _GatewayHandler(BaseHTTPRequestHandler):
 
     def _other(self) -> None:
         self._read_body()  # keep a keep-alive connection in step
-        if self.gateway._session_for(self._token()) is None:
-            self._refuse(401, "authentication_error", "skillbench gateway: no live session token")
+        session = self._session()
+        if session is None:
+            self._unauthorized()
         else:
-            self._refuse(404, "not_found_error", f"skillbench gateway: no route for {self.command}")
+            self._error(session.wire.gateway_error("not-found", f"skillbench gateway: no route for {self.command}"))
 
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
 
     def do_POST(self) -> None:
         raw = self._read_body()
+        session = self._session()
+        route = split_path(self.path)[0]
         if raw is None:
-            self._refuse(413, "request_too_large", "skillbench gateway: unreadable or oversized request body")
+            api = session.wire if session is not None else _wire_of_route(route)
+            self._error(api.gateway_error("too-large", "skillbench gateway: unreadable or oversized request body"))
             return
-        session = self.gateway._session_for(self._token())
         if session is None:
-            self._refuse(401, "authentication_error", "skillbench gateway: no live session token")
+            self._unauthorized()
             return
-        route = self.path.split("?", 1)[0].rstrip("/")
-        if route == MESSAGES_ROUTE:
-            self._forward(session, raw, "messages")
-        elif route == COUNT_TOKENS_ROUTE:
-            self._forward(session, raw, "count_tokens")
+        kind = session.wire.route(route)
+        if kind is None:
+            self._error(session.wire.gateway_error("not-found", f"skillbench gateway: no route for POST {route}"))
         else:
-            self._refuse(404, "not_found_error", f"skillbench gateway: no route for POST {route}")
+            self._forward(session, raw, kind)
 
     # -- forwarding -----------------------------------------------------------------------------
 
     def _forward(self, session: _Session, raw: bytes, kind: str) -> None:
         gateway = self.gateway
-        model, stream = _request_summary(raw)
+        model, stream = session.wire.request_summary(raw, self.path)
         entry = gateway._begin(
             session,
             {
                 "seq": 0,
                 "method": self.command,
-                "path": self.path,
+                "path": without_params(self.path, session.wire.credential_params),
                 "kind": kind,
                 "model": model,
                 "served_model": None,
@@ -862,45 +808,54 @@ class _GatewayHandler(BaseHTTPRequestHandler):
     def _answer(
         self, session: _Session, raw: bytes, kind: str, entry: dict[str, Any], done: Callable[..., None]
     ) -> None:
+        # An answer the gateway makes itself is settled in the ledger before it is sent: once the CLI has it, the
+        # ledger says what it was (the session may end and be read at once).
         gateway = self.gateway
+        api = session.wire
         try:
             refusal = gateway._admission(session) if kind == "messages" else None
         except Exception as exc:
             message = f"skillbench gateway: the spend so far could not be read ({type(exc).__name__})"
-            self._refuse(500, "api_error", message)
-            done(status=500, outcome="gateway-error", failure=message, cost_usd=0.0)
+            answer = api.gateway_error("gateway-error", message)
+            done(status=answer.status, outcome="gateway-error", failure=message, cost_usd=0.0)
+            self._error(answer)
             return
         if refusal is not None:
             reason, message = refusal
-            self._refuse(REFUSAL_STATUS, REFUSAL_ERROR_TYPE, message)
-            done(status=REFUSAL_STATUS, outcome="refused", refused=reason, failure=message, cost_usd=0.0)
+            answer = api.gateway_error("refused", message)
+            done(status=answer.status, outcome="refused", refused=reason, failure=message, cost_usd=0.0)
+            self._error(answer)
             return
         try:
-            connection, response = self._exchange(session.pool, raw)
+            connection, response = self._exchange(session.pool, raw, api)
         except (OSError, http.client.HTTPException) as exc:
             failure = gateway._redact(_describe_failure(exc))
-            self._reply(
-                UPSTREAM_FAILURE_STATUS,
-                _error_document("api_error", f"skillbench gateway: the model API could not be reached ({failure})"),
+            answer = api.gateway_error(
+                "unreachable", f"skillbench gateway: the model API could not be reached ({failure})"
             )
-            done(status=UPSTREAM_FAILURE_STATUS, outcome="upstream-failure", failure=failure, cost_usd=0.0)
+            done(status=answer.status, outcome="upstream-failure", failure=failure, cost_usd=0.0)
+            self._error(answer)
             return
-        self._relay(session.pool, connection, response, entry, kind, done)
+        self._relay(session, connection, response, entry, kind, done)
 
-    def _upstream_headers(self, length: int) -> dict[str, str]:
-        headers = {name: value for name, value in self.headers.items() if name.lower() not in DROPPED_REQUEST_HEADERS}
-        headers["x-api-key"] = self.gateway._key
+    def _upstream_headers(self, length: int, api: WireApi) -> dict[str, str]:
+        dropped = DROPPED_REQUEST_HEADERS | api.credential_headers
+        headers = {name: value for name, value in self.headers.items() if name.lower() not in dropped}
+        for name, value in api.upstream_auth(self.gateway._key):
+            headers[name] = value
         headers["Accept-Encoding"] = "identity"
         headers["Content-Length"] = str(length)
         return headers
 
-    def _exchange(self, pool: _UpstreamPool, raw: bytes) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def _exchange(
+        self, pool: _UpstreamPool, raw: bytes, api: WireApi
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Send the request upstream and read the response head; a stale keep-alive connection is retried once."""
-        target = pool.upstream.prefix + self.path
+        target = pool.upstream.prefix + without_params(self.path, api.credential_params)
         while True:
             connection, reused = pool.acquire()
             try:
-                connection.request(self.command, target, body=raw, headers=self._upstream_headers(len(raw)))
+                connection.request(self.command, target, body=raw, headers=self._upstream_headers(len(raw), api))
                 return connection, connection.getresponse()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 connection.close()
@@ -912,7 +867,7 @@ class _GatewayHandler(BaseHTTPRequestHandler):
 
     def _relay(
         self,
-        pool: _UpstreamPool,
+        session: _Session,
         connection: http.client.HTTPConnection,
         response: http.client.HTTPResponse,
         entry: dict[str, Any],
@@ -920,9 +875,9 @@ class _GatewayHandler(BaseHTTPRequestHandler):
         done: Callable[..., None],
     ) -> None:
         """Relay the upstream's answer as it arrives, then settle the ledger entry."""
-        gateway = self.gateway
-        meter = UsageMeter(response.getheader("Content-Type") or "")
-        gateway._update(entry, status=response.status, request_id=response.getheader("request-id"))
+        gateway, pool = self.gateway, session.pool
+        meter = session.wire.meter(response.getheader("Content-Type") or "")
+        gateway._update(entry, status=response.status, request_id=response.getheader(session.wire.request_id_header))
         try:
             chunked = self._send_head(response)
         except OSError:
@@ -973,7 +928,7 @@ class _GatewayHandler(BaseHTTPRequestHandler):
         return length is None
 
     def _pump(
-        self, response: http.client.HTTPResponse, meter: UsageMeter, chunked: bool
+        self, response: http.client.HTTPResponse, meter: base.UsageMeter, chunked: bool
     ) -> tuple[str | None, str | None]:
         """Copy the body to the session chunk by chunk; (upstream failure, session gone), None where none happened."""
         mask = SecretMask(self.gateway._key)

@@ -1,21 +1,36 @@
-"""The scripted model: a loopback Anthropic Messages server that plays a per-task model script.
+"""The scripted model: a loopback model server that plays a per-task model script in the session's wire API.
 
-This module owns the offline stand-in for the model behind the real Claude Code CLI:
+This module owns the offline stand-in for the model behind the real agent CLI:
 
 * ``load_model_script`` / ``session_steps``: read and validate ``tasks/<suite>/model-script.yaml``
   (``model-script/v1``, schema ``schemas/model-script.schema.json``) and pick one session's steps.
 * ``ScriptedModel``: a context manager running a ``ThreadingHTTPServer`` on ``127.0.0.1:<free port>``
-  for one session. ``POST /v1/messages`` (streaming SSE or JSON), ``HEAD /``, ``POST .../count_tokens``;
-  everything else is a 404 in the Anthropic error shape.
+  for one session, speaking one wire API (``skillbench.execution.wires``): Anthropic Messages
+  (``POST /v1/messages``, ``POST .../count_tokens``), OpenAI Responses (``POST /v1/responses``) or
+  Gemini (``POST /v1beta/models/<model>:streamGenerateContent`` and ``:generateContent``;
+  ``:countTokens`` answers a count), streaming SSE or JSON as the request asks, and ``HEAD /``;
+  everything else is a 404 in the wire's error shape. The wire reads each request into a neutral view
+  and renders the neutral reply, tool calls in its own form.
 
 Step choice is stateless with respect to request order: it depends only on the request itself.
-``k`` = number of assistant messages in ``messages``; the eligible steps are those whose ``when``
-phrases all occur (and no ``unless`` phrase occurs) in the conversation text (system prompt plus
-every text and tool-result text in ``messages``, compared case-insensitively with whitespace runs
+``k`` = number of assistant turns in the conversation; the eligible steps are those whose ``when``
+phrases all occur (and no ``unless`` phrase occurs) in the conversation text (system prompt or
+instructions plus every text and tool-result text, compared case-insensitively with whitespace runs
 collapsed); the reply is ``eligible[k]`` or, past the end, a final text turn. A request without
-``tools`` (a side query such as a title request) gets ``"ok"``; a subagent request (header
+tools (a side query such as a title request) gets ``"ok"`` (or, when it asks for JSON that follows a
+schema, the smallest instance of the schema); a subagent request (Anthropic only: header
 ``x-claude-code-agent-id``) gets the final text, so an Agent tool call cannot recurse into the script.
 ``{{name}}`` in step strings is replaced from ``variables``; ``{{api_key}}`` is the request's key.
+
+Scripts are written in Claude Code's tool names and arguments (``Read{file_path}``, ``Bash{command}``,
+``Skill{skill}``, ``mcp__…``); ``tool_form`` (from the session's agent adapter; identity for Claude Code)
+maps each call onto the session's CLI's tool. A mapped tool that the request does not offer is a
+scripted-model error, never a silent wrong call: the answer is a 400 in the wire's error shape,
+``scripted model: tool <name> not offered by this session (it offers: …)`` (request-log kind
+``not-offered``), which none of the CLIs retries, so the session fails with that message. A call
+marked ``unoffered: true`` is meant for a tool the session does not offer (a test of the CLI's own
+refusal) and is sent without the check. Usage in the script is in Anthropic terms; each wire
+converts it to its own usage fields.
 
 Runs can differ like real ones (``resolve_variation``): a step with ``chance: p`` is played with
 probability p, a ``choose`` step plays one of its weighted alternatives (a list of steps each),
@@ -52,14 +67,29 @@ from typing import Any
 
 from skillbench.base.artifacts import ArtifactError, validate
 from skillbench.base.records import USAGE_FIELDS
+from skillbench.execution.wires import DEFAULT_WIRE, WireApi, wire
+from skillbench.execution.wires.anthropic import assistant_turns, conversation_text, render_sse
+from skillbench.execution.wires.base import (
+    Reply,
+    RequestView,
+    ToolCall,
+    ToolForm,
+    header_map,
+    json_object,
+    split_path,
+    without_params,
+)
 
 __all__ = [
     "BUILTIN_DEFAULTS",
     "ScriptedModel",
+    "assistant_turns",
     "conversation_text",
     "load_model_script",
     "main",
+    "render_sse",
     "resolve_variation",
+    "schema_instance",
     "session_steps",
 ]
 
@@ -79,21 +109,12 @@ SIDE_QUERY_USAGE = {
     "cache_read_input_tokens": 0,
     "cache_creation_input_tokens": 0,
 }
-COUNT_TOKENS_REPLY = {"input_tokens": 1000}
+COUNTED_TOKENS = 1000
 DEFAULT_MODEL = "claude-sonnet-4-20250514"
 MAX_BODY_BYTES = 64 * 1024 * 1024
+SIDE_QUERY_STRING = "scripted model"
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _WHITESPACE = re.compile(r"\s+")
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,35 +235,6 @@ def _phrases(value: str | list[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _texts_of(content: Any) -> list[str]:
-    """Text carried by a message content (string, text blocks, tool results and their nested text)."""
-    if isinstance(content, str):
-        return [content]
-    texts: list[str] = []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
-            elif block.get("type") == "tool_result":
-                texts.extend(_texts_of(block.get("content")))
-    return texts
-
-
-def conversation_text(body: dict[str, Any]) -> str:
-    """System prompt text plus every text / tool-result text in ``messages``, newline-joined."""
-    parts = _texts_of(body.get("system"))
-    for message in body.get("messages") or []:
-        if isinstance(message, dict):
-            parts.extend(_texts_of(message.get("content")))
-    return "\n".join(parts)
-
-
-def assistant_turns(body: dict[str, Any]) -> int:
-    return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
-
-
 def _eligible(step: dict[str, Any], normalised_text: str) -> bool:
     if any(_normalise(p) not in normalised_text for p in _phrases(step.get("when"))):
         return False
@@ -277,11 +269,6 @@ def _usage(base: dict[str, Any], override: dict[str, Any] | None = None) -> dict
     return merged
 
 
-def _error_body(status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
-    kind = error_type or _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
 def _status_phrase(status: int) -> str:
     try:
         return f"scripted failure: {HTTPStatus(status).phrase}"
@@ -289,40 +276,40 @@ def _status_phrase(status: int) -> str:
         return "scripted failure"
 
 
-def _sse(event: str, data: dict[str, Any]) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+def schema_instance(schema: Any) -> Any:
+    """The smallest value that follows a JSON schema (OpenAPI-style upper-case types too): a side query's answer.
 
-
-def render_sse(message: dict[str, Any]) -> bytes:
-    """The SSE stream for a complete message: start, one delta per block, message_delta, stop."""
-    usage = message["usage"]
-    start = dict(message, content=[], stop_reason=None, stop_sequence=None, usage=dict(usage, output_tokens=1))
-    frames = [_sse("message_start", {"type": "message_start", "message": start})]
-    for index, block in enumerate(message["content"]):
-        opening: dict[str, Any]
-        if block["type"] == "text":
-            opening = {"type": "text", "text": ""}
-            delta = {"type": "text_delta", "text": block["text"]}
-        else:
-            opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"], separators=(",", ":"))}
-        frames.append(
-            _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
-        )
-        frames.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
-        frames.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
-    frames.append(
-        _sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                "usage": dict(usage),
-            },
-        )
-    )
-    frames.append(_sse("message_stop", {"type": "message_stop"}))
-    return "".join(frames).encode("utf-8")
+    The first of an enum or of `anyOf`/`oneOf`, required properties only, arrays of their minimum length,
+    numbers at their minimum (else 1), `false`, and ``"scripted model"`` for strings.
+    """
+    if not isinstance(schema, dict):
+        return SIDE_QUERY_STRING
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for choice in ("anyOf", "oneOf"):
+        if isinstance(schema.get(choice), list) and schema[choice]:
+            return schema_instance(schema[choice][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((item for item in kind if str(item).lower() != "null"), "null")
+    kind = str(kind or ("object" if "properties" in schema else "string")).lower()
+    if kind == "object":
+        declared = schema.get("properties")
+        properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
+        required = [name for name in schema.get("required") or [] if isinstance(name, str)]
+        return {name: schema_instance(properties.get(name)) for name in required}
+    if kind == "array":
+        return [schema_instance(schema.get("items"))] * int(schema.get("minItems") or 0)
+    if kind in ("integer", "number"):
+        minimum = schema.get("minimum")
+        return minimum if isinstance(minimum, int | float) and not isinstance(minimum, bool) else 1
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return SIDE_QUERY_STRING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,7 +322,11 @@ class _Server(ThreadingHTTPServer):
 
 
 class ScriptedModel:
-    """One session's scripted model. Use as a context manager; ``base_url`` is set on entry."""
+    """One session's scripted model. Use as a context manager; ``base_url`` is set on entry.
+
+    ``wire`` names the wire API it speaks (``wires.WIRES``); ``tool_form`` maps a step's tool call
+    (Claude Code's name and arguments) onto the session's CLI's tool (None: as written).
+    """
 
     def __init__(
         self,
@@ -345,7 +336,11 @@ class ScriptedModel:
         variables: dict[str, str] | None = None,
         request_log: Path | None = None,
         variation_key: str | None = None,
+        wire: str = DEFAULT_WIRE,
+        tool_form: ToolForm | None = None,
     ) -> None:
+        self.wire: WireApi = _wire_api(wire)
+        self.tool_form = tool_form
         self.defaults_usage = _usage(BUILTIN_DEFAULTS["usage"], (defaults or {}).get("usage"))
         self.variation_key = variation_key
         self.steps = resolve_variation(
@@ -439,22 +434,70 @@ class ScriptedModel:
 
     # -- reply construction (pure except for the failure counters) -----------------------------
 
-    def choose(self, body: dict[str, Any], *, subagent: bool = False) -> tuple[str, int | None]:
-        """(kind, step index) for a messages request: ``side``, ``subagent``, ``step`` or ``final``.
+    def view(self, request: RequestView | dict[str, Any]) -> RequestView:
+        """A request's neutral view: as given, or a JSON body read by this model's wire (an Anthropic body for
+        the default wire)."""
+        if isinstance(request, RequestView):
+            return request
+        view = self.wire.read(request, "")
+        if view is None:
+            raise ValueError(f"not a {self.wire.name} request body")
+        return view
+
+    def choose(
+        self, request: RequestView | dict[str, Any], *, subagent: bool = False, api_key: str = ""
+    ) -> tuple[str, int | None]:
+        """(kind, step index) for a generation request: ``side``, ``subagent``, ``step``, ``not-offered`` or
+        ``final``.
 
         A subagent request (the CLI marks it with an agent-id header) starts a fresh conversation on the
         same endpoint; replaying the main script to it would recurse, so it gets the final text at once.
+        A step whose (mapped) tool the request does not offer is ``not-offered``.
         """
-        if not body.get("tools"):
+        view = self.view(request)
+        if view.side:
             return "side", None
         if subagent:
             return "subagent", None
-        turn = assistant_turns(body)
-        text = _normalise(conversation_text(body))
+        text = _normalise(view.text)
         eligible = [index for index, step in enumerate(self.steps) if _eligible(step, text)]
-        if turn < len(eligible):
-            return "step", eligible[turn]
-        return "final", None
+        if view.assistant_turns >= len(eligible):
+            return "final", None
+        index = eligible[view.assistant_turns]
+        if self.unoffered_tool(view, index, api_key) is not None:
+            return "not-offered", index
+        return "step", index
+
+    def _mapped_calls(self, index: int, turn: int, api_key: str) -> list[tuple[ToolCall, bool]]:
+        """Step `index`'s tool calls, substituted and mapped onto the session's CLI's tools, each with whether it
+        must be offered (every call but one marked `unoffered`)."""
+        step = _substitute(self.steps[index], {**self.variables, "api_key": api_key})
+        calls = []
+        for position, tool in enumerate(step.get("tools") or []):
+            name, arguments = str(tool["name"]), dict(tool["input"])
+            if self.tool_form is not None:
+                name, arguments = self.tool_form(name, arguments)
+            call = ToolCall(id=f"toolu_{turn}_{position}", name=name, input=arguments)
+            calls.append((call, tool.get("unoffered") is not True))
+        return calls
+
+    def _tool_calls(self, index: int, turn: int, api_key: str) -> tuple[ToolCall, ...]:
+        return tuple(call for call, _checked in self._mapped_calls(index, turn, api_key))
+
+    def unoffered_tool(self, request: RequestView | dict[str, Any], index: int, api_key: str = "") -> str | None:
+        """The first (mapped) tool of step `index` that the request does not offer, if any."""
+        view = self.view(request)
+        calls = self._mapped_calls(index, view.assistant_turns, api_key)
+        return next((call.name for call, checked in calls if checked and call.name not in view.tools), None)
+
+    def not_offered_message(self, request: RequestView | dict[str, Any], index: int, api_key: str = "") -> str:
+        """The error a session gets when step `index` calls a tool its request does not offer."""
+        view = self.view(request)
+        offered = ", ".join(view.tools) or "none"
+        return (
+            f"scripted model: tool {self.unoffered_tool(view, index, api_key)} not offered by this session "
+            f"(it offers: {offered}); the agent adapter's tool_form maps the script's tools onto its CLI's"
+        )
 
     def _scripted_failure(self, index: int) -> dict[str, Any] | None:
         fail = self.steps[index].get("fail")
@@ -468,42 +511,45 @@ class ScriptedModel:
             self._failures_served[index] = served + 1
         return fail
 
-    def build_message(self, body: dict[str, Any], kind: str, index: int | None, api_key: str) -> dict[str, Any]:
-        turn = assistant_turns(body)
+    def reply(self, request: RequestView | dict[str, Any], kind: str, index: int | None, api_key: str) -> Reply:
+        """The neutral reply of kind `kind` (from `choose`; `not-offered` has none, it is an error) to a request."""
+        if kind == "not-offered":
+            raise ValueError("a step calling a tool the request does not offer has no reply: it is an error")
+        view = self.view(request)
+        turn = view.assistant_turns
         sequence = self._next_sequence()
-        content: list[dict[str, Any]] = []
+        text: str | None
+        calls: tuple[ToolCall, ...] = ()
         if kind == "side":
-            content.append({"type": "text", "text": SIDE_QUERY_TEXT})
+            text = SIDE_QUERY_TEXT if view.json_schema is None else json.dumps(schema_instance(view.json_schema))
             usage = dict(SIDE_QUERY_USAGE)
         elif kind == "subagent":
-            content.append({"type": "text", "text": self.final_text})
-            usage = dict(SIDE_QUERY_USAGE)
+            text, usage = self.final_text, dict(SIDE_QUERY_USAGE)
         elif kind == "final":
-            content.append({"type": "text", "text": self.final_text})
-            usage = dict(self.defaults_usage)
+            text, usage = self.final_text, dict(self.defaults_usage)
         else:
             assert index is not None
+            calls = self._tool_calls(index, turn, api_key)
             step = _substitute(self.steps[index], {**self.variables, "api_key": api_key})
-            if step.get("text"):
-                content.append({"type": "text", "text": step["text"]})
-            for position, tool in enumerate(step.get("tools") or []):
-                content.append(
-                    {"type": "tool_use", "id": f"toolu_{turn}_{position}", "name": tool["name"], "input": tool["input"]}
-                )
-            if not content:
-                content.append({"type": "text", "text": self.final_text})
+            text = step.get("text") or (None if calls else self.final_text)
             usage = _usage(self.defaults_usage, step.get("usage"))
-        has_tools = any(block["type"] == "tool_use" for block in content)
-        return {
-            "id": f"msg_scripted_{turn:02d}_{sequence:04d}",
-            "type": "message",
-            "role": "assistant",
-            "model": str(body.get("model") or DEFAULT_MODEL),
-            "content": content,
-            "stop_reason": "tool_use" if has_tools else "end_turn",
-            "stop_sequence": None,
-            "usage": usage,
-        }
+        return Reply(
+            id=f"scripted_{turn:02d}_{sequence:04d}",
+            model=view.model or DEFAULT_MODEL,
+            text=text,
+            tool_calls=calls,
+            usage=usage,
+        )
+
+    def build_message(
+        self, request: RequestView | dict[str, Any], kind: str, index: int | None, api_key: str
+    ) -> dict[str, Any]:
+        """The reply as the wire's JSON document (for Anthropic, the message)."""
+        return self.wire.document(self.reply(request, kind, index, api_key))
+
+
+def _wire_api(name: str) -> WireApi:
+    return wire(name)
 
 
 class _ModelHandler(BaseHTTPRequestHandler):
@@ -569,7 +615,7 @@ class _ModelHandler(BaseHTTPRequestHandler):
         if content_type.startswith("text/event-stream"):
             self.send_header("Cache-Control", "no-cache")
         if request_id:
-            self.send_header("request-id", request_id)
+            self.send_header(self.model.wire.request_id_header, request_id)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
@@ -578,25 +624,36 @@ class _ModelHandler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, document: dict[str, Any], request_id: str | None = None) -> None:
         self._send(status, json.dumps(document).encode("utf-8"), "application/json", request_id)
 
+    def _send_error(self, status: int, message: str, error_type: str | None = None) -> None:
+        self._send(status, self.model.wire.error_body(status, message, error_type), "application/json")
+
     def _not_found(self, stream: bool = False) -> None:
         route = self.path.split("?", 1)[0]
-        self.model._record(self.path, stream=stream, step=None, kind="not-found", status=404)
-        self._send_json(404, _error_body(404, f"scripted model: no route for {self.command} {route}"))
+        self.model._record(self._logged_path, stream=stream, step=None, kind="not-found", status=404)
+        self._send_error(404, f"scripted model: no route for {self.command} {route}")
+
+    @property
+    def _logged_path(self) -> str:
+        """The request's path for the log: without the credential parameters of the wire (Gemini's `?key=`)."""
+        return without_params(self.path, self.model.wire.credential_params)
 
     def _api_key(self) -> str:
-        """The request's key: `x-api-key`, else a bearer token."""
-        api_key = self.headers.get("x-api-key") or ""
-        if not api_key:
-            authorization = self.headers.get("Authorization") or ""
-            if authorization.lower().startswith("bearer "):
-                api_key = authorization[7:].strip()
-        return api_key
+        """The request's key, where the wire carries it."""
+        return self.model.wire.session_token(header_map(self.headers.items()), self.path) or ""
+
+    def _route(self) -> str | None:
+        """What a POST is on this wire; a base URL with a path prefix before `/v1` is tolerated."""
+        route = split_path(self.path)[0]
+        kind = self.model.wire.route(route)
+        if kind is None and "/v1" in route[1:]:
+            kind = self.model.wire.route(route[route.index("/v1", 1) :])
+        return kind
 
     # -- verbs ---------------------------------------------------------------------------------
 
     def do_HEAD(self) -> None:
         if self.path.split("?", 1)[0] in ("", "/"):
-            self.model._record(self.path, stream=False, step=None, kind="head", status=200)
+            self.model._record(self._logged_path, stream=False, step=None, kind="head", status=200)
             self._send(200, b"", "text/plain")
         else:
             self._not_found()
@@ -609,56 +666,50 @@ class _ModelHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self._read_body_quietly()
-        route = self.path.split("?", 1)[0].rstrip("/")
-        if route.endswith("/count_tokens"):
-            self.model._record(self.path, stream=False, step=None, kind="count-tokens", status=200)
-            self._send_json(200, COUNT_TOKENS_REPLY)
-        elif route.endswith("/v1/messages"):
-            self._answer_messages(raw)
+        kind = self._route()
+        if kind == "count_tokens":
+            self.model._record(self._logged_path, stream=False, step=None, kind="count-tokens", status=200)
+            self._send_json(200, self.model.wire.count_reply(COUNTED_TOKENS))
+        elif kind == "messages":
+            self._answer(raw)
         else:
             self._not_found()
 
-    # -- POST /v1/messages ---------------------------------------------------------------------
+    # -- a generation request ------------------------------------------------------------------
 
-    def _answer_messages(self, raw: bytes | None) -> None:
-        body = _messages_body(raw)
-        if body is None:
-            self.model._record(self.path, stream=False, step=None, kind="invalid", status=400)
-            self._send_json(400, _error_body(400, "scripted model: body must be a JSON object with messages"))
+    def _answer(self, raw: bytes | None) -> None:
+        wire_api = self.model.wire
+        view = wire_api.read(json_object(raw) if raw is not None else None, self.path)
+        if view is None:
+            self.model._record(self._logged_path, stream=False, step=None, kind="invalid", status=400)
+            self._send_error(400, f"scripted model: body must be a JSON object with {wire_api.conversation_field}")
             return
-        stream = body.get("stream") is True
-        kind, index = self.model.choose(body, subagent=bool(self.headers.get("x-claude-code-agent-id")))
+        api_key = self._api_key()
+        subagent = wire_api.subagent(header_map(self.headers.items()))
+        kind, index = self.model.choose(view, subagent=subagent, api_key=api_key)
         fail = self.model._scripted_failure(index) if index is not None else None
         if fail is not None:
-            self._send_scripted_failure(fail, index, stream)
+            self._send_scripted_failure(fail, index, view.stream)
+        elif kind == "not-offered":
+            assert index is not None
+            message = self.model.not_offered_message(view, index, api_key)
+            self.model._record(self._logged_path, stream=view.stream, step=index, kind="not-offered", status=400)
+            self._send_error(400, message)
         else:
-            self._send_message(body, kind, index, stream)
+            self._send_reply(view, kind, index, api_key)
 
     def _send_scripted_failure(self, fail: dict[str, Any], index: int | None, stream: bool) -> None:
         status = int(fail["status"])
         text = str(fail.get("message") or _status_phrase(status))
-        self.model._record(self.path, stream=stream, step=index, kind="fail", status=status)
-        self._send_json(status, _error_body(status, text, fail.get("type")))
+        self.model._record(self._logged_path, stream=stream, step=index, kind="fail", status=status)
+        self._send_error(status, text, fail.get("type"))
 
-    def _send_message(self, body: dict[str, Any], kind: str, index: int | None, stream: bool) -> None:
-        message = self.model.build_message(body, kind, index, self._api_key())
-        request_id = f"req_scripted_{message['id'].rsplit('_', 1)[-1]}"
-        self.model._record(self.path, stream=stream, step=index, kind=kind, status=200)
-        if stream:
-            self._send(200, render_sse(message), "text/event-stream; charset=utf-8", request_id)
-        else:
-            self._send_json(200, message, request_id)
-
-
-def _messages_body(raw: bytes | None) -> dict[str, Any] | None:
-    """The JSON body of a messages request, or None unless it is an object with a `messages` list."""
-    try:
-        body = json.loads(raw.decode("utf-8")) if raw is not None else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        return None
-    return body
+    def _send_reply(self, view: RequestView, kind: str, index: int | None, api_key: str) -> None:
+        reply = self.model.reply(view, kind, index, api_key)
+        request_id = f"req_scripted_{reply.id.rsplit('_', 1)[-1]}"
+        self.model._record(self._logged_path, stream=view.stream, step=index, kind=kind, status=200)
+        content_type, payload = self.model.wire.render(reply, stream=view.stream)
+        self._send(200, payload, content_type, request_id)
 
 
 def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
@@ -686,6 +737,7 @@ def main(argv: list[str] | None = None) -> int:
         help="template variable (repeatable); workspace defaults to the current directory",
     )
     parser.add_argument("--request-log", type=Path, help="append one JSON line per request here")
+    parser.add_argument("--wire", default=DEFAULT_WIRE, help="the wire API to speak (default: %(default)s)")
     parser.add_argument(
         "--variation-key",
         help="play the run this key draws (a cell uses task/arm/run<i>/role); omitted: the nominal run",
@@ -706,6 +758,7 @@ def main(argv: list[str] | None = None) -> int:
             variables=variables,
             request_log=args.request_log,
             variation_key=args.variation_key,
+            wire=args.wire,
         )
     except (ArtifactError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -713,8 +766,8 @@ def main(argv: list[str] | None = None) -> int:
     with model:
         print(model.base_url, flush=True)
         print(
-            f"serving {len(steps)} step(s) of {args.task}/{args.role}; "
-            f"export ANTHROPIC_BASE_URL={model.base_url}; Ctrl-C stops",
+            f"serving {len(steps)} step(s) of {args.task}/{args.role} ({model.wire.name}); "
+            f"point the CLI's base URL at {model.base_url}; Ctrl-C stops",
             file=sys.stderr,
             flush=True,
         )

@@ -410,9 +410,9 @@ def launch_session(
     (`session_record`) and ledger.
 
     The session's model is reached through the job's gateway (`access`) with a token of its own, revoked when
-    the session ends; its upstream is the scripted model `scripted_model()` builds (`model.provider:
-    scripted`) or the configured API. `secrets` (the provider key) are redacted from everything kept; `label`
-    names the session in the progress lines written to `log`.
+    the session ends, speaking the adapter's wire API; its upstream is the scripted model `scripted_model()`
+    builds (`model.provider: scripted`) or the configured API. `secrets` (the provider key) are redacted from
+    everything kept; `label` names the session in the progress lines written to `log`.
     """
     agent = agent or claude_code.ClaudeCode()
     request = SessionRequest(
@@ -432,7 +432,7 @@ def launch_session(
     with ExitStack() as stack:
         scripted_url = stack.enter_context(scripted_model()).base_url if access.provider == "scripted" else None
         token = access.gateway.open_session(
-            label, upstream=access.upstream(scripted_url), max_usd=access.session_cap_usd
+            label, upstream=access.upstream(scripted_url), max_usd=access.session_cap_usd, wire=agent.wire_api
         )
         kept_secrets = [*secrets, token]
         progress = stack.enter_context(

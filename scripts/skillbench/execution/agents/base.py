@@ -3,7 +3,9 @@
 An arm names its agent CLI (`arms.<name>.agent`, `claude-code` by default). The adapter of that CLI owns
 everything that differs between CLIs: its pinned install in `tools/`, its headless command line and
 environment, where skills live in the clone, the files it reads from its home, the wire API it speaks
-to the model gateway, and the strict parse of its stdout into a `StreamReading`. Everything else — the
+to the model gateway (`skillbench.execution.wires`), how a model script's tool calls (written in Claude
+Code's tool names) become its own tools (`tool_form`, for the scripted model), and the strict parse of
+its stdout into a `StreamReading`. Everything else — the
 sandbox, the gateway and its ledger, grading, the record — is the same for every agent.
 """
 
@@ -72,7 +74,8 @@ class AgentAdapter(Protocol):
     """
 
     # The name an arm's `agent` key uses, the npm package that installs it (its package.json names the version),
-    # the oldest version the suite runs, and the wire API it speaks to the model gateway.
+    # the oldest version the suite runs, and the wire API it speaks to the model gateway (a name in
+    # `wires.WIRES`).
     name: str
     package: str
     min_version: str
@@ -114,4 +117,9 @@ class AgentAdapter(Protocol):
         self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
     ) -> StreamReading:
         """The strict reading of a session's stdout (`capture`, None when it was not captured)."""
+        ...
+
+    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A model script's tool call (Claude Code's name and arguments: Read{file_path}, Bash{command}, …) as
+        this CLI's tool call, for the scripted model."""
         ...

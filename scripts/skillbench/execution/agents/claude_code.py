@@ -339,7 +339,7 @@ class ClaudeCode:
     # The oldest CLI the test suite runs (tools/package.json pins it): 1.0.x fails in the sandbox (it loads a
     # yoga.wasm beside its bin file, which the sandbox does not mount).
     min_version = "2.1.197"
-    wire_api = "anthropic-messages"
+    wire_api = "anthropic"
     skills_dir = ".claude/skills"
     base_url_variable = "ANTHROPIC_BASE_URL"
     cli_setting = "agent.cli"
@@ -380,3 +380,7 @@ class ClaudeCode:
         self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
     ) -> StreamReading:
         return read_stream(capture, overflow=overflow, limit=limit, mcp_servers=mcp_servers)
+
+    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # Model scripts are written in Claude Code's own tool names and arguments.
+        return name, tool_input

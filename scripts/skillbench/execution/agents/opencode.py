@@ -354,7 +354,7 @@ class OpenCode:
     package = "opencode-ai"
     # The version the suite runs (tools/package.json pins it); its config keys and stream are what this reads.
     min_version = "1.18.33"
-    wire_api = "anthropic-messages"
+    wire_api = "anthropic"
     # It also reads `.agents/skills` and `.opencode/skills`; `.claude/skills` is the one the harness fills.
     skills_dir = ".claude/skills"
     base_url_variable = BASE_URL_VARIABLE
