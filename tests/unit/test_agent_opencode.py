@@ -4,6 +4,7 @@ captured `opencode run --format json` streams (tests/unit/fixtures/agents/openco
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -285,3 +286,17 @@ def test_preflight_refuses_an_opencode_arm_with_mcp_servers_or_plugins() -> None
         arm = {"agent": "opencode", "sessions": session, key: value}
         with pytest.raises(ArmError, match=f"opencode adapter does not give its sessions {key}"):
             check_arm_agents({"arms": {"oc": arm}})
+
+
+def test_the_live_progress_lines_count_an_opencode_sessions_turns_and_tools_without_its_content() -> None:
+    log = io.StringIO()
+    recorded = events("skill-and-tools.jsonl")
+    with sessions.SessionProgress("oc", stream=log, heartbeat_s=3600) as progress:
+        progress.observe(capture("skill-and-tools.jsonl"))
+    assert progress.turns == sum(1 for event in recorded if event["type"] == "step_start")
+    assert progress.tool_calls == sum(1 for event in recorded if event["type"] == "tool_use")
+    lines = log.getvalue()
+    assert "· skill · ok" in lines and "· skill · error" in lines and "· bash · ok" in lines
+    texts = [event["part"]["text"] for event in recorded if event["type"] == "text"]
+    outputs = [event["part"]["state"].get("output") for event in recorded if event["type"] == "tool_use"]
+    assert not [text for text in [*texts, *outputs] if text and text.strip() in lines]

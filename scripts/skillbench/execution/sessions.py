@@ -685,12 +685,26 @@ class SessionProgress:
         elif kind == "system" and event.get("subtype") == "init":
             self._last_activity = "session init"
             self._say("session initialized")
+        elif kind == "step_start":  # opencode: one model request begins
+            self.turns += 1
+            self._last_activity = "model request"
+        elif kind == "tool_use" and isinstance(event.get("part"), dict):  # opencode: a tool part once it has run
+            self._observe_tool_part(event["part"])
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
             status = "error" if event.get("is_error") or str(event.get("subtype")).startswith("error") else "ok"
             shown = f"${cost:.4f}" if cost is not None else "cost n/a"
             self._say(f"finished · {_small_int(event.get('num_turns'))} turns · {status} · {shown}")
+
+    def _observe_tool_part(self, part: dict[str, Any]) -> None:
+        """An opencode tool part (request and result in one event): its name and outcome, never its content."""
+        name = claude_code.tool_name(part.get("tool"))
+        state = part.get("state")
+        status = "error" if isinstance(state, dict) and state.get("status") == "error" else "ok"
+        self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
 
     def _observe_assistant(self, event: dict[str, Any]) -> None:
         message = event.get("message")
