@@ -133,6 +133,19 @@ def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> No
     assert not [tool for tool, _ok, _text in _tools(run, "cp_skip") if tool == "skill"]
 
 
+def test_the_clis_own_file_tool_cannot_read_its_environment_or_state(run: Project) -> None:
+    # The view tool runs in the process that holds the token: /proc/self/environ, a workspace link to it (made by
+    # the agent's own command) and ~/.copilot are all outside the paths it may open.
+    calls = _tools(run, "cp_skip")
+    assert "linked" in _bash_outputs(run, "cp_skip")
+    views = [(ok, text) for tool, ok, text in calls if tool == "view"]
+    assert len(views) == 5 and [ok for ok, _text in views] == [True, True, False, False, False], calls
+    assert all("Permission denied" in text for _ok, text in views[2:]), views
+    transcript = "\n".join(json.dumps(event) for event in _events(run, "cp_skip"))
+    # No dump of the CLI's environment anywhere (the variables next to the token; the token itself is redacted).
+    assert "COPILOT_OFFLINE=true" not in transcript and "COPILOT_PROVIDER_TYPE=anthropic" not in transcript
+
+
 def test_the_baseline_has_no_skills_and_cannot_load_one(run: Project) -> None:
     row = _rows(run)["cp_baseline"]
     outputs = _bash_outputs(run, "cp_baseline")
