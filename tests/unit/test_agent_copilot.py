@@ -4,12 +4,13 @@ reading of real captured `copilot --output-format json` streams (tests/unit/fixt
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from skillbench.execution import agents, wires
+from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import copilot
 from skillbench.execution.agents.base import SessionRequest, StreamReading
 
@@ -320,3 +321,27 @@ def test_the_adapter_is_registered_under_its_arm_name() -> None:
     config = {"arms": {"cp": {"agent": "copilot", "sessions": []}}, "agents": {"copilot": {"model": "m-1"}}}
     assert agents.arm_agent(config, "cp") is adapter
     assert agents.session_model(config, adapter) == "m-1"
+
+
+def test_the_live_progress_lines_count_a_copilot_sessions_turns_and_tools_without_its_content() -> None:
+    log = io.StringIO()
+    recorded = events("skill-and-tools.jsonl")
+    with sessions.SessionProgress("cp", stream=log, heartbeat_s=3600) as progress:
+        progress.observe(capture("skill-and-tools.jsonl"))
+    turns = sum(1 for event in recorded if event["type"] == "assistant.turn_start")
+    assert progress.turns == turns
+    assert progress.tool_calls == sum(1 for event in recorded if event["type"] == "tool.execution_complete")
+    lines = log.getvalue()
+    assert "· skill · ok" in lines and "· skill · error" in lines and "· bash · ok" in lines
+    assert f"finished · {turns} turns · ok" in lines
+    texts = [event["data"]["content"] for event in recorded if event["type"] == "assistant.message"]
+    outputs = [
+        (event["data"].get("result") or {}).get("content")
+        for event in recorded
+        if event["type"] == "tool.execution_complete"
+    ]
+    assert not [text for text in [*texts, *outputs] if text and text.strip() in lines]
+    failed = io.StringIO()
+    with sessions.SessionProgress("cp", stream=failed, heartbeat_s=3600) as progress:
+        progress.observe(capture("model-error.jsonl"))
+    assert "turns · error" in failed.getvalue()

@@ -690,18 +690,41 @@ class SessionProgress:
             self._last_activity = "model request"
         elif kind == "tool_use" and isinstance(event.get("part"), dict):  # opencode: a tool part once it has run
             self._observe_tool_part(event["part"])
+        elif kind == "assistant.turn_start":  # Copilot: one model turn begins
+            self.turns += 1
+            self._last_activity = "model request"
+        elif kind in ("tool.execution_start", "tool.execution_complete") and isinstance(event.get("data"), dict):
+            self._observe_tool_execution(kind, event["data"])  # Copilot
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
-            status = "error" if event.get("is_error") or str(event.get("subtype")).startswith("error") else "ok"
+            failed = event.get("is_error") or str(event.get("subtype")).startswith("error")
+            status = "error" if failed or event.get("exitCode") not in (None, 0) else "ok"
             shown = f"${cost:.4f}" if cost is not None else "cost n/a"
-            self._say(f"finished · {_small_int(event.get('num_turns'))} turns · {status} · {shown}")
+            turns = event["num_turns"] if "num_turns" in event else self.turns  # Copilot's result counts none
+            self._say(f"finished · {_small_int(turns)} turns · {status} · {shown}")
 
     def _observe_tool_part(self, part: dict[str, Any]) -> None:
         """An opencode tool part (request and result in one event): its name and outcome, never its content."""
         name = claude_code.tool_name(part.get("tool"))
         state = part.get("state")
         status = "error" if isinstance(state, dict) and state.get("status") == "error" else "ok"
+        self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
+
+    def _observe_tool_execution(self, kind: str, data: dict[str, Any]) -> None:
+        """A Copilot tool execution's start (its name, remembered) or completion (name and outcome, never content)."""
+        call_id = data.get("toolCallId")
+        if not isinstance(call_id, str):
+            return
+        if kind == "tool.execution_start":
+            self._pending_tools[call_id] = claude_code.tool_name(data.get("toolName"))
+            while len(self._pending_tools) > MAX_PENDING:
+                self._pending_tools.popitem(last=False)
+            return
+        name = self._pending_tools.pop(call_id, "tool")
+        status = "ok" if data.get("success") is True else "error"
         self.tool_calls += 1
         self._last_activity = f"{name} result {status}"
         self._say(f"turn {self.turns} · {name} · {status}")
