@@ -160,6 +160,8 @@ def _agent_versions(config: dict[str, Any]) -> dict[str, str]:
     for agent in used:
         try:
             versions[agent.name] = environment.check_cli(environment.configured_cli(config, agent), agent)
+            # What the sandbox will bind is there (e.g. the package Copilot unpacks, provided by setup).
+            agent.install(environment.resolve_cli(environment.configured_cli(config, agent), agent=agent))
         except (SkillbenchError, ValueError, OSError) as exc:
             problems.append(str(exc))
     if problems:

@@ -345,3 +345,28 @@ def test_the_live_progress_lines_count_a_copilot_sessions_turns_and_tools_withou
     with sessions.SessionProgress("cp", stream=failed, heartbeat_s=3600) as progress:
         progress.observe(capture("model-error.jsonl"))
     assert "turns · error" in failed.getvalue()
+
+
+def test_preflight_refuses_a_copilot_cli_whose_package_setup_did_not_unpack(tmp_path: Path) -> None:
+    from skillbench.base.artifacts import ArtifactError
+    from skillbench.preflight import _agent_versions
+
+    package = tmp_path / "tools" / "node_modules" / "@github" / "copilot"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text(
+        json.dumps({"name": "@github/copilot", "version": copilot.Copilot.min_version})
+    )
+    (package / "npm-loader.js").write_text("")
+    session = [{"role": "direct", "prompt": "direct"}]
+    config: dict[str, Any] = {
+        "agent": {"cli": "claude"},
+        "arms": {"cp": {"agent": "copilot", "sessions": session}},
+        "selected_arms": ["cp"],
+        "agents": {"copilot": {"cli": str(package / "npm-loader.js")}},
+    }
+    with pytest.raises(ArtifactError, match="make setup"):
+        _agent_versions(config)
+    folder = tmp_path / "tools" / "copilot"
+    (folder / "pkg" / "linux-x64").mkdir(parents=True)
+    (folder / "copilot").write_text("")
+    assert _agent_versions(config)["copilot"] == copilot.Copilot.min_version
