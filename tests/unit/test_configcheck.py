@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from skillbench.base.artifacts import ArtifactError
+from skillbench.base.artifacts import ArtifactError, load_schema
+from skillbench.decision.gate import SEQUENTIAL_DEFAULTS
 from skillbench.execution.sandbox import SandboxLimits
 from skillbench.execution.workspace import WorkspaceLimits
 from skillbench.experiment import configcheck, skillformat
@@ -219,3 +220,10 @@ def test_the_limits_records_default_to_what_the_schema_states():
     assert SandboxLimits.from_config(limits) == SandboxLimits() == SandboxLimits.from_config({})
     assert WorkspaceLimits.from_config(limits) == WorkspaceLimits() == WorkspaceLimits.from_config({})
     assert SandboxLimits.from_config({**limits, "disk_mb": 7}).disk_mb == 7
+
+
+def test_the_sequential_designs_defaults_are_the_ones_its_schema_describes():
+    # Inside `oneOf` a schema default is never filled in, so the gate states them; the schema's words must agree.
+    design = next(branch for branch in load_schema("config")["properties"]["runs"]["oneOf"] if "properties" in branch)
+    for key, value in SEQUENTIAL_DEFAULTS.items():
+        assert f"(default {value})" in design["properties"][key]["description"], key

@@ -263,7 +263,16 @@ SHELL_STARTUP_FILES = (
 # Files the CLI (re)reads its settings and state from. A settings file is reloaded while the session
 # runs, and its `env` can point ANTHROPIC_BASE_URL (and so the key) anywhere: tool commands get them
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
-CLI_STATE_PATHS = (f"{SANDBOX_HOME}/.claude", f"{SANDBOX_HOME}/.claude.json", f"{SANDBOX_WORKSPACE}/.claude")
+# opencode keeps its session store (the conversation it reloads every step), config and caches under the XDG folders.
+CLI_STATE_PATHS = (
+    f"{SANDBOX_HOME}/.claude",
+    f"{SANDBOX_HOME}/.claude.json",
+    f"{SANDBOX_WORKSPACE}/.claude",
+    f"{SANDBOX_HOME}/.config/opencode",
+    f"{SANDBOX_HOME}/.local/share/opencode",
+    f"{SANDBOX_HOME}/.local/state/opencode",
+    f"{SANDBOX_HOME}/.cache/opencode",
+)
 
 
 def namespace_args(*, network: bool, outer: bool = False) -> list[str]:

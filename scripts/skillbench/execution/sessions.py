@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -310,6 +311,8 @@ class SessionSurface:
     disable_slash_commands: bool = False
     # (host path, path in the sandbox), bound read-only into the session's sandbox.
     binds: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
+    # (host path, path in the sandbox), bound writable (a session's own scratch folders, never a shared tree).
+    writable_binds: list[tuple[Path, str]] = dataclasses.field(default_factory=list)
     # Sandbox paths only an MCP server may read: hidden from the agent's commands and the CLI's file tools.
     hidden_from_tools: list[str] = dataclasses.field(default_factory=list)
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -336,8 +339,37 @@ def bridged_command(
         )
         return sandbox.command(inner, extra_read_only=surface.binds), None
     binds = [*surface.binds, (socket, gateway.BRIDGE_SOCKET), (gateway.FORWARDER, gateway.BRIDGE_FORWARDER)]
-    command = sandbox.command(gateway.bridge_argv(argv), extra_read_only=binds, contain_shells=agent.contain_shells)
+    command = sandbox.command(
+        gateway.bridge_argv(argv),
+        extra_read_only=binds,
+        extra_writable=surface.writable_binds,
+        contain_shells=agent.contain_shells,
+    )
     return command, gateway.bridge_base_url()
+
+
+def cover_binds(sandbox: Sandbox, paths: Sequence[str]) -> tuple[list[tuple[Path, str]], list[tuple[Path, str]]]:
+    """Binds that cover each of `paths` (relative to the clone) present in the clone, so the CLI and the agent's
+    commands find nothing there (an agent's `covered_paths`): (read-only, writable) binds. A file is covered with an
+    empty read-only file, a folder with a fresh empty folder of the session's own (a CLI may write into the folder
+    it reads its config from). Under bwrap only: the `none` backend contains nothing."""
+    read_only: list[tuple[Path, str]] = []
+    writable: list[tuple[Path, str]] = []
+    if sandbox.backend != "bwrap":
+        return read_only, writable
+    covers = sandbox.private_root / "covers"
+    for relative in paths:
+        host = sandbox.clone / relative
+        if not os.path.lexists(host):
+            continue
+        if host.is_dir():
+            covers.mkdir(mode=0o755, exist_ok=True)
+            source = Path(tempfile.mkdtemp(prefix=f"{Path(relative).name}-", dir=covers))
+            source.chmod(0o755)
+            writable.append((source, sandbox.to_sandbox(host)))
+        else:
+            read_only.append((sandbox.empty_file, sandbox.to_sandbox(host)))
+    return read_only, writable
 
 
 def write_home_files(sandbox: Sandbox, files: dict[str, str]) -> None:
@@ -406,7 +438,9 @@ def launch_session(
         progress = stack.enter_context(
             SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
         )
-        command, base_url = bridged_command(sandbox, agent, argv, surface, access.socket)
+        covered, scratch = cover_binds(sandbox, agent.covered_paths)
+        bound = dataclasses.replace(surface, binds=[*surface.binds, *covered], writable_binds=scratch)
+        command, base_url = bridged_command(sandbox, agent, argv, bound, access.socket)
         started_at = _utc_now()
         try:
             outcome = run_managed(
@@ -651,12 +685,26 @@ class SessionProgress:
         elif kind == "system" and event.get("subtype") == "init":
             self._last_activity = "session init"
             self._say("session initialized")
+        elif kind == "step_start":  # opencode: one model request begins
+            self.turns += 1
+            self._last_activity = "model request"
+        elif kind == "tool_use" and isinstance(event.get("part"), dict):  # opencode: a tool part once it has run
+            self._observe_tool_part(event["part"])
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
             status = "error" if event.get("is_error") or str(event.get("subtype")).startswith("error") else "ok"
             shown = f"${cost:.4f}" if cost is not None else "cost n/a"
             self._say(f"finished · {_small_int(event.get('num_turns'))} turns · {status} · {shown}")
+
+    def _observe_tool_part(self, part: dict[str, Any]) -> None:
+        """An opencode tool part (request and result in one event): its name and outcome, never its content."""
+        name = claude_code.tool_name(part.get("tool"))
+        state = part.get("state")
+        status = "error" if isinstance(state, dict) and state.get("status") == "error" else "ok"
+        self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
 
     def _observe_assistant(self, event: dict[str, Any]) -> None:
         message = event.get("message")

@@ -6,10 +6,11 @@ from typing import Any
 
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.agents.claude_code import ClaudeCode
+from skillbench.execution.agents.opencode import OpenCode
 
 DEFAULT_AGENT = "claude-code"
 DEFAULT_ADAPTER: AgentAdapter = ClaudeCode()
-ADAPTERS: dict[str, AgentAdapter] = {adapter.name: adapter for adapter in (DEFAULT_ADAPTER,)}
+ADAPTERS: dict[str, AgentAdapter] = {adapter.name: adapter for adapter in (DEFAULT_ADAPTER, OpenCode())}
 
 
 def adapter(name: str | None) -> AgentAdapter:

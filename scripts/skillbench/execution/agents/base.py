@@ -92,6 +92,9 @@ class AgentAdapter(Protocol):
     # True for a CLI without a hook that restarts its agent's commands contained (Claude Code's shell prefix):
     # then every shell it starts is contained (`Sandbox.command(contain_shells=True)`).
     contain_shells: bool
+    # Paths of the clone the CLI would load code or config from (a task repository's own config, plugins): each one
+    # present is covered with an empty read-only file or folder in the session's sandbox (`sessions.cover_binds`).
+    covered_paths: tuple[str, ...]
 
     def install(self, executable: Path) -> AgentInstall:
         """What the sandbox binds to run the CLI whose resolved executable is `executable`."""

@@ -347,6 +347,8 @@ class ClaudeCode:
     extensions = frozenset({"plugins", "mcp_servers"})
     # Its shell prefix restarts every Bash tool command contained; its shells need no wrapping.
     contain_shells = False
+    # Its project settings are its own --settings' business (`claude_settings`), MCP is --strict-mcp-config.
+    covered_paths: tuple[str, ...] = ()
 
     def install(self, executable: Path) -> AgentInstall:
         return AgentInstall("claude", executable)

@@ -1,0 +1,160 @@
+"""opencode as an arm's agent, through the real CLI (tools/node_modules/.bin/opencode) and the scripted model.
+
+One snakemake run of four opencode arms on one demo task whose project snapshot carries a hostile opencode.json,
+opencode.jsonc and .opencode/ (an MCP server, plugins, a hook, widened permissions, a redirected provider):
+a session that proves its skill, one that skips it, a baseline without skills and a read-only session that tries
+to edit. Every assertion reads that one run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Project, copy_project
+
+SUITE = Path(__file__).parent / "suites" / "agents-opencode"
+EXPERIMENT = "octest"
+TASK = "money-thousands"
+MODEL = "claude-sonnet-4-5"  # in opencode's bundled catalog, so the CLI prices it too
+PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["opencode-ai"]
+MARKERS = ("PLUGIN-RAN", "MCP-RAN", "MCP2-RAN", "MCP3-RAN", "HOOK-RAN", "PLAN-WROTE", "BASH-WROTE")
+
+
+def _config() -> dict[str, Any]:
+    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
+        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
+        return {"agent": "opencode", "sessions": [session], **extra}
+
+    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3}
+    return {
+        "experiment": EXPERIMENT,
+        "runs": 1,
+        "tasks": {"suite": "tasks/octest/tasks.yaml", "only": [TASK]},
+        "agent": {
+            "attempts": 1,
+            "heartbeat_s": 5,
+            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
+        },
+        "agents": {"opencode": {"model": MODEL}},
+        "evolution": {"generations": 0},
+        "arms": {
+            "oc_skill": arm("skilled", "direct", session={"skill": "change-work"}),
+            "oc_skip": arm("skip", "direct", session={"skill": "change-work"}),
+            "oc_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
+            "oc_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
+        },
+        "selected_arms": ["oc_skill", "oc_skip", "oc_baseline", "oc_readonly"],
+        "report": {"baseline_arm": "oc_baseline"},
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = copy_project(tmp_path_factory.mktemp("opencode") / "project")
+    target = project.root / "tasks" / "octest"
+    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
+    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
+    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
+    project.git("add", "-A")
+    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "opencode suite")
+    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
+    return project
+
+
+def _rows(project: Project) -> dict[str, dict[str, Any]]:
+    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
+
+
+def _cell(project: Project, arm: str) -> Path:
+    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
+
+
+def _tools(project: Project, arm: str) -> list[tuple[str, str, str]]:
+    """(tool, status, output or error) of every tool part in the arm's one transcript."""
+    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
+    parts = []
+    for line in transcript.read_text().splitlines():
+        event = json.loads(line)
+        assert event["sessionID"] != "forged"
+        if event["type"] == "tool_use":
+            state = event["part"]["state"]
+            parts.append((event["part"]["tool"], state["status"], state.get("output") or state.get("error") or ""))
+    return parts
+
+
+def _bash_outputs(project: Project, arm: str) -> str:
+    return "\n".join(text for tool, status, text in _tools(project, arm) if tool == "bash" and status == "completed")
+
+
+def test_rows_carry_the_agent_its_version_and_no_offered_skills(run: Project) -> None:
+    rows = _rows(run)
+    assert set(rows) == {"oc_skill", "oc_skip", "oc_baseline", "oc_readonly"}
+    for row in rows.values():
+        assert row["agent"] == "opencode" and row["cli_version"] == PINNED and row["model"] == MODEL
+        # opencode lists its skills only in its system prompt, never in its stream.
+        assert row["offered_skills"] is None
+
+
+def test_a_session_proves_its_skill_from_the_stream_and_resolves(run: Project) -> None:
+    row = _rows(run)["oc_skill"]
+    assert row["skill_invoked"] is True and row["error_kind"] is None, row["error_detail"]
+    assert row["resolved"] is True and row["diff_files"] >= 2
+    skill_parts = [(status, text) for tool, status, text in _tools(run, "oc_skill") if tool == "skill"]
+    assert [status for status, _text in skill_parts] == ["completed"]
+    assert "change-work" in skill_parts[0][1]
+    assert "skills-are-listed" in _bash_outputs(run, "oc_skill")
+    # The row's cost is the gateway's ledger; opencode's own figure for the same requests agrees with it.
+    check = row["cost_check"]
+    assert row["cost_usd"] and row["cost_usd"] > 0 and check["ledger_usd"] == row["cost_usd"]
+    assert check["cli_usd"] is not None and check["agrees"] is True, check
+
+
+def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> None:
+    row = _rows(run)["oc_skip"]
+    assert row["error_kind"] == "skill-not-invoked" and row["skill_invoked"] is False
+    assert not [tool for tool, _status, _text in _tools(run, "oc_skip") if tool == "skill"]
+
+
+def test_the_baseline_has_no_skills_and_cannot_load_one(run: Project) -> None:
+    row = _rows(run)["oc_baseline"]
+    outputs = _bash_outputs(run, "oc_baseline")
+    assert "no-skills-listed" in outputs and "skills-are-listed" not in outputs
+    skill_parts = [status for tool, status, _text in _tools(run, "oc_baseline") if tool == "skill"]
+    assert skill_parts == ["error"]
+    assert row["resolved"] is True, row["error_detail"]
+
+
+def test_a_read_only_session_cannot_edit_write_or_run_commands(run: Project) -> None:
+    row = _rows(run)["oc_readonly"]
+    parts = _tools(run, "oc_readonly")
+    tried = {tool: status for tool, status, _text in parts if tool in ("edit", "write", "bash")}
+    assert tried == {"edit": "error", "write": "error", "bash": "error"}, parts
+    assert {status for tool, status, _text in parts if tool == "read"} == {"completed"}
+    assert row["diff_files"] == 0 and row["resolved"] is False
+    assert (_cell(run, "oc_readonly") / "patch.diff").read_text().strip() == ""
+
+
+def test_the_repositorys_own_opencode_config_plugins_and_mcp_servers_stay_inert(run: Project) -> None:
+    rows = _rows(run)
+    for arm in ("oc_skill", "oc_skip", "oc_baseline"):
+        outputs = _bash_outputs(run, arm)
+        # The covers: an empty opencode.json(c) and a .opencode/ of the session's own (holding only the .gitignore
+        # opencode writes into each config folder), for the CLI and the agent's commands alike.
+        for line in ("config-bytes=0", "jsonc-bytes=0", "dotdir-entries=0"):
+            assert line in outputs.splitlines(), (arm, outputs)
+        # The agent's commands run without the CLI's environment, in a PID namespace of their own.
+        assert "env-vars=0" in outputs.splitlines() and "proc-env=0" in outputs.splitlines(), (arm, outputs)
+        assert "markers=0" in outputs.splitlines(), (arm, outputs)
+    for arm, row in rows.items():
+        patch = (_cell(run, arm) / "patch.diff").read_text()
+        assert not [marker for marker in MARKERS if marker in patch], (arm, patch[:2000])
+        assert "opencode" not in patch, (arm, patch[:2000])  # the covers leave the repository's files as they were
+        # The provider the repository names (127.0.0.1:9) was never asked: every request reached the gateway.
+        ledger = json.loads((_cell(run, arm) / "ledger.json").read_text())
+        (session,) = ledger["sessions"]
+        assert session["requests"] and all(entry["outcome"] == "ok" for entry in session["requests"]), arm
+        assert row["error_kind"] in (None, "skill-not-invoked", "no-work-produced", "oracle-failed"), row
