@@ -127,6 +127,8 @@ class Preflight:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     agent_versions: dict[str, str] = field(default_factory=dict)
+    # The task suite as loaded and validated (every task, selected or not), so the workflow reads it once.
+    suite: list[dict[str, Any]] | None = None
 
     @property
     def cli_version(self) -> str | None:
@@ -199,7 +201,7 @@ def experiment_checks(
     if environment_checks:
         attempt(lambda: environment.check_model_access(config["model"]))
         found.agent_versions = attempt(lambda: _agent_versions(config)) or {}
-    suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
+    suite = found.suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
     selection = None
     if suite is not None:
         selection = attempt(
@@ -221,6 +223,18 @@ def experiment_checks(
         if config["model"]["provider"] == "scripted":
             attempt(lambda: _model_script(config, [task["id"] for task in suite], task_ids, incumbent))
     return found
+
+
+def job_preflight(config: dict[str, Any]) -> Preflight:
+    """The parse of a cluster job, which runs one job of a run the submitting snakemake already checked: fill the
+    schema's defaults into ``config`` and read each agent CLI's version (a param of every cell, found as
+    `experiment_checks` finds it, so the job's params are the planner's); none of the checks that grow with the
+    suite. A problem raises PreflightError."""
+    try:
+        configcheck.validate_config(config)
+        return Preflight(agent_versions=_agent_versions(config))
+    except (SkillbenchError, ValueError, OSError) as exc:
+        raise PreflightError(str(exc)) from exc
 
 
 def check_experiment(config: dict[str, Any], **options: Any) -> Preflight:

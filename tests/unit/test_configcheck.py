@@ -190,6 +190,17 @@ def test_a_model_script_schema_error_names_the_field(tmp_path):
     assert "key `tasks.money-thousands.direct[0]`" in str(caught.value)
 
 
+def test_a_script_that_tasks_share_through_an_alias_is_named_once_at_its_first_task(tmp_path):
+    path = tmp_path / "script.yaml"
+    path.write_text(
+        SCRIPT_HEAD + "tasks:\n  money-thousands: &shared\n    direct: [{txt: hi}]\n  sku-normalization: *shared\n"
+    )
+    with pytest.raises(ArtifactError) as caught:
+        script_check(path)
+    assert "key `tasks.money-thousands.direct[0]`" in str(caught.value)
+    assert "sku-normalization" not in str(caught.value)
+
+
 def test_a_sequential_design_is_warned_about_by_its_most_runs():
     from skillbench.experiment.configcheck import design_warnings
 

@@ -163,3 +163,36 @@ def test_an_arm_asking_its_agent_for_what_the_adapter_does_not_run_is_refused(mo
     config["arms"]["workflow"]["agent"] = "nobody"
     with pytest.raises(preflight.ArmError, match=r"config arms.workflow.agent: unknown agent 'nobody'"):
         preflight.check_arm_agents(config)
+
+
+def reporting_cli(folder: Path, version: str) -> str:
+    """A stand-in Claude Code CLI that only says its version."""
+    path = folder / f"claude-{version}"
+    path.write_text(f'#!/bin/sh\necho "{version} (Claude Code)"\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_cluster_jobs_parse_fills_the_planners_config_and_finds_its_cli_versions_without_the_suite(project):
+    """A cluster job's params are the planner's: the same defaults, the same CLI version per agent; no suite read."""
+    overrides = {"agent": {"cli": reporting_cli(project, "2.1.999")}}
+    planner = configcheck.merge(configcheck.merged_files("config/config.yaml"), overrides)
+    job = configcheck.merge(configcheck.merged_files("config/config.yaml"), overrides)
+    planned = preflight.experiment_checks(planner)
+    assert planned.problems == []
+    assert preflight.job_preflight(job).agent_versions == planned.agent_versions == {"claude-code": "2.1.999"}
+    assert job == planner
+
+    # What grows with the suite is the planner's alone: a job parses without reading the suite.
+    elsewhere = {"tasks": {"suite": str(project / "no-such-suite.yaml")}}
+    gone = configcheck.merge(configcheck.merged_files("config/config.yaml"), {**overrides, **elsewhere})
+    assert preflight.job_preflight(gone).suite is None
+    assert any("no-such-suite.yaml" in line for line in preflight.experiment_checks(gone).problems)
+
+
+def test_a_cluster_jobs_parse_refuses_a_cli_older_than_supported(project):
+    config = configcheck.merge(
+        configcheck.merged_files("config/config.yaml"), {"agent": {"cli": reporting_cli(project, "1.0.44")}}
+    )
+    with pytest.raises(preflight.PreflightError, match="older than the oldest supported version"):
+        preflight.job_preflight(config)

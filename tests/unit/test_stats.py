@@ -112,3 +112,26 @@ def test_shown_within_a_cost_margin_is_a_shifted_t_test():
     estimate = -math.log(1 - test["estimate_pct"] / 100)
     expected = stats.t.sf((estimate + math.log(1.1)) / test["se_log"], test["df"])
     assert gate_stats.cost_within_pct(test, 10.0) == pytest.approx(expected, rel=1e-3)
+
+
+def test_the_workflows_parse_imports_no_scipy_and_a_test_imports_it_on_first_use():
+    """Importing SciPy is most of a parse's time; the parse only reads the design, so SciPy waits for a test."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from skillbench import preflight\n"
+        "from skillbench.decision import gate, promotion, stats\n"
+        "print('scipy' in sys.modules)\n"
+        "print(stats.holm([0.01, 0.04]), stats.sign_test([1.0, 2.0, -1.0])['p_value'])\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(scripts)}
+    )
+    before, values, after = done.stdout.splitlines()
+    assert (before, after) == ("False", "True")
+    assert values == f"{gate_stats.holm([0.01, 0.04])} {gate_stats.sign_test([1.0, 2.0, -1.0])['p_value']}"

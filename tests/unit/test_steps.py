@@ -185,6 +185,32 @@ def test_freeze_overlay_refuses_a_skill_without_frontmatter(tmp_path):
     assert not (tmp_path / "frozen").exists() and not (tmp_path / "overlay.json").exists()
 
 
+def test_merge_checks_lists_every_passed_check_in_suite_order_without_its_output(tmp_path):
+    import json
+
+    import pytest
+    from skillbench.base.artifacts import write_artifact
+    from skillbench.grading.taskcheck import TaskCheckError
+    from skillbench.steps.tasks import merge_checks
+
+    def check(task, ok=True):
+        path = tmp_path / task / "check.json"
+        step = {"step": "setup", "command": "true", "state": "ok", "exit_code": 0, "expected": "pass", "met": ok}
+        document = {"schema": "task-check/v1", "task": task, "ok": ok, "problems": [] if ok else [f"{task} broke"]}
+        document |= {"steps": [{**step, "tail": "secret oracle output"}], "summary": f"{task}: fine"}
+        write_artifact(path, document, "task-check")
+        return str(path)
+
+    out = tmp_path / "checks.json"
+    merge_checks(suite="s.yaml", check_paths=[check("b"), check("a")], out=str(out))
+    merged = json.loads(out.read_text())
+    assert merged["tasks"] == [{"task": "b", "summary": "b: fine"}, {"task": "a", "summary": "a: fine"}]
+    assert "secret oracle output" not in out.read_text()
+    with pytest.raises(TaskCheckError, match="task c did not pass its check"):
+        merge_checks(suite="s.yaml", check_paths=[check("c", ok=False)], out=str(tmp_path / "again.json"))
+    assert not (tmp_path / "again.json").exists()
+
+
 SHIMS = sorted((Path(__file__).resolve().parents[2] / "scripts").glob("*.py"))
 
 

@@ -2,6 +2,7 @@
 # so a bad config or task suite fails before any job (and any agent session) starts.
 import json
 import sys
+from functools import cache
 from pathlib import Path
 
 # The library beside the workflow's own files: workflow.basedir is the top-level Snakefile's folder, which is the
@@ -13,6 +14,7 @@ from skillbench.execution import breaker as sb_breaker  # noqa: E402
 from skillbench.execution import agents as sb_agents  # noqa: E402
 from skillbench.decision import gate as sb_gate  # noqa: E402
 from skillbench.execution import environment as sb_environment  # noqa: E402
+from skillbench.base import artifacts as sb_artifacts  # noqa: E402
 from skillbench.base import layout as sb_layout  # noqa: E402
 from skillbench import steps as sb_steps  # noqa: E402
 from skillbench import preflight as sb_preflight  # noqa: E402
@@ -24,11 +26,17 @@ from skillbench.experiment import suite as sb_tasks  # noqa: E402
 
 # Every check that needs no session, the same list `skillbench check` runs: one line per mistake (with the closest
 # valid key for a typo); the full schema report goes to the log, and to the terminal under `snakemake --verbose`.
-PREFLIGHT = sb_preflight.check_experiment(
-    config,
-    log_path="logs/config-errors.log",
-    verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
-)
+# They run once per run, in the snakemake that plans it. A cluster job parses this file again (twice: the batch
+# job and its job step) to run one job of that plan: it fills the config's defaults and reads what the job's params
+# hold (each agent CLI's version), and skips the checks that grow with the suite.
+if workflow.is_main_process:
+    PREFLIGHT = sb_preflight.check_experiment(
+        config,
+        log_path="logs/config-errors.log",
+        verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
+    )
+else:
+    PREFLIGHT = sb_preflight.job_preflight(config)
 # The version of each agent CLI the arms run: a CLI upgrade reruns only the cells of its arms.
 AGENT_VERSIONS = PREFLIGHT.agent_versions
 
@@ -44,7 +52,7 @@ if workflow.is_main_process and not workflow.output_settings.dryrun:
 for _warning in PREFLIGHT.warnings:
     print(f"WARNING: {_warning}", file=sys.stderr)
 SUITE = config["tasks"]["suite"]
-ALL_TASKS = sb_tasks.load_suite(SUITE)
+ALL_TASKS = PREFLIGHT.suite if PREFLIGHT.suite is not None else sb_tasks.load_suite(SUITE)
 SELECTION = sb_tasks.select_tasks(
     ALL_TASKS,
     include_expensive=config["tasks"]["include_expensive"],
@@ -69,10 +77,19 @@ GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = sb_arms.candidate_arms(config)
 GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
+# The steps that unblock a generation (stage_evidence, propose_overlay, freeze_overlay, the gates) go before any
+# cell that is ready at the same time, so no slot idles on the critical path while the other cells run.
+GENERATION_PRIORITY = 10
+
+
+# The task constraint is the task schema's id pattern, not an alternation of every id: Snakemake matches it for every
+# path it resolves, so an alternation would make each match cost as long as the suite is. get_task() names an
+# unknown id.
+TASK_ID_PATTERN = sb_artifacts.load_schema("task")["properties"]["id"]["pattern"].removeprefix("^").removesuffix("$")
 
 
 wildcard_constraints:
-    task="|".join(TASK_IDS),
+    task=TASK_ID_PATTERN,
     arm="[a-z][a-z0-9_]*",
     run=r"\d+",
     gen=r"\d+",
@@ -96,31 +113,59 @@ def prepare_run():
     sb_process.handle_interrupts()
 
 
-def get_cell_runtime(wildcards):
-    """Minutes a cell may take on a cluster: every session, setup, verify and oracle at their limits, plus slack,
-    so the scheduler never kills a cell before the cell's own timeouts record what happened."""
-    sessions = len(get_arm_definition(wildcards)["sessions"])
+# Snakemake calls an input, param or resource function once per job, and a suite of N tasks has about 15 N jobs:
+# what depends only on an arm or a task is computed once (functools.cache on plain values), never per job.
+
+
+def get_task(task_id):
+    """The selected task `task_id`; a target naming any other task fails here, by name."""
+    try:
+        return TASKS[task_id]
+    except KeyError:
+        shown = ", ".join(TASK_IDS[:5]) + (f" and {len(TASK_IDS) - 5} more" if len(TASK_IDS) > 5 else "")
+        raise ValueError(f"task {task_id!r} is not a selected task of {SUITE} (selected: {shown})") from None
+
+
+@cache
+def arm_definition(arm):
+    return config["arms"][sb_arms.incumbent_of(arm)]
+
+
+@cache
+def cell_runtime(arm):
+    sessions = len(arm_definition(arm)["sessions"])
     agent = config["agent"]
     seconds = sessions * agent["session_timeout_s"] + agent["setup_timeout_s"] + 2 * agent["verify_timeout_s"] + 600
     return -(-seconds // 60)
+
+
+def get_cell_runtime(wildcards):
+    """Minutes a cell may take on a cluster: every session, setup, verify and oracle at their limits, plus slack,
+    so the scheduler never kills a cell before the cell's own timeouts record what happened."""
+    return cell_runtime(wildcards.arm)
 
 
 def get_proposer_runtime(wildcards):
     return -(-(config["agent"]["session_timeout_s"] + 600) // 60)
 
 
+@cache
+def task_definition(task_id):
+    return sb_tasks.run_definition(get_task(task_id))
+
+
 def get_task_definition(wildcards):
     """What a binding and a cell depend on (a param: editing it reruns that task's jobs only)."""
-    return sb_tasks.run_definition(TASKS[wildcards.task])
+    return task_definition(wildcards.task)
 
 
 def get_check_definition(wildcards):
     """The whole task, with the fields only the check reads (solution, verify_on_base)."""
-    return TASKS[wildcards.task]
+    return get_task(wildcards.task)
 
 
 def get_solution_files(wildcards):
-    solution = TASKS[wildcards.task].get("solution") or {}
+    solution = get_task(wildcards.task).get("solution") or {}
     return [str(Path(SUITE).parent / solution["patch"])] if "patch" in solution else []
 
 
@@ -130,26 +175,35 @@ def get_check_runtime(wildcards):
 
 
 def task_checks():
-    """Every task's check.json, as an order-only input: sessions wait for the checks, but a re-check that
-    changes nothing (or a check of another task) does not rerun a finished cell."""
-    return [ancient(sb_layout.task_check(RESULTS, task)) for task in TASK_IDS]
+    """Every task passed its check (one merged file), as an order-only input: sessions wait for the checks, but a
+    re-check that changes nothing (or a check of another task) does not rerun a finished cell."""
+    return ancient(sb_layout.task_checks(RESULTS))
 
 
 def get_oracle_sources(wildcards):
     suite_dir = Path(SUITE).parent
-    return [str(suite_dir / entry["source"]) for entry in TASKS[wildcards.task]["oracle"]["files"]]
+    return [str(suite_dir / entry["source"]) for entry in get_task(wildcards.task)["oracle"]["files"]]
 
 
-def get_snapshot_files(wildcards):
-    task = TASKS[wildcards.task]
-    if "snapshot" not in task:
-        return []
-    root = Path(SUITE).parent / task["snapshot"]
+@cache
+def snapshot_files(snapshot):
+    """Every file of a snapshot folder (tasks of a suite often share one)."""
+    root = Path(SUITE).parent / snapshot
     return sorted(str(path) for path in root.rglob("*") if path.is_file())
 
 
-def get_skill_files(wildcards):
+def get_snapshot_files(wildcards):
+    task = get_task(wildcards.task)
+    return snapshot_files(task["snapshot"]) if "snapshot" in task else []
+
+
+@cache
+def skill_files():
     return sorted(str(path) for path in Path(SKILLS_ROOT).rglob("*") if path.is_file())
+
+
+def get_skill_files(wildcards):
+    return skill_files()
 
 
 def get_model_script(wildcards):
@@ -158,12 +212,9 @@ def get_model_script(wildcards):
     return config["model"]["script"] or str(Path(SUITE).parent / "model-script.yaml")
 
 
-def get_arm_definition(wildcards):
-    return config["arms"][sb_arms.incumbent_of(wildcards.arm)]
-
-
-def get_session_prompts(wildcards):
-    keys = {session["prompt"] for session in get_arm_definition(wildcards)["sessions"]} | {"verify"}
+@cache
+def session_prompts(arm):
+    keys = {session["prompt"] for session in arm_definition(arm)["sessions"]} | {"verify"}
     return {key: config["prompts"][key] for key in sorted(keys) if key in config["prompts"]}
 
 
@@ -237,27 +288,32 @@ def get_gate_inputs(wildcards):
     return inputs
 
 
-def get_cell_inputs(wildcards):
-    """A cell's inputs; candidate arms (only under gen<N>/cells) also get their generation's frozen overlay."""
-    candidate = sb_arms.is_candidate(wildcards.arm)
-    generation = sb_layout.cellset_generation(wildcards.cellset)
+@cache
+def cell_inputs(cellset, task, arm):
+    candidate = sb_arms.is_candidate(arm)
+    generation = sb_layout.cellset_generation(cellset)
     if candidate != (generation is not None):
-        raise ValueError(
-            f"arm {wildcards.arm} cannot run under {wildcards.cellset}: candidate arms live in gen<N>/cells"
-        )
-    if sb_arms.incumbent_of(wildcards.arm) not in INCUMBENT_ARMS:
-        raise ValueError(f"arm {wildcards.arm} is not benchmarked (selected arms: {INCUMBENT_ARMS})")
+        raise ValueError(f"arm {arm} cannot run under {cellset}: candidate arms live in gen<N>/cells")
+    if sb_arms.incumbent_of(arm) not in INCUMBENT_ARMS:
+        raise ValueError(f"arm {arm} is not benchmarked (selected arms: {INCUMBENT_ARMS})")
+    get_task(task)
     inputs = {
-        "binding": sb_layout.binding(RESULTS, wildcards.task),
-        "template": sb_layout.template(RESULTS, wildcards.task),
-        "oracle": sb_layout.oracle_snapshot(RESULTS, wildcards.task),
-        "skills": get_skill_files(wildcards),
-        "model_script": get_model_script(wildcards),
+        "binding": sb_layout.binding(RESULTS, task),
+        "template": sb_layout.template(RESULTS, task),
+        "oracle": sb_layout.oracle_snapshot(RESULTS, task),
+        "skills": skill_files(),
+        "model_script": get_model_script(None),
         "checks": task_checks(),
     }
     if candidate:
         inputs["overlay"] = sb_layout.overlay(RESULTS, generation)
     return inputs
+
+
+def get_cell_inputs(wildcards):
+    """A cell's inputs; candidate arms (only under gen<N>/cells) also get their generation's frozen overlay. The same
+    for every run of a (cellset, task, arm)."""
+    return cell_inputs(wildcards.cellset, wildcards.task, wildcards.arm)
 
 
 def read_json(path):
@@ -354,15 +410,19 @@ from skillbench.execution import mcp as sb_mcp  # noqa: E402
 from skillbench.execution import plugins as sb_plugins  # noqa: E402
 
 
-def get_arm_extensions(wildcards):
-    """The arm's MCP servers (definitions and mounted-tree digests) and plugins (name, version, digest):
-    a change to any of them runs the arm's cells again."""
-    arm = sb_arms.incumbent_of(wildcards.arm)
-    definition = config["arms"][arm]
+@cache
+def arm_extensions(arm):
+    definition = config["arms"][sb_arms.incumbent_of(arm)]
     return {
         "mcp_servers": sb_mcp.cache_key(config, definition),
-        "plugins": sb_plugins.provenance(sb_plugins.arm_plugins(config, arm)),
+        "plugins": sb_plugins.provenance(sb_plugins.arm_plugins(config, sb_arms.incumbent_of(arm))),
     }
+
+
+def get_arm_extensions(wildcards):
+    """The arm's MCP servers (definitions and mounted-tree digests) and plugins (name, version, digest):
+    a change to any of them runs the arm's cells again. Read once per run and arm."""
+    return arm_extensions(wildcards.arm)
 
 
 # ─── Job settings: the config sections a job's library code reads, as one param ───────────────────────────
@@ -398,15 +458,19 @@ def get_budget_cut(wildcards):
     return sb_steps.budget_resource(config["budget"]["max_usd"])
 
 
+@cache
+def cli_version(arm):
+    return AGENT_VERSIONS.get(sb_agents.arm_agent(config, arm).name)
+
+
 def get_cli_version(wildcards):
     """The version of the agent CLI the cell's arm runs (found at parse time)."""
-    return AGENT_VERSIONS.get(sb_agents.arm_agent(config, wildcards.arm).name)
+    return cli_version(wildcards.arm)
 
 
-def get_cell_settings(wildcards):
-    """What a cell reads of the config: a change to any of it runs the cell again. Only the cell's own arm, its
-    prompts and its MCP servers (a no-MCP arm sees every server's name: its guidance loses lines about them)."""
-    arm = sb_arms.incumbent_of(wildcards.arm)
+@cache
+def cell_settings(arm):
+    arm = sb_arms.incumbent_of(arm)
     definition = config["arms"][arm]
     servers = config.get("mcp_servers") or {}
     names = list(servers) if definition.get("no_mcp") else definition.get("mcp_servers") or []
@@ -419,11 +483,17 @@ def get_cell_settings(wildcards):
         arms={arm: definition},
         mcp_servers={name: servers[name] for name in names},
         model=config["model"],
-        prompts=get_session_prompts(wildcards),
+        prompts=session_prompts(arm),
         sandbox=config["sandbox"],
         skills=config["skills"],
         tasks={"suite": SUITE},
     )
+
+
+def get_cell_settings(wildcards):
+    """What a cell reads of the config: a change to any of it runs the cell again. Only the cell's own arm, its
+    prompts and its MCP servers (a no-MCP arm sees every server's name: its guidance loses lines about them)."""
+    return cell_settings(wildcards.arm)
 
 
 CHECK_SETTINGS = job_settings(

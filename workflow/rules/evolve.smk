@@ -2,7 +2,7 @@
 # benchmarks the experiment's candidate arms next to the shared incumbent cells, and the
 # gate writes promotion.json. Two checkpoints steer the DAG: gate_look (one per sequential
 # look: whether a generation needs more runs) and gate_promotion (whether another generation
-# exists).
+# exists). These steps unblock a generation: they run first when slots are free (GENERATION_PRIORITY).
 
 
 rule freeze_overlay:
@@ -16,6 +16,7 @@ rule freeze_overlay:
         overlay=sb_layout.overlay(RESULTS, "{gen}"),
     log:
         sb_layout.log(EXPERIMENT, "freeze_overlay", sb_layout.generation_name("{gen}")),
+    priority: GENERATION_PRIORITY
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -49,6 +50,7 @@ checkpoint gate_look:
         look=sb_layout.look(RESULTS, "{gen}", "{look}"),
     log:
         sb_layout.log(EXPERIMENT, "gate_look", sb_layout.generation_name("{gen}"), "look{look}"),
+    priority: GENERATION_PRIORITY
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -71,6 +73,7 @@ checkpoint gate_promotion:
         promotion=sb_layout.promotion(RESULTS, "{gen}"),
     log:
         sb_layout.log(EXPERIMENT, "gate_promotion", sb_layout.generation_name("{gen}")),
+    priority: GENERATION_PRIORITY
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -112,6 +115,7 @@ rule stage_evidence:
         evidence=directory(sb_layout.evidence(RESULTS, "{gen}")),
     log:
         sb_layout.log(EXPERIMENT, "stage_evidence", sb_layout.generation_name("{gen}")),
+    priority: GENERATION_PRIORITY
     localrule: True
     conda:
         "../envs/skillbench.yaml"
@@ -144,6 +148,7 @@ rule propose_overlay:
         transcripts=directory(sb_layout.proposer_transcripts(RESULTS, "{gen}")),
     log:
         sb_layout.log(EXPERIMENT, "propose_overlay", sb_layout.generation_name("{gen}")),
+    priority: GENERATION_PRIORITY
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"

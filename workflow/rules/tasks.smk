@@ -28,7 +28,8 @@ rule bind_task:
 
 # The task's own check before any session: setup, then verify and the hidden oracle on the untouched code
 # (the oracle must fail there, and be able to run), then on the reference solution (both must pass). Every
-# cell and proposer session waits for every task's check; a refused task stops the run before any session.
+# cell and proposer session waits for every task's check (through merge_checks); a refused task stops the run
+# before any session.
 rule check_task:
     input:
         binding=sb_layout.binding(RESULTS, "{task}"),
@@ -69,3 +70,21 @@ rule merge_bindings:
         suite=SUITE,
     script:
         "../../scripts/merge_bindings.py"
+
+
+# One file that says every selected task passed its check: the single input every session job waits for, so the
+# DAG's edges grow with the jobs, not with jobs x tasks.
+rule merge_checks:
+    input:
+        checks=[sb_layout.task_check(RESULTS, task) for task in TASK_IDS],
+    output:
+        checks=sb_layout.task_checks(RESULTS),
+    log:
+        sb_layout.log(EXPERIMENT, "merge_checks"),
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    params:
+        suite=SUITE,
+    script:
+        "../../scripts/merge_checks.py"

@@ -2,7 +2,7 @@
 
 ```
 results/<experiment>/
-  tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json
+  tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json, checks.json
   cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log, cell.html, cell-author.html
                                incumbent and baseline cells, shared by every generation
   gen<N>/                      one generation of the evolution chain
@@ -278,6 +278,11 @@ def task_check(root: Root, task: str) -> str:
 
 def bindings(root: Root) -> str:
     return _join(root, "tasks", "bindings.json")
+
+
+def task_checks(root: Root) -> str:
+    """Every selected task passed its check (``merge_checks``): what each session job waits for."""
+    return _join(root, "tasks", "checks.json")
 
 
 def root_of_cell_file(path: Root, cells: str) -> str:

@@ -17,12 +17,26 @@ generation of an experiment) can call the same functions with the alpha it may s
 
 from __future__ import annotations
 
+import importlib
 import math
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import integrate, optimize, stats
+
+
+class _OnFirstUse:
+    """A scipy module imported when a test first needs it: importing scipy is most of what parsing the workflow
+    costs (every cluster job parses it twice), and the parse only reads the run design."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+integrate, optimize, stats = (_OnFirstUse(f"scipy.{name}") for name in ("integrate", "optimize", "stats"))
 
 POWER = 0.8
 BOOTSTRAP_RESAMPLES = 10000

@@ -294,6 +294,23 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
     return f"; did you mean `{hint}`?" if hint else f" (known: {', '.join(choices) or 'none'})"
 
 
+def _distinct_scripts(document: Any) -> Any:
+    """The script with each task script that YAML aliases share kept once (under its first task): a suite whose
+    tasks share scripts through `&anchor`/`*alias` is validated in the time of its distinct scripts, and a mistake
+    in a shared script is named once, at the first task that uses it."""
+    if not isinstance(document, dict) or not isinstance(document.get("tasks"), dict):
+        return document
+    seen: set[int] = set()
+    distinct = {}
+    for task, script in document["tasks"].items():
+        if isinstance(script, dict | list):
+            if id(script) in seen:
+                continue
+            seen.add(id(script))
+        distinct[task] = script
+    return {**document, "tasks": distinct}
+
+
 def check_model_script(
     path: str | Path,
     *,
@@ -309,7 +326,7 @@ def check_model_script(
     every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs).
     """
     document = read_yaml(path, what="model script")
-    problems, _detail = schema_problems(document, "model-script", what=str(path))
+    problems, _detail = schema_problems(_distinct_scripts(document), "model-script", what=str(path))
     if problems:
         raise ArtifactError("\n".join(problems[:MAX_LINES]))
     scripted = document.get("tasks") or {}

@@ -1,4 +1,4 @@
-"""Steps of workflow/rules/tasks.smk: bind a task, check it before any session, merge the bindings."""
+"""Steps of workflow/rules/tasks.smk: bind a task, check it before any session, merge the bindings and the checks."""
 
 from __future__ import annotations
 
@@ -30,6 +30,19 @@ def merge_bindings(*, suite: str, binding_paths: list[str], skipped_expensive: l
         "skipped_expensive": skipped_expensive,
     }
     artifacts.write_artifact(Path(out), document, "task-bindings")
+
+
+def merge_checks(*, suite: str, check_paths: list[str], out: str) -> None:
+    """One file that says every selected task passed its check, in suite order: the single input every session
+    job waits for, so no job lists every task's check. It carries each check's one-line summary, never the
+    command output check.json holds for the task author."""
+    entries = []
+    for path in check_paths:
+        check = artifacts.read_artifact(Path(path), "task-check")
+        if not check["ok"]:
+            raise taskcheck.TaskCheckError(f"{path}: task {check['task']} did not pass its check: {check['summary']}")
+        entries.append({"task": check["task"], "summary": check["summary"]})
+    artifacts.write_artifact(Path(out), {"schema": "task-checks/v1", "suite": suite, "tasks": entries}, "task-checks")
 
 
 def check_task(
