@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+# The Ctrl-C tests send SIGINT to the snakemake runs they start, as a terminal does. A suite started in the
+# background (`make test &`, nohup, a CI runner without a terminal) inherits SIGINT ignored, and an ignored
+# signal stays ignored in every child: snakemake would never see those Ctrl-Cs. Its children start with the
+# default disposition, as under a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", "mcp", ".claude")
