@@ -130,6 +130,7 @@ from urllib.parse import urlsplit
 from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
+from skillbench.base.serving import stop_serving
 from skillbench.execution.pricing import request_cost
 from skillbench.execution.wires import DEFAULT_WIRE, WIRES, WireApi, base, wire
 from skillbench.execution.wires.anthropic import (
@@ -440,22 +441,16 @@ class ModelGateway:
         )
         self._thread.start()
 
+    def _open_connections(self) -> list[socket.socket]:
+        with self._lock:
+            return list(self._connections)
+
     def stop(self) -> None:
         """Stop serving, hang up open connections, remove the socket (idempotent)."""
         server, thread = self._server, self._thread
         if server is None:
             return
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:  # idle keep-alive handlers would otherwise block on read
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if thread is not None:
-            thread.join()
+        stop_serving(server, thread, self._open_connections)
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:

@@ -67,6 +67,7 @@ from typing import Any
 
 from skillbench.base.artifacts import ArtifactError, validate
 from skillbench.base.records import USAGE_FIELDS
+from skillbench.base.serving import stop_serving
 from skillbench.execution.wires import DEFAULT_WIRE, WireApi, wire
 from skillbench.execution.wires.anthropic import assistant_turns, conversation_text, render_sse
 from skillbench.execution.wires.base import (
@@ -386,21 +387,15 @@ class ScriptedModel:
         )
         self._thread.start()
 
+    def _open_connections(self) -> list[socket.socket]:
+        with self._lock:
+            return list(self._connections)
+
     def stop(self) -> None:
         server, thread = self._server, self._thread
         if server is None:
             return
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:  # idle keep-alive handlers would otherwise block on read
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        if thread is not None:
-            thread.join()
+        stop_serving(server, thread, self._open_connections)
         self._server = None
         self._thread = None
 
