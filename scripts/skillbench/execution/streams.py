@@ -80,6 +80,16 @@ def parse_event_stream(raw: bytes) -> list[dict[str, Any]]:
     return events
 
 
+def captured_events(capture: bytes | None, *, overflow: bool, limit: int) -> list[dict[str, Any]]:
+    """The events of a session's parent-captured stdout; ValueError when nothing was captured, the capture
+    overflowed `limit` bytes, or a line is not one JSON object (`parse_event_stream`)."""
+    if capture is None:
+        raise ValueError("the parent did not capture the session's stdout")
+    if overflow:
+        raise ValueError(f"captured event stream exceeds {limit} bytes")
+    return parse_event_stream(capture)
+
+
 def nonnegative(raw: Any) -> float | None:
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return None

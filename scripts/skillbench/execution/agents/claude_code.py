@@ -29,7 +29,7 @@ from skillbench.execution.sandbox import (
     AgentInstall,
     SandboxError,
 )
-from skillbench.execution.streams import count, nonnegative, parse_event_stream
+from skillbench.execution.streams import captured_events, count, nonnegative
 
 # Tools a session may use without a prompt (the arm's --tools narrows this further).
 ALLOWED_TOOLS = ("Read", "Edit", "Write", "Bash", "Skill")
@@ -300,11 +300,7 @@ def _offered_skills(window: list[dict[str, Any]]) -> list[str] | None:
 def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]) -> StreamReading:
     """A Claude Code stream-json capture, strictly: exactly one result event, and only `system` events after it."""
     try:
-        if capture is None:
-            raise ValueError("the parent did not capture the session's stdout")
-        if overflow:
-            raise ValueError(f"captured event stream exceeds {limit} bytes")
-        window, data = evidence_window(parse_event_stream(capture))
+        window, data = evidence_window(captured_events(capture, overflow=overflow, limit=limit))
     except ValueError as exc:
         return StreamReading(stream_error=str(exc))
     usage = _usage_counts(data)

@@ -43,7 +43,7 @@ from typing import Any
 
 from skillbench.execution.agents.base import SessionRequest, StreamReading
 from skillbench.execution.sandbox import SANDBOX_HOME, SANDBOX_WORKSPACE, AgentInstall
-from skillbench.execution.streams import SESSION_ID, parse_event_stream
+from skillbench.execution.streams import SESSION_ID, captured_events
 
 PROVIDER_TYPE = "anthropic"
 BASE_URL_VARIABLE = "COPILOT_PROVIDER_BASE_URL"
@@ -335,11 +335,7 @@ def _failures(window: list[dict[str, Any]]) -> list[str]:
 def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]) -> StreamReading:
     """A Copilot `--output-format json` capture, strictly (see `evidence_window`)."""
     try:
-        if capture is None:
-            raise ValueError("the parent did not capture the session's stdout")
-        if overflow:
-            raise ValueError(f"captured event stream exceeds {limit} bytes")
-        window = evidence_window(parse_event_stream(capture))
+        window = evidence_window(captured_events(capture, overflow=overflow, limit=limit))
         offered = offered_skills(window)
     except ValueError as exc:
         return StreamReading(stream_error=str(exc))

@@ -32,7 +32,7 @@ from typing import Any
 
 from skillbench.execution.agents.base import SessionRequest, StreamReading
 from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
-from skillbench.execution.streams import count, nonnegative, parse_event_stream
+from skillbench.execution.streams import captured_events, count, nonnegative
 
 # Where the forwarder's address reaches the CLI (the config refers to it as {env:…}).
 BASE_URL_VARIABLE = "SKILLBENCH_OPENCODE_BASE_URL"
@@ -316,11 +316,7 @@ def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
 def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]) -> StreamReading:
     """An opencode `--format json` capture, strictly (see `evidence_window`)."""
     try:
-        if capture is None:
-            raise ValueError("the parent did not capture the session's stdout")
-        if overflow:
-            raise ValueError(f"captured event stream exceeds {limit} bytes")
-        window, end = evidence_window(parse_event_stream(capture))
+        window, end = evidence_window(captured_events(capture, overflow=overflow, limit=limit))
     except ValueError as exc:
         return StreamReading(stream_error=str(exc))
     usage, cost, failures = _usage(window)
