@@ -12,16 +12,18 @@ says: the API key auth (`GEMINI_API_KEY`, the session's token and only there), t
 (`GEMINI_CLI_NO_RELAUNCH`), and a trusted workspace (`GEMINI_CLI_TRUST_WORKSPACE`): Gemini CLI reads
 workspace skills (`.agents/skills`, the harness's `skills_dir`) only in a trusted folder.
 
-Trust also makes it load what a task repository puts in `.gemini/` (settings with MCP servers, hooks and a
-tool discovery command that it runs at start-up, `.env`, commands, agents, skills, policies): that folder is
-covered in the session's sandbox (`covered_paths`), and the home settings ignore a generic `.env` in the
-project (`advanced.ignoreLocalEnv`; variables the harness sets win over any file anyway). The home settings
-(`~/.gemini/settings.json`, read-only, `home_settings`) give the auth type (without it the CLI exits 41) and
-switch off hooks, MCP servers, extensions, subagents, the built-in skills, telemetry and usage statistics,
-auto-update and its notice, checkpointing, its own sandbox, IDE integration, loop detection's extra model
-calls, todos and the session retention sweep. `tools.core` is the session's tool surface: only the Gemini tools
-its tools map onto (`TOOL_NAMES`) are registered, so a denied tool is not offered and a call to it fails as a
-tool that does not exist; without the Skill tool, skills are off (`skills.enabled`), so none is even listed.
+Trust also makes it load what a task repository puts in `.gemini/` (project settings, which override the
+home's, with MCP servers, hooks and a tool discovery command it runs at start-up; `.env`, commands, agents,
+skills, policies): that folder is covered in the session's sandbox (`covered_paths`), and the home settings
+ignore a generic `.env` in the project (`advanced.ignoreLocalEnv`; variables the harness sets win over any
+file anyway). The home settings (`~/.gemini/settings.json`, read-only, `home_settings`) give the auth type
+(without it the CLI exits 41) and switch off hooks, subagents, the built-in skills, telemetry and usage
+statistics, auto-update and its notice, checkpointing, its own sandbox, IDE integration, loop detection's extra
+model calls, todos and the session retention sweep; MCP servers could come only from the fresh home (it names
+none), extensions (`--extensions none`) or the covered project settings. `tools.core` is the session's tool
+surface: only the Gemini tools its tools map onto (`TOOL_NAMES`) are registered, so a denied tool is not
+offered and a call to it fails as a tool that does not exist; without the Skill tool, skills are off
+(`skills.enabled`), so none is even listed.
 `GEMINI.md` files are the task repository's own instructions, like Claude Code's `CLAUDE.md`: loaded (there is
 no switch for them: the CLI always adds its default name), and their `@file` imports stay inside the workspace.
 
@@ -164,9 +166,6 @@ def home_settings(request: SessionRequest) -> dict[str, Any]:
         "tools": {"core": core, "sandbox": False, "shell": {"enableInteractiveShell": False}},
         "skills": {"enabled": "activate_skill" in core, "disabled": list(BUILTIN_SKILLS)},
         "hooksConfig": {"enabled": False},
-        "mcpServers": {},
-        "mcp": {"allowed": []},
-        "admin": {"extensions": {"enabled": False}, "mcp": {"enabled": False}},
         "experimental": {"enableAgents": False, "extensionManagement": False, "autoMemory": False},
         "advanced": {"autoConfigureMemory": False, "ignoreLocalEnv": True},
         "model": {"disableLoopDetection": True},
