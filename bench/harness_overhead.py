@@ -6,7 +6,9 @@ its end (`.snakemake/metadata`: job start, the job script's interpreter and impo
 the same work. Runs the default experiment's benchmark sweep (no evolution) with the real snakemake
 command in a throwaway copy of the project. Target: ≤ 0.5 s per cell, both.
 
-    .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2]
+    .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2] [--agent gemini]
+
+`--agent` runs the sweep's arms on another agent CLI (its adapter maps the demo model script's tool calls).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
+# The arms the default experiment's benchmark sweep runs (config/config.yaml `selected_arms`).
+SWEEP_ARMS = ("workflow", "baseline")
 
 
 def main() -> int:
@@ -31,6 +35,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--backend", choices=["bwrap", "none"], default="bwrap")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--agent", default=None, help="the agent CLI every selected arm runs (default: the config's)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skillbench-bench-") as scratch:
         root = Path(scratch)
@@ -49,6 +54,7 @@ def main() -> int:
                     "runs": args.runs,
                     "sandbox": {"backend": args.backend},
                     "evolution": {"generations": 0},
+                    **({"arms": {arm: {"agent": args.agent} for arm in SWEEP_ARMS}} if args.agent else {}),
                 }
             )
         )
@@ -68,6 +74,7 @@ def main() -> int:
     report = {
         "cells": len(timings),
         "sandbox_backend": args.backend,
+        "agent": args.agent or "config",
         "median_overhead_s": round(statistics.median(overhead), 3),
         "p90_overhead_s": round(statistics.quantiles(overhead, n=10)[-1], 3) if len(overhead) > 1 else overhead[0],
         "max_overhead_s": round(max(overhead), 3),

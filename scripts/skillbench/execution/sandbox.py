@@ -265,6 +265,8 @@ SHELL_STARTUP_FILES = (
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
 # opencode keeps its session store (the conversation it reloads every step), config and caches under the XDG folders.
 # Copilot keeps its settings (which it reloads, and whose hooks would run), session state and logs in ~/.copilot.
+# Gemini CLI keeps its settings, policies, chats and project temp folder in ~/.gemini, and a trusted workspace's
+# .gemini/ (covered in its sessions) would hold project settings whose MCP servers, hooks and commands it runs.
 CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.claude",
     f"{SANDBOX_HOME}/.claude.json",
@@ -274,6 +276,8 @@ CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.local/state/opencode",
     f"{SANDBOX_HOME}/.cache/opencode",
     f"{SANDBOX_HOME}/.copilot",
+    f"{SANDBOX_HOME}/.gemini",
+    f"{SANDBOX_WORKSPACE}/.gemini",
 )
 
 

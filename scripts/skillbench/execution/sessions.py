@@ -427,6 +427,7 @@ def launch_session(
         hidden=surface.hidden_from_tools,
     )
     argv = agent.command(sandbox.agent_executable, request)
+    configured_skills = agent.configured_skills(sandbox.clone / agent.skills_dir, request)
     sandbox.hide_from_tools(surface.hidden_from_tools)
     write_home_files(sandbox, agent.home_files(request))
     with ExitStack() as stack:
@@ -460,6 +461,8 @@ def launch_session(
             limit=MAX_TRANSCRIPT_BYTES,
             mcp_servers=surface.mcp_servers,
         )
+        if reading.offered_skills is None:
+            reading.offered_skills = configured_skills
         record = session_record(
             outcome,
             reading=reading,
@@ -586,6 +589,7 @@ class SessionProgress:
         self.mcp_calls = 0
         self._last_message_id: Any = None
         self._pending_tools: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._in_gemini_turn = False
         self._last_activity = "starting"
         self._queue: collections.deque[str] = collections.deque(maxlen=MAX_PENDING)
         self._dropped = 0
@@ -695,13 +699,17 @@ class SessionProgress:
             self._last_activity = "model request"
         elif kind in ("tool.execution_start", "tool.execution_complete") and isinstance(event.get("data"), dict):
             self._observe_tool_execution(kind, event["data"])  # Copilot
+        elif kind in ("message", "tool_use", "tool_result") and "part" not in event:
+            self._observe_gemini(kind, event)
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
-            failed = event.get("is_error") or str(event.get("subtype")).startswith("error")
+            failed = (
+                event.get("is_error") or str(event.get("subtype")).startswith("error") or event.get("status") == "error"
+            )
             status = "error" if failed or event.get("exitCode") not in (None, 0) else "ok"
             shown = f"${cost:.4f}" if cost is not None else "cost n/a"
-            turns = event["num_turns"] if "num_turns" in event else self.turns  # Copilot's result counts none
+            turns = event["num_turns"] if "num_turns" in event else self.turns  # Copilot's and Gemini's count none
             self._say(f"finished · {_small_int(turns)} turns · {status} · {shown}")
 
     def _observe_tool_part(self, part: dict[str, Any]) -> None:
@@ -725,6 +733,29 @@ class SessionProgress:
             return
         name = self._pending_tools.pop(call_id, "tool")
         status = "ok" if data.get("success") is True else "error"
+        self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
+
+    def _observe_gemini(self, kind: str, event: dict[str, Any]) -> None:
+        """A Gemini CLI message (a turn begins with the model's first text or tool use after input or results), tool
+        use (its name, remembered) or tool result (name and outcome, never content)."""
+        if kind == "tool_result" or (kind == "message" and event.get("role") == "user"):
+            self._in_gemini_turn = False
+        elif not self._in_gemini_turn:
+            self._in_gemini_turn = True
+            self.turns += 1
+            self._last_activity = "model reply"
+        call_id = event.get("tool_id")
+        if kind == "message" or not isinstance(call_id, str):
+            return
+        if kind == "tool_use":
+            self._pending_tools[call_id] = claude_code.tool_name(event.get("tool_name"))
+            while len(self._pending_tools) > MAX_PENDING:
+                self._pending_tools.popitem(last=False)
+            return
+        name = self._pending_tools.pop(call_id, "tool")
+        status = "ok" if event.get("status") == "success" else "error"
         self.tool_calls += 1
         self._last_activity = f"{name} result {status}"
         self._say(f"turn {self.turns} · {name} · {status}")

@@ -11,7 +11,8 @@ sandbox, the gateway and its ledger, grading, the record — is the same for eve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -119,7 +120,53 @@ class AgentAdapter(Protocol):
         """The strict reading of a session's stdout (`capture`, None when it was not captured)."""
         ...
 
+    def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
+        """For a CLI whose stream never lists the skills it offers: the skills a session's settings let it load from
+        `skills_root` (the clone's `skills_dir`, read-only in the session), else None (the stream says, or nothing
+        does)."""
+        ...
+
     def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A model script's tool call (Claude Code's name and arguments: Read{file_path}, Bash{command}, …) as
         this CLI's tool call, for the scripted model."""
         ...
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers the adapters of CLIs without plugins or MCP servers share
+
+
+def refuse_extensions(agent: str, request: SessionRequest) -> None:
+    """ValueError when a session asks for what the `agent` adapter does not give (MCP servers, plugins)."""
+    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
+        raise ValueError(f"the {agent} adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
+    if request.plugin_dirs:
+        raise ValueError(f"the {agent} adapter loads no plugins; use claude-code for an arm with plugins")
+
+
+def mapped_tools(
+    agent: str, table: Mapping[str, Sequence[str]], request: SessionRequest, *, when_empty: str
+) -> list[str]:
+    """The CLI's tools a session offers: those `table` maps its tools onto (harness name -> the CLI's tools), for
+    every tool that is not disallowed. ValueError for a tool the table has no counterpart for (an MCP tool), and for
+    a session left with none (`when_empty` says why the CLI cannot be given none)."""
+    denied = set(request.disallowed_tools)
+    offered: list[str] = []
+    for tool in request.tools:
+        if tool in denied:
+            continue
+        if tool not in table:
+            raise ValueError(f"the {agent} adapter has no counterpart for the tool {tool!r}; use claude-code for it")
+        offered += [name for name in table[tool] if name not in offered]
+    if not offered:
+        raise ValueError(f"a {agent} session needs at least one tool ({when_empty})")
+    return offered
+
+
+def harness_counts(names: Iterable[str], harness_names: Mapping[str, str]) -> dict[str, int]:
+    """How often each tool was called, in the harness's names where the CLI's tool has one (`harness_names`)."""
+    counts: dict[str, int] = {}
+    for name in names:
+        key = harness_names.get(name, name)
+        counts[key] = counts.get(key, 0) + 1
+    return counts

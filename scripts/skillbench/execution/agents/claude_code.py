@@ -377,6 +377,9 @@ class ClaudeCode:
     ) -> StreamReading:
         return read_stream(capture, overflow=overflow, limit=limit, mcp_servers=mcp_servers)
 
+    def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
+        return None  # its init event lists them
+
     def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         # Model scripts are written in Claude Code's own tool names and arguments.
         return name, tool_input

@@ -41,7 +41,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import (
+    SessionRequest,
+    StreamReading,
+    harness_counts,
+    mapped_tools,
+    refuse_extensions,
+)
 from skillbench.execution.sandbox import SANDBOX_HOME, SANDBOX_WORKSPACE, AgentInstall
 from skillbench.execution.streams import SESSION_ID, captured_events
 
@@ -121,20 +127,9 @@ def tool_form(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any
     return name, arguments
 
 
-def available_tools(tools: Sequence[str], disallowed_tools: Sequence[str]) -> list[str]:
-    """Copilot's tools a session offers: those of its tools that are not disallowed (ValueError for an MCP tool or
-    a tool Copilot has no counterpart for, and for a session left with none)."""
-    denied = set(disallowed_tools)
-    offered: list[str] = []
-    for tool in tools:
-        if tool in denied:
-            continue
-        if tool not in TOOL_NAMES:
-            raise ValueError(f"the copilot adapter has no counterpart for the tool {tool!r}; use claude-code for it")
-        offered += [name for name in TOOL_NAMES[tool] if name not in offered]
-    if not offered:
-        raise ValueError("a copilot session needs at least one tool (Copilot offers all of its own for none)")
-    return offered
+def available_tools(request: SessionRequest) -> list[str]:
+    """Copilot's tools a session offers (`base.mapped_tools` with `TOOL_NAMES`)."""
+    return mapped_tools("copilot", TOOL_NAMES, request, when_empty="Copilot offers all of its own for none")
 
 
 def home_settings(request: SessionRequest) -> dict[str, Any]:
@@ -159,10 +154,7 @@ def home_settings(request: SessionRequest) -> dict[str, Any]:
 
 def cli_command(cli: str, request: SessionRequest) -> list[str]:
     """The headless argv: the package cache beside the executable (through `env`), the prompt on stdin."""
-    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
-        raise ValueError("the copilot adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
-    if request.plugin_dirs:
-        raise ValueError("the copilot adapter loads no plugins; use claude-code for an arm with plugins")
+    refuse_extensions("copilot", request)
     argv = [
         "/usr/bin/env",
         f"COPILOT_PKG_CACHE_HOME={Path(cli).parent}",
@@ -184,7 +176,7 @@ def cli_command(cli: str, request: SessionRequest) -> list[str]:
     ]
     if request.effort in REASONING_EFFORTS:
         argv += ["--reasoning-effort", str(request.effort)]
-    return [*argv, "--available-tools", *available_tools(request.tools, request.disallowed_tools)]
+    return [*argv, "--available-tools", *available_tools(request)]
 
 
 def native_install(executable: Path) -> AgentInstall:
@@ -316,11 +308,7 @@ def skill_was_invoked(window: list[dict[str, Any]], skill: str) -> bool:
 
 def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
     """How often the session called each tool, in the harness's names where Copilot's tool has one."""
-    counts: dict[str, int] = {}
-    for name, _arguments, _success in _tool_calls(window):
-        key = HARNESS_NAMES.get(name, name)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
+    return harness_counts((name for name, _arguments, _success in _tool_calls(window)), HARNESS_NAMES)
 
 
 def _failures(window: list[dict[str, Any]]) -> list[str]:
@@ -389,6 +377,9 @@ class Copilot:
         if base_url:
             extra[BASE_URL_VARIABLE] = base_url
         return extra
+
+    def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
+        return None  # its first event lists them
 
     def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return tool_form(name, tool_input)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import SessionRequest, StreamReading, harness_counts, refuse_extensions
 from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
 from skillbench.execution.streams import captured_events, count, nonnegative
 
@@ -164,10 +164,7 @@ def session_config(request: SessionRequest) -> dict[str, Any]:
 
 def cli_command(cli: str, request: SessionRequest) -> list[str]:
     """The headless argv: the inline config in the CLI's environment (through `env`), the prompt on stdin."""
-    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
-        raise ValueError("the opencode adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
-    if request.plugin_dirs:
-        raise ValueError("the opencode adapter loads no plugins; use claude-code for an arm with plugins")
+    refuse_extensions("opencode", request)
     config = json.dumps(session_config(request), separators=(",", ":"), sort_keys=True)
     return [
         "/usr/bin/env",
@@ -305,12 +302,7 @@ def skill_was_invoked(window: list[dict[str, Any]], skill: str) -> bool:
 
 def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
     """How often the session used each tool, in the harness's names where opencode's tool has one."""
-    counts: dict[str, int] = {}
-    for event in window:
-        if event["type"] == "tool_use":
-            name = HARNESS_NAMES.get(event["part"]["tool"], event["part"]["tool"])
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+    return harness_counts((event["part"]["tool"] for event in window if event["type"] == "tool_use"), HARNESS_NAMES)
 
 
 def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]) -> StreamReading:
@@ -375,6 +367,9 @@ class OpenCode:
         if base_url:
             extra[BASE_URL_VARIABLE] = base_url
         return extra
+
+    def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
+        return None  # it lists them only in its system prompt
 
     def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         return tool_form(name, tool_input)
