@@ -84,6 +84,10 @@ browser:
 demo: setup
 	$(BIN)/snakemake --cores $(CORES)
 
+# Test workers: each runs one test file at a time (a file's tests share its runs); the workflow tests'
+# conftest puts the longest files first. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
+
 test: setup browser
 	$(BIN)/ruff check scripts tests bench
 	$(BIN)/ruff format --check scripts tests bench
@@ -91,7 +95,7 @@ test: setup browser
 	$(BIN)/snakemake --lint
 	$(BIN)/mypy
 	PYTHONPATH=scripts $(BIN)/lint-imports
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The workflow tests against another Claude Code CLI than the pinned one: `make test-cli CLAUDE_CODE=2.1.332`
 # installs that version once into tools/cli-<version>/ and points the test fixtures at it

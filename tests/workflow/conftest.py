@@ -24,6 +24,11 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", "mcp", ".claude")
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+# Bounds that only a hang reaches: `make test` runs two test workers on two cores, and the machine may be shared,
+# so a run that takes a minute when quiet can take ten. RUN_S bounds a whole snakemake run, WAIT_S the wait for
+# a run to reach the point a test interrupts it at, or for an outcome after a signal.
+RUN_S = 1800
+WAIT_S = 900
 # Git in test fixtures (every workflow test imports this one): no user or system git config, a fixed identity.
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": "/dev/null",
@@ -64,7 +69,7 @@ class Project:
         self,
         *args: str,
         config: dict | None = None,
-        timeout: float = 600,
+        timeout: float = RUN_S,
         env: dict[str, str] | None = None,
         check: bool = True,
     ) -> subprocess.CompletedProcess:
@@ -124,3 +129,21 @@ def use_cli(config: Path, cli: Path) -> None:
 def project(tmp_path: Path) -> Project:
     """A fresh committed copy of the workflow in a temporary folder."""
     return copy_project(tmp_path / "project")
+
+
+# `make test` runs the suite on two workers, a test file each at a time (`--dist loadfile`, in collection order).
+# The workflow files are the long ones, so they go first, the longest of them (measured) at the head: a long file
+# that started last would leave the other worker idle at the end. The unit files then fill the gaps.
+LONGEST_FIRST = ("test_sequential_runs.py", "test_slurm.py", "test_evolution.py", "test_sweep.py", "test_faults.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the whole session's items (this hook sees every item, not only this folder's) for two workers."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        if "workflow" not in item.path.parts:
+            return (1, 0)
+        name = item.path.name
+        return (0, LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
+
+    items.sort(key=rank)

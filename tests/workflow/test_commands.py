@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import GIT_ENV, SNAKEMAKE, Project, copy_project
+from conftest import GIT_ENV, RUN_S, SNAKEMAKE, WAIT_S, Project, copy_project
 from skillbench.reporting.screenshot import browser
 
 SUITE = Path(__file__).resolve().parent / "suites" / "wordcount"
@@ -49,7 +49,7 @@ class Session:
     project: Project
     outputs: dict[str, subprocess.CompletedProcess] = field(default_factory=dict)
 
-    def run(self, name: str, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def run(self, name: str, command: str, timeout: float = RUN_S) -> subprocess.CompletedProcess:
         """Run a printed command as a user pastes it into a shell in the project folder."""
         result = subprocess.run(
             shlex.split(command), cwd=self.project.root, capture_output=True, text=True, timeout=timeout
@@ -75,7 +75,7 @@ def start(project: Project) -> subprocess.Popen:
     )
 
 
-def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = 300) -> None:
+def wait_for(condition, process: subprocess.Popen, what: str, timeout: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert process.poll() is None, f"snakemake ended before {what}"
@@ -119,7 +119,7 @@ def session(tmp_path_factory) -> Session:
         [SNAKEMAKE, "--cores", "2", "--configfile", "my.yaml"], cwd=project.root, capture_output=True, text=True
     )
     os.killpg(first.pid, signal.SIGINT)
-    stdout, stderr = first.communicate(timeout=600)
+    stdout, stderr = first.communicate(timeout=RUN_S)
     user.outputs["interrupted run"] = subprocess.CompletedProcess(first.args, first.returncode, stdout, stderr)
 
     user.run("status after the interrupt", printed(stderr, "progress"))

@@ -80,7 +80,7 @@ def hostile_run(tmp_path_factory):
         "evolution": {"generations": 0},
     }
     try:
-        result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": key}, timeout=900)
+        result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": key})
     finally:
         listener.close()
     rows = {row["task"]: row for row in project.rows(EXPERIMENT)}

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import WAIT_S
 from skillbench.decision.gate import DEFAULT_POLICY
 from test_sweep import jobs_run
 
@@ -143,7 +144,7 @@ def test_drifted_skill_target_fails_before_any_session(project):
     assert not (project.root / "results" / "drift").exists()
 
 
-def run_until(project, config: dict, ready, timeout: float = 300) -> subprocess.Popen:
+def run_until(project, config: dict, ready, timeout: float = WAIT_S) -> subprocess.Popen:
     """Start snakemake and return once `ready()` holds (the caller then kills it)."""
     command = [
         str(Path(sys.executable).parent / "snakemake"),

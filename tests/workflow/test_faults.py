@@ -1,7 +1,8 @@
 """Fault injection end to end: real snakemake, real Claude Code CLI, a misbehaving scripted model, Bubblewrap.
 
-Each test runs one task of tests/workflow/suites/faults (a copy, beside the project) in one arm and asserts
-the documented outcome from the cell record, the rule log and snakemake's exit code.
+Each test runs one task of tests/workflow/suites/faults (a copy, beside the project) in one arm, or reads its
+task's cell of one shared run of the tasks that need no setting of their own, and asserts the documented outcome
+from the cell record, the rule log and snakemake's exit code.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import subprocess
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SNAKEMAKE
+from conftest import SNAKEMAKE, Project, copy_project
 from hostile import content_blocks
 from skillbench.base.process import DRAIN_MESSAGE
 from skillbench.execution import gateway
@@ -27,12 +29,16 @@ SUITE = Path(__file__).resolve().parent / "suites" / "faults"
 DIRECT = "workflow_direct"
 
 
-@pytest.fixture
-def suite(project) -> Path:
+def copy_suite(project) -> Path:
     """A private copy of the fault suite next to the project (tests may rewrite its model script)."""
     target = project.root.parent / "faults"
     shutil.copytree(SUITE, target, ignore=shutil.ignore_patterns("__pycache__"))
     return target
+
+
+@pytest.fixture
+def suite(project) -> Path:
+    return copy_suite(project)
 
 
 def merged(base: dict, overrides: dict) -> dict:
@@ -42,11 +48,11 @@ def merged(base: dict, overrides: dict) -> dict:
     return out
 
 
-def fault_config(experiment: str, suite: Path, task: str, *, arm: str = DIRECT, **overrides) -> dict:
-    """One task, one run, one arm, no evolution, one attempt unless the test asks for more."""
+def fault_config(experiment: str, suite: Path, task: str | list[str], *, arm: str = DIRECT, **overrides) -> dict:
+    """One task (or a few), one run, one arm, no evolution, one attempt unless the test asks for more."""
     base = {
         "experiment": experiment,
-        "tasks": {"suite": str(suite / "tasks.yaml"), "only": [task]},
+        "tasks": {"suite": str(suite / "tasks.yaml"), "only": [task] if isinstance(task, str) else task},
         "runs": 1,
         "selected_arms": [arm],
         "evolution": {"generations": 0},
@@ -100,20 +106,40 @@ def wait_until(predicate, timeout: float, step: float = 0.2) -> bool:
     return predicate()
 
 
-def test_500_burst_is_retried_by_the_cli_and_the_cell_survives(project, suite):
-    config = fault_config("burst", suite, "burst-500")
-    project.snakemake(*sweep_targets("burst"), config=config)
+# The fault tasks that need no setting of their own (one arm, one attempt, the bwrap sandbox) run together, once,
+# with the model key a canary; each test reads its own cell.
+SHARED = "shared"
+SHARED_TASKS = ["burst-500", "no-skill", "work-edits-skill", "canary"]
 
-    row = record(project, "burst", "burst-500")["row"]
+
+@dataclass
+class SharedRun:
+    project: Project
+    secret: str
+    result: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory) -> SharedRun:
+    project = copy_project(tmp_path_factory.mktemp("faults") / "project")
+    suite = copy_suite(project)
+    secret = f"canary{uuid.uuid4().hex}"
+    result = project.snakemake(config=fault_config(SHARED, suite, SHARED_TASKS), env={"ANTHROPIC_API_KEY": secret})
+    return SharedRun(project, secret, result)
+
+
+def test_500_burst_is_retried_by_the_cli_and_the_cell_survives(shared):
+    project = shared.project
+    row = record(project, SHARED, "burst-500")["row"]
     assert row["ok"] is True and row["resolved"] is True and row["error_kind"] is None
     assert row["skill_invoked"] is True
     retries = [
         event
-        for event in transcript_events(project, "burst", "burst-500")
+        for event in transcript_events(project, SHARED, "burst-500")
         if event.get("type") == "system" and event.get("subtype") == "api_retry"
     ]
     assert [event["error_status"] for event in retries] == [500, 500]
-    assert "API retry" in cell_log(project, "burst", "burst-500")
+    assert "API retry" in cell_log(project, SHARED, "burst-500")
 
 
 def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite):
@@ -163,16 +189,14 @@ def test_an_agent_that_runs_its_clock_out_is_its_counted_timeout_and_its_tool_pr
     assert "excluded" not in report.split("| slow |", 1)[1].split("\n", 1)[0]
 
 
-def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(project, suite):
-    config = fault_config("noskill", suite, "no-skill")
-    project.snakemake(*sweep_targets("noskill"), config=config)
-
-    row = record(project, "noskill", "no-skill")["row"]
+def test_a_session_that_never_invokes_its_skill_is_skill_not_invoked(shared):
+    project = shared.project
+    row = record(project, SHARED, "no-skill")["row"]
     assert row["error_kind"] == "skill-not-invoked"
     assert row["skill_invoked"] is False and row["resolved"] is False and row["ok"] is False
-    assert "error_kind=skill-not-invoked" in cell_log(project, "noskill", "no-skill")
+    assert "error_kind=skill-not-invoked" in cell_log(project, SHARED, "no-skill")
     # Not excluded: the arm did the work without its skill, which is evidence against the arm.
-    report = project.results("noskill", "sweep", "report.md").read_text()
+    report = project.results(SHARED, "sweep", "report.md").read_text()
     assert "| no-skill | fault | workflow_direct | 0/1 |" in report
     assert "excluded" not in report.split("| no-skill |", 1)[1].split("\n", 1)[0]
 
@@ -193,27 +217,32 @@ def test_a_plan_session_that_edits_code_stops_the_arm(project, suite):
     assert "/work " not in cell_log(project, "plancode", "plan-edits-code", "workflow")
 
 
-@pytest.mark.parametrize("backend", ["bwrap", "none"])
-def test_a_work_session_that_edits_its_skill(project, suite, backend):
-    experiment = f"skilledit-{backend}"
-    config = fault_config(experiment, suite, "work-edits-skill", sandbox={"backend": backend})
-    project.snakemake(*sweep_targets(experiment), config=config)
-
+def skill_edit_outcome(project, experiment: str) -> tuple[dict, list[str]]:
+    """The row of the session that appends to its skill, and what its `echo exit=$?` printed."""
     row = record(project, experiment, "work-edits-skill")["row"]
     outputs = [
         text for text in tool_results(transcript_events(project, experiment, "work-edits-skill")) if "exit=" in text
     ]
     assert len(outputs) == 1
-    if backend == "bwrap":
-        assert "Read-only file system" in outputs[0] and "exit=1" in outputs[0]
-        assert row["error_kind"] != "implementation-evidence-invalid"
-        assert row["ok"] is True and row["resolved"] is True
-    else:
-        assert "exit=0" in outputs[0]
-        assert row["error_kind"] == "implementation-evidence-invalid"
-        assert row["error_detail"] == "implementation changed the evaluated skill fingerprint"
-        assert row["resolved"] is False and row["sandbox_backend"] == "none"
     assert f"error_kind={row['error_kind']}" in cell_log(project, experiment, "work-edits-skill")
+    return row, outputs
+
+
+def test_a_work_session_that_edits_its_skill_under_bwrap(shared):
+    row, outputs = skill_edit_outcome(shared.project, SHARED)
+    assert "Read-only file system" in outputs[0] and "exit=1" in outputs[0]
+    assert row["error_kind"] != "implementation-evidence-invalid"
+    assert row["ok"] is True and row["resolved"] is True
+
+
+def test_a_work_session_that_edits_its_skill_without_a_sandbox(project, suite):
+    config = fault_config("skilledit-none", suite, "work-edits-skill", sandbox={"backend": "none"})
+    project.snakemake(*sweep_targets("skilledit-none"), config=config)
+    row, outputs = skill_edit_outcome(project, "skilledit-none")
+    assert "exit=0" in outputs[0]
+    assert row["error_kind"] == "implementation-evidence-invalid"
+    assert row["error_detail"] == "implementation changed the evaluated skill fingerprint"
+    assert row["resolved"] is False and row["sandbox_backend"] == "none"
 
 
 def test_outage_breaker_stops_new_sessions_and_a_rerun_resumes(project, suite):
@@ -250,22 +279,19 @@ def test_outage_breaker_stops_new_sessions_and_a_rerun_resumes(project, suite):
         assert rows[run]["resolved"] is True and rows[run]["error_kind"] is None
 
 
-def test_the_api_key_never_reaches_results_logs_or_snakemake_metadata(project, suite):
-    secret = f"canary{uuid.uuid4().hex}"
-    config = fault_config("canary", suite, "canary")
-    result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": secret})
-
-    row = record(project, "canary", "canary")["row"]
+def test_the_api_key_never_reaches_results_logs_or_snakemake_metadata(shared):
+    project, secret, result = shared.project, shared.secret, shared.result
+    row = record(project, SHARED, "canary")["row"]
     assert row["resolved"] is True
     # The key lives in the gateway only: even a model that echoes it (the scripted one knows it) reaches the CLI
     # masked, and the agent's own environment holds neither the key nor the session's token.
     masked = (gateway.MASK.decode() * len(secret))[: len(secret)]
-    events = transcript_events(project, "canary", "canary")
+    events = transcript_events(project, SHARED, "canary")
     results = tool_results(events)
     assert any(masked in text for text in results)
     echoed = next(text for text in results if "key-from-env=" in text)
     assert "key-from-env=\n" in echoed + "\n" and "sbx-session-" not in echoed
-    assert masked in run_dir(project, "canary", "canary").joinpath("patch.diff").read_text()
+    assert masked in run_dir(project, SHARED, "canary").joinpath("patch.diff").read_text()
 
     needle = secret.encode()
     scanned, leaks = 0, []

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import RUN_S
 from hostile import Listener, host_address, key_leaks, tool_calls
 from skillbench.execution import gateway
 from skillbench.execution.scripted_model import (
@@ -182,10 +183,10 @@ def keyless(tmp_path_factory, listener):
     }
     pair = [f"results/keyless/cells/{task}/baseline/run0/record.json" for task in ("diskfill", "innocent")]
     with HostFreeSpace() as host_tmp:
-        project.snakemake(*pair, config=config, env={"ANTHROPIC_API_KEY": key}, timeout=900)
+        project.snakemake(*pair, config=config, env={"ANTHROPIC_API_KEY": key})
     # The rest: its rows and report (the paid run makes every target of a run, pages and summary included).
     sweep = ["results/keyless/sweep/results.jsonl", "results/keyless/sweep/report.md"]
-    result = project.snakemake(*sweep, config=config, env={"ANTHROPIC_API_KEY": key}, timeout=900)
+    result = project.snakemake(*sweep, config=config, env={"ANTHROPIC_API_KEY": key})
     records = project.results("keyless", "cells").glob("*/baseline/run0/record.json")
     rows = {path.parts[-4]: json.loads(path.read_text())["row"] for path in records}
     yield {
@@ -501,7 +502,6 @@ def paid(tmp_path_factory):
             str(PAID_JOBS),
             config=config,
             env={"ANTHROPIC_API_KEY": key, "SSL_CERT_FILE": str(certs["ca"])},
-            timeout=900,
             check=False,  # checked by test_the_paid_run_completes
         )
         paid_requests = list(upstream.requests)
@@ -518,7 +518,6 @@ def paid(tmp_path_factory):
             "results/retried/sweep/results.jsonl",
             config=retry_config,
             env={"ANTHROPIC_API_KEY": key, "SSL_CERT_FILE": str(certs["ca"])},
-            timeout=900,
         )
     run = {
         "project": project,
@@ -781,7 +780,7 @@ def refusals(tmp_path_factory):
         started[case] = (project, process)
     done = {}
     for case, (project, process) in started.items():
-        output, _ = process.communicate(timeout=600)
+        output, _ = process.communicate(timeout=RUN_S)
         done[case] = {"project": project, "returncode": process.returncode, "output": output}
     return done
 

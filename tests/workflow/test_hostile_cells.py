@@ -68,10 +68,8 @@ def attacked(tmp_path_factory):
     key = f"sk-hostile-{uuid.uuid4().hex}"
     project = hostile_project(tmp_path_factory, "hostile-cells", listener.port)
     try:
-        project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key}, timeout=900)
-        project.snakemake(
-            config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key}, timeout=900
-        )
+        project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key})
+        project.snakemake(config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key})
     finally:
         listener.close()
     rows = {
@@ -230,7 +228,6 @@ def exhausted(tmp_path_factory):
     try:
         project.snakemake(
             config=config("exhaust", "baseline", ["forkbomb", "calm"], sandbox=limits, agent={"attempts": 1}),
-            timeout=900,
         )
     finally:
         listener.close()

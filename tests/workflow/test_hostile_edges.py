@@ -205,7 +205,7 @@ def test_a_killed_snakemake_leaves_no_paying_session_and_a_rerun_has_one_record_
     script = project.root / "suites" / "edges" / "model-script.yaml"
     script.write_text(script.read_text().replace("time.sleep(120)", "time.sleep(1)"))
     project.snakemake("--unlock", config=config)
-    project.snakemake(config=config, timeout=900)
+    project.snakemake(config=config)
 
     records = sorted(path.relative_to(runs).as_posix() for path in runs.rglob("record.json"))
     assert records == ["run0/record.json", "run1/record.json"]

@@ -136,7 +136,7 @@ def hostile_run(tmp_path_factory):
     target = hostile_target(base, canaries, host)
     hostile_suite(project.root, target)
     key = f"sk-hostile-inputs-{uuid.uuid4().hex}"
-    result = project.snakemake(config=config(), env={"ANTHROPIC_API_KEY": key}, timeout=900)
+    result = project.snakemake(config=config(), env={"ANTHROPIC_API_KEY": key})
     project.snakemake("--report", "report.html", config=config(), env={"ANTHROPIC_API_KEY": key})
     return {
         "project": project,

@@ -114,7 +114,7 @@ def test_mcp_servers_surfaces_nomcp_and_plugin_arm(project: Project) -> None:
     project.git("add", "-A")
     project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "mcp suite")
     config = _config()
-    project.snakemake(f"{'results'}/{EXPERIMENT}/sweep/results.jsonl", config=config, timeout=900)
+    project.snakemake(f"{'results'}/{EXPERIMENT}/sweep/results.jsonl", config=config)
     rows = {row["arm"]: row for row in project.rows(EXPERIMENT)}
 
     # An MCP call reaches the server; its result reaches the transcript and the row's counts.

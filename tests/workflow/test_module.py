@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from conftest import GIT_ENV, REPO, SNAKEMAKE
+from conftest import GIT_ENV, REPO, RUN_S, SNAKEMAKE
 from skillbench.base import layout
 
 TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
@@ -54,7 +54,7 @@ def make_consumer(root: Path, workflow: Path) -> Path:
 
 def run_consumer(consumer: Path, *configfiles: Path) -> subprocess.CompletedProcess:
     command = [SNAKEMAKE, "--cores", "2", "--configfile", *map(str, configfiles)]
-    return subprocess.run(command, cwd=consumer, capture_output=True, text=True, timeout=900)
+    return subprocess.run(command, cwd=consumer, capture_output=True, text=True, timeout=RUN_S)
 
 
 def test_the_workflow_runs_as_a_module_from_the_consumers_folder(project, tmp_path):

@@ -61,7 +61,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
     shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
     project.git("add", "-A")
     project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "opencode suite")
-    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
+    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config())
     return project
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from conftest import RUN_S
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 SWEEP = {"evolution": {"generations": 0}, "runs": 1}
@@ -121,7 +122,7 @@ def test_broken_tasks_are_refused_before_any_session(project):
         cwd=project.root,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=RUN_S,
     )
     lines = [line for line in checked.stdout.splitlines() if not line.startswith(" ")]
     assert checked.returncode == 1
