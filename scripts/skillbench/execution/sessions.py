@@ -325,7 +325,13 @@ def session_environment(sandbox: Sandbox, agent: AgentAdapter, base_url: str | N
 
 
 def bridged_command(
-    sandbox: Sandbox, agent: AgentAdapter, argv: list[str], surface: SessionSurface, socket: Path
+    sandbox: Sandbox,
+    agent: AgentAdapter,
+    argv: list[str],
+    surface: SessionSurface,
+    socket: Path,
+    *,
+    read_only_workspace: bool = False,
 ) -> tuple[list[str], str | None]:
     """The sandbox command that starts `argv` (the CLI) behind the gateway's bridge, and the base URL to give it.
 
@@ -344,6 +350,7 @@ def bridged_command(
         extra_read_only=binds,
         extra_writable=surface.writable_binds,
         contain_shells=agent.contain_shells,
+        read_only_workspace=read_only_workspace,
     )
     return command, gateway.bridge_base_url()
 
@@ -438,9 +445,12 @@ def launch_session(
         progress = stack.enter_context(
             SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
         )
-        covered, scratch = cover_binds(sandbox, agent.covered_paths)
+        shape = agent.session_sandbox(request)
+        covered, scratch = cover_binds(sandbox, shape.covers)
         bound = dataclasses.replace(surface, binds=[*surface.binds, *covered], writable_binds=scratch)
-        command, base_url = bridged_command(sandbox, agent, argv, bound, access.socket)
+        command, base_url = bridged_command(
+            sandbox, agent, argv, bound, access.socket, read_only_workspace=shape.read_only_workspace
+        )
         started_at = _utc_now()
         try:
             outcome = run_managed(

@@ -11,6 +11,7 @@ sandbox, the gateway and its ledger, grading, the record — is the same for eve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,19 @@ class SessionRequest:
     plugin_dirs: Sequence[str] = ()
     disable_slash_commands: bool = False
     hidden: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class SessionSandbox:
+    """What an adapter asks of one session's sandbox (`AgentAdapter.session_sandbox`).
+
+    `covers` are clone paths covered with an empty file or folder (`sessions.cover_binds`); `read_only_workspace`
+    binds the clone read-only for the CLI and everything it starts (Codex: a session that may not write, whose
+    own read-only sandbox cannot start inside the cell's).
+    """
+
+    covers: tuple[str, ...] = ()
+    read_only_workspace: bool = False
 
 
 @dataclass
@@ -100,6 +114,11 @@ class AgentAdapter(Protocol):
         """What the sandbox binds to run the CLI whose resolved executable is `executable`."""
         ...
 
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        """How this session's sandbox differs from the cell's: the clone paths it covers (`covered_paths`, and what
+        this session must not see) and whether the workspace is read-only to it."""
+        ...
+
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         """Files the CLI reads from its home (relative path -> text), written into each session's fresh home."""
         ...
@@ -123,3 +142,11 @@ class AgentAdapter(Protocol):
         """A model script's tool call (Claude Code's name and arguments: Read{file_path}, Bash{command}, …) as
         this CLI's tool call, for the scripted model."""
         ...
+
+
+def refuse_extensions(agent: str, request: SessionRequest) -> None:
+    """ValueError for a session with MCP servers or plugins: only the claude-code adapter runs them."""
+    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
+        raise ValueError(f"the {agent} adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
+    if request.plugin_dirs:
+        raise ValueError(f"the {agent} adapter loads no plugins; use claude-code for an arm with plugins")

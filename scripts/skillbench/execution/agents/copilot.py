@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import SessionRequest, SessionSandbox, StreamReading, refuse_extensions
 from skillbench.execution.sandbox import SANDBOX_HOME, SANDBOX_WORKSPACE, AgentInstall
 from skillbench.execution.streams import SESSION_ID, captured_events
 
@@ -159,10 +159,7 @@ def home_settings(request: SessionRequest) -> dict[str, Any]:
 
 def cli_command(cli: str, request: SessionRequest) -> list[str]:
     """The headless argv: the package cache beside the executable (through `env`), the prompt on stdin."""
-    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
-        raise ValueError("the copilot adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
-    if request.plugin_dirs:
-        raise ValueError("the copilot adapter loads no plugins; use claude-code for an arm with plugins")
+    refuse_extensions("copilot", request)
     argv = [
         "/usr/bin/env",
         f"COPILOT_PKG_CACHE_HOME={Path(cli).parent}",
@@ -377,6 +374,9 @@ class Copilot:
 
     def install(self, executable: Path) -> AgentInstall:
         return native_install(executable)
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        return SessionSandbox(self.covered_paths)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {".copilot/settings.json": json.dumps(home_settings(request), indent=2, sort_keys=True) + "\n"}

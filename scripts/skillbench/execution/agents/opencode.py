@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import SessionRequest, SessionSandbox, StreamReading, refuse_extensions
 from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
 from skillbench.execution.streams import captured_events, count, nonnegative
 
@@ -164,10 +164,7 @@ def session_config(request: SessionRequest) -> dict[str, Any]:
 
 def cli_command(cli: str, request: SessionRequest) -> list[str]:
     """The headless argv: the inline config in the CLI's environment (through `env`), the prompt on stdin."""
-    if request.mcp_config and json.loads(request.mcp_config).get("mcpServers"):
-        raise ValueError("the opencode adapter runs no MCP servers; use claude-code for an arm with mcp_servers")
-    if request.plugin_dirs:
-        raise ValueError("the opencode adapter loads no plugins; use claude-code for an arm with plugins")
+    refuse_extensions("opencode", request)
     config = json.dumps(session_config(request), separators=(",", ":"), sort_keys=True)
     return [
         "/usr/bin/env",
@@ -363,6 +360,9 @@ class OpenCode:
 
     def install(self, executable: Path) -> AgentInstall:
         return AgentInstall("opencode", executable)
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        return SessionSandbox(self.covered_paths)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {}  # its config comes inline (OPENCODE_CONFIG_CONTENT)
