@@ -265,6 +265,7 @@ SHELL_STARTUP_FILES = (
 # read-only, and the CLI's own file tools are denied them (see claude_settings).
 # opencode keeps its session store (the conversation it reloads every step), config and caches under the XDG folders.
 # Copilot keeps its settings (which it reloads, and whose hooks would run), session state and logs in ~/.copilot.
+# Codex keeps its config, its SQLite state, logs and the helper links it makes in CODEX_HOME (~/.codex).
 CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.claude",
     f"{SANDBOX_HOME}/.claude.json",
@@ -274,6 +275,7 @@ CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.local/state/opencode",
     f"{SANDBOX_HOME}/.cache/opencode",
     f"{SANDBOX_HOME}/.copilot",
+    f"{SANDBOX_HOME}/.codex",
 )
 
 
