@@ -4,13 +4,14 @@ strict reading of `codex exec --json` streams (tests/unit/fixtures/agents/codex/
 
 from __future__ import annotations
 
+import io
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from skillbench.execution import agents
+from skillbench.execution import agents, sessions
 from skillbench.execution.agents import codex
 from skillbench.execution.agents.base import SessionRequest, StreamReading
 
@@ -336,3 +337,18 @@ def test_the_install_is_the_platform_packages_vendor_folder(tmp_path: Path) -> N
     install = codex.native_install(launcher)
     assert install.host_path == vendor and install.entry == "bin/codex" and install.name == "codex"
     assert codex.native_install(vendor / "bin" / "codex").host_path == vendor
+
+
+def test_progress_lines_name_codex_items_and_their_outcome_never_their_content() -> None:
+    output = io.StringIO()
+    raw = capture("skill-and-tools.jsonl")
+    with sessions.SessionProgress("cell", output, [], heartbeat_s=60) as progress:
+        for start in range(0, len(raw), 41):
+            progress.observe(raw[start : start + 41])
+    lines = output.getvalue().splitlines()
+    assert sum("· command · ok" in line for line in lines) == 3
+    assert sum("· command · error" in line for line in lines) == 2
+    assert sum("· patch · ok" in line for line in lines) == 2
+    assert lines[-1].endswith("finished · 7 tool calls · ok · cost n/a")
+    text = output.getvalue()
+    assert "SKILL.md" not in text and "Looking first" not in text and "echo hi" not in text

@@ -570,6 +570,11 @@ def _small_int(value: Any) -> str:
     return str(value) if count(value) is not None else "?"
 
 
+# Codex's tool items, as the progress lines name them.
+CODEX_ITEM_NAMES = {"command_execution": "command", "file_change": "patch", "mcp_tool_call": "MCP tool"}
+CODEX_EVENTS = frozenset({"turn.started", "item.completed", "turn.completed", "turn.failed"})
+
+
 class SessionProgress:
     """Live, redacted metadata about a running session: turns, tool calls, retries, and a heartbeat.
 
@@ -705,6 +710,8 @@ class SessionProgress:
             self._last_activity = "model request"
         elif kind in ("tool.execution_start", "tool.execution_complete") and isinstance(event.get("data"), dict):
             self._observe_tool_execution(kind, event["data"])  # Copilot
+        elif kind in CODEX_EVENTS:
+            self._observe_codex(str(kind), event)
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
@@ -720,6 +727,29 @@ class SessionProgress:
         state = part.get("state")
         status = "error" if isinstance(state, dict) and state.get("status") == "error" else "ok"
         self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
+
+    def _observe_codex(self, kind: str, event: dict[str, Any]) -> None:
+        """Codex: its one turn begins, an item is done, or the turn ends (it reports no cost of its own)."""
+        if kind == "turn.started":
+            self.turns += 1
+            self._last_activity = "model request"
+        elif kind == "item.completed" and isinstance(event.get("item"), dict):
+            self._observe_codex_item(event["item"])
+        elif kind in ("turn.completed", "turn.failed"):
+            self._last_activity = "result"
+            status = "ok" if kind == "turn.completed" else "error"
+            self._say(f"finished · {_small_int(self.tool_calls)} tool calls · {status} · cost n/a")
+
+    def _observe_codex_item(self, item: dict[str, Any]) -> None:
+        """A Codex tool item (a command, a patch, an MCP call) once done: its kind and outcome, never its content."""
+        name = CODEX_ITEM_NAMES.get(str(item.get("type")))
+        if name is None:
+            return
+        status = "ok" if item.get("status") == "completed" else "error"
+        self.tool_calls += 1
+        self.mcp_calls += 1 if item.get("type") == "mcp_tool_call" else 0
         self._last_activity = f"{name} result {status}"
         self._say(f"turn {self.turns} · {name} · {status}")
 
