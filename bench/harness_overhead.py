@@ -6,9 +6,10 @@ its end (`.snakemake/metadata`: job start, the job script's interpreter and impo
 the same work. Runs the default experiment's benchmark sweep (no evolution) with the real snakemake
 command in a throwaway copy of the project. Target: ≤ 0.5 s per cell, both.
 
-    .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2] [--agent gemini]
+    .venv/bin/python bench/harness_overhead.py [--runs 3] [--backend bwrap|none] [--cores 2] [--agent codex]
 
-`--agent` runs the sweep's arms on another agent CLI (its adapter maps the demo model script's tool calls).
+`--agent` runs every arm of the default experiment on that agent CLI (`arms.<name>.agent`; its sessions ask for
+`model.name`, which the scripted model plays whatever the CLI calls it).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# The default experiment's arms (config/config.yaml), each given `--agent` when it is set.
+ARMS = ("workflow", "workflow_direct", "baseline")
 COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
-# The arms the default experiment's benchmark sweep runs (config/config.yaml `selected_arms`).
-SWEEP_ARMS = ("workflow", "baseline")
 
 
 def main() -> int:
@@ -35,7 +36,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--backend", choices=["bwrap", "none"], default="bwrap")
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--agent", default=None, help="the agent CLI every selected arm runs (default: the config's)")
+    parser.add_argument("--agent", default=None, help="the agent CLI every arm runs (default: each arm's own)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skillbench-bench-") as scratch:
         root = Path(scratch)
@@ -54,7 +55,7 @@ def main() -> int:
                     "runs": args.runs,
                     "sandbox": {"backend": args.backend},
                     "evolution": {"generations": 0},
-                    **({"arms": {arm: {"agent": args.agent} for arm in SWEEP_ARMS}} if args.agent else {}),
+                    **({"arms": {arm: {"agent": args.agent} for arm in ARMS}} if args.agent else {}),
                 }
             )
         )
@@ -67,14 +68,20 @@ def main() -> int:
         )
         wall = time.monotonic() - started
         records = sorted((root / "results" / "bench" / "cells").rglob("record.json"))
-        timings = [json.loads(path.read_text())["timing"] for path in records]
+        cells = [json.loads(path.read_text()) for path in records]
+        timings = [cell["timing"] for cell in cells]
+        outcomes = sorted(
+            str(cell["row"]["error_kind"] or ("resolved" if cell["row"]["resolved"] else "unresolved"))
+            for cell in cells
+        )
         slots = job_slots(root, [path.relative_to(root).as_posix() for path in records])
     overhead = [timing["overhead_s"] for timing in timings]
     all_in = [slot - work(timing) for slot, timing in zip(slots, timings, strict=True)]
     report = {
         "cells": len(timings),
+        "outcomes": {outcome: outcomes.count(outcome) for outcome in sorted(set(outcomes))},
         "sandbox_backend": args.backend,
-        "agent": args.agent or "config",
+        "agent": args.agent or "each arm's own",
         "median_overhead_s": round(statistics.median(overhead), 3),
         "p90_overhead_s": round(statistics.quantiles(overhead, n=10)[-1], 3) if len(overhead) > 1 else overhead[0],
         "max_overhead_s": round(max(overhead), 3),

@@ -506,7 +506,7 @@ STARTUP_FILES = (".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_l
 STARTUP_FILES += (".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout")
 CLI_STATE = ("/home/agent/.claude", "/home/agent/.claude.json", "/workspace/.claude")
 CLI_STATE += tuple(f"/home/agent/{folder}/opencode" for folder in (".config", ".local/share", ".local/state", ".cache"))
-CLI_STATE += ("/home/agent/.copilot", "/home/agent/.gemini", "/workspace/.gemini")
+CLI_STATE += ("/home/agent/.copilot", "/home/agent/.gemini", "/workspace/.gemini", "/home/agent/.codex")
 TOOL_VARIABLES = (
     "HOME=/home/agent USER=agent LOGNAME=agent TMPDIR=/tmp PATH=/opt/claude:/usr/local/bin:/usr/bin:/bin "
     "LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb CI=1 NO_COLOR=1 GIT_TERMINAL_PROMPT=0 GIT_CONFIG_NOSYSTEM=1 "

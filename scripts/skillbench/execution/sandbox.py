@@ -267,6 +267,7 @@ SHELL_STARTUP_FILES = (
 # Copilot keeps its settings (which it reloads, and whose hooks would run), session state and logs in ~/.copilot.
 # Gemini CLI keeps its settings, policies, chats and project temp folder in ~/.gemini, and a trusted workspace's
 # .gemini/ (covered in its sessions) would hold project settings whose MCP servers, hooks and commands it runs.
+# Codex keeps its config, its SQLite state, logs and the helper links it makes in CODEX_HOME (~/.codex).
 CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.claude",
     f"{SANDBOX_HOME}/.claude.json",
@@ -278,6 +279,7 @@ CLI_STATE_PATHS = (
     f"{SANDBOX_HOME}/.copilot",
     f"{SANDBOX_HOME}/.gemini",
     f"{SANDBOX_WORKSPACE}/.gemini",
+    f"{SANDBOX_HOME}/.codex",
 )
 
 

@@ -325,7 +325,13 @@ def session_environment(sandbox: Sandbox, agent: AgentAdapter, base_url: str | N
 
 
 def bridged_command(
-    sandbox: Sandbox, agent: AgentAdapter, argv: list[str], surface: SessionSurface, socket: Path
+    sandbox: Sandbox,
+    agent: AgentAdapter,
+    argv: list[str],
+    surface: SessionSurface,
+    socket: Path,
+    *,
+    read_only_workspace: bool = False,
 ) -> tuple[list[str], str | None]:
     """The sandbox command that starts `argv` (the CLI) behind the gateway's bridge, and the base URL to give it.
 
@@ -344,6 +350,7 @@ def bridged_command(
         extra_read_only=binds,
         extra_writable=surface.writable_binds,
         contain_shells=agent.contain_shells,
+        read_only_workspace=read_only_workspace,
     )
     return command, gateway.bridge_base_url()
 
@@ -439,9 +446,12 @@ def launch_session(
         progress = stack.enter_context(
             SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
         )
-        covered, scratch = cover_binds(sandbox, agent.covered_paths)
+        shape = agent.session_sandbox(request)
+        covered, scratch = cover_binds(sandbox, shape.covers)
         bound = dataclasses.replace(surface, binds=[*surface.binds, *covered], writable_binds=scratch)
-        command, base_url = bridged_command(sandbox, agent, argv, bound, access.socket)
+        command, base_url = bridged_command(
+            sandbox, agent, argv, bound, access.socket, read_only_workspace=shape.read_only_workspace
+        )
         started_at = _utc_now()
         try:
             outcome = run_managed(
@@ -561,6 +571,11 @@ def _preview(value: Any, secrets: Sequence[str]) -> str:
 
 def _small_int(value: Any) -> str:
     return str(value) if count(value) is not None else "?"
+
+
+# Codex's tool items, as the progress lines name them.
+CODEX_ITEM_NAMES = {"command_execution": "command", "file_change": "patch", "mcp_tool_call": "MCP tool"}
+CODEX_EVENTS = frozenset({"turn.started", "item.completed", "turn.completed", "turn.failed"})
 
 
 class SessionProgress:
@@ -701,6 +716,8 @@ class SessionProgress:
             self._observe_tool_execution(kind, event["data"])  # Copilot
         elif kind in ("message", "tool_use", "tool_result") and "part" not in event:
             self._observe_gemini(kind, event)
+        elif kind in CODEX_EVENTS:
+            self._observe_codex(str(kind), event)
         elif kind == "result":
             cost = measured_cost(event.get("total_cost_usd"))
             self._last_activity = "result"
@@ -718,6 +735,29 @@ class SessionProgress:
         state = part.get("state")
         status = "error" if isinstance(state, dict) and state.get("status") == "error" else "ok"
         self.tool_calls += 1
+        self._last_activity = f"{name} result {status}"
+        self._say(f"turn {self.turns} · {name} · {status}")
+
+    def _observe_codex(self, kind: str, event: dict[str, Any]) -> None:
+        """Codex: its one turn begins, an item is done, or the turn ends (it reports no cost of its own)."""
+        if kind == "turn.started":
+            self.turns += 1
+            self._last_activity = "model request"
+        elif kind == "item.completed" and isinstance(event.get("item"), dict):
+            self._observe_codex_item(event["item"])
+        elif kind in ("turn.completed", "turn.failed"):
+            self._last_activity = "result"
+            status = "ok" if kind == "turn.completed" else "error"
+            self._say(f"finished · {_small_int(self.tool_calls)} tool calls · {status} · cost n/a")
+
+    def _observe_codex_item(self, item: dict[str, Any]) -> None:
+        """A Codex tool item (a command, a patch, an MCP call) once done: its kind and outcome, never its content."""
+        name = CODEX_ITEM_NAMES.get(str(item.get("type")))
+        if name is None:
+            return
+        status = "ok" if item.get("status") == "completed" else "error"
+        self.tool_calls += 1
+        self.mcp_calls += 1 if item.get("type") == "mcp_tool_call" else 0
         self._last_activity = f"{name} result {status}"
         self._say(f"turn {self.turns} · {name} · {status}")
 

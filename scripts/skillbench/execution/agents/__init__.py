@@ -6,6 +6,7 @@ from typing import Any
 
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.agents.claude_code import ClaudeCode
+from skillbench.execution.agents.codex import Codex
 from skillbench.execution.agents.copilot import Copilot
 from skillbench.execution.agents.gemini import Gemini
 from skillbench.execution.agents.opencode import OpenCode
@@ -13,7 +14,7 @@ from skillbench.execution.agents.opencode import OpenCode
 DEFAULT_AGENT = "claude-code"
 DEFAULT_ADAPTER: AgentAdapter = ClaudeCode()
 ADAPTERS: dict[str, AgentAdapter] = {
-    adapter.name: adapter for adapter in (DEFAULT_ADAPTER, OpenCode(), Copilot(), Gemini())
+    adapter.name: adapter for adapter in (DEFAULT_ADAPTER, OpenCode(), Copilot(), Codex(), Gemini())
 }
 
 

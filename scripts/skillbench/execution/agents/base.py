@@ -40,6 +40,19 @@ class SessionRequest:
     hidden: Sequence[str] = ()
 
 
+@dataclass(frozen=True)
+class SessionSandbox:
+    """What an adapter asks of one session's sandbox (`AgentAdapter.session_sandbox`).
+
+    `covers` are clone paths covered with an empty file or folder (`sessions.cover_binds`); `read_only_workspace`
+    binds the clone read-only for the CLI and everything it starts (Codex: a session that may not write, whose
+    own read-only sandbox cannot start inside the cell's).
+    """
+
+    covers: tuple[str, ...] = ()
+    read_only_workspace: bool = False
+
+
 @dataclass
 class StreamReading:
     """What a session's parent-captured stdout proves, read strictly by its CLI's adapter.
@@ -99,6 +112,11 @@ class AgentAdapter(Protocol):
 
     def install(self, executable: Path) -> AgentInstall:
         """What the sandbox binds to run the CLI whose resolved executable is `executable`."""
+        ...
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        """How this session's sandbox differs from the cell's: the clone paths it covers (`covered_paths`, and what
+        this session must not see) and whether the workspace is read-only to it."""
         ...
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:

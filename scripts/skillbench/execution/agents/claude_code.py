@@ -18,7 +18,7 @@ from typing import Any
 
 from skillbench.base.records import USAGE_FIELDS
 from skillbench.execution import mcp
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import SessionRequest, SessionSandbox, StreamReading
 from skillbench.execution.sandbox import (
     BACKENDS,
     CLI_STATE_PATHS,
@@ -348,6 +348,9 @@ class ClaudeCode:
 
     def install(self, executable: Path) -> AgentInstall:
         return AgentInstall("claude", executable)
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        return SessionSandbox(self.covered_paths)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {}  # its settings come as --settings

@@ -48,6 +48,7 @@ from typing import Any
 
 from skillbench.execution.agents.base import (
     SessionRequest,
+    SessionSandbox,
     StreamReading,
     harness_counts,
     mapped_tools,
@@ -395,6 +396,9 @@ class Gemini:
 
     def install(self, executable: Path) -> AgentInstall:
         return package_install(executable)
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        return SessionSandbox(self.covered_paths)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {".gemini/settings.json": json.dumps(home_settings(request), indent=2, sort_keys=True) + "\n"}

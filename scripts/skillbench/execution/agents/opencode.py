@@ -30,7 +30,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, StreamReading, harness_counts, refuse_extensions
+from skillbench.execution.agents.base import (
+    SessionRequest,
+    SessionSandbox,
+    StreamReading,
+    harness_counts,
+    refuse_extensions,
+)
 from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
 from skillbench.execution.streams import captured_events, count, nonnegative
 
@@ -355,6 +361,9 @@ class OpenCode:
 
     def install(self, executable: Path) -> AgentInstall:
         return AgentInstall("opencode", executable)
+
+    def session_sandbox(self, request: SessionRequest) -> SessionSandbox:
+        return SessionSandbox(self.covered_paths)
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {}  # its config comes inline (OPENCODE_CONFIG_CONTENT)

@@ -1,0 +1,180 @@
+"""OpenAI Codex CLI as an arm's agent, through the real CLI (tools/node_modules/.bin/codex, the native executable of
+its platform package) and the scripted model speaking the OpenAI Responses wire.
+
+One snakemake run of four codex arms on one demo task whose project snapshot carries hostile Codex config (a
+`.codex/config.toml` with notify, an MCP server and instructions, `.codex/hooks.json`, `.codex/skills`, AGENTS.md
+and AGENTS.override.md, a foreign `.agents/skills` skill, a plugin marketplace): a session that proves its skill,
+one that skips it, a baseline without skills and a read-only session that tries to edit. Every assertion reads
+that one run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Project, copy_project
+
+SUITE = Path(__file__).parent / "suites" / "agents-codex"
+EXPERIMENT = "cxtest"
+TASK = "money-thousands"
+MODEL = "gpt-5.5"
+PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["@openai/codex"]
+ARMS = ("cx_skill", "cx_skip", "cx_baseline", "cx_readonly")
+MARKERS = ("-RAN", "PLAN-WROTE", "BASH-WROTE")
+FOREIGN = ("foreign-skills-listed", "foreign-instructions-loaded", "foreign-config-loaded")
+SKILL_READ = "cat .agents/skills/change-work/SKILL.md"
+
+
+def _config() -> dict[str, Any]:
+    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
+        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
+        return {"agent": "codex", "sessions": [session], **extra}
+
+    price = {"input": 1.25, "output": 10.0, "cache_write": 0.0, "cache_write_1h": 0.0, "cache_read": 0.125}
+    return {
+        "experiment": EXPERIMENT,
+        "runs": 1,
+        "tasks": {"suite": "tasks/cxtest/tasks.yaml", "only": [TASK]},
+        "agent": {
+            "attempts": 1,
+            "heartbeat_s": 5,
+            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
+        },
+        "agents": {"codex": {"model": MODEL}},
+        "evolution": {"generations": 0},
+        "arms": {
+            "cx_skill": arm("skilled", "direct", session={"skill": "change-work"}),
+            "cx_skip": arm("skip", "direct", session={"skill": "change-work"}),
+            "cx_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
+            "cx_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
+        },
+        "selected_arms": list(ARMS),
+        "report": {"baseline_arm": "cx_baseline"},
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = copy_project(tmp_path_factory.mktemp("codex") / "project")
+    target = project.root / "tasks" / "cxtest"
+    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
+    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
+    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
+    project.git("add", "-A")
+    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "codex suite")
+    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
+    return project
+
+
+def _rows(project: Project) -> dict[str, dict[str, Any]]:
+    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
+
+
+def _cell(project: Project, arm: str) -> Path:
+    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
+
+
+def _events(project: Project, arm: str) -> list[dict[str, Any]]:
+    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
+    return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+
+
+def _items(project: Project, arm: str) -> list[dict[str, Any]]:
+    return [event["item"] for event in _events(project, arm) if event["type"] == "item.completed"]
+
+
+def _commands(project: Project, arm: str) -> list[tuple[str, int | None, str]]:
+    """(command, exit code, output) of every completed command item of the arm's one transcript."""
+    return [
+        (item["command"], item.get("exit_code"), item.get("aggregated_output") or "")
+        for item in _items(project, arm)
+        if item["type"] == "command_execution"
+    ]
+
+
+def _outputs(project: Project, arm: str) -> list[str]:
+    return [line for _cmd, code, text in _commands(project, arm) if code == 0 for line in text.splitlines()]
+
+
+def test_rows_carry_the_agent_and_its_version(run: Project) -> None:
+    rows = _rows(run)
+    assert set(rows) == set(ARMS)
+    for arm, row in rows.items():
+        assert row["agent"] == "codex" and row["cli_version"] == PINNED and row["model"] == MODEL, arm
+        # Codex lists its skills only in the prompt it sends, never in its stream: nothing to report.
+        assert row["offered_skills"] is None, arm
+
+
+def test_a_session_proves_its_skill_by_reading_it_and_resolves(run: Project) -> None:
+    row = _rows(run)["cx_skill"]
+    assert row["skill_invoked"] is True and row["error_kind"] is None, row["error_detail"]
+    assert row["resolved"] is True and row["diff_files"] >= 2
+    reads = [(code, text) for cmd, code, text in _commands(run, "cx_skill") if SKILL_READ in cmd]
+    assert len(reads) == 1 and reads[0][0] == 0 and "name: change-work" in reads[0][1], reads
+    assert "skills-are-listed" in _outputs(run, "cx_skill")
+    # Edits went through Codex's own apply_patch (file_change items), not a shell's redirection.
+    changes = [item for item in _items(run, "cx_skill") if item["type"] == "file_change"]
+    assert len(changes) == 3 and {item["status"] for item in changes} == {"completed"}, changes
+    # The row's cost is the gateway's ledger; Codex reports tokens but no price of its own.
+    assert row["cost_usd"] and row["cost_usd"] > 0
+    assert row["cli_cost_usd"] is None
+
+
+def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> None:
+    row = _rows(run)["cx_skip"]
+    assert row["error_kind"] == "skill-not-invoked" and row["skill_invoked"] is False
+    assert not [cmd for cmd, _code, _text in _commands(run, "cx_skip") if "SKILL.md" in cmd]
+    assert "skills-are-listed" in _outputs(run, "cx_skip")
+
+
+def test_the_baseline_has_no_skills_and_cannot_load_one(run: Project) -> None:
+    row = _rows(run)["cx_baseline"]
+    outputs = _outputs(run, "cx_baseline")
+    assert "no-skills-listed" in outputs and "skills-are-listed" not in outputs
+    reads = [(code, text) for cmd, code, text in _commands(run, "cx_baseline") if SKILL_READ in cmd]
+    assert len(reads) == 1 and reads[0][0] != 0 and "No such file" in reads[0][1], reads
+    assert row["resolved"] is True and row["skill_invoked"] is None, row
+
+
+def test_a_read_only_session_cannot_write_by_patch_or_command(run: Project) -> None:
+    row = _rows(run)["cx_readonly"]
+    commands = _commands(run, "cx_readonly")
+    reads = [code for cmd, code, _text in commands if cmd.count("cat -- ")]
+    assert reads == [0, 0], commands
+    writes = [code for cmd, code, _text in commands if "touch /workspace/BASH-WROTE" in cmd]
+    assert len(writes) == 1 and writes[0] != 0, commands
+    # Codex's read-only sandbox refuses its own patches too: no completed file change.
+    changes = [item for item in _items(run, "cx_readonly") if item["type"] == "file_change"]
+    assert changes and {item["status"] for item in changes} == {"failed"}, changes
+    assert row["diff_files"] == 0 and row["resolved"] is False
+    assert (_cell(run, "cx_readonly") / "patch.diff").read_text().strip() == ""
+
+
+def test_the_repositorys_own_codex_config_stays_inert_and_the_token_out_of_reach(run: Project) -> None:
+    rows = _rows(run)
+    for arm in ("cx_skill", "cx_skip", "cx_baseline"):
+        outputs = _outputs(run, arm)
+        # The agent's commands run without the CLI's environment, in a PID namespace of their own (no /proc/<pid>
+        # of the CLI to read), cannot rewrite the CLI's config, and see the repository's .codex/ covered.
+        for line in ("env-vars=0", "proc-env=0", "markers=0", "config-writable=no", "codex-dir=0"):
+            assert line in outputs, (arm, outputs)
+        # No AGENTS.md, foreign config instructions or foreign skills reached the model.
+        assert not [line for line in outputs if line in FOREIGN], (arm, outputs)
+    for arm, row in rows.items():
+        events = _events(run, arm)
+        # The forged turn.completed written to every stdout the agent's command could see is not the CLI's.
+        assert [event["type"] for event in events].count("turn.completed") == 1, arm
+        (transcript,) = (_cell(run, arm) / "transcripts").glob("*.jsonl")
+        assert events[0]["type"] == "thread.started" and transcript.stem.endswith(events[0]["thread_id"]), arm
+        assert not [item for item in _items(run, arm) if item["type"] == "mcp_tool_call"], arm
+        patch = (_cell(run, arm) / "patch.diff").read_text()
+        assert not [marker for marker in MARKERS if marker in patch], (arm, patch[:2000])
+        ledger = json.loads((_cell(run, arm) / "ledger.json").read_text())
+        (session,) = ledger["sessions"]
+        assert session["requests"] and all(entry["outcome"] == "ok" for entry in session["requests"]), arm
+        assert session["wire"] == "openai-responses", arm
+        assert row["error_kind"] in (None, "skill-not-invoked", "no-work-produced", "oracle-failed"), row
