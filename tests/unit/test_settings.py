@@ -66,6 +66,8 @@ def json_types(kind: Any) -> set[str]:
     if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
         return set().union(*(json_types(arg) for arg in typing.get_args(kind)))
     origin = typing.get_origin(kind) or kind
+    if origin is typing.Literal:
+        return set().union(*(JSON_TYPES[type(arg)] for arg in typing.get_args(kind)))
     if origin is tuple:
         return {"array"}
     if isinstance(origin, type) and issubclass(origin, Mapping):
@@ -95,6 +97,8 @@ ALL_FIELDS = sorted(
 def test_every_settings_field_is_a_config_key_of_the_schemas_type(record, item, kind, path):
     node = schema_node(path)
     assert json_types(kind) == schema_types(node), f"{record.__name__}.{item.name} vs {'.'.join(path)}"
+    if typing.get_origin(kind) is typing.Literal:
+        assert set(typing.get_args(kind)) == set(node["enum"]), f"{record.__name__}.{item.name}: not the schema's enum"
     if "array" in schema_types(node):
         (element,) = typing.get_args(kind)[:1]
         assert json_types(element) == schema_types(resolve(node["items"]))

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from skillbench.base.records import Provider, SandboxBackend
+
 # A run-control resource cannot be null: "none" stands for no spend cap (steps.BUDGET_RESOURCES).
 NO_CAP = "none"
 
@@ -47,7 +49,7 @@ class SandboxSettings:
 
     SECTION: ClassVar[tuple[str, ...]] = ("sandbox",)
 
-    backend: str
+    backend: SandboxBackend
     bwrap: str
     limits: LimitSettings
 
@@ -58,7 +60,7 @@ class ModelSettings:
 
     SECTION: ClassVar[tuple[str, ...]] = ("model",)
 
-    provider: str
+    provider: Provider
     name: str
     effort: str | None
     script: str | None
@@ -181,13 +183,13 @@ def limit_settings(section: Mapping[str, Any]) -> LimitSettings:
 
 def sandbox_settings(section: Mapping[str, Any]) -> SandboxSettings:
     return SandboxSettings(
-        backend=str(section["backend"]), bwrap=str(section["bwrap"]), limits=limit_settings(section["limits"])
+        backend=section["backend"], bwrap=str(section["bwrap"]), limits=limit_settings(section["limits"])
     )
 
 
 def model_settings(section: Mapping[str, Any]) -> ModelSettings:
     return ModelSettings(
-        provider=str(section["provider"]),
+        provider=section["provider"],
         name=str(section["name"]),
         effort=section["effort"],
         script=section["script"],
