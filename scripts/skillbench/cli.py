@@ -463,13 +463,15 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
 
     from skillbench import preflight
     from skillbench.execution import environment, quota
+    from skillbench.experiment.settings import check_settings
     from skillbench.grading import taskcheck
     from skillbench.grading.binding import bind_task
 
     suite = config["tasks"]["suite"]
+    settings = check_settings(config)
     try:
         preflight.check_containment(config)
-        if quota.disk_quota_mb(config):
+        if quota.disk_quota_mb(settings.sandbox):
             quota.enter_private_mounts()
     except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
         print(f"sandbox: {exc}")
@@ -491,7 +493,7 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
                 document = taskcheck.check_task(
                     task,
                     binding,
-                    config=config,
+                    settings=settings,
                     template=Path(scratch) / "template",
                     oracle_snapshot=Path(scratch) / "oracle",
                     solution=taskcheck.solution_bytes(task, Path(suite), binding),

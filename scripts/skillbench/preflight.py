@@ -23,6 +23,7 @@ from skillbench.execution import agents, environment, mcp, plugins, quota, repo,
 from skillbench.experiment import arms, configcheck, overlay, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
+from skillbench.experiment.settings import sandbox_settings
 from skillbench.experiment.suite import load_suite
 from skillbench.grading import oracle
 from skillbench.reporting.progress import check_budget
@@ -111,7 +112,7 @@ def check_containment(config: dict[str, Any]) -> None:
     if config["sandbox"]["backend"] != "bwrap":
         return
     sandbox.preflight(config["sandbox"]["bwrap"])
-    if quota.disk_quota_mb(config):
+    if quota.disk_quota_mb(sandbox_settings(config["sandbox"])):
         quota.preflight()
 
 

@@ -8,6 +8,7 @@ import re
 
 from rowfactory import make_row
 from skillbench.execution import sessions
+from skillbench.experiment.settings import PriceSettings
 from skillbench.reporting import cellpage
 
 HOSTILE = "</pre></textarea></style><script>document.title='pwned'</script><img src=x onerror=alert(1)>"
@@ -129,7 +130,7 @@ def test_one_model_reply_streamed_as_several_events_is_one_turn():
 
 
 def test_the_cost_shows_the_gateways_meter_and_the_clis_own_figure_beside_it():
-    prices = {"table": "list-prices-test", "tolerance_pct": 1.0}
+    prices = PriceSettings(table="list-prices-test", tolerance_pct=1.0, usd_per_mtok={})
     check = sessions.cost_check({"cost_usd": 0.25, "cli_cost_usd": 0.5}, prices)
     text = page(row=make_row("fix", "workflow", 0, cost_usd=0.25, cli_cost_usd=0.5, cost_check=check))
     assert "$0.2500" in text and "$0.5000" in text

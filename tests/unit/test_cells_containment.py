@@ -46,7 +46,7 @@ def test_total_size_entry_count_and_depth_are_bounded(tmp_path):
     finally:
         os.chdir(tmp_path)
     with pytest.raises(AgentWorkspaceError, match="nest deeper"):
-        workspace.check_workspace(deep, WorkspaceLimits())
+        workspace.check_workspace(deep, WorkspaceLimits.default())
     # pytest's own clean-up of old tmp folders recurses and would fail on a tree this deep in a later session.
     remove_tree(deep)
 
@@ -56,7 +56,7 @@ def test_snapshot_skips_only_the_top_level_git_and_hashes_in_chunks(tmp_path):
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / "sub" / ".git").mkdir(parents=True)
     (tmp_path / "blob").write_bytes(os.urandom(3 * workspace.HASH_CHUNK_BYTES + 7))
-    snapshot = workspace.workspace_snapshot(tmp_path, WorkspaceLimits())
+    snapshot = workspace.workspace_snapshot(tmp_path, WorkspaceLimits.default())
     assert ".git" not in snapshot and ".git/HEAD" not in snapshot and "sub/.git" in snapshot
     import hashlib
 

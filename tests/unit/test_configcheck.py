@@ -8,8 +8,6 @@ import pytest
 import yaml
 from skillbench.base.artifacts import ArtifactError, load_schema
 from skillbench.decision.gate import SEQUENTIAL_DEFAULTS
-from skillbench.execution.sandbox import SandboxLimits
-from skillbench.execution.workspace import WorkspaceLimits
 from skillbench.experiment import configcheck, skillformat
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,15 +209,6 @@ def test_a_sequential_design_is_warned_about_by_its_most_runs():
     }
     assert any("runs is 2 but gate.min_runs is 3" in line for line in design_warnings(config, 3))
     assert design_warnings({**config, "runs": {"min": 2, "max": 10, "step": 2}}, 3) == []
-
-
-def test_the_limits_records_default_to_what_the_schema_states():
-    # The schema is where a user reads a default; the records' own defaults only serve callers without a
-    # validated config, and must not tell a different story.
-    limits = configcheck.validate_config({})["sandbox"]["limits"]
-    assert SandboxLimits.from_config(limits) == SandboxLimits() == SandboxLimits.from_config({})
-    assert WorkspaceLimits.from_config(limits) == WorkspaceLimits() == WorkspaceLimits.from_config({})
-    assert SandboxLimits.from_config({**limits, "disk_mb": 7}).disk_mb == 7
 
 
 def test_the_sequential_designs_defaults_are_the_ones_its_schema_describes():

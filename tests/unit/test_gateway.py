@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from settingsfactory import job_settings
 from skillbench.base.artifacts import validate
 from skillbench.base.redaction import redact_text
 from skillbench.execution import gateway as gw
@@ -794,7 +795,12 @@ def test_a_retried_attempts_spend_still_counts_toward_the_experiments_budget(soc
         root.mkdir()
         with FakeUpstream(always(lambda: Reply(sse_message(USAGE)))) as upstream:
             with access.model_access(
-                private_root=root, config=config, api_key=KEY, socket_owner=None, results_root=results, job="t/a/0"
+                private_root=root,
+                settings=job_settings(config),
+                api_key=KEY,
+                socket_owner=None,
+                results_root=results,
+                job="t/a/0",
             ) as model:
                 token = model.gateway.open_session("s", upstream=upstream.url)
                 connection = UnixHTTPConnection(model.socket)

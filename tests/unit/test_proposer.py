@@ -11,6 +11,7 @@ from gitenv import GIT_ENV
 from rowfactory import make_row
 from skillbench.evolution import evidence
 from skillbench.evolution.proposer import ProposerError, build_prompt, clone_allow_list, sanitized_clone
+from skillbench.experiment.settings import SkillsSettings
 from test_evidence import CAND, INC, promotion_file, stream, write_cell, write_rows
 
 ARM_SKILLS = {"workflow": ["change-plan", "change-work"]}
@@ -162,10 +163,10 @@ def test_the_clone_holds_only_the_skills_their_mirrors_and_the_agent_docs(tmp_pa
             ".claude/settings.json": b"{}\n",
         },
     )
-    config = {"skills": {"root": ".claude/skills", "mirrors": ["plugin/skills"]}}
+    skills = SkillsSettings(root=".claude/skills", evolvable=(), mirrors=("plugin/skills",))
     clone = tmp_path / "clone"
     sha = sanitized_clone(
-        repository, clone, allowed=clone_allow_list(config), oracles=[("secret_test.py of task x", ORACLE)]
+        repository, clone, allowed=clone_allow_list(skills), oracles=[("secret_test.py of task x", ORACLE)]
     )
     assert listing(clone) == [
         ".claude/skills/change-work/SKILL.md",

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -370,7 +371,7 @@ def test_live_sandboxes_never_share_a_host_id(private_root, tmp_path):
 
 @needs_bwrap
 def test_limits_bound_agent_processes_but_not_the_cli(private_root):
-    box = make_sandbox(private_root, limits=sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1))
+    box = make_sandbox(private_root, limits=replace(sb.SandboxLimits.default(), processes=64, memory_mb=256, file_mb=1))
     session = box.command(["claude"])
     assert "--fsize=1048576" in session and not any(arg.startswith("--as=") for arg in session)
     result = box.run(
@@ -567,7 +568,7 @@ def expected_cell_argv(box: Sandbox, argv: list[str], *, verifier: bool, contain
 
 @needs_bwrap
 def test_a_cell_sandbox_argv_is_exactly_the_documented_one(private_root):
-    limits = sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1)
+    limits = replace(sb.SandboxLimits.default(), processes=64, memory_mb=256, file_mb=1)
     box = make_sandbox(private_root, agent_install=AgentInstall("claude", Path("/bin/true")), limits=limits)
     box.fresh_scratch("session")
     try:
@@ -582,7 +583,7 @@ def test_a_cell_sandbox_argv_is_exactly_the_documented_one(private_root):
 
 @needs_bwrap
 def test_the_git_wrapper_is_exactly_the_documented_one(private_root):
-    box = make_sandbox(private_root, limits=sb.SandboxLimits(processes=64, memory_mb=256, file_mb=1))
+    box = make_sandbox(private_root, limits=replace(sb.SandboxLimits.default(), processes=64, memory_mb=256, file_mb=1))
     box.close()
     prlimit = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
     git = shutil.which("git", path="/usr/bin:/bin:/usr/local/bin")

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from gitenv import GIT_ENV
+from settingsfactory import job_settings
 from skillbench.base.artifacts import ArtifactError
 from skillbench.execution.scripted_model import (
     ScriptedModel,
@@ -754,7 +755,7 @@ def test_a_cells_and_the_proposers_scripted_models_speak_their_agents_wire_and_t
 
     script = {"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"work": WIRE_STEPS}}}
     context = cells.CellContext(
-        config={},
+        settings=job_settings(),
         template=tmp_path,
         grader=None,  # type: ignore[arg-type]
         run_dir=tmp_path,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from settingsfactory import job_settings
 from skillbench.base.artifacts import load_schema
 from skillbench.base.process import ProcessResult
 from skillbench.base.records import USAGE_FIELDS
@@ -27,6 +28,7 @@ from skillbench.execution.streams import (
     parse_event_stream,
     persist_transcript,
 )
+from skillbench.experiment.settings import PriceSettings
 
 SAMPLE = Path(__file__).parent / "fixtures" / "streams" / "sample-stream.jsonl"
 SAMPLE_SESSION = "918b6f71-7965-4af7-bc78-b9256db66093"
@@ -572,7 +574,7 @@ def test_oversized_redacted_transcript_is_refused(tmp_path):
 # Costs and sums
 
 
-PRICE_CHECK = {"table": "anthropic-list-2025-05", "tolerance_pct": 1.0}
+PRICE_CHECK = PriceSettings(table="anthropic-list-2025-05", tolerance_pct=1.0, usd_per_mtok={})
 
 
 def test_the_ledger_gives_the_session_its_tokens_and_cost_and_the_cli_figure_is_the_cross_check():
@@ -586,7 +588,7 @@ def test_the_ledger_gives_the_session_its_tokens_and_cost_and_the_cli_figure_is_
     assert record["cost_usd"] == 0.01 and record["cli_cost_usd"] == 0.01487115
     check = cost_check(sum_sessions([record]), PRICE_CHECK)
     assert check["ledger_usd"] == 0.01 and check["cli_usd"] == pytest.approx(0.0149, abs=1e-4)
-    assert check["agrees"] is False and check["difference_pct"] > PRICE_CHECK["tolerance_pct"]
+    assert check["agrees"] is False and check["difference_pct"] > PRICE_CHECK.tolerance_pct
 
 
 def test_an_unpriced_request_leaves_the_session_unmeasured_never_free():
@@ -951,7 +953,12 @@ def launch(
 
     try:
         with model_access(
-            private_root=root, config=config, api_key=api_key, socket_owner=None, results_root=None, job="demo"
+            private_root=root,
+            settings=job_settings(config),
+            api_key=api_key,
+            socket_owner=None,
+            results_root=None,
+            job="demo",
         ) as access:
             record, ledger = launch_session(
                 sandbox,
@@ -963,7 +970,7 @@ def launch(
                 label="demo/launch",
                 prompt=prompt,
                 model="m",
-                config=config,
+                settings=job_settings(config),
                 access=access,
                 secrets=[api_key] if api_key else [],
                 scripted_model=scripted,

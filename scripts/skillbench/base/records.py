@@ -41,6 +41,10 @@ class TranscriptArtifact(TypedDict):
     source: str
 
 
+# The model providers and sandbox backends a config may name (the config schema's enums; rows record them).
+Provider = Literal["scripted", "anthropic"]
+SandboxBackend = Literal["bwrap", "none"]
+
 ResultRow = TypedDict(
     "ResultRow",
     {
@@ -82,7 +86,7 @@ ResultRow = TypedDict(
         "diff_deletions": int,
         "model": str,
         "effort": str | None,
-        "provider": Literal["scripted", "anthropic"],
+        "provider": Provider,
         "agent": str,
         "cli_version": str | None,
         "offered_skills": list[str] | None,
@@ -96,7 +100,7 @@ ResultRow = TypedDict(
         "oracle_digest": str,
         "oracle_command_digest": str,
         "oracle_manifest_digest": str,
-        "sandbox_backend": Literal["bwrap", "none"],
+        "sandbox_backend": SandboxBackend,
         "recorded_at": str,
     },
 )

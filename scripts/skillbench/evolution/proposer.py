@@ -31,6 +31,7 @@ from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment import overlay as overlays
+from skillbench.experiment.settings import ProposerSettings, SkillsSettings
 from skillbench.grading.oracle import OracleError, read_bounded_regular
 
 if TYPE_CHECKING:
@@ -139,10 +140,9 @@ the single change you made, the metric you expect to move and why, and the risks
 """
 
 
-def clone_allow_list(config: dict[str, Any]) -> list[str]:
+def clone_allow_list(skills: SkillsSettings) -> list[str]:
     """Repository paths the proposer's clone is built from: the skill root, its mirrors, the agent docs."""
-    skills = config["skills"]
-    return list(dict.fromkeys([skills["root"], *skills["mirrors"], *CLONE_DOCS]))
+    return list(dict.fromkeys([skills.root, *skills.mirrors, *CLONE_DOCS]))
 
 
 def _allowed_blobs(repository: Path, sha: str, allowed: list[str]) -> list[str]:
@@ -237,7 +237,7 @@ def _scripted_proposer(
 
 def run_proposer(
     *,
-    config: dict[str, Any],
+    settings: ProposerSettings,
     generation: int,
     evidence: Path,
     repository: Path,
@@ -265,27 +265,29 @@ def run_proposer(
     except EvidenceError as exc:
         raise ProposerError(f"the evidence bundle of generation {generation} is unusable: {exc}") from exc
     cleanup = ExitStack()
-    private_root = cleanup.enter_context(quota.private_root("skillbench-proposer-", quota.disk_quota_mb(config)))
+    private_root = cleanup.enter_context(
+        quota.private_root("skillbench-proposer-", quota.disk_quota_mb(settings.sandbox))
+    )
     sandbox: Sandbox | None = None
     try:
         clone = private_root / "workspace"
-        sanitized_clone(repository, clone, allowed=clone_allow_list(config), oracles=oracles)
+        sanitized_clone(repository, clone, allowed=clone_allow_list(settings.skills), oracles=oracles)
         (clone / OUTPUT_DIR).mkdir(mode=0o700)
         sandbox = Sandbox(
-            config["sandbox"]["backend"],
+            settings.sandbox.backend,
             clone,
             private_root,
-            bwrap=config["sandbox"]["bwrap"],
+            bwrap=settings.sandbox.bwrap,
             agent_install=agent_install,
-            read_only_paths=[config["skills"]["root"]],
-            limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+            read_only_paths=[settings.skills.root],
+            limits=SandboxLimits.of(settings.sandbox.limits),
         )
         evidence_dir = EVIDENCE_MOUNT if sandbox.backend == "bwrap" else str(evidence.resolve())
         prompt = build_prompt(
             generation=generation,
             manifest=manifest,
-            arm_skills=evolved_arm_skills(config),
-            skills_root=config["skills"]["root"],
+            arm_skills=evolved_arm_skills(settings.sections),
+            skills_root=settings.skills.root,
             overlay_dir=f"{sandbox.workspace}/{OUTPUT_DIR}/overlay",
             proposal_path=f"{sandbox.workspace}/{OUTPUT_DIR}/proposal.md",
             evidence_dir=evidence_dir,
@@ -304,7 +306,7 @@ def run_proposer(
         started = time.monotonic()
         with access.model_access(
             private_root=private_root,
-            config=config,
+            settings=settings,
             api_key=api_key,
             socket_owner=(sandbox.host_uid, sandbox.host_gid) if sandbox.launcher else None,
             results_root=results_root,
@@ -315,8 +317,8 @@ def run_proposer(
                 surface,
                 label=f"proposer/gen{generation}",
                 prompt=prompt,
-                model=config["evolution"]["proposer_model"] or config["model"]["name"],
-                config=config,
+                model=settings.proposer_model or settings.model.name,
+                settings=settings,
                 access=model_access,
                 secrets=secrets,
                 scripted_model=lambda: _scripted_proposer(model_script, variables, agent),
@@ -334,7 +336,7 @@ def run_proposer(
             )
         try:
             collect_outputs(
-                clone, evolvable=config["skills"]["evolvable"], overlay_out=overlay_out, proposal_out=proposal_out
+                clone, evolvable=list(settings.skills.evolvable), overlay_out=overlay_out, proposal_out=proposal_out
             )
         except overlays.OverlayError as exc:
             raise ProposerError(f"the proposer of generation {generation} wrote an invalid overlay: {exc}") from exc

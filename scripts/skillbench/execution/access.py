@@ -28,6 +28,7 @@ from typing import Any
 
 from skillbench.base import artifacts, layout
 from skillbench.execution.gateway import ModelGateway
+from skillbench.experiment.settings import SessionJobSettings
 
 # The scripted model accepts any key; the gateway sends this one upstream when the environment holds none.
 SCRIPTED_KEY = "skillbench-scripted-offline-key"
@@ -105,7 +106,7 @@ def _write_spend(path: Path, job: str, usd: float, *, final: bool) -> None:
 def model_access(
     *,
     private_root: Path,
-    config: dict[str, Any],
+    settings: SessionJobSettings,
     api_key: str | None,
     socket_owner: tuple[int, int] | None,
     results_root: str | Path | None,
@@ -113,12 +114,12 @@ def model_access(
 ) -> Iterator[ModelAccess]:
     """Start the job's gateway (socket in `private_root`, handed to `socket_owner`) and stop it afterwards.
 
-    `config` holds the model, agent (prices) and budget sections; `job` names the job in the run's live
+    `settings` gives the model, the price table and the run's spend cap; `job` names the job in the run's live
     spend; without `results_root` there is no run to share a budget with (only the session cap holds).
     """
-    model, budget = config["model"], config.get("budget") or {}
-    if model["provider"] != "scripted" and not api_key:
-        raise ValueError(f"model.provider {model['provider']} needs an API key and none was given")
+    model = settings.model
+    if model.provider != "scripted" and not api_key:
+        raise ValueError(f"model.provider {model.provider} needs an API key and none was given")
     own = spend_file(results_root, job) if results_root is not None else None
     spend = RunSpend(results_root, own) if results_root is not None else None
     socket_path = private_root / "gateway" / "model.sock"
@@ -138,8 +139,8 @@ def model_access(
     gateway = ModelGateway(
         socket_path,
         api_key=api_key or SCRIPTED_KEY,
-        prices=config["agent"]["prices"]["usd_per_mtok"],
-        budget_usd=budget.get("max_usd") if spend is not None else None,
+        prices=settings.agent.prices.usd_per_mtok,
+        budget_usd=settings.run.max_usd if spend is not None else None,
         spent_elsewhere=spend,
         socket_owner=socket_owner,
         on_settled=report,
@@ -149,9 +150,9 @@ def model_access(
             yield ModelAccess(
                 gateway=gateway,
                 socket=socket_path,
-                provider=model["provider"],
-                base_url=model.get("base_url"),
-                session_cap_usd=budget.get("max_session_usd"),
+                provider=model.provider,
+                base_url=model.base_url,
+                session_cap_usd=settings.run.max_session_usd,
             )
     finally:
         if own is not None and own.exists():  # no file: nothing settled, nothing spent

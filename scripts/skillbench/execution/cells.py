@@ -54,6 +54,7 @@ from skillbench.execution.workspace import (
 )
 from skillbench.experiment import arms as arm_config
 from skillbench.experiment.overlay import write_overlay
+from skillbench.experiment.settings import CellSettings, PriceSettings
 
 T = TypeVar("T")
 
@@ -82,7 +83,7 @@ class Grader(Protocol):
 class CellContext:
     """Everything a cell needs that is not the task itself. Paths are absolute."""
 
-    config: dict[str, Any]
+    settings: CellSettings
     template: Path
     grader: Grader
     run_dir: Path
@@ -102,6 +103,11 @@ class CellContext:
     session_windows: list[SessionWindow] = field(default_factory=list)
     # The gateway's ledger of every session the cell ran, in order.
     ledgers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sections(self) -> dict[str, Any]:
+        """The cell's config sections as JSON, for the readers the workflow's parse shares (arms, MCP, plugins)."""
+        return self.settings.sections
 
     @property
     def secrets(self) -> list[str]:
@@ -153,8 +159,8 @@ class Cell:
 
 
 def base_row(cell: Cell, context: CellContext) -> ResultRow:
-    config, task, binding = context.config, cell.task, cell.binding
-    row: dict[str, Any] = {
+    settings, sections, task, binding = context.settings, context.sections, cell.task, cell.binding
+    return {
         "schema": "result-row/v1",
         "task": task["id"],
         "class": task["class"],
@@ -170,7 +176,10 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "error_kind": None,
         "error_detail": None,
         "evidence_diagnostics": [],
-        **dict.fromkeys(sessions.USAGE_FIELDS, 0),
+        "input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 0,
         "cost_usd": None,
         "cli_cost_usd": None,
         "cost_check": None,
@@ -183,14 +192,14 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "tool_use_counts": {},
         "mcp_tool_uses": {},
         "mcp_semantic_errors": {},
-        "plugins": _row_plugins(config, cell.arm),
+        "plugins": _row_plugins(sections, cell.arm),
         "plan_produced": False,
         "diff_files": 0,
         "diff_insertions": 0,
         "diff_deletions": 0,
-        "model": agents.session_model(config, context.agent),
-        "effort": config["model"]["effort"],
-        "provider": config["model"]["provider"],
+        "model": agents.session_model(sections, context.agent),
+        "effort": settings.model.effort,
+        "provider": settings.model.provider,
         "agent": context.agent.name,
         "cli_version": context.cli_version,
         "offered_skills": None,
@@ -204,11 +213,9 @@ def base_row(cell: Cell, context: CellContext) -> ResultRow:
         "oracle_digest": binding["oracle_digest"],
         "oracle_command_digest": binding["oracle_command_digest"],
         "oracle_manifest_digest": binding["oracle_manifest_digest"],
-        "sandbox_backend": config["sandbox"]["backend"],
+        "sandbox_backend": settings.sandbox.backend,
         "recorded_at": now_iso(),
     }
-    # The usage fields come from one constant, which a TypedDict literal cannot spread.
-    return cast(ResultRow, row)
 
 
 def _row_plugins(config: dict[str, Any], arm: str) -> list[dict[str, Any]]:
@@ -331,10 +338,10 @@ def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str,
 
 def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> dict[str, Any]:
     """One session of the cell's arm: its record; its ledger, time and window go to the cell's context."""
-    cell, sandbox, context, config = work.cell, work.sandbox, work.context, work.config
+    cell, sandbox, context = work.cell, work.sandbox, work.context
     if work.access is None:
         raise InfraError("the cell's sessions have no model gateway")
-    surface = session_surface(sandbox, config, cell.arm, session)
+    surface = session_surface(sandbox, context.sections, cell.arm, session)
     label = f"{cell.task['id']}/{cell.arm}/run{cell.run}/{session['role']}"
     started, window_start = time.monotonic(), now_iso("milliseconds")
     record, ledger = sessions.launch_session(
@@ -342,8 +349,8 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         surface,
         label=label,
         prompt=prompt,
-        model=agents.session_model(config, context.agent),
-        config=config,
+        model=agents.session_model(context.sections, context.agent),
+        settings=context.settings,
         access=work.access,
         secrets=context.secrets,
         scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label),
@@ -368,22 +375,22 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
 
 def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> ResultRow:
     """The cell's work; raises InfraError/SandboxError/OSError/ValueError for harness failures."""
-    config = context.config
+    settings = context.settings
     clone = private_root / "workspace"
     repo.clone_template(context.template, clone)
     sandbox = Sandbox(
-        config["sandbox"]["backend"],
+        settings.sandbox.backend,
         clone,
         private_root,
-        bwrap=config["sandbox"]["bwrap"],
+        bwrap=settings.sandbox.bwrap,
         agent_install=context.agent_install,
         read_only_paths=[context.skills_root],
-        limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+        limits=SandboxLimits.of(settings.sandbox.limits),
     )
     try:
         with access.model_access(
             private_root=private_root,
-            config=config,
+            settings=settings,
             api_key=context.api_key,
             socket_owner=(sandbox.host_uid, sandbox.host_gid) if sandbox.launcher else None,
             results_root=context.results_root,
@@ -393,10 +400,10 @@ def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> Result
                 sandbox=sandbox,
                 cell=cell,
                 context=context,
-                limits=WorkspaceLimits.from_config(config["sandbox"].get("limits")),
-                skills=arm_config.local_skills(arm_config.arm_skills(config, cell.arm)),
+                limits=WorkspaceLimits.of(settings.sandbox.limits),
+                skills=arm_config.local_skills(arm_config.arm_skills(context.sections, cell.arm)),
                 private_root=private_root,
-                disk_mb=quota.disk_quota_mb(config),
+                disk_mb=quota.disk_quota_mb(settings.sandbox),
                 access=model_access,
             )
             return _execute(work)
@@ -426,8 +433,12 @@ class CellWork:
         return self.sandbox.clone
 
     @property
-    def config(self) -> dict[str, Any]:
-        return self.context.config
+    def settings(self) -> CellSettings:
+        return self.context.settings
+
+    @property
+    def sections(self) -> dict[str, Any]:
+        return self.context.sections
 
     def fingerprint(self) -> str | None:
         return skill_fingerprint(self.clone, self.context.skills_root, self.skills)
@@ -463,8 +474,8 @@ def _execute(work: CellWork) -> ResultRow:
     baseline = take_baseline(work)
     row["variant_head_sha"] = baseline.work.base
     outcome = run_sessions(work)
-    _record_sessions(row, outcome, work.config)
-    if not arm_config.arm_skills(work.config, work.cell.arm):
+    _record_sessions(row, outcome, work.settings.agent.prices)
+    if not arm_config.arm_skills(work.sections, work.cell.arm):
         row["skill_invoked"] = None
     _note_git_metadata(row, work.clone, baseline.git_metadata)
     if row["error_kind"] == "budget-exhausted":
@@ -493,7 +504,7 @@ def _execute(work: CellWork) -> ResultRow:
 
 def prepare_workspace(work: CellWork) -> None:
     """Install the skills, run the task's setup, then shape the workspace to the arm; fix the skill fingerprint."""
-    config, context, cell = work.config, work.context, work.cell
+    sections, context, cell = work.sections, work.context, work.cell
     git = work.sandbox.git()
     install_skills(work.clone, context.skills_source, context.skills_root, git)
     base_fingerprint = work.fingerprint()
@@ -501,10 +512,10 @@ def prepare_workspace(work: CellWork) -> None:
         _run_setup(work)
         if work.fingerprint() != base_fingerprint:
             raise InfraError("task setup changed the evaluated skill fingerprint")
-    if arm_config.arm_definition(config, cell.arm).get("no_mcp"):
+    if arm_config.arm_definition(sections, cell.arm).get("no_mcp"):
         from skillbench.execution.mcp import strip_guidance
 
-        stripped = strip_guidance(work.clone, sorted(config.get("mcp_servers") or {}))
+        stripped = strip_guidance(work.clone, sorted(sections.get("mcp_servers") or {}))
         if stripped:
             repo.commit_all(git, "benchmark: guidance without unavailable MCP tools")
             _say(context, f"no-MCP arm: rewrote {', '.join(stripped)} without lines about MCP tools")
@@ -515,7 +526,7 @@ def prepare_workspace(work: CellWork) -> None:
             context.overlay,
             work.clone,
             expected_digest=context.overlay_digest,
-            evolvable=config["skills"]["evolvable"],
+            evolvable=list(work.settings.skills.evolvable),
             skills_dir=context.skills_root,
         )
         if not repo.commit_all(git, "benchmark candidate skill overlay"):
@@ -525,9 +536,7 @@ def prepare_workspace(work: CellWork) -> None:
 
 def _run_setup(work: CellWork) -> None:
     started = time.monotonic()
-    result = work.sandbox.run(
-        ["/bin/sh", "-lc", work.cell.task["setup"]], timeout=work.config["agent"]["setup_timeout_s"]
-    )
+    result = work.sandbox.run(["/bin/sh", "-lc", work.cell.task["setup"]], timeout=work.settings.agent.setup_timeout_s)
     work.context.timings["setup"] = time.monotonic() - started
     if work.disk_mb and quota.is_full(work.private_root):
         raise InfraError(
@@ -557,7 +566,7 @@ def run_sessions(work: CellWork) -> SessionsOutcome:
     outcome = SessionsOutcome()
     session: dict[str, Any] = {}
     try:
-        for session in arm_config.arm_definition(work.config, work.cell.arm)["sessions"]:
+        for session in arm_config.arm_definition(work.sections, work.cell.arm)["sessions"]:
             if not _run_session_step(work, session, outcome):
                 break
     except AgentWorkspaceError as exc:
@@ -571,7 +580,7 @@ def _run_session_step(work: CellWork, session: dict[str, Any], outcome: Sessions
     """Run one session and check what it left; False when the arm's sessions stop here."""
     cell, clone = work.cell, work.clone
     prompt = arm_config.render_prompt(
-        work.config, session, task_prompt=cell.task["prompt"], plan_path=outcome.plan_path
+        work.sections, session, task_prompt=cell.task["prompt"], plan_path=outcome.plan_path
     )
     planning = bool(session.get("plan_document"))
     before = workspace_snapshot(clone, work.limits) if planning else {}
@@ -644,12 +653,12 @@ SUMMED_ROW_FIELDS = (
 )
 
 
-def _record_sessions(row: ResultRow, outcome: SessionsOutcome, config: dict[str, Any]) -> None:
+def _record_sessions(row: ResultRow, outcome: SessionsOutcome, prices: PriceSettings) -> None:
     if outcome.records:
         summed = sessions.sum_sessions(outcome.records)
         cast(dict[str, Any], row).update({key: summed[key] for key in SUMMED_ROW_FIELDS})
         row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *outcome.diagnostics]
-        row["cost_check"] = sessions.cost_check(summed, config["agent"]["prices"])
+        row["cost_check"] = sessions.cost_check(summed, prices)
     else:
         row["evidence_diagnostics"] = list(outcome.diagnostics)
     row["plan_produced"] = outcome.plan_produced
@@ -712,9 +721,8 @@ HARNESS_FAILURES = (InfraError, SandboxError, quota.QuotaError, OSError, ValueEr
 
 def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: int, breaker_state: Path) -> CellRecord:
     """Run one cell and return its record; raise RetryableCellFailure on non-final systemic failures."""
-    config = context.config
     label = cell.label
-    breaker.check(breaker_state, config["agent"]["outage_streak"])
+    breaker.check(breaker_state, context.settings.run.outage_streak)
     _fresh_run_folder(context.run_dir)
     started_at, started = now_iso(), time.monotonic()
     _say(context, f"{label} attempt {attempt}/{attempts} starting")
@@ -739,7 +747,7 @@ def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: in
 
 def _budget_left_row(cell: Cell, context: CellContext) -> ResultRow | None:
     """A `budget-exhausted` row, without starting anything, when the run's spend already reached `budget.max_usd`."""
-    cap = (context.config.get("budget") or {}).get("max_usd")
+    cap = context.settings.run.max_usd
     if cap is None or context.results_root is None:
         return None
     spent = access.RunSpend(context.results_root)()
@@ -769,7 +777,7 @@ def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
     scratch = ExitStack()
     try:
         private_root = scratch.enter_context(
-            quota.private_root("skillbench-cell-", quota.disk_quota_mb(context.config))
+            quota.private_root("skillbench-cell-", quota.disk_quota_mb(context.settings.sandbox))
         )
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted before it started")

@@ -26,12 +26,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from skillbench.base.artifacts import remove_tree
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.process import run_managed
-from skillbench.execution.sandbox import PREFLIGHT_TIMEOUT_S, SandboxLimits
+from skillbench.execution.sandbox import PREFLIGHT_TIMEOUT_S
+from skillbench.experiment.settings import SandboxSettings
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -127,12 +127,12 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
         remove_tree(folder)
 
 
-def disk_quota_mb(config: dict[str, Any]) -> int:
+def disk_quota_mb(sandbox: SandboxSettings) -> int:
     """A cell's disk quota in MB (config `sandbox.limits.disk_mb`); none under the `none` backend, which contains
     nothing."""
-    if config["sandbox"]["backend"] != "bwrap":
+    if sandbox.backend != "bwrap":
         return 0
-    return SandboxLimits.from_config(config["sandbox"].get("limits")).disk_mb
+    return sandbox.limits.disk_mb
 
 
 def is_full(root: Path, margin: int = FULL_MARGIN_BYTES) -> bool:

@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.process import ProcessResult, run_managed
 from skillbench.execution.gateway import hide_bridge_args
+from skillbench.experiment.settings import LimitSettings, default_limits
 
 if TYPE_CHECKING:
     # Types only: repo's runners are what git() hands out; repo itself is imported where a runner is built.
@@ -148,17 +149,22 @@ class SandboxLimits:
     is the cell's disk quota (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
     """
 
-    processes: int = 512
-    memory_mb: int = 8192
-    file_mb: int = 1024
-    disk_mb: int = 4096
+    processes: int
+    memory_mb: int
+    file_mb: int
+    disk_mb: int
 
     @classmethod
-    def from_config(cls, section: dict[str, Any] | None) -> SandboxLimits:
-        section = section or {}
-        defaults = cls()
-        names = ("processes", "memory_mb", "file_mb", "disk_mb")
-        return cls(**{name: int(section.get(name, getattr(defaults, name))) for name in names})
+    def of(cls, limits: LimitSettings) -> SandboxLimits:
+        """The sandbox's share of `sandbox.limits` (the typed section)."""
+        return cls(
+            processes=limits.processes, memory_mb=limits.memory_mb, file_mb=limits.file_mb, disk_mb=limits.disk_mb
+        )
+
+    @classmethod
+    def default(cls) -> SandboxLimits:
+        """The schema's default limits, for a sandbox set up without a config."""
+        return cls.of(default_limits())
 
     def prlimit_args(self, *, memory: bool, processes: bool = True) -> list[str]:
         """`prlimit` options for these limits (soft = hard, so the sandbox cannot raise them)."""
@@ -673,7 +679,7 @@ class Sandbox:
     bwrap: str = "bwrap"
     agent_install: AgentInstall | None = None
     read_only_paths: list[str] = field(default_factory=list)
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    limits: SandboxLimits = field(default_factory=SandboxLimits.default)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

@@ -40,6 +40,7 @@ from skillbench.execution.streams import (
     persist_transcript,
     redact_stream_tail,
 )
+from skillbench.experiment.settings import PriceSettings, SessionJobSettings
 
 if TYPE_CHECKING:
     from skillbench.execution.access import ModelAccess
@@ -53,7 +54,7 @@ ERROR_TAIL_CHARS = 2000
 # Costs
 
 
-def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]:
+def cost_check(summed: dict[str, Any], prices: PriceSettings) -> dict[str, Any]:
     """The row's `cost_check`: the gateway's priced ledger (the row's cost) against what the CLI reported.
 
     `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured (a CLI that reports
@@ -65,9 +66,9 @@ def cost_check(summed: dict[str, Any], prices: dict[str, Any]) -> dict[str, Any]
         difference = (
             0.0 if measured == reported == 0 else round(100 * abs(reported - measured) / max(measured, reported), 3)
         )
-        agrees = difference <= prices["tolerance_pct"]
+        agrees = difference <= prices.tolerance_pct
     return {
-        "price_table": prices["table"],
+        "price_table": prices.table,
         "ledger_usd": measured,
         "cli_usd": reported,
         "agrees": agrees,
@@ -403,7 +404,7 @@ def launch_session(
     label: str,
     prompt: str,
     model: str,
-    config: dict[str, Any],
+    settings: SessionJobSettings,
     access: ModelAccess,
     secrets: Sequence[str],
     scripted_model: Callable[[], ScriptedModel],
@@ -424,7 +425,7 @@ def launch_session(
     agent = agent or claude_code.ClaudeCode()
     request = SessionRequest(
         model=model,
-        effort=config["model"]["effort"],
+        effort=settings.model.effort,
         tools=surface.tools,
         disallowed_tools=surface.disallowed_tools,
         sandbox_backend=sandbox.backend,
@@ -444,7 +445,7 @@ def launch_session(
         )
         kept_secrets = [*secrets, token]
         progress = stack.enter_context(
-            SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=config["agent"]["heartbeat_s"])
+            SessionProgress(label, stream=log, secrets=kept_secrets, heartbeat_s=settings.run.heartbeat_s)
         )
         shape = agent.session_sandbox(request)
         covered, scratch = cover_binds(sandbox, shape.covers)
@@ -458,7 +459,7 @@ def launch_session(
                 command,
                 env={**session_environment(sandbox, agent, base_url, token), **surface.extra_env},
                 cwd=None if sandbox.backend == "bwrap" else str(sandbox.clone),
-                timeout=config["agent"]["session_timeout_s"],
+                timeout=settings.agent.session_timeout_s,
                 stdin_data=prompt.encode("utf-8"),
                 capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
                 stdout_observer=progress.observe,

@@ -15,11 +15,11 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from skillbench.base.artifacts import framed_digest
 from skillbench.execution.failures import AgentWorkspaceError, InfraError
 from skillbench.experiment import arms as arm_config
+from skillbench.experiment.settings import LimitSettings, default_limits
 
 HASH_CHUNK_BYTES = 1024 * 1024
 
@@ -34,19 +34,23 @@ MAX_DEPTH = 200
 class WorkspaceLimits:
     """Host-side bounds on what the harness measures in a workspace (config `sandbox.limits`)."""
 
-    max_file_bytes: int = 256 * 1024 * 1024
-    max_total_bytes: int = 2 * 1024 * 1024 * 1024
-    max_entries: int = 100_000
+    max_file_bytes: int
+    max_total_bytes: int
+    max_entries: int
 
     @classmethod
-    def from_config(cls, section: dict[str, Any] | None) -> WorkspaceLimits:
-        section = section or {}
-        defaults = cls()
+    def of(cls, limits: LimitSettings) -> WorkspaceLimits:
+        """The workspace bounds of `sandbox.limits` (the typed section)."""
         return cls(
-            max_file_bytes=int(section.get("workspace_file_mb", defaults.max_file_bytes >> 20)) << 20,
-            max_total_bytes=int(section.get("workspace_mb", defaults.max_total_bytes >> 20)) << 20,
-            max_entries=int(section.get("workspace_entries", defaults.max_entries)),
+            max_file_bytes=limits.workspace_file_mb << 20,
+            max_total_bytes=limits.workspace_mb << 20,
+            max_entries=limits.workspace_entries,
         )
+
+    @classmethod
+    def default(cls) -> WorkspaceLimits:
+        """The schema's default bounds, for a measurement set up without a config."""
+        return cls.of(default_limits())
 
 
 def skill_fingerprint(clone: Path, skills_root: str, skills: list[str]) -> str | None:
@@ -150,7 +154,7 @@ def file_digest(path: Path, limit: int) -> str:
 
 def workspace_snapshot(clone: Path, limits: WorkspaceLimits | None = None) -> dict[str, str]:
     """Path → kind/mode/size/digest for everything in the clone except .git (bounded, chunked hashing)."""
-    limits = limits or WorkspaceLimits()
+    limits = limits or WorkspaceLimits.default()
     entries: dict[str, str] = {}
     for key, path, info in _walk(clone, limits):
         if stat.S_ISDIR(info.st_mode):

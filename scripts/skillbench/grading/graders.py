@@ -63,7 +63,7 @@ class OracleGrader:
         verify = run_checked(
             work.sandbox,
             work.cell.task["verify"],
-            timeout=work.config["agent"]["verify_timeout_s"],
+            timeout=work.settings.agent.verify_timeout_s,
             env=verifier_environment(work.sandbox, "verify"),
         )
         context.timings["verify"] = verify.elapsed
@@ -101,7 +101,7 @@ class OracleGrader:
             work.sandbox,
             task,
             self.oracle_files,
-            timeout=work.config["agent"]["verify_timeout_s"],
+            timeout=work.settings.agent.verify_timeout_s,
             private_root=work.private_root,
             masks=binds,
         )

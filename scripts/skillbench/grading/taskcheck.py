@@ -22,6 +22,7 @@ from skillbench.base.records import TaskBinding
 from skillbench.base.redaction import redact_text
 from skillbench.execution import quota, repo
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
+from skillbench.experiment.settings import CheckSettings, StepTimeouts
 from skillbench.grading import oracle
 from skillbench.grading.verify import VerifierRun, run_checked, run_hidden_oracle, verifier_environment
 
@@ -86,7 +87,7 @@ def check_task(
     task: dict[str, Any],
     binding: TaskBinding,
     *,
-    config: dict[str, Any],
+    settings: CheckSettings,
     template: Path,
     oracle_snapshot: Path,
     solution: bytes | None,
@@ -96,18 +97,18 @@ def check_task(
     the task's own failures: `ok` is false and `problems` say why)."""
     steps: list[dict[str, Any]] = []
     files = oracle.load_snapshot(oracle_snapshot, binding)
-    with quota.private_root("skillbench-check-", quota.disk_quota_mb(config)) as private_root:
+    with quota.private_root("skillbench-check-", quota.disk_quota_mb(settings.sandbox)) as private_root:
         clone = private_root / "workspace"
         repo.clone_template(template, clone)
         sandbox = Sandbox(
-            config["sandbox"]["backend"],
+            settings.sandbox.backend,
             clone,
             private_root,
-            bwrap=config["sandbox"]["bwrap"],
-            limits=SandboxLimits.from_config(config["sandbox"].get("limits")),
+            bwrap=settings.sandbox.bwrap,
+            limits=SandboxLimits.of(settings.sandbox.limits),
         )
         try:
-            checks = _Checks(task, sandbox, files, private_root, steps, list(secrets), config["agent"])
+            checks = _Checks(task, sandbox, files, private_root, steps, list(secrets), settings.timeouts)
             problems = checks.run(solution)
         finally:
             sandbox.close()
@@ -124,7 +125,7 @@ class _Checks:
     private_root: Path
     steps: list[dict[str, Any]]
     secrets: list[str]
-    agent: dict[str, Any]
+    timeouts: StepTimeouts
 
     def run(self, solution: bytes | None) -> list[str]:
         """The problems found: setup, then verify and the oracle on the base, then (with a solution that
@@ -142,7 +143,7 @@ class _Checks:
 
     def _setup(self) -> bool:
         command = self.task["setup"]
-        result = self.sandbox.run(["/bin/sh", "-lc", command], timeout=self.agent["setup_timeout_s"])
+        result = self.sandbox.run(["/bin/sh", "-lc", command], timeout=self.timeouts.setup_timeout_s)
         self.steps.append(_step("setup", command, result, "pass", result.ok, self.secrets))
         return result.ok
 
@@ -169,7 +170,7 @@ class _Checks:
             self.secrets,
             stage=stage,
             has_solution=has_solution,
-            timeout=self.agent["verify_timeout_s"],
+            timeout=self.timeouts.verify_timeout_s,
         )
 
 

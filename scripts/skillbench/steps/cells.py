@@ -11,8 +11,9 @@ from skillbench.base.records import TaskBinding
 from skillbench.execution import agents, cells
 from skillbench.execution.environment import api_key, configured_cli, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
+from skillbench.experiment.settings import cell_settings
 from skillbench.grading.graders import grader_for
-from skillbench.steps import start_session_job, with_run_control
+from skillbench.steps import job_run_control, start_session_job
 
 
 def run_cell(
@@ -37,23 +38,23 @@ def run_cell(
     """`task` is the definition the workflow validated when it was parsed, `cli_version` the CLI's version it
     found then, `settings` the config sections a cell reads (the rule's params) and `run_control` how the job runs
     (its resources)."""
-    start_session_job(settings)
-    settings = with_run_control(settings, run_control)
+    typed = cell_settings(settings, job_run_control(run_control))
+    start_session_job(typed.sandbox)
     overlay_digest = artifacts.read_artifact(Path(overlay_json), "overlay")["digest"] if overlay_json else None
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     run_dir = Path(record_out).parent
     agent = agents.arm_agent(settings, arm)
     context = cells.CellContext(
-        config=settings,
+        settings=typed,
         template=Path(template),
         grader=grader_for(task, oracle_snapshot=Path(oracle_snapshot)),
         run_dir=run_dir,
         agent=agent,
         agent_install=agent.install(resolve_cli(configured_cli(settings, agent), agent=agent)),
         cli_version=cli_version,
-        api_key=api_key(settings["model"]["api_key_env"]),
+        api_key=api_key(typed.model.api_key_env),
         model_script=load_script(model_script),
-        skills_source=Path(settings["skills"]["root"]),
+        skills_source=Path(typed.skills.root),
         overlay=layout.frozen_overlay_beside(overlay_json) if overlay_json else None,
         overlay_digest=overlay_digest,
         log=log,
@@ -65,7 +66,7 @@ def run_cell(
             cells.Cell(task, cast(TaskBinding, task_binding), arm, run),
             context,
             attempt=attempt,
-            attempts=settings["agent"]["attempts"],
+            attempts=typed.run.attempts,
             breaker_state=Path(layout.breaker(results_root)),
         )
         artifacts.validate(record["row"], "result-row", source=f"{record_out} (row)")

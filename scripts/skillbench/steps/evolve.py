@@ -18,10 +18,11 @@ from skillbench.execution.environment import api_key, load_script, resolve_cli, 
 from skillbench.experiment import overlay, skillformat
 from skillbench.experiment.arms import check_candidate_arms, incumbent_of
 from skillbench.experiment.configcheck import next_step
+from skillbench.experiment.settings import proposer_settings
 from skillbench.grading import oracle
 from skillbench.preflight import checked_overlay
 from skillbench.reporting import report
-from skillbench.steps import start_session_job, with_run_control
+from skillbench.steps import job_run_control, start_session_job
 
 
 def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, bytes]]:
@@ -226,22 +227,22 @@ def propose_overlay(
 ) -> None:
     """One proposer session (`settings`: the config sections the proposer reads) → the generation's candidate
     folder `overlay_out`, proposal.md, the session record and the prompt it was given."""
-    start_session_job(settings)
-    settings = with_run_control(settings, run_control)
+    typed = proposer_settings(settings, job_run_control(run_control))
+    start_session_job(typed.sandbox)
 
     try:
         oracles = bound_oracles(bindings, oracle_dirs)
     except overlay.OverlayError as exc:
         raise ProposerError(str(exc)) from exc
     record, ledger = run_proposer(
-        config=settings,
+        settings=typed,
         generation=generation,
         evidence=Path(evidence_dir),
         repository=Path(repository),
         # The proposer runs Claude Code.
-        agent_install=DEFAULT_ADAPTER.install(resolve_cli(settings["agent"]["cli"])),
+        agent_install=DEFAULT_ADAPTER.install(resolve_cli(typed.agent.cli)),
         model_script=load_script(model_script),
-        api_key=api_key(settings["model"]["api_key_env"]),
+        api_key=api_key(typed.model.api_key_env),
         overlay_out=Path(overlay_out),
         proposal_out=Path(proposal_out),
         prompt_out=Path(prompt_out),

@@ -8,6 +8,7 @@ from typing import Any, cast
 from skillbench.base import artifacts
 from skillbench.base.records import TaskBinding
 from skillbench.execution.environment import secrets
+from skillbench.experiment.settings import check_settings
 from skillbench.grading import taskcheck
 from skillbench.grading.binding import bind_task as bind_task_files
 from skillbench.steps import start_session_job
@@ -59,12 +60,13 @@ def check_task(
     """The task check before any session: write check.json (0600: it holds oracle output) or raise naming why.
 
     `settings` holds the config sections the check reads (agent timeouts, sandbox)."""
-    start_session_job(settings)
+    typed = check_settings(settings)
+    start_session_job(typed.sandbox)
     task_binding = cast(TaskBinding, artifacts.read_artifact(Path(binding), "task-binding"))
     document = taskcheck.check_task(
         task,
         task_binding,
-        config=settings,
+        settings=typed,
         template=Path(template),
         oracle_snapshot=Path(oracle_snapshot),
         solution=taskcheck.solution_bytes(task, Path(suite), task_binding),
