@@ -164,7 +164,7 @@ def run_until(project, config: dict, ready, timeout: float = WAIT_S) -> subproce
     return process
 
 
-def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_path):
+def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project):
     config = small("evo", generations=3)
     logs = project.root / "logs" / "evo" / "run_cell" / "gen1"
     process = run_until(project, config, lambda: logs.exists() and any(logs.rglob("*.log")))
@@ -201,15 +201,6 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project, tmp_
     staged = project.results("evo", "gen1", "evidence", "gate-summary.json").read_text()
     assert "keep_incumbent" in staged
     assert "run the verify command once" in project.results("evo", "gen1", "proposal.md").read_text()
-
-    # The same decisions as an uninterrupted run of the same experiment.
-    fresh = type(project)(tmp_path / "fresh")
-    subprocess.run(["cp", "-a", str(project.root), str(fresh.root)], check=True)
-    subprocess.run(
-        ["rm", "-rf", str(fresh.root / "results"), str(fresh.root / ".snakemake"), str(fresh.root / "logs")], check=True
-    )
-    fresh.snakemake(config=config)
-    assert decisions(json.loads(fresh.results("evo", "summary.json").read_text())) == decisions(summary)
 
     applied = subprocess.run(
         [SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml"],

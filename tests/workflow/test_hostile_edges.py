@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from conftest import GIT_ENV, SNAKEMAKE, copy_project
+from conftest import GIT_ENV, SNAKEMAKE, WAIT_S, copy_project
 from test_containment import tool_calls
 
 SUITE = Path(__file__).parent / "suites" / "edges"
@@ -165,7 +165,7 @@ def test_a_killed_snakemake_leaves_no_paying_session_and_a_rerun_has_one_record_
     )
     tracked: dict[int, str] = {}
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + WAIT_S
         while True:  # both cells' sessions are inside their long command
             table = process_table()
             sleeping = [

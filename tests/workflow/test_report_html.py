@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SNAKEMAKE, Project, copy_project
+from conftest import SNAKEMAKE, WAIT_S, Project, copy_project
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
 CONFIG = {
@@ -60,7 +60,7 @@ def killed_half_way(project: Project, results: Path) -> None:
             return False
         return done >= 1 and any(running.iterdir())
 
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + WAIT_S
     while not half_way():
         assert process.poll() is None, "snakemake finished before the interruption point"
         assert time.monotonic() < deadline, "no cell finished while another ran"

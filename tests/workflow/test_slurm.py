@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Project, copy_project
+from conftest import WAIT_S, Project, copy_project
 from slurm_fixture import slurm_cluster, slurm_job_history, slurm_unavailable
 from test_sweep import assert_no_overlap
 
@@ -93,7 +93,7 @@ def test_cluster_run_matches_local_run_resumes_after_a_crash_and_caps_sessions(p
         crashed = subprocess.Popen(
             command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + WAIT_S
         while not any(job["rule"] == "run_cell" for job in slurm_job_history(state, workdir=project.root)):
             assert crashed.poll() is None, "snakemake ended before any cell was submitted"
             assert time.monotonic() < deadline, "no cell was ever submitted to SLURM"
