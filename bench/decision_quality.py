@@ -491,9 +491,12 @@ def agent_scenarios() -> tuple[AgentScenario, ...]:
     return (
         AgentScenario("A1", "null: every agent identical", (0.0, 0.0, 0.0), 12, 3, {"all": null, "any": null}),
         AgentScenario("A2", "two agents 15 % cheaper, one 15 % dearer", (0.15, 0.15, -0.15), 12, 3, {"all": null}),
-        AgentScenario("A3", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), 12, 3, {"all": null}),
-        AgentScenario("A4", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), k_power, n_power, {"all": null}),
-        AgentScenario("A5", "every agent 15 % cheaper", (0.15, 0.15, 0.15), k_power, n_power),
+        # The intersection-union test's least favourable case: two agents surely promote, so all's rate is the third
+        # (identical) pair's false-promotion rate alone, which its own test keeps at most alpha.
+        AgentScenario("A3", "two agents 30 % cheaper, one identical", (0.3, 0.3, 0.0), k_power, n_power, {"all": null}),
+        AgentScenario("A4", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), 12, 3, {"all": null}),
+        AgentScenario("A5", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), k_power, n_power, {"all": null}),
+        AgentScenario("A6", "every agent 15 % cheaper", (0.15, 0.15, 0.15), k_power, n_power),
     )
 
 
