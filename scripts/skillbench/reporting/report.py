@@ -711,9 +711,10 @@ def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str,
     return ("promoted" if promoted is not None else "not_promoted"), promoted
 
 
-def _decision_cell(decision: dict[str, Any]) -> str:
-    """``candidate (agent): decision``, and ``→ verdict`` when the verdict across agents differs from it."""
-    agent = f" ({md_text(decision['agent'] or 'unrecorded')})" if "agent" in decision else ""
+def _decision_cell(decision: dict[str, Any], several: bool) -> str:
+    """``candidate: decision``; with several pairs also ``(agent)``, and ``→ verdict`` when the verdict across
+    agents differs from the pair's own decision."""
+    agent = f" ({md_text(decision['agent'] or 'unrecorded')})" if several and "agent" in decision else ""
     verdict = decision.get("verdict", decision["decision"])
     shift = f" → {md_text(verdict)}" if verdict != decision["decision"] else ""
     return f"{md_text(decision['candidate_arm'])}{agent}: {md_text(decision['decision'])}{shift}"
@@ -722,7 +723,8 @@ def _decision_cell(decision: dict[str, Any]) -> str:
 def _generation_table(summary: dict[str, Any]) -> list[str]:
     lines = ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
     for generation in summary["generations"]:
-        decisions = ", ".join(_decision_cell(decision) for decision in generation["decisions"])
+        several = len(generation["decisions"]) > 1
+        decisions = ", ".join(_decision_cell(decision, several) for decision in generation["decisions"])
         across = generation.get("across_agents")
         if across and len(generation["decisions"]) > 1:
             decisions += f"; across agents ({md_text(across['rule'])}): **{md_text(across['decision'])}**"
