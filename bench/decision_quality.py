@@ -12,6 +12,7 @@ standard error and the paid sessions per decision.
     .venv/bin/python bench/decision_quality.py                 # 2,000 trials per row; rewrites docs/gate.md
     .venv/bin/python bench/decision_quality.py --trials 300 --no-docs
     .venv/bin/python bench/decision_quality.py --part sequential   # fixed vs sequential designs only
+    .venv/bin/python bench/decision_quality.py --part agents       # one candidate across three agent CLIs
     .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
 
 It exits non-zero when a goal is missed. The draws are seeded, so a rerun prints the same table. The bench
@@ -467,12 +468,133 @@ def sequential_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     return [], {f"{name}/futility {level:g}": count for (name, level), count in counts.items()}
 
 
+# ─── Several agents: one candidate, a pair per agent CLI ────────────────────
+
+AGENT_START, AGENT_END = "<!-- agents:start -->", "<!-- agents:end -->"
+AGENT_NAMES = ("claude-code", "opencode", "copilot")
+AGENT_OFFSET_SD = 0.3  # each agent's own per-task cost level around the suite's (the CLIs differ per task)
+
+
+@dataclass(frozen=True)
+class AgentScenario:
+    name: str
+    truth: str
+    savings: tuple[float, ...]  # per agent: its true saving on every task (negative: dearer)
+    tasks: int
+    runs: int
+    goals: dict = field(default_factory=dict)  # across_agents rule → (goal text, max rate or None, min rate or None)
+
+
+def agent_scenarios() -> tuple[AgentScenario, ...]:
+    k_power, n_power = recommended_design(15.0, tasks=None, shared_sd=0.0, generation=0)
+    null = ("≤ 5 %", 0.05, None)
+    return (
+        AgentScenario("A1", "null: every agent identical", (0.0, 0.0, 0.0), 12, 3, {"all": null, "any": null}),
+        AgentScenario("A2", "two agents 15 % cheaper, one 15 % dearer", (0.15, 0.15, -0.15), 12, 3, {"all": null}),
+        # The intersection-union test's least favourable case: two agents surely promote, so all's rate is the third
+        # (identical) pair's false-promotion rate alone, which its own test keeps at most alpha.
+        AgentScenario("A3", "two agents 30 % cheaper, one identical", (0.3, 0.3, 0.0), k_power, n_power, {"all": null}),
+        AgentScenario("A4", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), 12, 3, {"all": null}),
+        AgentScenario("A5", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), k_power, n_power, {"all": null}),
+        AgentScenario("A6", "every agent 15 % cheaper", (0.15, 0.15, 0.15), k_power, n_power),
+    )
+
+
+def run_agents_row(job: tuple[str, int, int]) -> dict[str, int]:
+    """Promotions under across_agents all and any over ``trials`` seeded three-agent generations of one scenario,
+    each agent's pair decided by the gate (``evaluate_candidate``) and combined by ``gate.across_agents``."""
+    from skillbench.decision.gate import across_agents, resolve_policy
+
+    name, trials, seed = job
+    scenario = next(s for s in agent_scenarios() if s.name == name)
+    drawn = Scenario(name, "", "", scenario.tasks, scenario.runs)
+    rng = np.random.default_rng(seed)
+    policies = {rule: resolve_policy({"across_agents": rule}) for rule in ("all", "any")}
+    counts = {"all": 0, "any": 0, "sessions": 0}
+    ones = np.ones(scenario.tasks)
+    for _ in range(trials):
+        suite_base = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, scenario.tasks)
+        decisions, rows = [], []
+        for agent, saving in zip(AGENT_NAMES, scenario.savings, strict=True):
+            base = suite_base + rng.normal(0.0, AGENT_OFFSET_SD, scenario.tasks)
+            effects = np.full(scenario.tasks, math.log(1 - saving))
+            incumbent = _arm_rows(INCUMBENT, *draw_arm(rng, drawn, base, np.zeros(scenario.tasks), ones))
+            candidate = _arm_rows(CANDIDATE, *draw_arm(rng, drawn, base, effects, ones))
+            pair = incumbent + candidate
+            decisions.append(
+                evaluate_candidate(
+                    aggregate_by_task(pair),
+                    incumbent_arm=INCUMBENT,
+                    candidate_arm=CANDIDATE,
+                    model="simulated-model",
+                    policy={},
+                    rows=pair,
+                    generation=0,
+                )
+            )
+            rows += [{**row, "agent": agent} for row in pair]
+        for rule, policy in policies.items():
+            # The pairs' own decisions do not depend on across_agents; only how they combine does.
+            counts[rule] += across_agents(decisions, [], policy)["decision"] == "promote"
+        counts["sessions"] += 2 * scenario.tasks * scenario.runs * len(AGENT_NAMES)
+    return counts
+
+
+def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The three-agent table: how often one candidate is promoted across three agents under each rule."""
+    trials, rows = args.agent_trials, agent_scenarios()
+    jobs = [(s.name, trials, args.seed + 104729 * (i + 1)) for i, s in enumerate(rows)]
+    started = time.monotonic()
+    counts = dict(zip([job[0] for job in jobs], _pool_map(run_agents_row, jobs, args.workers), strict=True))
+    header = ["row", "truth (per agent)", "design per agent", "sessions", "all", "any", "goal"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    missed = []
+    for scenario in rows:
+        count = counts[scenario.name]
+        goals = []
+        for rule, (text, low, high) in scenario.goals.items():
+            holder = Scenario(scenario.name, "", "", 1, 1, goal_max=low, goal_min=high)
+            verdict = met(holder, count[rule], trials)
+            goals.append(f"{rule} {text} {'met' if verdict else 'MISSED'}")
+            if verdict is False:
+                missed.append(f"{scenario.name}/{rule}")
+        cells = [
+            scenario.name,
+            scenario.truth,
+            f"{scenario.tasks} × {scenario.runs}",
+            f"{count['sessions'] / trials:.0f}",
+            rate_text(count["all"], trials),
+            rate_text(count["any"], trials),
+            "; ".join(goals) or "—",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    body = "\n".join(
+        [
+            f"One candidate on three agents ({', '.join(AGENT_NAMES)}), a pair per agent, each decided by the "
+            f"noise_aware rule at generation 0 (alpha/2) and combined by `gate.across_agents`; {trials} simulated "
+            f"generations per row, seed {args.seed}; every agent's pair sees its own draws (task levels: the suite's "
+            f"uniform ±{BASELINE_SPREAD:g} plus an agent offset sd {AGENT_OFFSET_SD:g}; run noise lognormal "
+            f"σ = {SIGMA:g}; all runs resolve). Promotion rate in percent ± its Monte-Carlo standard error; "
+            "sessions: paid sessions per decision, every agent's both arms. A goal is met within two Monte-Carlo "
+            "standard errors.",
+            "",
+            "\n".join(lines),
+        ]
+    )
+    print(body)
+    print(f"\n({time.monotonic() - started:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    if not args.no_docs:
+        write_docs(args.docs, body, AGENT_START, AGENT_END)
+    return missed, counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2000, help="simulated experiments per row and rule")
     parser.add_argument("--sequential-trials", type=int, default=1000, help="simulated decisions per sequential row")
     parser.add_argument("--futility", type=float, nargs="+", default=[0.1], help="futility levels to compare")
-    parser.add_argument("--part", choices=("all", "rules", "sequential"), default="all")
+    parser.add_argument("--agent-trials", type=int, default=400, help="simulated generations per three-agent row")
+    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents"), default="all")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
@@ -492,6 +614,10 @@ def main(argv: list[str] | None = None) -> int:
         found, counts = sequential_part(args)
         missed += found
         raw["sequential"] = counts
+    if args.part in ("all", "agents"):
+        found, counts = agents_part(args)
+        missed += found
+        raw["agents"] = counts
     if args.json:
         scenarios()  # fills FIXED_DESIGNS in this process
         document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}

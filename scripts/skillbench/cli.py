@@ -137,6 +137,7 @@ def _gate(args: argparse.Namespace) -> int:
         "quality_margin_pct",
         "objective",
         "generation_spending",
+        "across_agents",
     ):
         if getattr(args, key) is not None:
             policy[key] = getattr(args, key)
@@ -562,6 +563,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="generation_spending",
         choices=["halving", "none"],
         help=f"alpha over generations: halving or none (default {gate_default('generation_spending')})",
+    )
+    regrade.add_argument(
+        "--across-agents",
+        dest="across_agents",
+        choices=["all", "any"],
+        help="how the pairs of several agent CLIs combine: every agent's pair promotes (all), or one survives Holm's "
+        f"correction and every other is no worse (any) (default {gate_default('across_agents')})",
     )
     regrade.add_argument(
         "--resolution-cost-margin-pct",

@@ -513,6 +513,9 @@ def test_promotion_document_with_two_candidates_and_main_loop_metric():
         "candidate_workflow_direct: keep_incumbent — t1: resolution regressed from 100% to 67%; "
         "t1: candidate must resolve every valid run for the oracle-backed quality floor "
         "(the incumbent resolves 3/3; got 2/3)",
+        # With several pairs, the verdict they make together (every pair must promote, by default).
+        "across agents (all): keep_incumbent — every agent must promote (across_agents all); kept by claude-code "
+        "(candidate_workflow_direct)",
     ]
 
 

@@ -367,11 +367,13 @@ class DecisionFields(TypedDict):
 class Decision(DecisionFields, total=False):
     """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`.
 
-    ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one."""
+    ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one; ``no_worse``
+    says whether every no-worse guard held (what ``across_agents: any`` asks of every agent's pair)."""
 
     looks: list[dict[str, Any]]
     plugins: dict[str, list[dict[str, Any]]]
     sequential: dict[str, Any]
+    no_worse: bool
 
 
 class PromotionDocument(TypedDict):
@@ -383,6 +385,7 @@ class PromotionDocument(TypedDict):
     evidence_expires_at: str
     policy: dict[str, Any]
     decisions: list[Decision]
+    agents: dict[str, Any]
     error_control: dict[str, Any]
     benchmark_model: str | None
     effort: str | None

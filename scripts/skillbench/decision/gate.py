@@ -46,6 +46,8 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "DEFAULT_POLICY",
+    "across_agents",
+    "check_policy_design",
     "GateInputError",
     "bootstrap_median_ci",
     "evaluate_candidate",
@@ -73,6 +75,11 @@ OBJECTIVES = gate_stats.OBJECTIVES
 # so any number of generations together stays below alpha and extending a run never changes the share
 # an earlier generation was gated at; ``none`` tests every generation at alpha (per-generation error only).
 GENERATION_SPENDING = ("halving", "none")
+# How the pairs of a candidate that several agent CLIs run combine (``across_agents``): ``all`` promotes only when
+# every pair (one per agent) promotes on its own test at the generation's alpha (an intersection-union test: the
+# false-promotion rate stays <= alpha without a correction); ``any`` promotes when at least one pair's cheaper
+# claim survives Holm's correction across the pairs and every pair's no-worse guards hold.
+ACROSS_AGENTS = ("all", "any")
 # A candidate can win on cost or on resolution; an identical candidate must clear neither more
 # than its generation's alpha of the time in total, so the resolution route spends a tenth of it
 # (weighted Bonferroni) and the cost test the rest.
@@ -115,6 +122,7 @@ DEFAULT_POLICY: dict[str, Any] = {
     "objective": "total_spend",
     "generation_spending": "halving",
     "resolution_cost_margin_pct": 10.0,
+    "across_agents": "all",
 }
 # How long a promotion's evidence stays valid is the gate's, not the experiment's, to choose.
 POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
@@ -156,6 +164,11 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
         raise GateInputError(f"unknown promotion policy key(s): {', '.join(unknown)}")
     if merged["rule"] not in RULES:
         raise GateInputError(f"unsupported promotion rule {merged['rule']!r}: choose one of {', '.join(RULES)}")
+    if merged.get("across_agents") == "any" and merged["rule"] != "noise_aware":
+        raise GateInputError(
+            "promotion policy across_agents any needs rule noise_aware: the Holm correction across agents works on "
+            "the cost tests' p-values, which the upstream rule does not decide on"
+        )
     if merged["metric"] not in PROMOTION_METRICS:
         raise GateInputError(
             f"unsupported promotion metric {merged['metric']!r}: choose one of {', '.join(PROMOTION_METRICS)}"
@@ -189,7 +202,11 @@ def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
 
 def _check_decision_keys(merged: dict[str, Any]) -> None:
     """The objective, the spending over generations and the resolution route's spend margin (normalised in place)."""
-    for key, allowed in (("objective", OBJECTIVES), ("generation_spending", GENERATION_SPENDING)):
+    for key, allowed in (
+        ("objective", OBJECTIVES),
+        ("generation_spending", GENERATION_SPENDING),
+        ("across_agents", ACROSS_AGENTS),
+    ):
         if merged[key] not in allowed:
             raise GateInputError(f"promotion policy {key} must be one of {', '.join(allowed)} (got {merged[key]!r})")
     cost_margin = merged["resolution_cost_margin_pct"]
@@ -772,7 +789,9 @@ def _upstream_decision(
     if decision == "promote" and policy["require_confidence"]:
         decision = _confidence_outcome(verdict, pair, policy["metric"])
     tests = _pair_tests(pair, rows, policy, generation=generation)
-    return _decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    record = _decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    record["no_worse"] = not verdict.insufficient and not verdict.regressed
+    return record
 
 
 # ─── The tests behind a decision (both rules report them) ──────────────────
@@ -1154,7 +1173,16 @@ def _noise_aware_decision(
     _check_evidence_base(verdict, pair, policy)
     decision = _noise_aware_outcome(verdict, tests, policy)
     record = _decision_record(pair, rule="noise_aware", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    record["no_worse"] = not verdict.insufficient and not verdict.regressed and _not_worse_on_tests(tests, policy)
     return record, verdict.regressed
+
+
+def _not_worse_on_tests(tests: dict[str, Any], policy: dict[str, Any]) -> bool:
+    """The no-worse guards a test gives: the resolution shown within the margin (or better), and the total spend not
+    credibly higher (one-sided, at the policy's alpha: a guard that can only keep the incumbent)."""
+    spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
+    dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy["alpha"]
+    return tests["quality"]["conclusion"] in ("not_worse", "better") and not dearer
 
 
 def evaluate_candidate(
@@ -1253,6 +1281,7 @@ def promotion_document(
         decisions.append(decision)
 
     generated = generated_at.astimezone(UTC)
+    check_policy_design(policy, design)
     return {
         "schema": PROMOTION_SCHEMA,
         "run_status": run_status,
@@ -1264,6 +1293,7 @@ def promotion_document(
             "quality_rule": QUALITY_RULES[policy["rule"]],
         },
         "decisions": decisions,
+        "agents": across_agents(decisions, rows, policy),
         "error_control": error_control(policy, generation),
         "benchmark_model": binding["benchmark_model"],
         "effort": binding["effort"],
@@ -1274,6 +1304,151 @@ def promotion_document(
         "selected_tasks": binding["selected_tasks"],
         "target_base_digests": binding["target_base_digests"],
     }
+
+
+# ─── Across agents: one candidate, a pair per agent CLI ─────────────────────
+
+
+def check_policy_design(policy: dict[str, Any] | None, design: dict[str, Any] | None) -> None:
+    """Refuse ``across_agents: any`` with a sequential runs design (``run_design``): its Holm correction across
+    agents is not combined with the looks' alpha spending (``all`` needs no correction, so it runs with both)."""
+    resolved = resolve_policy(policy)
+    if design is not None and design["kind"] == "sequential" and resolved["across_agents"] == "any":
+        raise GateInputError(
+            "gate.across_agents any needs a fixed runs design: the Holm correction across agents is not combined "
+            "with a sequential design's looks (use across_agents all, which needs no correction, or a fixed runs)"
+        )
+
+
+def pair_agent(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: str) -> str | None:
+    """The agent CLI a pair's valid rows ran (None when none recorded one, or they ran several: such a pair is
+    insufficient_evidence by the comparable-rows guard)."""
+    seen = {
+        cast("Mapping[str, str | None]", row).get("agent")
+        for row in rows
+        if row["arm"] in (incumbent_arm, candidate_arm) and is_valid(row)
+    }
+    return next(iter(seen)) if len(seen) == 1 else None
+
+
+def _agent_name(agent: str | None) -> str:
+    return agent or "an unrecorded agent"
+
+
+def _promoted_on_resolution(decision: Decision, policy: dict[str, Any]) -> bool:
+    """Whether a promoting pair promoted on its resolution route (credibly better, spend within the margin)."""
+    tests = decision["tests"]
+    return tests["quality"]["conclusion"] == "better" and _resolution_route(tests, policy)[0]
+
+
+def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], policy: dict[str, Any]) -> dict[str, Any]:
+    """The candidate's verdict across the agent CLIs its pairs ran (``policy["across_agents"]``), one verdict per
+    pair (the usual setup: one evolution arm per agent).
+
+    ``all`` (default): promote only when every pair promotes on its own tests, each at the generation's alpha —
+    an intersection-union test, so a candidate no agent finds better is promoted at most alpha of the time
+    without any correction; a pair that keeps the incumbent or lacks evidence keeps the candidate out.
+
+    ``any``: every pair's no-worse guards must hold (its per-task checks, the resolution shown within the margin,
+    the total spend not credibly higher; a pair without evidence gives insufficient_evidence), and at least one
+    pair's promotion claim must survive Holm's correction across the pairs: the cost route's p-values at the cost
+    test's alpha, the resolution route's at its own. A pair whose guards hold but whose claim does not is
+    ``no_worse``. Pure: the decisions (and their rows, for each pair's agent) in, the block out.
+    """
+    rule = policy["across_agents"]
+    pvalue = [decision["tests"]["cost"]["p_value"] for decision in decisions]
+    adjusted = gate_stats.holm([1.0 if p is None else p for p in pvalue]) if rule == "any" else pvalue
+    better = [decision["tests"]["quality"]["p_better"] for decision in decisions]
+    better_adjusted = gate_stats.holm([1.0 if p is None else p for p in better]) if rule == "any" else better
+    verdicts = []
+    for index, decision in enumerate(decisions):
+        agent = pair_agent(rows, decision["incumbent_arm"], decision["candidate_arm"])
+        cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
+        no_worse = bool(decision.get("no_worse", False))
+        verdict, reason = decision["decision"], decision["reasons"][0] if decision["reasons"] else ""
+        if rule == "any" and verdict != "insufficient_evidence":
+            if not no_worse:
+                verdict = "keep_incumbent"
+            elif verdict == "promote":
+                resolution = _promoted_on_resolution(decision, policy)
+                p_adj, level = (
+                    (better_adjusted[index], quality["better_alpha"])
+                    if resolution
+                    else (adjusted[index], cost["alpha"])
+                )
+                if p_adj is None or p_adj > level:
+                    verdict = "no_worse"
+                    reason = (
+                        f"its {'resolution' if resolution else 'cost'} claim does not survive Holm's correction across "
+                        f"{len(decisions)} agents (adjusted p {_p_text(p_adj)} > alpha {level:g}); no worse"
+                    )
+            else:
+                verdict = "no_worse"
+                shown = quality["conclusion"].replace("_", " ")
+                reason = f"no worse (resolution {shown}, spend not credibly higher); {reason}"
+        verdicts.append(
+            {
+                "agent": agent,
+                "incumbent_arm": decision["incumbent_arm"],
+                "candidate_arm": decision["candidate_arm"],
+                "pair_decision": decision["decision"],
+                "verdict": verdict,
+                "no_worse": no_worse,
+                "cost_estimate_pct": cost["estimate_pct"],
+                "cost_p_value": cost["p_value"],
+                "cost_p_adjusted": adjusted[index],
+                "reason": reason,
+            }
+        )
+    outcome, why = _across_outcome(rule, verdicts)
+    return {
+        "rule": rule,
+        "decision": outcome,
+        "reason": why,
+        "statement": _across_statement(rule, len(decisions)),
+        "verdicts": verdicts,
+    }
+
+
+def _across_outcome(rule: str, verdicts: list[dict[str, Any]]) -> tuple[str, str]:
+    """The candidate's decision over the agents' verdicts, and the sentence why."""
+
+    def named(kind: str) -> str:
+        return ", ".join(f"{_agent_name(v['agent'])} ({v['candidate_arm']})" for v in verdicts if v["verdict"] == kind)
+
+    if not verdicts:
+        return "insufficient_evidence", "no candidate pair was decided"
+    kinds = {verdict["verdict"] for verdict in verdicts}
+    if "insufficient_evidence" in kinds and (rule == "any" or "keep_incumbent" not in kinds):
+        return "insufficient_evidence", f"not enough evidence on {named('insufficient_evidence')}"
+    if "keep_incumbent" in kinds:
+        if rule == "all":
+            return "keep_incumbent", f"every agent must promote (across_agents all); kept by {named('keep_incumbent')}"
+        return "keep_incumbent", f"a no-worse guard failed on {named('keep_incumbent')} (across_agents any)"
+    if rule == "all":
+        return "promote", f"every agent promotes: {named('promote')}"
+    if "promote" in kinds:
+        tail = f"; no worse on {named('no_worse')}" if "no_worse" in kinds else ""
+        return "promote", f"better after Holm's correction across agents on {named('promote')}{tail}"
+    return (
+        "keep_incumbent",
+        f"no agent's claim survives Holm's correction across agents; no worse on {named('no_worse')}",
+    )
+
+
+def _across_statement(rule: str, pairs: int) -> str:
+    if rule == "all":
+        return (
+            f"across_agents all: each of the {pairs} agent pair(s) is tested at the generation's alpha and all must "
+            "promote (an intersection-union test: promoting a candidate that is no better on some agent has "
+            "probability at most alpha, with no correction across agents)"
+        )
+    return (
+        f"across_agents any: at least one of the {pairs} agent pair(s) must show its saving (or better resolution) "
+        "after Holm's correction across the pairs, and every pair its no-worse guards (per-task checks, resolution "
+        "within the margin, total spend not credibly higher): promoting a candidate no agent finds better has "
+        "probability at most alpha"
+    )
 
 
 def _check_promotion_inputs(
@@ -1315,11 +1490,16 @@ def plugin_pins(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: st
 
 
 def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
-    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs."""
-    return [
+    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs, and
+    with several decisions a last line on the verdict across agents (what decides whether the generation promotes)."""
+    lines = [
         f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
         for decision in promotion.get("decisions", [])
     ]
+    agents = promotion.get("agents")
+    if isinstance(agents, dict) and len(lines) > 1:
+        lines.append(f"across agents ({agents.get('rule')}): {agents.get('decision')} — {agents.get('reason')}")
+    return lines
 
 
 # ─── Sequential designs: interim looks with alpha spending ──────────────────

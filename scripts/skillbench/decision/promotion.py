@@ -14,12 +14,26 @@ from pathlib import Path
 from typing import Any, cast
 
 from skillbench.base import artifacts
-from skillbench.base.records import PromotionDocument, ResultRow
+from skillbench.base.records import Decision, PromotionDocument, ResultRow
 
 
-def is_promoted(promotion: dict[str, Any]) -> bool:
-    """A generation promotes when it has decisions and every one of them is `promote`."""
-    return bool(promotion["decisions"]) and all(d["decision"] == "promote" for d in promotion["decisions"])
+def is_promoted(promotion: Mapping[str, Any]) -> bool:
+    """A generation promotes when its verdict across agents is `promote`, recomputed from its decisions under its
+    policy's ``across_agents`` and stated so by the document (``agents.decision``): under ``all`` every decision is
+    `promote`; under ``any`` one pair's claim survives Holm's correction and every other pair is no worse. A
+    document written before the verdict across agents existed promotes when every decision is `promote`."""
+    decisions = promotion.get("decisions")
+    if not isinstance(decisions, list) or not decisions or not all(isinstance(d, dict) for d in decisions):
+        return False
+    agents = promotion.get("agents")
+    if isinstance(agents, dict) and agents.get("decision") != "promote":
+        return False
+    policy = promotion.get("policy")
+    if isinstance(policy, dict) and policy.get("across_agents") == "any":
+        from skillbench.decision import gate
+
+        return bool(gate.across_agents(cast("list[Decision]", decisions), [], policy)["decision"] == "promote")
+    return all(d.get("decision") == "promote" for d in decisions)
 
 
 def run_status(rows: Sequence[Mapping[str, Any]], tasks: list[str], arms: list[str]) -> str:

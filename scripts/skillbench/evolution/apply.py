@@ -54,7 +54,8 @@ from typing import Any, NoReturn
 
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
-from skillbench.decision.gate import resolve_policy
+from skillbench.decision.gate import across_agents, resolve_policy
+from skillbench.decision.promotion import is_promoted
 from skillbench.execution import repo
 from skillbench.experiment import overlay
 from skillbench.experiment.arms import ArmError, incumbent_of, required_candidate_arms
@@ -143,12 +144,7 @@ def promoted_generation(results_dir: Path) -> tuple[int, Path]:
             continue
         with raised_as(ApplyError, artifacts.ArtifactError):
             document = artifacts.read_json(path)
-        decisions = document.get("decisions") if isinstance(document, dict) else None
-        if (
-            isinstance(decisions, list)
-            and decisions
-            and all(isinstance(item, dict) and item.get("decision") == "promote" for item in decisions)
-        ):
+        if isinstance(document, dict) and is_promoted(document):
             return number, folder
     raise ApplyError(f"no promoted generation in {results_dir}")
 
@@ -240,6 +236,7 @@ def validate_promotion_for_apply(
     )
     _check_evidence_window(promotion, datetime.now(UTC) if now is None else now)
     _check_decisions(promotion["decisions"], required, {candidate: incumbent for incumbent, candidate in pairs}, policy)
+    _check_across_agents(promotion, policy)
 
 
 def _check_binding(promotion: dict[str, Any], expected: dict[str, Any], policy: dict[str, Any]) -> None:
@@ -293,7 +290,9 @@ def _check_decisions(
                 f"promotion decision for {candidate} pairs it with {decision['incumbent_arm']}, "
                 f"not {paired_incumbent[candidate]}"
             )
-        if decision["decision"] != "promote":
+        # Under across_agents any, a pair that is no worse may keep its own incumbent while another agent's promotes.
+        no_worse = policy.get("across_agents") == "any" and decision["decision"] == "keep_incumbent"
+        if decision["decision"] != "promote" and not (no_worse and decision.get("no_worse") is True):
             reasons = "; ".join(decision["reasons"][:3])
             raise ApplyError(f"candidate arm {candidate} is not promotable: {decision['decision']} ({reasons})")
         if decision["metric"] != policy.get("metric"):
@@ -301,6 +300,24 @@ def _check_decisions(
                 f"promotion decision metric mismatch for {candidate}: {decision['metric']} "
                 f"(policy: {policy.get('metric')})"
             )
+
+
+def _check_across_agents(promotion: dict[str, Any], policy: dict[str, Any]) -> None:
+    """The verdict across agents, recomputed from the decisions under the policy, promotes and matches the
+    document's (a document whose per-agent verdicts were edited, or that predates them under ``any``, is refused)."""
+    recomputed = across_agents(promotion["decisions"], [], policy)
+    if recomputed["decision"] != "promote":
+        raise ApplyError(f"the candidate is not promotable across agents: {recomputed['reason']}")
+    stored = promotion.get("agents")
+    if stored is None:
+        if policy.get("across_agents") == "all":
+            return
+        raise ApplyError("promotion.json has no verdict across agents; regrade it with `skillbench gate`")
+    verdicts = [(v["candidate_arm"], v["verdict"]) for v in stored.get("verdicts", [])]
+    if stored.get("decision") != "promote" or verdicts != [
+        (v["candidate_arm"], v["verdict"]) for v in recomputed["verdicts"]
+    ]:
+        raise ApplyError("promotion.json's verdicts across agents do not follow from its decisions")
 
 
 # ─── Loading and cross-checking the generation's artifacts ──────────────────

@@ -133,10 +133,12 @@ def required_candidate_arms(config: dict[str, Any], touched: set[str], source: s
 def check_candidate_arms(
     expected: list[str], arm_skills: dict[str, list[str]], touched: set[str], source: str
 ) -> list[str]:
-    """``expected`` (the experiment's candidate arms), when they are exactly the candidates of the selected arms
-    (``arm_skills``: arm → its skills) that load a skill the overlay at ``source`` touches."""
+    """``expected`` (the experiment's candidate arms, in their order), when they are exactly the candidates of the
+    selected arms (``arm_skills``: arm → its skills) that load a skill the overlay at ``source`` touches."""
     needed = [candidate_of(arm) for arm, skills in arm_skills.items() if touched.intersection(skills)]
-    if needed != expected:
+    # The same arms in any order: evolution.arms may list them in another order than the config defines them (a
+    # config merged over the default one puts its own arms after the default's).
+    if set(needed) != set(expected):
         raise OverlayError(
             f"overlay {source} changes {sorted(touched)}, which needs the paired arms {needed or 'none'}; this "
             f"experiment benchmarks {expected} (evolution.arms). Change a skill of every one of those arms, or "

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
 from skillbench.decision.aggregate import is_valid
+from skillbench.decision.promotion import is_promoted
 from skillbench.execution.access import RunSpend
 from skillbench.experiment import runrecord
 
@@ -105,8 +106,7 @@ def effective_generations(root: Path, plan: dict[str, Any]) -> int:
             document = json.loads(promotion.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        decisions = document.get("decisions") or []
-        if decisions and all(decision.get("decision") == "promote" for decision in decisions):
+        if isinstance(document, dict) and is_promoted(document):
             return generation + 1
     return plan["generations"]
 

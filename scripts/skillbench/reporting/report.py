@@ -468,11 +468,43 @@ def _promotion_lines(promotion: dict[str, Any]) -> list[str]:
             f"Run status {md_code(promotion['run_status'])}: every decision is forced to insufficient_evidence.",
             "",
         ]
+    lines += _agents_lines(promotion.get("agents"))
     for index, decision in enumerate(promotion.get("decisions", [])):
         if index:
             lines.append("")
         lines += _decision_lines(decision)
     return lines
+
+
+def _agents_lines(agents: dict[str, Any] | None) -> list[str]:
+    """The candidate's verdict across the agent CLIs (one row per pair) and the decision they make together; a
+    single pair's decision is the candidate's, so it has no such section."""
+    if not agents or len(agents["verdicts"]) < 2:
+        return []
+    adjusted = "p (Holm across agents)" if agents["rule"] == "any" else "p"
+    lines = [
+        f"### Across agents ({md_code('across_agents: ' + agents['rule'])}): **{md_text(agents['decision'])}**",
+        "",
+        f"{md_prose(agents['reason'])}. {md_prose(agents['statement'])}.",
+        "",
+        f"| agent | candidate vs incumbent | pair decision | verdict | saving % | {adjusted} |",
+        "| --- | --- | --- | --- | ---: | ---: |",
+    ]
+    for verdict in agents["verdicts"]:
+        p_value = verdict["cost_p_adjusted"]
+        lines.append(
+            _table_line(
+                [
+                    md_text(verdict["agent"] or "unrecorded"),
+                    f"{md_text(verdict['candidate_arm'])} vs {md_text(verdict['incumbent_arm'])}",
+                    md_text(verdict["pair_decision"]),
+                    f"**{md_text(verdict['verdict'])}**",
+                    _pct(verdict["cost_estimate_pct"]),
+                    "n/a" if p_value is None else f"{p_value:.4g}",
+                ]
+            )
+        )
+    return [*lines, ""]
 
 
 def render_report(
@@ -638,12 +670,26 @@ def generation_summary(
                 "decision": d["decision"],
                 "median_improvement_pct": d["median_improvement_pct"],
                 "reasons": d["reasons"],
+                **({"agent": v["agent"], "verdict": v["verdict"]} if v else {}),
             }
-            for d in promotion["decisions"]
+            for d, v in zip(promotion["decisions"], _verdicts(promotion), strict=True)
         ],
         "gate_summary": gate_summary,
         "error_control": promotion["error_control"],
+        **(
+            {"across_agents": {key: promotion["agents"][key] for key in ("rule", "decision", "reason")}}
+            if promotion.get("agents")
+            else {}
+        ),
     }
+
+
+def _verdicts(promotion: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Each decision's verdict across agents (None for a document written before them)."""
+    agents = promotion.get("agents")
+    if agents and len(agents["verdicts"]) == len(promotion["decisions"]):
+        return list(agents["verdicts"])
+    return [None] * len(promotion["decisions"])
 
 
 def _error_control_line(summary: dict[str, Any]) -> list[str]:
@@ -665,13 +711,23 @@ def run_outcome(requested: int, generations: list[dict[str, Any]]) -> tuple[str,
     return ("promoted" if promoted is not None else "not_promoted"), promoted
 
 
+def _decision_cell(decision: dict[str, Any], several: bool) -> str:
+    """``candidate: decision``; with several pairs also ``(agent)``, and ``→ verdict`` when the verdict across
+    agents differs from the pair's own decision."""
+    agent = f" ({md_text(decision['agent'] or 'unrecorded')})" if several and "agent" in decision else ""
+    verdict = decision.get("verdict", decision["decision"])
+    shift = f" → {md_text(verdict)}" if verdict != decision["decision"] else ""
+    return f"{md_text(decision['candidate_arm'])}{agent}: {md_text(decision['decision'])}{shift}"
+
+
 def _generation_table(summary: dict[str, Any]) -> list[str]:
     lines = ["| generation | origin | candidate digest | arms | decision |", "| --- | --- | --- | --- | --- |"]
     for generation in summary["generations"]:
-        decisions = ", ".join(
-            f"{md_text(decision['candidate_arm'])}: {md_text(decision['decision'])}"
-            for decision in generation["decisions"]
-        )
+        several = len(generation["decisions"]) > 1
+        decisions = ", ".join(_decision_cell(decision, several) for decision in generation["decisions"])
+        across = generation.get("across_agents")
+        if across and len(generation["decisions"]) > 1:
+            decisions += f"; across agents ({md_text(across['rule'])}): **{md_text(across['decision'])}**"
         lines.append(
             _table_line(
                 [
