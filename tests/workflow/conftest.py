@@ -134,7 +134,16 @@ def project(tmp_path: Path) -> Project:
 # `make test` runs the suite on two workers, a test file each at a time (`--dist loadfile`, in collection order).
 # The workflow files are the long ones, so they go first, the longest of them (measured) at the head: a long file
 # that started last would leave the other worker idle at the end. The unit files then fill the gaps.
-LONGEST_FIRST = ("test_sequential_runs.py", "test_slurm.py", "test_evolution.py", "test_sweep.py", "test_faults.py")
+LONGEST_FIRST = (
+    "test_faults.py",
+    "test_hostile_cells.py",
+    "test_sequential_runs.py",
+    "test_slurm.py",
+    "test_evolution.py",
+    "test_report_html.py",
+    "test_hostile_edges.py",
+    "test_sweep.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
