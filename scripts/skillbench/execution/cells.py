@@ -321,18 +321,44 @@ def _host_path(value: str, mounts: dict[str, str]) -> str:
     return value
 
 
-def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str, label: str) -> ScriptedModel:
+def workspace_text(clone: Path, workspace: str) -> Callable[[str], str | None]:
+    """What the scripted model reads of the cell's clone (`agents.base.FileText`): the UTF-8 text of a regular file
+    at a path as the CLI sees it (under `workspace`, the clone's path in the sandbox), None for any other path, for a
+    file that is missing, not UTF-8, or that resolves outside the clone (a symlink out of it)."""
+    root = clone.resolve()
+
+    def read(path: str) -> str | None:
+        prefix = workspace.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            return None
+        host = (root / path[len(prefix) :]).resolve()
+        if not host.is_relative_to(root) or not host.is_file():
+            return None
+        try:
+            return host.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    return read
+
+
+def _scripted_model(
+    context: CellContext, cell: Cell, role: str, workspace: str, label: str, clone: Path | None = None
+) -> ScriptedModel:
+    """The session's scripted model; with `clone` (the host folder the CLI sees as `workspace`) the agent's
+    `tool_form` may read the clone's files (`workspace_text`)."""
     script = context.model_script
     if script is None:
         raise InfraError("model.provider is scripted but no model script was given")
     agent = context.agent
+    existing = workspace_text(clone, workspace) if clone is not None else None
     return ScriptedModel(
         session_steps(script, cell.task["id"], role),
         defaults=script.get("defaults", {}),
         variables={"workspace": workspace},
         variation_key=label,
         wire=agent.wire_api,
-        tool_form=agent.tool_form,
+        tool_form=lambda name, tool_input: agent.tool_form(name, tool_input, existing),
     )
 
 
@@ -353,7 +379,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         settings=context.settings,
         access=work.access,
         secrets=context.secrets,
-        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label),
+        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label, sandbox.clone),
         transcript_dir=context.run_dir / "transcripts",
         transcript_prefix=f"{session['role']}",
         log=context.log,
