@@ -325,7 +325,7 @@ def test_a_session_that_may_write_offers_edit_for_rewrites_and_a_read_only_one_n
 
 
 def test_the_scripted_model_reads_the_clones_files_and_nothing_outside_it(tmp_path: Path) -> None:
-    from skillbench.execution.cells import workspace_text
+    from skillbench.execution.cells import WORKSPACE_TEXT_BYTES, workspace_text
 
     clone, outside = tmp_path / "clone", tmp_path / "secret.txt"
     (clone / "pkg").mkdir(parents=True)
@@ -333,9 +333,12 @@ def test_the_scripted_model_reads_the_clones_files_and_nothing_outside_it(tmp_pa
     (clone / "latin.txt").write_bytes(b"\xe9t\xe9")
     outside.write_text("token")
     (clone / "link.txt").symlink_to(outside)
+    (clone / "out").symlink_to(tmp_path)  # a folder link out of the clone
+    (clone / "huge.txt").write_bytes(b"x" * (WORKSPACE_TEXT_BYTES + 1))
     read = workspace_text(clone, "/workspace")
     assert read("/workspace/pkg/mod.py") == "x = 1\n"
-    for path in ("/workspace/link.txt", "/workspace/../secret.txt", str(outside), "/workspace/pkg", "/workspace/no"):
+    paths = ("/workspace/link.txt", "/workspace/../secret.txt", "/workspace/out/secret.txt", "/workspace/huge.txt")
+    for path in (*paths, str(outside), "/workspace/pkg", "/workspace/no"):
         assert read(path) is None, path
     assert read("/workspace/latin.txt") is None
     name, arguments = copilot.tool_form("Write", {"file_path": "/workspace/pkg/mod.py", "content": "x = 2\n"}, read)

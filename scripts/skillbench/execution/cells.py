@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO, TypeVar, cast
 
 from skillbench.base import layout
-from skillbench.base.artifacts import ArtifactError, utc_timestamp
+from skillbench.base.artifacts import ArtifactError, read_regular_file, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
@@ -321,22 +321,28 @@ def _host_path(value: str, mounts: dict[str, str]) -> str:
     return value
 
 
+# The most the scripted model reads of one workspace file to rewrite it (a script's files are small).
+WORKSPACE_TEXT_BYTES = 1 << 20
+
+
 def workspace_text(clone: Path, workspace: str) -> Callable[[str], str | None]:
     """What the scripted model reads of the cell's clone (`agents.base.FileText`): the UTF-8 text of a regular file
     at a path as the CLI sees it (under `workspace`, the clone's path in the sandbox), None for any other path, for a
-    file that is missing, not UTF-8, or that resolves outside the clone (a symlink out of it)."""
+    file that is missing, not UTF-8, larger than `WORKSPACE_TEXT_BYTES`, a symlink, or under a folder that resolves
+    outside the clone. The clone is the agent's: the file is read through the one bounded, no-follow reader."""
     root = clone.resolve()
 
     def read(path: str) -> str | None:
         prefix = workspace.rstrip("/") + "/"
         if not path.startswith(prefix):
             return None
-        host = (root / path[len(prefix) :]).resolve()
-        if not host.is_relative_to(root) or not host.is_file():
+        host = root / path[len(prefix) :]
+        folder = host.parent.resolve()
+        if not folder.is_relative_to(root):
             return None
         try:
-            return host.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            return read_regular_file(folder / host.name, WORKSPACE_TEXT_BYTES, what="workspace file").decode("utf-8")
+        except (ArtifactError, OSError, UnicodeDecodeError):
             return None
 
     return read
