@@ -299,6 +299,52 @@ def test_tool_calls_in_the_harness_terms_map_onto_copilots_tools() -> None:
     )
 
 
+def test_a_write_of_an_existing_file_rewrites_it_with_edit_and_a_new_file_is_created() -> None:
+    files = {"/w/old.py": "a = 1\nb = 2\n", "/w/empty.py": ""}
+    adapter = copilot.Copilot()
+    # Copilot's create refuses a path that exists: a rewrite is an edit of the whole current text.
+    assert adapter.tool_form("Write", {"file_path": "/w/old.py", "content": "c = 3\n"}, files.get) == (
+        "edit",
+        {"path": "/w/old.py", "old_str": "a = 1\nb = 2\n", "new_str": "c = 3\n"},
+    )
+    assert adapter.tool_form("Write", {"file_path": "/w/new.py", "content": "d\n"}, files.get) == (
+        "create",
+        {"path": "/w/new.py", "file_text": "d\n"},
+    )
+    # An empty file has no text to match: the call stays a create (which Copilot refuses, as it would).
+    assert adapter.tool_form("Write", {"file_path": "/w/empty.py", "content": "e"}, files.get)[0] == "create"
+
+
+def test_a_session_that_may_write_offers_edit_for_rewrites_and_a_read_only_one_neither() -> None:
+    writer = offered_tools(copilot.cli_command("c", request(tools=["Read", "Write"])))
+    assert writer == ["view", "create", "edit"]
+    readonly = offered_tools(copilot.cli_command("c", request(tools=["Read", "Grep", "Glob", "Skill"])))
+    assert not {"create", "edit", "bash"} & set(readonly)
+    denied = offered_tools(copilot.cli_command("c", request(disallowed_tools=["Write", "Edit", "Bash"])))
+    assert not {"create", "edit", "bash"} & set(denied)
+
+
+def test_the_scripted_model_reads_the_clones_files_and_nothing_outside_it(tmp_path: Path) -> None:
+    from skillbench.execution.cells import WORKSPACE_TEXT_BYTES, workspace_text
+
+    clone, outside = tmp_path / "clone", tmp_path / "secret.txt"
+    (clone / "pkg").mkdir(parents=True)
+    (clone / "pkg" / "mod.py").write_text("x = 1\n")
+    (clone / "latin.txt").write_bytes(b"\xe9t\xe9")
+    outside.write_text("token")
+    (clone / "link.txt").symlink_to(outside)
+    (clone / "out").symlink_to(tmp_path)  # a folder link out of the clone
+    (clone / "huge.txt").write_bytes(b"x" * (WORKSPACE_TEXT_BYTES + 1))
+    read = workspace_text(clone, "/workspace")
+    assert read("/workspace/pkg/mod.py") == "x = 1\n"
+    paths = ("/workspace/link.txt", "/workspace/../secret.txt", "/workspace/out/secret.txt", "/workspace/huge.txt")
+    for path in (*paths, str(outside), "/workspace/pkg", "/workspace/no"):
+        assert read(path) is None, path
+    assert read("/workspace/latin.txt") is None
+    name, arguments = copilot.tool_form("Write", {"file_path": "/workspace/pkg/mod.py", "content": "x = 2\n"}, read)
+    assert (name, arguments["old_str"]) == ("edit", "x = 1\n")
+
+
 def test_the_install_is_the_unpacked_folder_beside_node_modules(tmp_path: Path) -> None:
     loader = tmp_path / "tools" / "node_modules" / "@github" / "copilot" / "npm-loader.js"
     loader.parent.mkdir(parents=True)

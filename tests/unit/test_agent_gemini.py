@@ -369,3 +369,26 @@ def test_preflight_finds_the_pinned_gemini_cli_and_refuses_a_path_that_is_not_it
     (package / "package.json").write_text(json.dumps({"name": "@google/gemini-cli", "version": "0.60.9"}))
     with pytest.raises(ArtifactError, match="older than"):
         _agent_versions(config)
+
+
+def test_the_demo_model_scripts_commands_are_ones_gemini_cli_runs() -> None:
+    # Gemini CLI refuses a shell command with command substitution ("Blocked: command substitution detected"), so a
+    # demo step with `$(…)` or backticks would fail on a gemini arm (config/agents-demo.yaml's gm_direct) alone.
+    import yaml
+
+    script = yaml.safe_load((Path(__file__).parents[2] / "tasks" / "demo" / "model-script.yaml").read_text())
+    commands: list[str] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("name") == "Bash" and isinstance(node.get("input"), dict):
+                commands.append(str(node["input"].get("command")))
+            for value in node.values():
+                collect(value)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value)
+
+    collect(script["tasks"])
+    assert len(commands) > 20  # every task's roles run commands
+    assert [command for command in commands if "$(" in command or "`" in command] == []

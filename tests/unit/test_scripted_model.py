@@ -750,7 +750,7 @@ def test_a_cells_and_the_proposers_scripted_models_speak_their_agents_wire_and_t
         name = "gemini-like"
         wire_api = "gemini"
 
-        def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        def tool_form(self, name: str, tool_input: dict[str, Any], existing: Any = None) -> tuple[str, dict[str, Any]]:
             return gemini_tools(name, tool_input)
 
     script = {"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t": {"work": WIRE_STEPS}}}

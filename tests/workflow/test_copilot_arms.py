@@ -127,6 +127,16 @@ def test_a_session_proves_its_skill_from_the_stream_and_resolves(run: Project) -
     assert row["cli_cost_usd"] is None
 
 
+def test_a_write_of_a_file_that_exists_lands_as_a_whole_rewrite(run: Project) -> None:
+    # The first Write creates NOTES.md; the second rewrites it, which Copilot's create refuses: the adapter makes it an
+    # edit of the whole current text, and the file ends with the second content only.
+    calls = [(tool, ok, text) for tool, ok, text in _tools(run, "cp_skill") if "NOTES.md" in text]
+    assert [(tool, ok) for tool, ok, _text in calls] == [("create", True), ("edit", True)], calls
+    patch = (_cell(run, "cp_skill") / "patch.diff").read_text()
+    assert "+Grouped thousands in format_money; notes-rewritten-whole." in patch
+    assert patch.count("+Grouped thousands in format_money") == 1  # replaced, not appended to
+
+
 def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> None:
     row = _rows(run)["cp_skip"]
     assert row["error_kind"] == "skill-not-invoked" and row["skill_invoked"] is False

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO, TypeVar, cast
 
 from skillbench.base import layout
-from skillbench.base.artifacts import ArtifactError, utc_timestamp
+from skillbench.base.artifacts import ArtifactError, read_regular_file, utc_timestamp
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
@@ -321,18 +321,50 @@ def _host_path(value: str, mounts: dict[str, str]) -> str:
     return value
 
 
-def _scripted_model(context: CellContext, cell: Cell, role: str, workspace: str, label: str) -> ScriptedModel:
+# The most the scripted model reads of one workspace file to rewrite it (a script's files are small).
+WORKSPACE_TEXT_BYTES = 1 << 20
+
+
+def workspace_text(clone: Path, workspace: str) -> Callable[[str], str | None]:
+    """What the scripted model reads of the cell's clone (`agents.base.FileText`): the UTF-8 text of a regular file
+    at a path as the CLI sees it (under `workspace`, the clone's path in the sandbox), None for any other path, for a
+    file that is missing, not UTF-8, larger than `WORKSPACE_TEXT_BYTES`, a symlink, or under a folder that resolves
+    outside the clone. The clone is the agent's: the file is read through the one bounded, no-follow reader."""
+    root = clone.resolve()
+
+    def read(path: str) -> str | None:
+        prefix = workspace.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            return None
+        host = root / path[len(prefix) :]
+        folder = host.parent.resolve()
+        if not folder.is_relative_to(root):
+            return None
+        try:
+            return read_regular_file(folder / host.name, WORKSPACE_TEXT_BYTES, what="workspace file").decode("utf-8")
+        except (ArtifactError, OSError, UnicodeDecodeError):
+            return None
+
+    return read
+
+
+def _scripted_model(
+    context: CellContext, cell: Cell, role: str, workspace: str, label: str, clone: Path | None = None
+) -> ScriptedModel:
+    """The session's scripted model; with `clone` (the host folder the CLI sees as `workspace`) the agent's
+    `tool_form` may read the clone's files (`workspace_text`)."""
     script = context.model_script
     if script is None:
         raise InfraError("model.provider is scripted but no model script was given")
     agent = context.agent
+    existing = workspace_text(clone, workspace) if clone is not None else None
     return ScriptedModel(
         session_steps(script, cell.task["id"], role),
         defaults=script.get("defaults", {}),
         variables={"workspace": workspace},
         variation_key=label,
         wire=agent.wire_api,
-        tool_form=agent.tool_form,
+        tool_form=lambda name, tool_input: agent.tool_form(name, tool_input, existing),
     )
 
 
@@ -353,7 +385,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         settings=context.settings,
         access=work.access,
         secrets=context.secrets,
-        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label),
+        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label, sandbox.clone),
         transcript_dir=context.run_dir / "transcripts",
         transcript_prefix=f"{session['role']}",
         log=context.log,

@@ -19,6 +19,9 @@ from typing import Any, Protocol
 
 from skillbench.execution.sandbox import AgentInstall
 
+# The current text of a file at a path as the session's CLI sees it (None when there is no such regular file).
+FileText = Callable[[str], str | None]
+
 
 @dataclass(frozen=True)
 class SessionRequest:
@@ -144,9 +147,12 @@ class AgentAdapter(Protocol):
         does)."""
         ...
 
-    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def tool_form(
+        self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """A model script's tool call (Claude Code's name and arguments: Read{file_path}, Bash{command}, …) as
-        this CLI's tool call, for the scripted model."""
+        this CLI's tool call, for the scripted model. `existing` gives the current text of a file at a path as the
+        CLI sees it (None when there is none), for a CLI whose tools differ on a file that exists."""
         ...
 
 

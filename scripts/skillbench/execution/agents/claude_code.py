@@ -18,7 +18,7 @@ from typing import Any
 
 from skillbench.base.records import USAGE_FIELDS
 from skillbench.execution import mcp
-from skillbench.execution.agents.base import SessionRequest, SessionSandbox, StreamReading
+from skillbench.execution.agents.base import FileText, SessionRequest, SessionSandbox, StreamReading
 from skillbench.execution.sandbox import (
     BACKENDS,
     CLI_STATE_PATHS,
@@ -383,6 +383,8 @@ class ClaudeCode:
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
         return None  # its init event lists them
 
-    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def tool_form(
+        self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
+    ) -> tuple[str, dict[str, Any]]:
         # Model scripts are written in Claude Code's own tool names and arguments.
         return name, tool_input

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import SessionRequest, SessionSandbox, StreamReading, refuse_extensions
+from skillbench.execution.agents.base import FileText, SessionRequest, SessionSandbox, StreamReading, refuse_extensions
 from skillbench.execution.gateway import bridge_base_url
 from skillbench.execution.sandbox import SANDBOX_WORKSPACE, AgentInstall
 from skillbench.execution.streams import SESSION_ID, captured_events, count
@@ -537,7 +537,9 @@ class Codex:
             extra[BASE_URL_VARIABLE] = base_url
         return extra
 
-    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def tool_form(
+        self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
+    ) -> tuple[str, dict[str, Any]]:
         return tool_form(name, tool_input)
 
     def read_stream(

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.execution.agents.base import (
+    FileText,
     SessionRequest,
     SessionSandbox,
     StreamReading,
@@ -64,7 +65,8 @@ PLATFORM = "linux-x64"
 # shells it started in the background).
 TOOL_NAMES: dict[str, tuple[str, ...]] = {
     "Read": ("view",),
-    "Write": ("create",),
+    # Write rewrites an existing file with edit (create refuses a path that exists): both are Write's.
+    "Write": ("create", "edit"),
     "Edit": ("edit",),
     "Bash": ("bash", "read_bash", "stop_bash", "list_bash"),
     "Skill": ("skill",),
@@ -87,14 +89,17 @@ _CALL_ID = re.compile(r"[A-Za-z0-9._:-]{1,256}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
-def tool_form(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def tool_form(name: str, tool_input: dict[str, Any], existing: FileText | None = None) -> tuple[str, dict[str, Any]]:
     """A tool call in the harness's terms (Claude Code's names and arguments) as Copilot's tool and arguments.
 
     Read{file_path, offset, limit} -> view{path, view_range}, Write{file_path, content} -> create{path, file_text}
-    (Copilot's create refuses a file that exists), Edit{file_path, old_string, new_string} -> edit{path, old_str,
-    new_str} (it has no replace_all), Bash{command, description} -> bash{command, description},
-    Skill{skill} -> skill{skill}, Grep{pattern, path, glob, output_mode, -i, -n} -> grep{pattern, paths, …},
-    Glob{pattern, path} -> glob{pattern, paths}. Any other tool keeps its name and arguments.
+    for a new file; Copilot's create refuses a path that exists and it offers no other overwrite (1.0.102 gives an
+    Anthropic model no apply_patch, write or str_replace_editor), so a Write of a file that `existing` reads (with
+    some text) is edit{path, old_str: its whole current text, new_str: content}; Edit{file_path, old_string,
+    new_string} -> edit{path, old_str, new_str} (it has no replace_all), Bash{command, description} ->
+    bash{command, description}, Skill{skill} -> skill{skill}, Grep{pattern, path, glob, output_mode, -i, -n} ->
+    grep{pattern, paths, …}, Glob{pattern, path} -> glob{pattern, paths}. Any other tool keeps its name and
+    arguments.
     """
     arguments = dict(tool_input)
     if name == "Read":
@@ -105,7 +110,11 @@ def tool_form(name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any
             mapped["view_range"] = [start, start + limit - 1 if isinstance(limit, int) and limit > 0 else -1]
         return "view", mapped
     if name == "Write":
-        return "create", {"path": arguments.get("file_path"), "file_text": arguments.get("content")}
+        path, content = arguments.get("file_path"), arguments.get("content")
+        current = existing(path) if existing is not None and isinstance(path, str) else None
+        if current:
+            return "edit", {"path": path, "old_str": current, "new_str": content}
+        return "create", {"path": path, "file_text": content}
     if name == "Edit":
         return "edit", {
             "path": arguments.get("file_path"),
@@ -385,8 +394,10 @@ class Copilot:
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
         return None  # its first event lists them
 
-    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        return tool_form(name, tool_input)
+    def tool_form(
+        self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        return tool_form(name, tool_input, existing)
 
     def read_stream(
         self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.execution.agents.base import (
+    FileText,
     SessionRequest,
     SessionSandbox,
     StreamReading,
@@ -380,7 +381,9 @@ class OpenCode:
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
         return None  # it lists them only in its system prompt
 
-    def tool_form(self, name: str, tool_input: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def tool_form(
+        self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
+    ) -> tuple[str, dict[str, Any]]:
         return tool_form(name, tool_input)
 
     def read_stream(
