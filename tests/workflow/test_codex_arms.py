@@ -11,76 +11,34 @@ that one run.
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Project, copy_project
+from agent_arms import AgentArms, pinned_version
+from conftest import Project
 
-SUITE = Path(__file__).parent / "suites" / "agents-codex"
 EXPERIMENT = "cxtest"
-TASK = "money-thousands"
 MODEL = "gpt-5.5"
-PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["@openai/codex"]
-ARMS = ("cx_skill", "cx_skip", "cx_baseline", "cx_readonly")
+PINNED = pinned_version("@openai/codex")
 MARKERS = ("-RAN", "PLAN-WROTE", "BASH-WROTE")
 FOREIGN = ("foreign-skills-listed", "foreign-instructions-loaded", "foreign-config-loaded")
 SKILL_READ = "cat .agents/skills/change-work/SKILL.md"
 
 
-def _config() -> dict[str, Any]:
-    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
-        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
-        return {"agent": "codex", "sessions": [session], **extra}
-
-    price = {"input": 1.25, "output": 10.0, "cache_write": 0.0, "cache_write_1h": 0.0, "cache_read": 0.125}
-    return {
-        "experiment": EXPERIMENT,
-        "runs": 1,
-        "tasks": {"suite": "tasks/cxtest/tasks.yaml", "only": [TASK]},
-        "agent": {
-            "attempts": 1,
-            "heartbeat_s": 5,
-            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
-        },
-        "agents": {"codex": {"model": MODEL}},
-        "evolution": {"generations": 0},
-        "arms": {
-            "cx_skill": arm("skilled", "direct", session={"skill": "change-work"}),
-            "cx_skip": arm("skip", "direct", session={"skill": "change-work"}),
-            "cx_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
-            "cx_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
-        },
-        "selected_arms": list(ARMS),
-        "report": {"baseline_arm": "cx_baseline"},
-    }
+CLI = AgentArms(
+    "codex",
+    "cx",
+    EXPERIMENT,
+    MODEL,
+    {"input": 1.25, "output": 10.0, "cache_write": 0.0, "cache_write_1h": 0.0, "cache_read": 0.125},
+)
+ARMS = CLI.arms
+_rows, _cell, _events = CLI.rows, CLI.cell, CLI.events
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = copy_project(tmp_path_factory.mktemp("codex") / "project")
-    target = project.root / "tasks" / "cxtest"
-    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
-    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
-    project.git("add", "-A")
-    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "codex suite")
-    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
-    return project
-
-
-def _rows(project: Project) -> dict[str, dict[str, Any]]:
-    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
-
-
-def _cell(project: Project, arm: str) -> Path:
-    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
-
-
-def _events(project: Project, arm: str) -> list[dict[str, Any]]:
-    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
-    return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    return CLI.run(tmp_path_factory)
 
 
 def _items(project: Project, arm: str) -> list[dict[str, Any]]:

@@ -11,75 +11,32 @@ Every assertion reads that one run.
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, Project, copy_project
+from agent_arms import AgentArms, pinned_version
+from conftest import Project
 
-SUITE = Path(__file__).parent / "suites" / "agents-copilot"
 EXPERIMENT = "cptest"
-TASK = "money-thousands"
 MODEL = "claude-sonnet-4-5"
-PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["@github/copilot"]
-ARMS = ("cp_skill", "cp_skip", "cp_baseline", "cp_readonly")
+PINNED = pinned_version("@github/copilot")
 MARKERS = ("-RAN", "PLAN-WROTE", "BASH-WROTE")
 FOREIGN = ("foreign-skills-listed", "foreign-instructions-loaded", "foreign-agents-listed")
 
 
-def _config() -> dict[str, Any]:
-    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
-        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
-        return {"agent": "copilot", "sessions": [session], **extra}
-
-    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3}
-    return {
-        "experiment": EXPERIMENT,
-        "runs": 1,
-        "tasks": {"suite": "tasks/cptest/tasks.yaml", "only": [TASK]},
-        "agent": {
-            "attempts": 1,
-            "heartbeat_s": 5,
-            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
-        },
-        "agents": {"copilot": {"model": MODEL}},
-        "evolution": {"generations": 0},
-        "arms": {
-            "cp_skill": arm("skilled", "direct", session={"skill": "change-work"}),
-            "cp_skip": arm("skip", "direct", session={"skill": "change-work"}),
-            "cp_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
-            "cp_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
-        },
-        "selected_arms": list(ARMS),
-        "report": {"baseline_arm": "cp_baseline"},
-    }
+CLI = AgentArms(
+    "copilot",
+    "cp",
+    EXPERIMENT,
+    MODEL,
+    {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3},
+)
+ARMS = CLI.arms
+_rows, _cell, _events = CLI.rows, CLI.cell, CLI.events
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = copy_project(tmp_path_factory.mktemp("copilot") / "project")
-    target = project.root / "tasks" / "cptest"
-    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
-    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
-    project.git("add", "-A")
-    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copilot suite")
-    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config())
-    return project
-
-
-def _rows(project: Project) -> dict[str, dict[str, Any]]:
-    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
-
-
-def _cell(project: Project, arm: str) -> Path:
-    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
-
-
-def _events(project: Project, arm: str) -> list[dict[str, Any]]:
-    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
-    return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    return CLI.run(tmp_path_factory)
 
 
 def _tools(project: Project, arm: str) -> list[tuple[str, bool, str]]:

@@ -10,76 +10,34 @@ read-only session that tries to edit. Every assertion reads that one run.
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, Project, copy_project
+from agent_arms import AgentArms, pinned_version
+from conftest import REPO, Project
 
-SUITE = Path(__file__).parent / "suites" / "agents-gemini"
 EXPERIMENT = "gmtest"
-TASK = "money-thousands"
 MODEL = "gemini-2.5-pro"
-PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["@google/gemini-cli"]
-ARMS = ("gm_skill", "gm_skip", "gm_baseline", "gm_readonly")
+PINNED = pinned_version("@google/gemini-cli")
 MARKERS = ("-RAN", "PLAN-WROTE", "BASH-WROTE")
 FOREIGN = ("foreign-skills-listed", "foreign-system-prompt-loaded", "foreign-agents-listed", "foreign-commands-listed")
 INCUMBENT = sorted(path.name for path in (REPO / ".claude" / "skills").iterdir() if (path / "SKILL.md").is_file())
 
 
-def _config() -> dict[str, Any]:
-    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
-        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
-        return {"agent": "gemini", "sessions": [session], **extra}
-
-    price = {"input": 1.25, "output": 10.0, "cache_write": 1.25, "cache_write_1h": 1.25, "cache_read": 0.31}
-    return {
-        "experiment": EXPERIMENT,
-        "runs": 1,
-        "tasks": {"suite": "tasks/gmtest/tasks.yaml", "only": [TASK]},
-        "agent": {
-            "attempts": 1,
-            "heartbeat_s": 5,
-            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
-        },
-        "agents": {"gemini": {"model": MODEL}},
-        "evolution": {"generations": 0},
-        "arms": {
-            "gm_skill": arm("skilled", "direct", session={"skill": "change-work"}),
-            "gm_skip": arm("skip", "direct", session={"skill": "change-work"}),
-            "gm_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
-            "gm_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
-        },
-        "selected_arms": list(ARMS),
-        "report": {"baseline_arm": "gm_baseline"},
-    }
+CLI = AgentArms(
+    "gemini",
+    "gm",
+    EXPERIMENT,
+    MODEL,
+    {"input": 1.25, "output": 10.0, "cache_write": 1.25, "cache_write_1h": 1.25, "cache_read": 0.31},
+    commit_ignored=True,
+)
+ARMS = CLI.arms
+_rows, _cell, _events = CLI.rows, CLI.cell, CLI.events
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = copy_project(tmp_path_factory.mktemp("gemini") / "project")
-    target = project.root / "tasks" / "gmtest"
-    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
-    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
-    project.git("add", "-A", "--force")
-    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "gemini suite")
-    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config(), timeout=900)
-    return project
-
-
-def _rows(project: Project) -> dict[str, dict[str, Any]]:
-    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
-
-
-def _cell(project: Project, arm: str) -> Path:
-    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
-
-
-def _events(project: Project, arm: str) -> list[dict[str, Any]]:
-    (transcript,) = sorted((_cell(project, arm) / "transcripts").glob("*.jsonl"))
-    return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+    return CLI.run(tmp_path_factory)
 
 
 def _tools(project: Project, arm: str) -> list[tuple[str, str, str]]:

@@ -9,68 +9,30 @@ to edit. Every assertion reads that one run.
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import REPO, Project, copy_project
+from agent_arms import AgentArms, pinned_version
+from conftest import Project
 
-SUITE = Path(__file__).parent / "suites" / "agents-opencode"
 EXPERIMENT = "octest"
-TASK = "money-thousands"
 MODEL = "claude-sonnet-4-5"  # in opencode's bundled catalog, so the CLI prices it too
-PINNED = json.loads((REPO / "tools" / "package.json").read_text())["dependencies"]["opencode-ai"]
+PINNED = pinned_version("opencode-ai")
 MARKERS = ("PLUGIN-RAN", "MCP-RAN", "MCP2-RAN", "MCP3-RAN", "HOOK-RAN", "PLAN-WROTE", "BASH-WROTE")
 
 
-def _config() -> dict[str, Any]:
-    def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
-        session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
-        return {"agent": "opencode", "sessions": [session], **extra}
-
-    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3}
-    return {
-        "experiment": EXPERIMENT,
-        "runs": 1,
-        "tasks": {"suite": "tasks/octest/tasks.yaml", "only": [TASK]},
-        "agent": {
-            "attempts": 1,
-            "heartbeat_s": 5,
-            "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {MODEL: price}},
-        },
-        "agents": {"opencode": {"model": MODEL}},
-        "evolution": {"generations": 0},
-        "arms": {
-            "oc_skill": arm("skilled", "direct", session={"skill": "change-work"}),
-            "oc_skip": arm("skip", "direct", session={"skill": "change-work"}),
-            "oc_baseline": arm("baseline", "baseline", disallowed_tools=["Skill"]),
-            "oc_readonly": arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
-        },
-        "selected_arms": ["oc_skill", "oc_skip", "oc_baseline", "oc_readonly"],
-        "report": {"baseline_arm": "oc_baseline"},
-    }
+CLI = AgentArms(
+    "opencode",
+    "oc",
+    EXPERIMENT,
+    MODEL,
+    {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3},
+)
+_rows, _cell = CLI.rows, CLI.cell
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = copy_project(tmp_path_factory.mktemp("opencode") / "project")
-    target = project.root / "tasks" / "octest"
-    shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-    shutil.copy2(SUITE / "model-script.yaml", target / "model-script.yaml")
-    shutil.copytree(SUITE / "hostile", target / "project", dirs_exist_ok=True)
-    project.git("add", "-A")
-    project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "opencode suite")
-    project.snakemake(f"results/{EXPERIMENT}/sweep/results.jsonl", config=_config())
-    return project
-
-
-def _rows(project: Project) -> dict[str, dict[str, Any]]:
-    return {row["arm"]: row for row in project.rows(EXPERIMENT)}
-
-
-def _cell(project: Project, arm: str) -> Path:
-    return project.results(EXPERIMENT, "cells", TASK, arm, "run0")
+    return CLI.run(tmp_path_factory)
 
 
 def _tools(project: Project, arm: str) -> list[tuple[str, str, str]]:

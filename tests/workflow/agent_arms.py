@@ -1,0 +1,92 @@
+"""What the workflow tests of each agent CLI share: one snakemake run of four arms of that CLI on one demo task.
+
+The arms are a session that proves its skill (`<prefix>_skill`), one that skips it (`_skip`), a baseline without
+skills (`_baseline`) and a read-only session that tries to edit (`_readonly`). The task's project snapshot carries
+the CLI's hostile config (`suites/agents-<agent>/hostile`), and the CLI's own model script plays the sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, Project, copy_project
+
+SUITES = Path(__file__).parent / "suites"
+TASK = "money-thousands"
+
+
+@dataclass(frozen=True)
+class AgentArms:
+    agent: str  # the adapter's name (arms.<name>.agent)
+    prefix: str  # of the four arms' names
+    experiment: str  # also the suite's folder under tasks/
+    model: str  # the model its sessions ask for (agents.<agent>.model)
+    price: dict[str, float]  # USD per million tokens of `model`, as the test's price table
+    commit_ignored: bool = False  # the hostile snapshot holds files git ignores (a .env)
+
+    @property
+    def suite(self) -> Path:
+        return SUITES / f"agents-{self.agent}"
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return tuple(f"{self.prefix}_{name}" for name in ("skill", "skip", "baseline", "readonly"))
+
+    def config(self) -> dict[str, Any]:
+        def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
+            session = {"role": role, "prompt": prompt, **extra.pop("session", {})}
+            return {"agent": self.agent, "sessions": [session], **extra}
+
+        skill, skip, baseline, readonly = self.arms
+        return {
+            "experiment": self.experiment,
+            "runs": 1,
+            "tasks": {"suite": f"tasks/{self.experiment}/tasks.yaml", "only": [TASK]},
+            "agent": {
+                "attempts": 1,
+                "heartbeat_s": 5,
+                "prices": {"table": "test", "tolerance_pct": 1.0, "usd_per_mtok": {self.model: self.price}},
+            },
+            "agents": {self.agent: {"model": self.model}},
+            "evolution": {"generations": 0},
+            "arms": {
+                skill: arm("skilled", "direct", session={"skill": "change-work"}),
+                skip: arm("skip", "direct", session={"skill": "change-work"}),
+                baseline: arm("baseline", "baseline", disallowed_tools=["Skill"]),
+                readonly: arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
+            },
+            "selected_arms": list(self.arms),
+            "report": {"baseline_arm": baseline},
+        }
+
+    def run(self, tmp_path_factory: pytest.TempPathFactory) -> Project:
+        """The four arms' one sweep, in a project whose demo suite copy has this CLI's script and hostile snapshot."""
+        project = copy_project(tmp_path_factory.mktemp(self.agent) / "project")
+        target = project.root / "tasks" / self.experiment
+        shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
+        shutil.copy2(self.suite / "model-script.yaml", target / "model-script.yaml")
+        shutil.copytree(self.suite / "hostile", target / "project", dirs_exist_ok=True)
+        project.git("add", "-A", *(["--force"] if self.commit_ignored else []))
+        project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"{self.agent} suite")
+        project.snakemake(f"results/{self.experiment}/sweep/results.jsonl", config=self.config())
+        return project
+
+    def rows(self, project: Project) -> dict[str, dict[str, Any]]:
+        return {row["arm"]: row for row in project.rows(self.experiment)}
+
+    def cell(self, project: Project, arm: str) -> Path:
+        return project.results(self.experiment, "cells", TASK, arm, "run0")
+
+    def events(self, project: Project, arm: str) -> list[dict[str, Any]]:
+        """The events of the arm's one transcript."""
+        (transcript,) = sorted((self.cell(project, arm) / "transcripts").glob("*.jsonl"))
+        return [json.loads(line) for line in transcript.read_text().splitlines() if line.strip()]
+
+
+def pinned_version(package: str) -> str:
+    return json.loads((REPO / "tools" / "package.json").read_text())["dependencies"][package]
