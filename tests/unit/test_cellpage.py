@@ -135,3 +135,9 @@ def test_the_cost_shows_the_gateways_meter_and_the_clis_own_figure_beside_it():
     text = page(row=make_row("fix", "workflow", 0, cost_usd=0.25, cli_cost_usd=0.5, cost_check=check))
     assert "$0.2500" in text and "$0.5000" in text
     assert "list-prices-test; agrees: False" in text
+
+
+def test_the_page_names_the_agent_cli_that_ran_the_cell():
+    assert "Claude Code 2.1.197," in page(row=make_row("fix", "workflow", 0, cli_version="2.1.197"))
+    text = page(row=make_row("fix", "gm_direct", 0, agent="gemini", cli_version="0.61.0"))
+    assert "gemini 0.61.0," in text and "Claude Code" not in text

@@ -498,3 +498,13 @@ def test_arms_of_several_agents_are_compared_with_their_own_agents_baseline_and_
         "| opencode | `1.18.33` | workflow_opencode | 2/2 | 2/2 | 0.5000 | 0.5000 | change-work, x |",
         "| opencode | `1.18.33` | baseline_opencode | 0/2 | — | 0.8000 | n/a | — |",
     ]
+
+
+def test_provenance_gives_each_agents_cli_version_when_other_agents_ran():
+    rows = [
+        make_row("demo-task", "workflow", 0, cli_version="2.1.197"),
+        make_row("demo-task", "cx_direct", 0, agent="codex", cli_version="0.171.0"),
+    ]
+    text = render(rows, arm_order=["workflow", "cx_direct"], provenance={})
+    assert "- Agent CLI versions: claude-code `2.1.197`; codex `0.171.0`" in text
+    assert "Claude Code CLI version" not in text

@@ -58,6 +58,12 @@ class Transcript:
     problem: str | None = None
 
 
+def agent_label(row: ResultRow) -> str:
+    """The agent CLI a row's sessions ran, as a page names it (a row from before agents were recorded: Claude Code)."""
+    agent = row.get("agent") or "claude-code"
+    return "Claude Code" if agent == "claude-code" else agent
+
+
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
@@ -388,7 +394,7 @@ def render_cell_page(
         f"<header><h1>{_e(label)}</h1>",
         f'<p class="verdict {"yes" if row["resolved"] else "no"}">{_e(verdict + why)}</p>',
         f'<p class="note">task {_e(row["task"])} ({_e(row["class"])}), arm {_e(row["arm"])}, run {_e(row["run"])}; '
-        f"model {_e(row['model'])} via {_e(row['provider'])}, Claude Code {_e(row['cli_version'])}, "
+        f"model {_e(row['model'])} via {_e(row['provider'])}, {_e(agent_label(row))} {_e(row['cli_version'])}, "
         f"sandbox {_e(row['sandbox_backend'])}"
         + (" — author-only page (holds the hidden oracle's output)" if author_only else "")
         + "</p></header>",

@@ -182,6 +182,18 @@ def _code_list(values: list[Any]) -> str:
     return ", ".join(known) if known else "unknown"
 
 
+def _cli_versions_line(rows: list[dict[str, Any]], claude_code_versions: list[Any]) -> str:
+    """The agent CLIs' versions: Claude Code's alone (the provenance's, else the rows'), or each agent's from its
+    rows when other agents ran (rows from before agents were recorded ran Claude Code)."""
+    by_agent: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_agent.setdefault(row.get("agent") or "claude-code", []).append(row)
+    if list(by_agent) in ([], ["claude-code"]):
+        return f"- Claude Code CLI version: {_code_list(claude_code_versions)}"
+    versions = [f"{md_text(agent)} {_code_list(_distinct(runs, 'cli_version'))}" for agent, runs in by_agent.items()]
+    return f"- Agent CLI versions: {'; '.join(versions)}"
+
+
 def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], task_order: list[str]) -> list[str]:
     def pick(key: str, row_field: str) -> list[Any]:
         if key in provenance:
@@ -202,7 +214,7 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
     lines += [
         f"- Provider: {_code_list(pick('provider', 'provider'))}",
         f"- Reasoning effort: {_code_list(pick('effort', 'effort'))}",
-        f"- Claude Code CLI version: {_code_list(pick('cli_version', 'cli_version'))}",
+        _cli_versions_line(rows, pick("cli_version", "cli_version")),
         f"- Sandbox backend(s): {_code_list(pick('sandbox_backends', 'sandbox_backend'))}",
         f"- Selected tasks ({len(selected)}): {', '.join(map(md_text, selected)) if selected else 'none'}",
         f"- Skipped expensive tasks ({len(skipped)}): {', '.join(map(md_text, skipped)) if skipped else 'none'}",
