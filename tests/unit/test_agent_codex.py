@@ -5,46 +5,18 @@ strict reading of `codex exec --json` streams (tests/unit/fixtures/agents/codex/
 from __future__ import annotations
 
 import io
-import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agentstreams import AgentStreams, encode
 from skillbench.execution import agents, sessions
 from skillbench.execution.agents import codex
-from skillbench.execution.agents.base import SessionRequest, StreamReading
+from skillbench.execution.agents.base import SessionRequest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "codex"
-LIMIT = 1 << 20
-
-
-def capture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in capture(name).splitlines() if line.strip()]
-
-
-def encode(items: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(item).encode() + b"\n" for item in items)
-
-
-def read(raw: bytes | None, overflow: bool = False) -> StreamReading:
-    return codex.read_stream(raw, overflow=overflow, limit=LIMIT, mcp_servers=[])
-
-
-def request(**changes: Any) -> SessionRequest:
-    fields: dict[str, Any] = {
-        "model": "gpt-5.5",
-        "effort": None,
-        "tools": ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill"],
-        "disallowed_tools": [],
-        "sandbox_backend": "bwrap",
-        "mcp_config": '{"mcpServers":{}}',
-    }
-    return SessionRequest(**{**fields, **changes})
+STREAMS = AgentStreams("codex", "gpt-5.5", codex.read_stream)
+capture, events, read, request = STREAMS.capture, STREAMS.events, STREAMS.read, STREAMS.request
 
 
 def command(item_id: str, cmd: str, exit_code: int | None, status: str = "completed") -> list[dict[str, Any]]:

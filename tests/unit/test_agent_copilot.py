@@ -10,40 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentstreams import AgentStreams, encode
 from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import copilot
-from skillbench.execution.agents.base import SessionRequest, StreamReading
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "copilot"
-LIMIT = 1 << 20
-
-
-def capture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in capture(name).splitlines() if line.strip()]
-
-
-def encode(items: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(item).encode() + b"\n" for item in items)
-
-
-def read(raw: bytes | None, overflow: bool = False) -> StreamReading:
-    return copilot.read_stream(raw, overflow=overflow, limit=LIMIT, mcp_servers=[])
-
-
-def request(**changes: Any) -> SessionRequest:
-    fields: dict[str, Any] = {
-        "model": "claude-sonnet-4-5",
-        "effort": None,
-        "tools": ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill"],
-        "disallowed_tools": [],
-        "sandbox_backend": "bwrap",
-        "mcp_config": '{"mcpServers":{}}',
-    }
-    return SessionRequest(**{**fields, **changes})
+STREAMS = AgentStreams("copilot", "claude-sonnet-4-5", copilot.read_stream)
+capture, events, read, request = STREAMS.capture, STREAMS.events, STREAMS.read, STREAMS.request
 
 
 def offered_tools(argv: list[str]) -> list[str]:

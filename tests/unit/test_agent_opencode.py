@@ -11,40 +11,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from agentstreams import AgentStreams, encode
 from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import opencode
-from skillbench.execution.agents.base import SessionRequest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents" / "opencode"
-LIMIT = 1 << 20
-
-
-def capture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in capture(name).splitlines() if line.strip()]
-
-
-def encode(items: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(item).encode() + b"\n" for item in items)
-
-
-def read(raw: bytes | None, overflow: bool = False):
-    return opencode.read_stream(raw, overflow=overflow, limit=LIMIT, mcp_servers=[])
-
-
-def request(**changes: Any) -> SessionRequest:
-    fields: dict[str, Any] = {
-        "model": "claude-sonnet-4-5",
-        "effort": None,
-        "tools": ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "Skill"],
-        "disallowed_tools": [],
-        "sandbox_backend": "bwrap",
-        "mcp_config": '{"mcpServers":{}}',
-    }
-    return SessionRequest(**{**fields, **changes})
+STREAMS = AgentStreams("opencode", "claude-sonnet-4-5", opencode.read_stream)
+capture, events, read, request = STREAMS.capture, STREAMS.events, STREAMS.read, STREAMS.request
 
 
 def inline_config(argv: list[str]) -> dict[str, Any]:
