@@ -23,6 +23,7 @@ the policy's alpha, as the old gate did.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import math
@@ -35,7 +36,15 @@ from pathlib import Path
 
 import numpy as np
 from skillbench.decision.aggregate import aggregate_by_task
-from skillbench.decision.gate import DEFAULT_POLICY, evaluate_candidate, run_design, sequential_decision
+from skillbench.decision.gate import evaluate_candidate, run_design, sequential_decision
+
+try:
+    from skillbench.decision.policy import resolve_policy
+except ImportError:  # an older gate takes its policy as a dict
+
+    def resolve_policy(policy):
+        return dict(policy or {})
+
 
 INCUMBENT, CANDIDATE = "workflow", "candidate_workflow"
 SIGMA = 0.3
@@ -69,7 +78,7 @@ def recommended_design(saving_pct: float, *, tasks: int | None, shared_sd: float
         run_variance=math.exp(SIGMA**2) - 1,
         spend_efficiency=float(np.mean(np.exp(spread)) ** 2 / np.mean(np.exp(2 * spread))),
         shared_sd=shared_sd,
-        policy=DEFAULT_POLICY,
+        policy=resolve_policy(None),
         generation=generation,
         tasks=tasks,
     )
@@ -259,6 +268,12 @@ def candidate_rates(scenario: Scenario) -> np.ndarray:
     return rates
 
 
+@functools.cache
+def rule_policy(rule: str):
+    """The gate's default policy under ``rule``, built once (the policy every simulated decision is made on)."""
+    return resolve_policy({"rule": rule})
+
+
 def decide(rows: list[dict], rule: str, generation: int) -> str:
     keywords = {"generation": generation} if GENERATIONS_AWARE else {}
     decision = evaluate_candidate(
@@ -266,7 +281,7 @@ def decide(rows: list[dict], rule: str, generation: int) -> str:
         incumbent_arm=INCUMBENT,
         candidate_arm=CANDIDATE,
         model="simulated-model",
-        policy={"rule": rule},
+        policy=rule_policy(rule),
         rows=rows,
         **keywords,
     )
@@ -416,7 +431,7 @@ def run_sequential_row(job: tuple[str, int, int, float]) -> dict[str, int]:
             incumbent_arm=INCUMBENT,
             candidate_arm=CANDIDATE,
             model="simulated-model",
-            policy={},
+            policy=rule_policy("noise_aware"),
             design=design,
             **keywords,
         )
@@ -503,7 +518,7 @@ def agent_scenarios() -> tuple[AgentScenario, ...]:
 def run_agents_row(job: tuple[str, int, int]) -> dict[str, int]:
     """Promotions under across_agents all and any over ``trials`` seeded three-agent generations of one scenario,
     each agent's pair decided by the gate (``evaluate_candidate``) and combined by ``gate.across_agents``."""
-    from skillbench.decision.gate import across_agents, resolve_policy
+    from skillbench.decision.gate import across_agents
 
     name, trials, seed = job
     scenario = next(s for s in agent_scenarios() if s.name == name)
@@ -527,7 +542,7 @@ def run_agents_row(job: tuple[str, int, int]) -> dict[str, int]:
                     incumbent_arm=INCUMBENT,
                     candidate_arm=CANDIDATE,
                     model="simulated-model",
-                    policy={},
+                    policy=rule_policy("noise_aware"),
                     rows=pair,
                     generation=0,
                 )

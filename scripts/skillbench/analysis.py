@@ -186,8 +186,8 @@ def regrade(
     """Rows + policy → the ``promotion/v1`` document ``skillbench gate`` writes for them.
 
     ``overlay`` and ``bindings`` are the generation's ``overlay.json`` and the run's ``tasks/bindings.json``
-    documents (what the promotion is bound to); ``policy`` overrides the defaults (``gate.DEFAULT_POLICY``);
-    ``generation`` defaults to the overlay's; ``design`` is a ``runs`` setting (a sequential mapping replays
+    documents (what the promotion is bound to); ``policy`` overrides the defaults (the config schema's ``gate``
+    defaults); ``generation`` defaults to the overlay's; ``design`` is a ``runs`` setting (a sequential mapping replays
     the looks). The rows must come from one model and effort, as the pipeline's do."""
     checked = _as_rows(given_rows)
     models = sorted({str(row["model"]) for row in checked})
@@ -198,7 +198,7 @@ def regrade(
         checked,
         overlay=artifacts.validate(dict(overlay), "overlay"),
         bindings=artifacts.validate(dict(bindings), "task-bindings"),
-        policy={**_configurable_defaults(), **(policy or {})},
+        policy=gate.resolve_policy(policy),
         model=models[0],
         effort=checked[0]["effort"],
         generated_at=generated_at or datetime.now(UTC),
@@ -206,10 +206,6 @@ def regrade(
         design=design,
         cut_short=cut_short,
     )
-
-
-def _configurable_defaults() -> dict[str, Any]:
-    return {key: value for key, value in gate.DEFAULT_POLICY.items() if key not in gate.POLICY_KEYS_NOT_IN_CONFIG}
 
 
 def regrade_generation(

@@ -104,10 +104,10 @@ def _gate(args: argparse.Namespace) -> int:
         except artifacts.ArtifactError as exc:
             print(str(exc), file=sys.stderr)
             return 1
-        policy = dict(config["gate"])
+        policy: dict[str, Any] = dict(config["gate"])
         design = config["runs"]
     else:
-        policy = {key: value for key, value in gate.DEFAULT_POLICY.items() if key not in gate.POLICY_KEYS_NOT_IN_CONFIG}
+        policy = {}
         design = None
     if args.runs is not None:
         try:
@@ -160,7 +160,7 @@ def _gate(args: argparse.Namespace) -> int:
             results=str(results),
             overlay_json=str(overlay_json),
             bindings=str(bindings),
-            policy=policy,
+            policy=gate.resolve_policy(policy),
             model=models[0],
             effort=rows[0]["effort"],
             out=str(args.out),
@@ -415,10 +415,10 @@ def _design_lines(
     from skillbench.reporting import progress
 
     policy = gate.resolve_policy(dict(config["gate"]))
-    if policy["rule"] != "noise_aware":
+    if policy.rule != "noise_aware":
         return []
     generation = max(work["generations"] - 1, 0)
-    noise = progress.measured_noise(rows, policy["metric"])
+    noise = progress.measured_noise(rows, policy.metric)
     measured = noise is not None
     variance = noise["run_variance"] if noise else ASSUMED_RUN_VARIANCE
     efficiency = noise["spend_efficiency"] if noise else 1.0

@@ -18,6 +18,7 @@ from typing import Any
 from skillbench.base.artifacts import ArtifactError
 from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import check_policy_design, run_design
+from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
 from skillbench.execution import agents, environment, mcp, plugins, quota, repo, sandbox
 from skillbench.experiment import arms, configcheck, overlay, skillformat
@@ -213,7 +214,7 @@ def experiment_checks(
     incumbent = attempt(lambda: arms.selected_arms(config))
     design = attempt(lambda: run_design(config["runs"]))
     if design is not None:
-        attempt(lambda: check_policy_design(config["gate"], design))
+        attempt(lambda: check_policy_design(resolve_policy(config["gate"]), design))
     attempt(lambda: skillformat.check_skill_root(config["skills"]["root"]))
     candidates = attempt(lambda: arms.candidate_arms(config))
     if selection is not None:

@@ -56,7 +56,7 @@ def grade(rows: list[dict], **policy) -> dict:
     document = promotion_document(
         rows,
         pairs=PAIRS,
-        policy=policy,
+        policy=resolve_policy(policy),
         binding=make_binding([candidate for _, candidate in PAIRS]),
         run_status="complete",
         generated_at=GENERATED_AT,
@@ -180,16 +180,16 @@ def test_a_document_whose_verdict_across_agents_was_edited_does_not_promote():
 
 
 def test_the_across_agents_policy_key_is_checked():
-    assert resolve_policy(None)["across_agents"] == "all"
+    assert resolve_policy(None).across_agents == "all"
     with pytest.raises(GateInputError, match="across_agents must be one of all, any"):
         resolve_policy({"across_agents": "most"})
     with pytest.raises(GateInputError, match="across_agents any needs rule noise_aware"):
         resolve_policy({"across_agents": "any", "rule": "upstream"})
     sequential = run_design({"min": 2, "max": 4, "step": 1})
-    check_policy_design({"across_agents": "all"}, sequential)
-    check_policy_design({"across_agents": "any"}, run_design(3))
+    check_policy_design(resolve_policy({"across_agents": "all"}), sequential)
+    check_policy_design(resolve_policy({"across_agents": "any"}), run_design(3))
     with pytest.raises(GateInputError, match="across_agents any needs a fixed runs design"):
-        check_policy_design({"across_agents": "any"}, sequential)
+        check_policy_design(resolve_policy({"across_agents": "any"}), sequential)
 
 
 def test_the_report_and_the_summary_show_every_agents_verdict():

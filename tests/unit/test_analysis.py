@@ -11,6 +11,7 @@ from rowfactory import make_overlay, make_row
 from skillbench import analysis
 from skillbench.base import artifacts
 from skillbench.decision import promotion
+from skillbench.decision.policy import resolve_policy
 
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TASKS = [f"t{index:02d}" for index in range(12)]
@@ -66,7 +67,7 @@ def test_regrading_a_generation_gives_the_document_skillbench_gate_writes(tmp_pa
         results=str(root / "gen0" / "results.jsonl"),
         overlay_json=str(root / "gen0" / "overlay.json"),
         bindings=str(root / "tasks" / "bindings.json"),
-        policy=analysis._configurable_defaults(),
+        policy=resolve_policy(None),
         model="claude-test-model",
         effort="high",
         out=str(tmp_path / "promotion.json"),

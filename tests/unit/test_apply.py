@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -485,7 +486,7 @@ def test_validate_refuses_bad_decisions_and_documents(experiment):
     stretched["evidence_expires_at"] = "2026-07-01T12:00:00Z"
     with pytest.raises(ApplyError, match="at most 90 days"):
         validate_promotion_for_apply(stretched, **bound(experiment))
-    policy = {**gate.resolve_policy(experiment.config["gate"]), "metric": "output_tokens"}
+    policy = dataclasses.replace(gate.resolve_policy(experiment.config["gate"]), metric="output_tokens")
     with pytest.raises(ApplyError, match="mismatch for policy"):
         validate_promotion_for_apply(experiment.promotion, **bound(experiment, policy=policy))
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from rowfactory import make_binding, make_row
 from skillbench.base.artifacts import validate
-from skillbench.decision.gate import promotion_document
+from skillbench.decision.gate import promotion_document, resolve_policy
 from skillbench.reporting import figures
 from skillbench.reporting.pages import render_page
 
@@ -59,7 +59,7 @@ def _promotion(candidate_costs: dict[str, list[float]], rule: str = "noise_aware
     document = promotion_document(
         rows,
         pairs=[("workflow", "candidate_workflow")],
-        policy={"rule": rule},
+        policy=resolve_policy({"rule": rule}),
         binding=make_binding(selected_tasks=[{"id": task} for task in candidate_costs]),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),

@@ -10,7 +10,6 @@ from skillbench.base.artifacts import ArtifactError, load_schema, validate
 from skillbench.base.errors import SkillbenchError
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.gate import (
-    DEFAULT_POLICY,
     MAIN_LOOP_ONLY_METRICS,
     MAIN_LOOP_ONLY_WARNING,
     POLICY_KEYS_NOT_IN_CONFIG,
@@ -48,7 +47,7 @@ def decide(rows: list[dict], *, model: str | None = MODEL, rows_for_stats: bool 
         incumbent_arm=INC,
         candidate_arm=CAND,
         model=model,
-        policy=policy,
+        policy=resolve_policy(policy),
         rows=rows if rows_for_stats else None,
     )
 
@@ -67,7 +66,7 @@ def document(
     doc = promotion_document(
         rows,
         pairs=list(pairs),
-        policy={"rule": "upstream", **(policy or {})},
+        policy=resolve_policy({"rule": "upstream", **(policy or {})}),
         binding=binding([candidate for _, candidate in pairs]),
         run_status=run_status,
         generated_at=GENERATED_AT,
@@ -433,7 +432,9 @@ def test_unsandboxed_rows_of_other_arms_do_not_matter():
 
 
 def test_policy_validation():
-    assert resolve_policy(None) == DEFAULT_POLICY
+    # What a promotion document records of a policy resolves back to the same policy (apply re-checks it so).
+    custom = resolve_policy({"alpha": 0.1, "min_runs": 4, "resolution_cost_margin_pct": None})
+    assert resolve_policy(custom.as_dict()) == custom != resolve_policy(None)
     assert set(PROMOTION_METRICS) >= set(MAIN_LOOP_ONLY_METRICS)
     with pytest.raises(ValueError, match="unsupported promotion metric"):
         resolve_policy({"metric": "input_tokens"})
@@ -476,7 +477,7 @@ def test_promotion_document_normalises_the_timezone():
     doc = promotion_document(
         rows,
         pairs=[(INC, CAND)],
-        policy={"max_age_days": 30, "rule": "upstream"},
+        policy=resolve_policy({"max_age_days": 30, "rule": "upstream"}),
         binding=binding(),
         run_status="complete",
         generated_at=datetime(2026, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))),
@@ -589,7 +590,7 @@ def decide_noisy(
         incumbent_arm=INC,
         candidate_arm=CAND,
         model=model,
-        policy=policy,
+        policy=resolve_policy(policy),
         rows=rows if rows_for_stats else None,
         generation=generation,
     )
@@ -622,13 +623,13 @@ def suite(tasks: int = 12, *, saving: float = 0.2, runs: int = 3, **fields) -> l
 
 def test_default_policy_is_the_noise_aware_rule():
     policy = resolve_policy(None)
-    assert (policy["rule"], policy["alpha"], policy["quality_margin_pct"]) == ("noise_aware", 0.05, 10.0)
-    assert (policy["objective"], policy["generation_spending"], policy["resolution_cost_margin_pct"]) == (
+    assert (policy.rule, policy.alpha, policy.quality_margin_pct) == ("noise_aware", 0.05, 10.0)
+    assert (policy.objective, policy.generation_spending, policy.resolution_cost_margin_pct) == (
         "total_spend",
         "halving",
         10.0,
     )
-    assert resolve_policy({"resolution_cost_margin_pct": None})["resolution_cost_margin_pct"] is None
+    assert resolve_policy({"resolution_cost_margin_pct": None}).resolution_cost_margin_pct is None
     for bad, message in (
         ({"rule": "median"}, "unsupported promotion rule"),
         ({"alpha": 0.5}, "alpha"),
@@ -959,7 +960,7 @@ def test_both_rules_report_the_tests_in_a_valid_document():
             promotion_document(
                 rows,
                 pairs=[(INC, CAND)],
-                policy={"rule": rule},
+                policy=resolve_policy({"rule": rule}),
                 binding=binding(),
                 run_status="complete",
                 generated_at=GENERATED_AT,
@@ -1070,19 +1071,21 @@ def test_excluded_rows_do_not_count_towards_comparability():
 
 
 def test_the_config_schema_and_the_shipped_config_state_the_gates_defaults():
-    """gate.DEFAULT_POLICY is the one place; the config schema's defaults and config/config.yaml repeat it."""
+    """The config schema states the defaults (tests/unit/test_settings.py holds every GatePolicy field to them);
+    config/config.yaml repeats them, and the policy built from them is the default policy."""
     from pathlib import Path
 
     import yaml
 
     section = load_schema("config")["properties"]["gate"]["properties"]
-    configurable = {key: value for key, value in DEFAULT_POLICY.items() if key not in POLICY_KEYS_NOT_IN_CONFIG}
-    assert {key: spec.get("default") for key, spec in section.items()} == configurable
-    assert all(type(section[key]["default"]) is type(value) for key, value in configurable.items())
+    stated = {key: spec["default"] for key, spec in section.items()}
     shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["gate"]
-    assert shipped == configurable
+    assert shipped == stated
+    assert all(type(shipped[key]) is type(value) for key, value in stated.items())
     # The config's defaults are the policy a promotion records when the config says nothing.
-    assert resolve_policy(configurable) == resolve_policy(None)
+    default = resolve_policy(None).as_dict()
+    assert resolve_policy(shipped) == resolve_policy(None)
+    assert {key: default[key] for key in stated} == stated and set(default) - set(stated) == POLICY_KEYS_NOT_IN_CONFIG
 
 
 def test_the_schemas_name_the_gates_metrics_and_rules():
@@ -1094,4 +1097,4 @@ def test_the_schemas_name_the_gates_metrics_and_rules():
     assert set(promotion["properties"]["policy"]["properties"]["rule"]["enum"]) == set(RULES)
     assert set(promotion["$defs"]["decision"]["properties"]["rule"]["enum"]) == set(RULES)
     recorded = set(promotion["properties"]["policy"]["properties"]) - {"metric_warning", "quality_rule"}
-    assert recorded == set(DEFAULT_POLICY)
+    assert recorded == set(resolve_policy(None).as_dict())

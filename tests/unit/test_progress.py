@@ -385,7 +385,7 @@ def test_the_recommended_design_reaches_the_power_and_shows_the_margin():
     policy = gate.resolve_policy(None)
     common = {"saving_pct": 15.0, "run_variance": 0.09, "spend_efficiency": 0.8, "shared_sd": 0.0, "policy": policy}
     design = progress.recommend_design(**common, generation=1)
-    assert design is not None and design["runs"] >= policy["min_runs"]
+    assert design is not None and design["runs"] >= policy.min_runs
     cost_alpha = gate.generation_alpha(policy, 1) * (1 - gate.RESOLUTION_ROUTE_SHARE)
     reached = stats.cost_power(
         saving_pct=15.0,
@@ -394,7 +394,7 @@ def test_the_recommended_design_reaches_the_power_and_shows_the_margin():
         run_variance=0.09,
         shared_sd=0.0,
         alpha=cost_alpha,
-        floor_pct=policy["min_improvement_pct"],
+        floor_pct=policy.min_improvement_pct,
         spend_efficiency=0.8,
     )
     assert reached == pytest.approx(design["power"], abs=1e-3) and reached >= 0.8

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from rowfactory import make_binding, make_row
 from skillbench.base.artifacts import validate
-from skillbench.decision.gate import promotion_document
+from skillbench.decision.gate import promotion_document, resolve_policy
 from skillbench.reporting.report import render_report
 
 HEADER = (
@@ -198,7 +198,7 @@ def _promotion(rows: list[dict], run_status: str = "complete", rule: str = "upst
     doc = promotion_document(
         rows,
         pairs=[("workflow", "candidate_workflow")],
-        policy={"rule": rule},
+        policy=resolve_policy({"rule": rule}),
         binding=make_binding(selected_tasks=[{"id": "alpha"}, {"id": "beta"}]),
         run_status=run_status,
         generated_at=datetime(2026, 3, 1, tzinfo=UTC),
@@ -436,7 +436,7 @@ def test_a_run_the_budget_cut_short_says_so_and_how_many_cells():
 
 
 def test_the_summary_states_the_experiments_error_rate():
-    from skillbench.decision.gate import error_control, resolve_policy
+    from skillbench.decision.gate import error_control
     from skillbench.reporting.report import render_summary
 
     policy = resolve_policy(None)

@@ -12,7 +12,7 @@ import pytest
 from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import validate
 from skillbench.decision import stats
-from skillbench.decision.gate import promotion_document, run_design, sequential_decision
+from skillbench.decision.gate import promotion_document, resolve_policy, run_design, sequential_decision
 
 INC, CAND = "workflow", "candidate_workflow"
 GENERATED_AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -39,7 +39,9 @@ def pair_rows(runs: int, *, tasks=TASKS, saving=0.0, seed=1, sigma=0.1, candidat
 
 
 def decide(rows, design=DESIGN, **policy):
-    return sequential_decision(rows, incumbent_arm=INC, candidate_arm=CAND, model=MODEL, policy=policy, design=design)
+    return sequential_decision(
+        rows, incumbent_arm=INC, candidate_arm=CAND, model=MODEL, policy=resolve_policy(policy), design=design
+    )
 
 
 # ─── Design ─────────────────────────────────────────────────────────────────
@@ -175,7 +177,7 @@ def test_promotion_document_records_the_looks_and_validates():
     doc = promotion_document(
         rows,
         pairs=[(INC, CAND)],
-        policy={},
+        policy=resolve_policy(None),
         binding=binding,
         run_status="complete",
         generated_at=GENERATED_AT,

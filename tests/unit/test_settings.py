@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from skillbench.base.artifacts import load_schema
+from skillbench.decision.policy import POLICY_KEYS_NOT_IN_CONFIG, GatePolicy, resolve_policy
 from skillbench.execution.quota import disk_quota_mb
 from skillbench.execution.sandbox import SandboxLimits
 from skillbench.execution.workspace import WorkspaceLimits
@@ -224,3 +225,42 @@ def test_the_limits_records_default_to_what_the_schema_states_and_take_a_users_l
     assert SandboxLimits.of(typed.limits).disk_mb == 7 == disk_quota_mb(typed)
     assert WorkspaceLimits.of(typed.limits).max_entries == 9
     assert disk_quota_mb(settings.sandbox_settings({**mine["sandbox"], "backend": "none"})) == 0
+
+
+# ─── The gate's policy: the config's gate section and the evidence lifetime ──
+
+POLICY_FIELDS = [entry for entry in config_fields(GatePolicy) if entry[1].name not in POLICY_KEYS_NOT_IN_CONFIG]
+
+
+@pytest.mark.parametrize("record, item, kind, path", POLICY_FIELDS, ids=[".".join(entry[3]) for entry in POLICY_FIELDS])
+def test_every_gate_policy_field_is_a_gate_key_with_the_schemas_type_and_default(record, item, kind, path):
+    node = schema_node(path)
+    assert json_types(kind) == schema_types(node), f"GatePolicy.{item.name} vs {'.'.join(path)}"
+    if typing.get_origin(kind) is typing.Literal:
+        assert set(typing.get_args(kind)) == set(node["enum"]), f"GatePolicy.{item.name}: not the schema's enum"
+    # No default is stated in Python: the default policy holds what the schema says, with the schema's type.
+    value = getattr(resolve_policy(None), item.name)
+    assert value == node["default"] and type(value) is type(node["default"])
+
+
+def test_the_gate_policy_carries_every_gate_key_and_only_the_evidence_lifetime_besides():
+    names = [item.name for item in dataclasses.fields(GatePolicy)]
+    gate_keys = set(schema_node(("gate",))["properties"])
+    assert set(names) - POLICY_KEYS_NOT_IN_CONFIG == gate_keys
+    assert POLICY_KEYS_NOT_IN_CONFIG <= set(names) and not POLICY_KEYS_NOT_IN_CONFIG & gate_keys
+    # The evidence lifetime is no config key: a config that sets it is refused.
+    with pytest.raises(configcheck.ConfigError, match="max_age_days"):
+        configcheck.validate_config({"gate": {"max_age_days": 30}})
+    default = resolve_policy(None)
+    assert type(default.max_age_days) is int and default.max_age_days >= 1
+    # What a document records: every field, in field order.
+    assert list(default.as_dict()) == names
+
+
+def test_the_gate_policy_is_built_from_the_validated_config_a_user_wrote():
+    defaults = settings.schema_defaults()
+    assert resolve_policy(defaults["gate"]) == resolve_policy(None)
+    mine = configcheck.validate_config({"gate": {"alpha": 0.1, "objective": "per_task", "min_runs": 5}})
+    policy = resolve_policy(mine["gate"])
+    assert (policy.alpha, policy.objective, policy.min_runs) == (0.1, "per_task", 5)
+    assert policy == dataclasses.replace(resolve_policy(None), alpha=0.1, objective="per_task", min_runs=5)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import WAIT_S
-from skillbench.decision.gate import DEFAULT_POLICY
+from skillbench.decision.policy import resolve_policy
 from test_sweep import jobs_run
 
 SKILLBENCH = str(Path(sys.executable).parent / "skillbench")
@@ -114,7 +114,7 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
             "--out",
             str(regraded),
             "--min-runs",
-            str(DEFAULT_POLICY["min_runs"]),
+            str(resolve_policy(None).min_runs),
         ],
         capture_output=True,
         text=True,

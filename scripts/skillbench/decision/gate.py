@@ -1,7 +1,6 @@
 """The promotion gate: result rows + policy → a reproducible decision per candidate arm.
 
-Owns the promotion policy (``DEFAULT_POLICY``, the one place its defaults are set, and its
-validation), the promotion metrics, the ``promotion/v1`` document and its types
+Owns the ``promotion/v1`` document and its types
 (``PromotionDocument``, ``Decision``, ``TaskRow``), and the two decision rules behind
 ``evaluate_candidate`` — ``noise_aware`` (default: the upstream guards, then a cost test across
 tasks on the policy's objective and a quality test, at the generation's share of the policy's alpha;
@@ -21,6 +20,7 @@ same document.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -29,10 +29,23 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from skillbench.base.artifacts import utc_timestamp
-from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import Decision, PromotionDocument, ResultRow, TaskFacts, TaskRow
 from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import aggregate_by_task, is_valid, percent_saved
+from skillbench.decision.policy import (  # noqa: F401 (re-exported: the gate's callers name them here)
+    ACROSS_AGENTS,
+    GENERATION_SPENDING,
+    OBJECTIVES,
+    POLICY_KEYS_NOT_IN_CONFIG,
+    PROMOTION_METRICS,
+    RULES,
+    GateInputError,
+    GatePolicy,
+    error_control,
+    generation_alpha,
+    is_number,
+    resolve_policy,
+)
 from skillbench.decision.stats import (
     BOOTSTRAP_CONFIDENCE,
     BOOTSTRAP_RESAMPLES,
@@ -45,7 +58,6 @@ __all__ = [
     "BOOTSTRAP_CONFIDENCE",
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
-    "DEFAULT_POLICY",
     "across_agents",
     "check_policy_design",
     "GateInputError",
@@ -59,9 +71,6 @@ __all__ = [
 ]
 
 PROMOTION_SCHEMA = "promotion/v1"
-# The metrics a decision can rank on (lower is better): the config's gate.metric and the promotion
-# schema's metric list name these (tests/unit/test_gate.py keeps them equal).
-PROMOTION_METRICS = ("output_tokens", "cost_usd", "duration_s", "num_turns")
 MAIN_LOOP_ONLY_METRICS = ("output_tokens", "num_turns")
 MAIN_LOOP_ONLY_WARNING = (
     "WARNING: output_tokens and num_turns come from the main-loop session only; tokens and turns spent "
@@ -69,17 +78,6 @@ MAIN_LOOP_ONLY_WARNING = (
     "Prefer cost_usd, which is the only CLI-reported figure that includes subagent spend, or recount "
     "usage from the captured transcripts, counting each message.id once."
 )
-RULES = ("noise_aware", "upstream")
-OBJECTIVES = gate_stats.OBJECTIVES
-# How an experiment's alpha is spent over its generations: ``halving`` gives generation g alpha/2^(g+1),
-# so any number of generations together stays below alpha and extending a run never changes the share
-# an earlier generation was gated at; ``none`` tests every generation at alpha (per-generation error only).
-GENERATION_SPENDING = ("halving", "none")
-# How the pairs of a candidate that several agent CLIs run combine (``across_agents``): ``all`` promotes only when
-# every pair (one per agent) promotes on its own test at the generation's alpha (an intersection-union test: the
-# false-promotion rate stays <= alpha without a correction); ``any`` promotes when at least one pair's cheaper
-# claim survives Holm's correction across the pairs and every pair's no-worse guards hold.
-ACROSS_AGENTS = ("all", "any")
 # A candidate can win on cost or on resolution; an identical candidate must clear neither more
 # than its generation's alpha of the time in total, so the resolution route spends a tenth of it
 # (weighted Bonferroni) and the cost test the rest.
@@ -103,29 +101,6 @@ SKILL_ATTRIBUTABLE_ERROR_KIND = "skill-not-invoked"
 RUN_STATUSES = ("complete", "aborted")
 ABORTED_REASON = "run aborted; partial evidence cannot promote"
 
-# The promotion policy's defaults: the one place they are set. The config's gate section sets every
-# key but the evidence lifetime (POLICY_KEYS_NOT_IN_CONFIG); its schema repeats these defaults and
-# config/config.yaml states them, and tests/unit/test_gate.py keeps both equal to this.
-DEFAULT_POLICY: dict[str, Any] = {
-    "rule": "noise_aware",
-    "metric": "cost_usd",
-    "min_runs": 3,
-    "min_improvement_pct": 5.0,
-    "max_task_regression_pct": 20.0,
-    "max_failed_task_regression_pct": 100.0,
-    "min_gated_task_ratio": 0.5,
-    "require_confidence": False,
-    "allow_unsandboxed": False,
-    "max_age_days": 90,
-    "alpha": 0.05,
-    "quality_margin_pct": 10.0,
-    "objective": "total_spend",
-    "generation_spending": "halving",
-    "resolution_cost_margin_pct": 10.0,
-    "across_agents": "all",
-}
-# How long a promotion's evidence stays valid is the gate's, not the experiment's, to choose.
-POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
 
 # The tests a decision records (the schema's tests object).
 TEST_KEYS = ("design", "cost", "cost_alternative", "quality")
@@ -142,116 +117,10 @@ BINDING_FIELDS = (
 )
 
 
-class GateInputError(SkillbenchError, ValueError):
-    """A policy, a runs design or rows the gate cannot decide on; the message names the key or rows and the fix."""
-
-
 # aggregate_by_task's output: task → arm → that (task, arm)'s summary.
 ByTask = dict[str, dict[str, dict[str, Any]]]
 
 # ─── Policy ─────────────────────────────────────────────────────────────────
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def resolve_policy(policy: dict[str, Any] | None) -> dict[str, Any]:
-    """``DEFAULT_POLICY`` overlaid with ``policy``; raises ValueError naming any bad key or value."""
-    merged = {**DEFAULT_POLICY, **(policy or {})}
-    unknown = sorted(set(merged) - set(DEFAULT_POLICY))
-    if unknown:
-        raise GateInputError(f"unknown promotion policy key(s): {', '.join(unknown)}")
-    if merged["rule"] not in RULES:
-        raise GateInputError(f"unsupported promotion rule {merged['rule']!r}: choose one of {', '.join(RULES)}")
-    if merged.get("across_agents") == "any" and merged["rule"] != "noise_aware":
-        raise GateInputError(
-            "promotion policy across_agents any needs rule noise_aware: the Holm correction across agents works on "
-            "the cost tests' p-values, which the upstream rule does not decide on"
-        )
-    if merged["metric"] not in PROMOTION_METRICS:
-        raise GateInputError(
-            f"unsupported promotion metric {merged['metric']!r}: choose one of {', '.join(PROMOTION_METRICS)}"
-        )
-    for key in ("min_runs", "max_age_days"):
-        value = merged[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise GateInputError(f"promotion policy {key} must be an integer >= 1 (got {value!r})")
-    for key in ("min_improvement_pct", "max_task_regression_pct", "max_failed_task_regression_pct"):
-        if not _is_number(merged[key]) or merged[key] < 0:
-            raise GateInputError(f"promotion policy {key} must be a non-negative number (got {merged[key]!r})")
-        merged[key] = float(merged[key])
-    ratio = merged["min_gated_task_ratio"]
-    if not _is_number(ratio) or not 0 <= ratio <= 1:
-        raise GateInputError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
-    merged["min_gated_task_ratio"] = float(ratio)
-    alpha = merged["alpha"]
-    if not _is_number(alpha) or not 0 < alpha < 0.5:
-        raise GateInputError(f"promotion policy alpha must be a number between 0 and 0.5 (got {alpha!r})")
-    merged["alpha"] = float(alpha)
-    margin = merged["quality_margin_pct"]
-    if not _is_number(margin) or not 0 <= margin <= 100:
-        raise GateInputError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
-    merged["quality_margin_pct"] = float(margin)
-    _check_decision_keys(merged)
-    for key in ("require_confidence", "allow_unsandboxed"):
-        if not isinstance(merged[key], bool):
-            raise GateInputError(f"promotion policy {key} must be true or false (got {merged[key]!r})")
-    return merged
-
-
-def _check_decision_keys(merged: dict[str, Any]) -> None:
-    """The objective, the spending over generations and the resolution route's spend margin (normalised in place)."""
-    for key, allowed in (
-        ("objective", OBJECTIVES),
-        ("generation_spending", GENERATION_SPENDING),
-        ("across_agents", ACROSS_AGENTS),
-    ):
-        if merged[key] not in allowed:
-            raise GateInputError(f"promotion policy {key} must be one of {', '.join(allowed)} (got {merged[key]!r})")
-    cost_margin = merged["resolution_cost_margin_pct"]
-    if cost_margin is not None:
-        if not _is_number(cost_margin) or cost_margin < 0:
-            raise GateInputError(
-                "promotion policy resolution_cost_margin_pct must be a non-negative number or null "
-                f"(got {cost_margin!r})"
-            )
-        merged["resolution_cost_margin_pct"] = float(cost_margin)
-
-
-def generation_alpha(policy: dict[str, Any], generation: int) -> float:
-    """The alpha generation ``generation`` (from 0) may spend: the policy's alpha, halved once more per
-    generation under ``halving`` (alpha/2, alpha/4, ...: the experiment's total stays below alpha)."""
-    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
-        raise GateInputError(f"generation must be an integer >= 0 (got {generation!r})")
-    if policy["generation_spending"] == "none":
-        return float(policy["alpha"])
-    return float(policy["alpha"]) / 2 ** (generation + 1)
-
-
-def error_control(policy: dict[str, Any], generation: int) -> dict[str, Any]:
-    """What a promotion document states about the experiment's error rate: the alpha this generation spent and
-    the bound on promoting anything, over every generation, when no candidate is better."""
-    share = generation_alpha(policy, generation)
-    if policy["generation_spending"] == "none":
-        statement = (
-            f"every generation is tested at alpha {policy['alpha']:g} (generation_spending none): an experiment of "
-            f"G generations whose candidates are no better promotes one of them with probability up to G × "
-            f"{policy['alpha']:g}"
-        )
-    else:
-        statement = (
-            f"generation {generation} is tested at alpha {share:.4g} (alpha {policy['alpha']:g} halved once per "
-            f"generation): over all its generations and looks, an experiment whose candidates are no better "
-            f"promotes one of them with probability at most {policy['alpha']:g}"
-        )
-    return {
-        "alpha": policy["alpha"],
-        "spending": policy["generation_spending"],
-        "generation": generation,
-        "generation_alpha": round(share, 8),
-        "statement": statement,
-    }
 
 
 def check_unique_rows(rows: Sequence[ResultRow]) -> None:
@@ -396,11 +265,11 @@ def _task_evidence(
     candidate: dict[str, Any],
     *,
     arms: tuple[str, str],
-    policy: dict[str, Any],
+    policy: GatePolicy,
     rows: Sequence[ResultRow] | None,
 ) -> _TaskEvidence:
     """One paired task's evidence from its two aggregates (and its rows, for the per-run view)."""
-    metric, min_runs = policy["metric"], policy["min_runs"]
+    metric, min_runs = policy.metric, policy.min_runs
     n_inc, n_cand = int(incumbent["valid_runs"]), int(candidate["valid_runs"])
     x_inc, x_cand = int(incumbent["excluded_runs"]), int(candidate["excluded_runs"])
     r_inc, r_cand = int(incumbent["resolved"]), int(candidate["resolved"])
@@ -454,7 +323,7 @@ def _pair_evidence(
     *,
     incumbent_arm: str,
     candidate_arm: str,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     rows: Sequence[ResultRow] | None,
 ) -> _PairEvidence:
     """Every task of ``by_task`` in sorted order: paired (both arms ran it) or not."""
@@ -536,7 +405,7 @@ def _pair_guards(
     pair: _PairEvidence,
     *,
     model: str | None,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     rows: Sequence[ResultRow] | None,
     needs_rows: bool,
 ) -> list[str]:
@@ -548,7 +417,7 @@ def _pair_guards(
         if needs_rows:
             reasons.append("the noise-aware rule needs the per-run rows; none were supplied")
         return reasons
-    if not policy["allow_unsandboxed"]:
+    if not policy.allow_unsandboxed:
         unsandboxed = _unsandboxed_runs(rows, pair.paired_tasks, pair.arms)
         if unsandboxed:
             reasons.append(
@@ -606,8 +475,8 @@ def evidence_base(gated_tasks: list[str], ungated_tasks: list[str], min_gated_ra
     return False, reasons
 
 
-def _check_evidence_base(verdict: _Verdict, pair: _PairEvidence, policy: dict[str, Any]) -> None:
-    thin, reasons = evidence_base(pair.gated_tasks(), pair.ungated_tasks(), policy["min_gated_task_ratio"])
+def _check_evidence_base(verdict: _Verdict, pair: _PairEvidence, policy: GatePolicy) -> None:
+    thin, reasons = evidence_base(pair.gated_tasks(), pair.ungated_tasks(), policy.min_gated_task_ratio)
     verdict.insufficient = verdict.insufficient or thin
     verdict.reasons += reasons
 
@@ -615,7 +484,7 @@ def _check_evidence_base(verdict: _Verdict, pair: _PairEvidence, policy: dict[st
 def _pair_tests(
     pair: _PairEvidence,
     rows: Sequence[ResultRow] | None,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     look_alphas: dict[str, float] | None = None,
     generation: int = 0,
 ) -> dict[str, Any]:
@@ -638,11 +507,11 @@ def _decision_record(
     rule: str,
     decision: str,
     verdict: _Verdict,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     tests: dict[str, Any],
 ) -> Decision:
     """The schema's decision for one pair: the verdict, the improvement over gated tasks and the tests."""
-    metric = policy["metric"]
+    metric = policy.metric
     improvements = _gated_improvements(pair)
     return {
         "incumbent_arm": pair.incumbent_arm,
@@ -682,20 +551,20 @@ def _resolution_margin(pair: _PairEvidence) -> int:
 # ─── The upstream rule ──────────────────────────────────────────────────────
 
 
-def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: dict[str, Any]) -> None:
+def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: GatePolicy) -> None:
     """One paired task under the upstream rule: run counts, resolution, the quality floor, the metric."""
-    row, metric = task.row, policy["metric"]
+    row, metric = task.row, policy.metric
     name, improvement = row["task"], row["improvement_pct"]
     (n_inc, n_cand), (r_inc, r_cand) = task.valid, task.resolved
     if not row["gated"]:
-        cap = policy["max_failed_task_regression_pct"]
+        cap = policy.max_failed_task_regression_pct
         if improvement is not None and improvement < -cap:
             verdict.regression(
                 f"{name}: {metric} regressed {-improvement:.1f}% on a task neither arm resolved, "
                 f"above the {cap:.1f}% failed-task cap"
             )
         return
-    verdict.lacking(_task_run_counts(task, policy["min_runs"]))
+    verdict.lacking(_task_run_counts(task, policy.min_runs))
     rate_inc = r_inc / n_inc if n_inc else 0.0
     rate_cand = r_cand / n_cand if n_cand else 0.0
     if rate_cand < rate_inc:
@@ -710,7 +579,7 @@ def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: dict[s
             f"{name}: candidate must resolve every valid run for the oracle-backed quality floor "
             f"({trigger}; got {r_cand}/{n_cand})"
         )
-    task_cap = policy["max_task_regression_pct"]
+    task_cap = policy.max_task_regression_pct
     if row["incumbent_metric"] is None or row["candidate_metric"] is None:
         verdict.lacking([_unmeasured_reason(name, metric)])
     elif improvement is None:
@@ -719,7 +588,7 @@ def _upstream_task_checks(verdict: _Verdict, task: _TaskEvidence, policy: dict[s
         verdict.regression(f"{name}: {metric} regressed {-improvement:.1f}%, above the {task_cap:.1f}% task cap")
 
 
-def _upstream_outcome(verdict: _Verdict, pair: _PairEvidence, policy: dict[str, Any]) -> str:
+def _upstream_outcome(verdict: _Verdict, pair: _PairEvidence, policy: GatePolicy) -> str:
     """First matching decision wins: insufficiency, a regression, a resolution margin of 2, the median improvement."""
     if verdict.insufficient:
         return "insufficient_evidence"
@@ -736,7 +605,7 @@ def _upstream_outcome(verdict: _Verdict, pair: _PairEvidence, policy: dict[str, 
             "total resolution improved by only 1 run — within the noise floor (2 required); "
             "deciding on efficiency instead"
         )
-    metric, required = policy["metric"], policy["min_improvement_pct"]
+    metric, required = policy.metric, policy.min_improvement_pct
     median = _median_improvement(_gated_improvements(pair))
     verdict.reasons.append(f"median {metric} improvement is {median or 0.0:.1f}% (required {required:.1f}%)")
     return "promote" if median is not None and median >= required else "keep_incumbent"
@@ -765,7 +634,7 @@ def _upstream_decision(
     pair: _PairEvidence,
     *,
     model: str | None,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     rows: Sequence[ResultRow] | None,
     generation: int = 0,
 ) -> Decision:
@@ -786,8 +655,8 @@ def _upstream_decision(
             verdict.lacking([pair.missing_arm_reason(task)])
     _check_evidence_base(verdict, pair, policy)
     decision = _upstream_outcome(verdict, pair, policy)
-    if decision == "promote" and policy["require_confidence"]:
-        decision = _confidence_outcome(verdict, pair, policy["metric"])
+    if decision == "promote" and policy.require_confidence:
+        decision = _confidence_outcome(verdict, pair, policy.metric)
     tests = _pair_tests(pair, rows, policy, generation=generation)
     record = _decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
     record["no_worse"] = not verdict.insufficient and not verdict.regressed
@@ -824,7 +693,7 @@ def candidate_tests(
     candidate_arm: str,
     gated_tasks: list[str],
     paired_tasks: list[str],
-    policy: dict[str, Any],
+    policy: GatePolicy,
     alpha: float | None = None,
     look_alphas: dict[str, float] | None = None,
     generation: int = 0,
@@ -846,21 +715,19 @@ def candidate_tests(
         quality_alpha = look_alphas["quality"]
     arms = (incumbent_arm, candidate_arm)
     runs = _valid_runs(rows, arms)
-    gated_cells = list(_measured_cells(runs, gated_tasks, arms, policy["metric"]).values())
+    gated_cells = list(_measured_cells(runs, gated_tasks, arms, policy.metric).values())
     # Every gated task must be measured, or the test is not computable.
     measured = [cell for cell in gated_cells if cell is not None] if None not in gated_cells else []
-    objective = policy["objective"]
+    objective = policy.objective
     other = next(name for name in OBJECTIVES if name != objective)
     cost, alternative = (
-        gate_stats.cost_test(
-            measured, alpha=round(cost_alpha, 8), floor_pct=policy["min_improvement_pct"], objective=name
-        )
+        gate_stats.cost_test(measured, alpha=round(cost_alpha, 8), floor_pct=policy.min_improvement_pct, objective=name)
         for name in (objective, other)
     )
     quality = gate_stats.quality_test(
         [_resolution_counts(runs, task, arms) for task in gated_tasks],
         alpha=round(quality_alpha, 8),
-        margin_pct=policy["quality_margin_pct"],
+        margin_pct=policy.quality_margin_pct,
         better_alpha=round(resolution_alpha, 8),
     )
     return {
@@ -870,11 +737,11 @@ def candidate_tests(
         "quality": quality,
         "checks": _task_checks(
             runs,
-            _measured_cells(runs, paired_tasks, arms, policy["metric"]),
+            _measured_cells(runs, paired_tasks, arms, policy.metric),
             gated_tasks,
             arms,
             policy,
-            alpha=policy["alpha"],
+            alpha=policy.alpha,
             interval_alpha=cost["alpha"],
         ),
     }
@@ -912,7 +779,7 @@ def _task_checks(
     cells: dict[str, Cell | None],
     gated_tasks: list[str],
     arms: tuple[str, str],
-    policy: dict[str, Any],
+    policy: GatePolicy,
     *,
     alpha: float,
     interval_alpha: float,
@@ -927,7 +794,7 @@ def _task_checks(
     adjusted = dict(zip(gated_tasks, gate_stats.holm(list(drops.values())), strict=True))
     checks: dict[str, dict[str, Any]] = {}
     for task, cell in cells.items():
-        cap = policy["max_task_regression_pct"] if task in gated_tasks else policy["max_failed_task_regression_pct"]
+        cap = policy.max_task_regression_pct if task in gated_tasks else policy.max_failed_task_regression_pct
         # The spread between the other tasks: the task under test must not widen the yardstick it is judged by.
         between = gate_stats.between_task_variance([other for name, other in cells.items() if name != task and other])
         regression = (
@@ -936,7 +803,7 @@ def _task_checks(
             else {"regression_pct": None, "p_value": None, "regressed": False}
         )
         saving = (
-            gate_stats.task_saving(cell[0], cell[1], objective=policy["objective"], alpha=interval_alpha)
+            gate_stats.task_saving(cell[0], cell[1], objective=policy.objective, alpha=interval_alpha)
             if cell is not None
             else {"saving_pct": None, "ci_low_pct": None, "ci_high_pct": None}
         )
@@ -1032,20 +899,20 @@ def quality_sentence(quality: dict[str, Any]) -> str:
 
 
 def _noise_aware_task_checks(
-    verdict: _Verdict, task: _TaskEvidence, check: dict[str, Any], policy: dict[str, Any], paired: int
+    verdict: _Verdict, task: _TaskEvidence, check: dict[str, Any], policy: GatePolicy, paired: int
 ) -> None:
     """One paired task under the noise-aware rule: run counts, the metric, Fisher's test, skill use, cost rise."""
-    row, metric, alpha = task.row, policy["metric"], policy["alpha"]
+    row, metric, alpha = task.row, policy.metric, policy.alpha
     name = row["task"]
     if not row["gated"]:
         if check["regressed"]:
             verdict.regression(
                 f"{name}: {metric} rose {check['regression_pct']:.1f}% on a task neither arm resolved, above the "
-                f"{policy['max_failed_task_regression_pct']:.1f}% failed-task cap (one-sided p "
+                f"{policy.max_failed_task_regression_pct:.1f}% failed-task cap (one-sided p "
                 f"{_p_text(check['regression_p_value'])}, alpha/{paired})"
             )
         return
-    verdict.lacking(_task_run_counts(task, policy["min_runs"]))
+    verdict.lacking(_task_run_counts(task, policy.min_runs))
     if task.run_unmeasured:
         verdict.lacking([_unmeasured_reason(name, metric)])
     elif task.run_non_positive:
@@ -1064,7 +931,7 @@ def _noise_aware_task_checks(
     if check["regressed"]:
         verdict.regression(
             f"{name}: {metric} rose {check['regression_pct']:.1f}%, above the "
-            f"{policy['max_task_regression_pct']:.1f}% task cap (one-sided p "
+            f"{policy.max_task_regression_pct:.1f}% task cap (one-sided p "
             f"{_p_text(check['regression_p_value'])}, alpha/{paired})"
         )
 
@@ -1073,9 +940,9 @@ def _objective_text(objective: str) -> str:
     return "total spend" if objective == "total_spend" else "per-task geometric mean"
 
 
-def _resolution_route(tests: dict[str, Any], policy: dict[str, Any]) -> tuple[bool, str]:
+def _resolution_route(tests: dict[str, Any], policy: GatePolicy) -> tuple[bool, str]:
     """Whether a candidate whose resolution is credibly better may be promoted on that alone, and the sentence why."""
-    quality, margin = tests["quality"], policy["resolution_cost_margin_pct"]
+    quality, margin = tests["quality"], policy.resolution_cost_margin_pct
     if margin is None:
         return True, quality_sentence(quality)
     spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
@@ -1107,12 +974,12 @@ def _spend_guard(tests: dict[str, Any], alpha: float) -> str | None:
     )
 
 
-def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], policy: dict[str, Any]) -> str:
+def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], policy: GatePolicy) -> str:
     """After the guards: resolution credibly better promotes (if its spend is within the policy's margin), worse or
     unshown keeps; then the cost test decides, and a per-task objective also needs the total spend not credibly higher.
 
     The sentence that decided leads the reasons."""
-    cost, quality, metric = tests["cost"], tests["quality"], policy["metric"]
+    cost, quality, metric = tests["cost"], tests["quality"], policy.metric
     if verdict.insufficient:
         return "insufficient_evidence"
     if verdict.regressed:
@@ -1132,7 +999,7 @@ def _noise_aware_outcome(verdict: _Verdict, tests: dict[str, Any], policy: dict[
     if quality["conclusion"] == "inconclusive":
         verdict.reasons[:0] = [quality_sentence(quality), cost_sentence(cost, metric, tests["design"]["text"])]
         return "keep_incumbent"
-    guard = _spend_guard(tests, policy["alpha"]) if cost["conclusion"] == "cheaper" else None
+    guard = _spend_guard(tests, policy.alpha) if cost["conclusion"] == "cheaper" else None
     verdict.reasons[:0] = [cost_sentence(cost, metric, tests["design"]["text"]), quality_sentence(quality)]
     if guard:
         verdict.reasons.insert(0, guard)
@@ -1144,7 +1011,7 @@ def _noise_aware_decision(
     pair: _PairEvidence,
     *,
     model: str | None,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     rows: Sequence[ResultRow] | None,
     look_alphas: dict[str, float] | None = None,
     generation: int = 0,
@@ -1177,11 +1044,11 @@ def _noise_aware_decision(
     return record, verdict.regressed
 
 
-def _not_worse_on_tests(tests: dict[str, Any], policy: dict[str, Any]) -> bool:
+def _not_worse_on_tests(tests: dict[str, Any], policy: GatePolicy) -> bool:
     """The no-worse guards a test gives: the resolution shown within the margin (or better), and the total spend not
     credibly higher (one-sided, at the policy's alpha: a guard that can only keep the incumbent)."""
     spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
-    dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy["alpha"]
+    dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy.alpha
     return tests["quality"]["conclusion"] in ("not_worse", "better") and not dearer
 
 
@@ -1191,7 +1058,7 @@ def evaluate_candidate(
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
-    policy: dict[str, Any] | None = None,
+    policy: GatePolicy | None = None,
     rows: Sequence[ResultRow] | None = None,
     look_alphas: dict[str, float] | None = None,
     generation: int = 0,
@@ -1200,18 +1067,18 @@ def evaluate_candidate(
 
     ``by_task`` is ``aggregate_by_task`` output; ``rows`` are the raw rows behind it (for the
     paired per-run statistics, the tests, the sandbox check and the check that every row ran the
-    same Claude Code version and model). ``policy["rule"]`` picks the rule: ``noise_aware``
+    same Claude Code version and model). ``policy.rule`` picks the rule: ``noise_aware``
     (default; needs rows) or ``upstream``. Both report the same tests (``tests``: design, cost,
     quality) and per-task checks, whatever they decide on. ``generation`` (from 0) sets the share of
     alpha the tests spend (``generation_alpha``). Rows that hold one (task, arm, run) twice are refused.
     """
-    policy = resolve_policy(policy)
+    policy = policy if policy is not None else resolve_policy(None)
     if rows is not None:
         check_unique_rows(rows)
-    if policy["rule"] != "noise_aware" and look_alphas is not None:
+    if policy.rule != "noise_aware" and look_alphas is not None:
         raise GateInputError("sequential looks need gate.rule noise_aware (the upstream rule has no alpha to spend)")
     pair = _pair_evidence(by_task, incumbent_arm=incumbent_arm, candidate_arm=candidate_arm, policy=policy, rows=rows)
-    if policy["rule"] == "upstream":
+    if policy.rule == "upstream":
         return _upstream_decision(pair, model=model, policy=policy, rows=rows, generation=generation)
     decision, _ = _noise_aware_decision(
         pair, model=model, policy=policy, rows=rows, look_alphas=look_alphas, generation=generation
@@ -1230,7 +1097,7 @@ def promotion_document(
     rows: Sequence[ResultRow],
     *,
     pairs: list[tuple[str, str]],
-    policy: dict[str, Any] | None,
+    policy: GatePolicy | None,
     binding: dict[str, Any],
     run_status: str,
     generated_at: datetime,
@@ -1251,7 +1118,7 @@ def promotion_document(
     the evidence expires ``max_age_days`` later. ``generation`` (from 0) is the generation the rows are of:
     it sets the alpha its tests spend, and ``error_control`` states what that means for the experiment.
     """
-    policy = resolve_policy(policy)
+    policy = policy if policy is not None else resolve_policy(None)
     _check_promotion_inputs(pairs, binding, run_status, generated_at)
     check_unique_rows(rows)
     by_task = aggregate_by_task(rows)
@@ -1286,11 +1153,11 @@ def promotion_document(
         "schema": PROMOTION_SCHEMA,
         "run_status": run_status,
         "generated_at": _utc_text(generated),
-        "evidence_expires_at": _utc_text(generated + timedelta(days=policy["max_age_days"])),
+        "evidence_expires_at": _utc_text(generated + timedelta(days=policy.max_age_days)),
         "policy": {
-            **policy,
-            "metric_warning": metric_warning(policy["metric"]),
-            "quality_rule": QUALITY_RULES[policy["rule"]],
+            **policy.as_dict(),
+            "metric_warning": metric_warning(policy.metric),
+            "quality_rule": QUALITY_RULES[policy.rule],
         },
         "decisions": decisions,
         "agents": across_agents(decisions, rows, policy),
@@ -1309,11 +1176,10 @@ def promotion_document(
 # ─── Across agents: one candidate, a pair per agent CLI ─────────────────────
 
 
-def check_policy_design(policy: dict[str, Any] | None, design: dict[str, Any] | None) -> None:
+def check_policy_design(policy: GatePolicy, design: dict[str, Any] | None) -> None:
     """Refuse ``across_agents: any`` with a sequential runs design (``run_design``): its Holm correction across
     agents is not combined with the looks' alpha spending (``all`` needs no correction, so it runs with both)."""
-    resolved = resolve_policy(policy)
-    if design is not None and design["kind"] == "sequential" and resolved["across_agents"] == "any":
+    if design is not None and design["kind"] == "sequential" and policy.across_agents == "any":
         raise GateInputError(
             "gate.across_agents any needs a fixed runs design: the Holm correction across agents is not combined "
             "with a sequential design's looks (use across_agents all, which needs no correction, or a fixed runs)"
@@ -1335,14 +1201,14 @@ def _agent_name(agent: str | None) -> str:
     return agent or "an unrecorded agent"
 
 
-def _promoted_on_resolution(decision: Decision, policy: dict[str, Any]) -> bool:
+def _promoted_on_resolution(decision: Decision, policy: GatePolicy) -> bool:
     """Whether a promoting pair promoted on its resolution route (credibly better, spend within the margin)."""
     tests = decision["tests"]
     return tests["quality"]["conclusion"] == "better" and _resolution_route(tests, policy)[0]
 
 
-def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], policy: dict[str, Any]) -> dict[str, Any]:
-    """The candidate's verdict across the agent CLIs its pairs ran (``policy["across_agents"]``), one verdict per
+def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], policy: GatePolicy) -> dict[str, Any]:
+    """The candidate's verdict across the agent CLIs its pairs ran (``policy.across_agents``), one verdict per
     pair (the usual setup: one evolution arm per agent).
 
     ``all`` (default): promote only when every pair promotes on its own tests, each at the generation's alpha —
@@ -1355,7 +1221,7 @@ def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], poli
     test's alpha, the resolution route's at its own. A pair whose guards hold but whose claim does not is
     ``no_worse``. Pure: the decisions (and their rows, for each pair's agent) in, the block out.
     """
-    rule = policy["across_agents"]
+    rule = policy.across_agents
     pvalue = [decision["tests"]["cost"]["p_value"] for decision in decisions]
     adjusted = gate_stats.holm([1.0 if p is None else p for p in pvalue]) if rule == "any" else pvalue
     better = [decision["tests"]["quality"]["p_better"] for decision in decisions]
@@ -1549,7 +1415,7 @@ def run_design(runs: Any) -> dict[str, Any]:
             f"runs.spending must be one of {', '.join(gate_stats.SPENDING_FUNCTIONS)} (got {spending!r})"
         )
     futility = runs.get("futility_power", SEQUENTIAL_DEFAULTS["futility_power"])
-    if not _is_number(futility) or not 0 <= futility < 1:
+    if not is_number(futility) or not 0 <= futility < 1:
         raise GateInputError(f"runs.futility_power must be a number in [0, 1) (got {futility!r})")
     looks = list(range(low, high + 1, step))
     if looks[-1] != high:
@@ -1611,12 +1477,12 @@ def _final_boundaries(decision: Decision, design: dict[str, Any], alphas: list[d
 
 
 def _futility(
-    decision: Decision, design: dict[str, Any], runs: int, policy: dict[str, Any], alphas: list[dict[str, Any]]
+    decision: Decision, design: dict[str, Any], runs: int, policy: GatePolicy, alphas: list[dict[str, Any]]
 ) -> tuple[str | None, dict[str, float | None]]:
     """Why continuing cannot plausibly promote (or None), and the conditional powers behind it."""
     cost, quality = decision["tests"]["cost"], decision["tests"]["quality"]
     powers: dict[str, float | None] = {"cost": None, "quality": None}
-    alpha = policy["alpha"]
+    alpha = policy.alpha
     if quality["p_worse"] is not None and quality["p_worse"] <= alpha:
         return f"resolution credibly worse (one-sided p {_p_text(quality['p_worse'])} <= alpha {alpha:g})", powers
     cost_boundary, quality_boundary = _final_boundaries(decision, design, alphas)
@@ -1624,7 +1490,7 @@ def _futility(
     if cost["estimate_pct"] is not None and cost["se_log"]:
         estimate = -math.log(1 - cost["estimate_pct"] / 100)
         # The last look needs the estimate past both its boundary (at the final standard error) and the floor.
-        threshold = max(cost_boundary * cost["se_log"] * scale, -math.log(1 - policy["min_improvement_pct"] / 100))
+        threshold = max(cost_boundary * cost["se_log"] * scale, -math.log(1 - policy.min_improvement_pct / 100))
         powers["cost"] = round(
             gate_stats.conditional_power(
                 estimate, cost["se_log"], runs=runs, max_runs=design["max"], threshold=threshold
@@ -1636,7 +1502,7 @@ def _futility(
         z_quality = float(gate_stats.stats.norm.isf(quality["alpha"])) if quality["alpha"] > 0 else math.inf
         se = (quality["ci_high_pct"] - quality["difference_pct"]) / 100 / z_quality if math.isfinite(z_quality) else 0.0
         if se > 0:
-            threshold = -policy["quality_margin_pct"] / 100 + quality_boundary * se * scale
+            threshold = -policy.quality_margin_pct / 100 + quality_boundary * se * scale
             powers["quality"] = round(
                 gate_stats.conditional_power(difference, se, runs=runs, max_runs=design["max"], threshold=threshold), 4
             )
@@ -1644,12 +1510,12 @@ def _futility(
     if powers["cost"] is not None and powers["cost"] < floor and quality["conclusion"] != "better":
         return (
             f"futility: if the current trend holds, {design['max']} runs per cell reach the cost boundary and the "
-            f"{policy['min_improvement_pct']:.1f}% floor with probability {powers['cost']:.2f} (< {floor:g})"
+            f"{policy.min_improvement_pct:.1f}% floor with probability {powers['cost']:.2f} (< {floor:g})"
         ), powers
     if powers["quality"] is not None and powers["quality"] < floor:
         return (
             f"futility: if the current trend holds, {design['max']} runs per cell show the resolution within "
-            f"{policy['quality_margin_pct']:.0f} points with probability {powers['quality']:.2f} (< {floor:g})"
+            f"{policy.quality_margin_pct:.0f} points with probability {powers['quality']:.2f} (< {floor:g})"
         ), powers
     return None, powers
 
@@ -1661,7 +1527,7 @@ def _look_decision(
     final: bool,
     design: dict[str, Any],
     runs: int,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     alphas: list[dict[str, Any]],
 ) -> tuple[str, str | None, dict[str, float | None]]:
     """promote / keep_incumbent / insufficient_evidence / continue for one look's decision.
@@ -1748,7 +1614,7 @@ def _replay_looks(
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     design: dict[str, Any],
     alphas: list[dict[str, Any]],
     generation: int = 0,
@@ -1767,7 +1633,7 @@ def _replay_looks(
             return decision, looks, runs
         subset = _first_runs(rows, arms, runs)
         # The looks' run counts are the design; the boundaries, not min_runs, control the error.
-        look_policy = {**policy, "min_runs": min(policy["min_runs"], runs)}
+        look_policy = dataclasses.replace(policy, min_runs=min(policy.min_runs, runs))
         pair = _pair_evidence(
             aggregate_by_task(subset),
             incumbent_arm=incumbent_arm,
@@ -1808,7 +1674,7 @@ def sequential_decision(
     incumbent_arm: str,
     candidate_arm: str,
     model: str | None,
-    policy: dict[str, Any] | None,
+    policy: GatePolicy | None,
     design: dict[str, Any],
     generation: int = 0,
 ) -> Decision:
@@ -1822,8 +1688,8 @@ def sequential_decision(
     plus ``looks`` (one record per look taken) and ``sequential`` (design, status, next_runs).
     Pure and deterministic, so the pipeline's looks and an offline regrade agree.
     """
-    policy = resolve_policy(policy)
-    if policy["rule"] != "noise_aware":
+    policy = policy if policy is not None else resolve_policy(None)
+    if policy.rule != "noise_aware":
         raise GateInputError("a sequential runs design needs gate.rule: noise_aware")
     check_unique_rows(rows)
     alphas = look_alphas(design, generation_alpha(policy, generation))
@@ -1869,7 +1735,7 @@ def sequential_decision(
 
 
 def _pending_decision(
-    incumbent_arm: str, candidate_arm: str, policy: dict[str, Any], runs: int, *, generation: int
+    incumbent_arm: str, candidate_arm: str, policy: GatePolicy, runs: int, *, generation: int
 ) -> Decision:
     empty = candidate_tests(
         [],
@@ -1883,10 +1749,10 @@ def _pending_decision(
     return {
         "incumbent_arm": incumbent_arm,
         "candidate_arm": candidate_arm,
-        "rule": policy["rule"],
+        "rule": policy.rule,
         "decision": "insufficient_evidence",
-        "metric": policy["metric"],
-        "metric_warning": metric_warning(policy["metric"]),
+        "metric": policy.metric,
+        "metric_warning": metric_warning(policy.metric),
         "median_improvement_pct": None,
         "resolution_margin": 0,
         "reasons": [f"no look taken yet: the first look needs {runs} runs per (task, arm)"],

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from skillbench.base import artifacts
 from skillbench.base.records import Decision, PromotionDocument, ResultRow
+from skillbench.decision.policy import GatePolicy
 
 
 def is_promoted(promotion: Mapping[str, Any]) -> bool:
@@ -31,8 +32,10 @@ def is_promoted(promotion: Mapping[str, Any]) -> bool:
     policy = promotion.get("policy")
     if isinstance(policy, dict) and policy.get("across_agents") == "any":
         from skillbench.decision import gate
+        from skillbench.decision.policy import recorded_policy
 
-        return bool(gate.across_agents(cast("list[Decision]", decisions), [], policy)["decision"] == "promote")
+        recorded = recorded_policy(policy)
+        return bool(gate.across_agents(cast("list[Decision]", decisions), [], recorded)["decision"] == "promote")
     return all(d.get("decision") == "promote" for d in decisions)
 
 
@@ -82,7 +85,7 @@ def grade(
     results: str,
     overlay_json: str,
     bindings: str,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     model: str,
     effort: str | None,
     out: str,
@@ -120,7 +123,7 @@ def grade_rows(
     *,
     overlay: dict[str, Any],
     bindings: dict[str, Any],
-    policy: dict[str, Any],
+    policy: GatePolicy,
     model: str,
     effort: str | None,
     generated_at: datetime,

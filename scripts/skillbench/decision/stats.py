@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from skillbench.decision.policy import OBJECTIVES
+
 
 class _OnFirstUse:
     """A scipy module imported when a test first needs it: importing scipy is most of what parsing the workflow
@@ -45,7 +47,6 @@ BOOTSTRAP_CONFIDENCE = 0.95
 
 # What "cheaper" means: the suite's total spend (what a user pays: every task weighs its share of
 # the spend) or the per-task geometric mean (every task weighs the same).
-OBJECTIVES = ("total_spend", "per_task")
 COST_METHODS = {
     "total_spend": (
         "one-sided t-test across tasks (K - 1 df) of the log ratio of the suite's total spend, incumbent over "

@@ -54,7 +54,8 @@ from typing import Any, NoReturn
 
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
-from skillbench.decision.gate import across_agents, resolve_policy
+from skillbench.decision.gate import across_agents
+from skillbench.decision.policy import GatePolicy, resolve_policy
 from skillbench.decision.promotion import is_promoted
 from skillbench.execution import repo
 from skillbench.experiment import overlay
@@ -206,7 +207,7 @@ def validate_promotion_for_apply(
     target_base_digests: dict[str, str],
     required_candidate_arms: list[str],
     pairs: list[tuple[str, str]],
-    policy: dict[str, Any],
+    policy: GatePolicy,
     now: datetime | None = None,
 ) -> None:
     """Raise ApplyError unless ``promotion`` is complete, current, promotes every required arm, and is
@@ -239,12 +240,12 @@ def validate_promotion_for_apply(
     _check_across_agents(promotion, policy)
 
 
-def _check_binding(promotion: dict[str, Any], expected: dict[str, Any], policy: dict[str, Any]) -> None:
+def _check_binding(promotion: dict[str, Any], expected: dict[str, Any], policy: GatePolicy) -> None:
     for field, value in expected.items():
         if promotion[field] != value:
             raise ApplyError(f"promotion binding mismatch for {field}")
     bound_policy = promotion["policy"]
-    if any(key not in bound_policy or not _same(bound_policy[key], value) for key, value in policy.items()):
+    if any(key not in bound_policy or not _same(bound_policy[key], value) for key, value in policy.as_dict().items()):
         raise ApplyError("promotion binding mismatch for policy")
 
 
@@ -269,7 +270,7 @@ def _check_evidence_window(promotion: dict[str, Any], current: datetime) -> None
 
 
 def _check_decisions(
-    decisions: list[dict[str, Any]], required: list[str], paired_incumbent: dict[str, str], policy: dict[str, Any]
+    decisions: list[dict[str, Any]], required: list[str], paired_incumbent: dict[str, str], policy: GatePolicy
 ) -> None:
     """One decision per required candidate arm, in order, each paired as configured, promoting, on the policy's
     metric."""
@@ -291,18 +292,17 @@ def _check_decisions(
                 f"not {paired_incumbent[candidate]}"
             )
         # Under across_agents any, a pair that is no worse may keep its own incumbent while another agent's promotes.
-        no_worse = policy.get("across_agents") == "any" and decision["decision"] == "keep_incumbent"
+        no_worse = policy.across_agents == "any" and decision["decision"] == "keep_incumbent"
         if decision["decision"] != "promote" and not (no_worse and decision.get("no_worse") is True):
             reasons = "; ".join(decision["reasons"][:3])
             raise ApplyError(f"candidate arm {candidate} is not promotable: {decision['decision']} ({reasons})")
-        if decision["metric"] != policy.get("metric"):
+        if decision["metric"] != policy.metric:
             raise ApplyError(
-                f"promotion decision metric mismatch for {candidate}: {decision['metric']} "
-                f"(policy: {policy.get('metric')})"
+                f"promotion decision metric mismatch for {candidate}: {decision['metric']} (policy: {policy.metric})"
             )
 
 
-def _check_across_agents(promotion: dict[str, Any], policy: dict[str, Any]) -> None:
+def _check_across_agents(promotion: dict[str, Any], policy: GatePolicy) -> None:
     """The verdict across agents, recomputed from the decisions under the policy, promotes and matches the
     document's (a document whose per-agent verdicts were edited, or that predates them under ``any``, is refused)."""
     recomputed = across_agents(promotion["decisions"], [], policy)
@@ -310,7 +310,7 @@ def _check_across_agents(promotion: dict[str, Any], policy: dict[str, Any]) -> N
         raise ApplyError(f"the candidate is not promotable across agents: {recomputed['reason']}")
     stored = promotion.get("agents")
     if stored is None:
-        if policy.get("across_agents") == "all":
+        if policy.across_agents == "all":
             return
         raise ApplyError("promotion.json has no verdict across agents; regrade it with `skillbench gate`")
     verdicts = [(v["candidate_arm"], v["verdict"]) for v in stored.get("verdicts", [])]

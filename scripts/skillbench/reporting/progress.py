@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
 from skillbench.decision.aggregate import is_valid
+from skillbench.decision.policy import GatePolicy
 from skillbench.decision.promotion import is_promoted
 from skillbench.execution.access import RunSpend
 from skillbench.experiment import runrecord
@@ -638,7 +639,7 @@ def recommend_design(
     run_variance: float,
     spend_efficiency: float,
     shared_sd: float,
-    policy: dict[str, Any],
+    policy: GatePolicy,
     generation: int,
     tasks: int | None = None,
     power: float = 0.8,
@@ -651,9 +652,8 @@ def recommend_design(
     from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    policy = gate.resolve_policy(policy)
     alpha = gate.generation_alpha(policy, generation)
-    margin = policy["quality_margin_pct"] / 100
+    margin = policy.quality_margin_pct / 100
     critical = float(gate_stats.stats.norm.isf(alpha))
     quality_runs = math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
     return gate_stats.cheapest_design(
@@ -661,11 +661,11 @@ def recommend_design(
         run_variance=run_variance,
         shared_sd=shared_sd,
         alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-        floor_pct=policy["min_improvement_pct"],
-        spend_efficiency=spend_efficiency if policy["objective"] == "total_spend" else 1.0,
+        floor_pct=policy.min_improvement_pct,
+        spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
         tasks=tasks,
         power=power,
-        min_runs=policy["min_runs"],
+        min_runs=policy.min_runs,
         min_runs_per_arm=quality_runs,
     )
 

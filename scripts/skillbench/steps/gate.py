@@ -40,7 +40,7 @@ def gate_look(
             incumbent_arm=incumbent,
             candidate_arm=candidate,
             model=model,
-            policy=policy,
+            policy=gate.resolve_policy(policy),
             design=run_design,
             generation=generation,
         )
@@ -107,7 +107,7 @@ def gate_promotion(
         results=results,
         overlay_json=overlay_json,
         bindings=bindings,
-        policy=policy,
+        policy=gate.resolve_policy(policy),
         model=model,
         effort=effort,
         out=out,
