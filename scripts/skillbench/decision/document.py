@@ -1,0 +1,102 @@
+"""What a ``promotion/v1`` document holds besides its decisions: the schema id, the binding fields and their
+check, the run statuses, the quality-rule texts it records beside the policy, the plugin pins of a pair, and the
+one-line summary of a document (``summarize_gate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from skillbench.base.records import ResultRow
+from skillbench.decision.policy import (
+    GateInputError,
+)
+
+PROMOTION_SCHEMA = "promotion/v1"
+
+
+QUALITY_RULES = {
+    "upstream": (
+        "no per-task resolution-rate regression on gated tasks; where the incumbent resolves a run or a "
+        "run never invoked the skill under test, the candidate must resolve every valid run"
+    ),
+    "noise_aware": (
+        "over all paired runs of the gated tasks, stratified by task, the candidate's resolution rate must be "
+        "shown (one-sided, at the generation's alpha, with the variance at the margin) to be no more than "
+        "quality_margin_pct points below the incumbent's; no gated task may show a resolution drop at alpha "
+        "(Holm over the gated tasks; a z-test whose variance borrows the pair's pooled resolution rate); the "
+        "candidate may not skip the skill under test more often than the incumbent; a promotion on resolution "
+        "alone needs the total spend shown to be within resolution_cost_margin_pct of the incumbent's"
+    ),
+}
+
+
+RUN_STATUSES = ("complete", "aborted")
+
+
+ABORTED_REASON = "run aborted; partial evidence cannot promote"
+
+
+BINDING_FIELDS = (
+    "benchmark_model",
+    "effort",
+    "proposer_model",
+    "candidate_origin",
+    "candidate_overlay_digest",
+    "required_candidate_arms",
+    "selected_tasks",
+    "target_base_digests",
+)
+
+
+def check_promotion_inputs(
+    pairs: list[tuple[str, str]], binding: dict[str, Any], run_status: str, generated_at: datetime
+) -> None:
+    """Raise ValueError unless the run status, the clock and the binding fit a promotion document."""
+    if run_status not in RUN_STATUSES:
+        raise GateInputError(f"run_status must be one of {', '.join(RUN_STATUSES)} (got {run_status!r})")
+    if generated_at.tzinfo is None or generated_at.utcoffset() is None:
+        raise GateInputError("generated_at must be timezone-aware")
+    missing = [name for name in BINDING_FIELDS if name not in binding]
+    unknown = sorted(set(binding) - set(BINDING_FIELDS))
+    if missing or unknown:
+        raise GateInputError(f"promotion binding fields: missing {missing or 'none'}, unknown {unknown or 'none'}")
+    candidates = [candidate for _, candidate in pairs]
+    if list(binding["required_candidate_arms"]) != candidates:
+        raise GateInputError(
+            f"required_candidate_arms {binding['required_candidate_arms']} do not match the paired candidates "
+            f"{candidates}"
+        )
+    if len(set(candidates)) != len(candidates):
+        raise GateInputError(f"duplicate candidate arm in pairs: {candidates}")
+
+
+def plugin_pins(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: str) -> dict[str, list[dict[str, Any]]]:
+    """The Claude Code plugins each arm of a pair loaded (name, version, digest), as its rows recorded them:
+    a decision names the exact plugin bytes it was made on."""
+
+    def pins(arm: str) -> list[dict[str, Any]]:
+        seen = {
+            (plugin["name"], plugin["digest"]): plugin
+            for row in rows
+            if row["arm"] == arm
+            for plugin in row.get("plugins") or []
+        }
+        return [seen[key] for key in sorted(seen)]
+
+    return {"incumbent": pins(incumbent_arm), "candidate": pins(candidate_arm)}
+
+
+def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
+    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs, and
+    with several decisions a last line on the verdict across agents (what decides whether the generation promotes)."""
+    lines = [
+        f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
+        for decision in promotion.get("decisions", [])
+    ]
+    agents = promotion.get("agents")
+    if isinstance(agents, dict) and len(lines) > 1:
+        lines.append(f"across agents ({agents.get('rule')}): {agents.get('decision')} — {agents.get('reason')}")
+    return lines
