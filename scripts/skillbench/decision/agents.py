@@ -12,10 +12,7 @@ from skillbench.base.records import Decision, ResultRow
 from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import is_valid
 from skillbench.decision.noise_aware import resolution_route
-from skillbench.decision.policy import (
-    GateInputError,
-    GatePolicy,
-)
+from skillbench.decision.policy import GateInputError, GatePolicy
 from skillbench.decision.significance import p_text
 
 

@@ -10,12 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from skillbench.base.records import ResultRow
-from skillbench.decision.policy import (
-    GateInputError,
-)
+from skillbench.decision.policy import GateInputError
 
 PROMOTION_SCHEMA = "promotion/v1"
-
 
 QUALITY_RULES = {
     "upstream": (
@@ -32,12 +29,9 @@ QUALITY_RULES = {
     ),
 }
 
-
 RUN_STATUSES = ("complete", "aborted")
 
-
 ABORTED_REASON = "run aborted; partial evidence cannot promote"
-
 
 BINDING_FIELDS = (
     "benchmark_model",

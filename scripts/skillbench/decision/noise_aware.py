@@ -21,9 +21,7 @@ from skillbench.decision.pairs import (
     task_run_counts,
     unmeasured_reason,
 )
-from skillbench.decision.policy import (
-    GatePolicy,
-)
+from skillbench.decision.policy import GatePolicy
 from skillbench.decision.significance import cost_sentence, p_text, pair_tests, pct_text, quality_sentence
 
 

@@ -16,14 +16,10 @@ from typing import Any, cast
 
 from skillbench.base.records import Decision, ResultRow, TaskFacts, TaskRow
 from skillbench.decision.aggregate import is_valid, percent_saved
-from skillbench.decision.policy import (
-    GateInputError,
-    GatePolicy,
-)
+from skillbench.decision.policy import GateInputError, GatePolicy
 from skillbench.decision.stats import bootstrap_median_ci, sign_test
 
 MAIN_LOOP_ONLY_METRICS = ("output_tokens", "num_turns")
-
 
 MAIN_LOOP_ONLY_WARNING = (
     "WARNING: output_tokens and num_turns come from the main-loop session only; tokens and turns spent "
@@ -32,14 +28,11 @@ MAIN_LOOP_ONLY_WARNING = (
     "usage from the captured transcripts, counting each message.id once."
 )
 
-
 # The failure that is the skill's own fault: the prompts under test never loaded it.
 SKILL_ATTRIBUTABLE_ERROR_KIND = "skill-not-invoked"
 
-
 # The tests a decision records (the schema's tests object).
 TEST_KEYS = ("design", "cost", "cost_alternative", "quality")
-
 
 # aggregate_by_task's output: task → arm → that (task, arm)'s summary.
 ByTask = dict[str, dict[str, dict[str, Any]]]

@@ -15,18 +15,11 @@ from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.noise_aware import noise_aware_decision
 from skillbench.decision.pairs import TEST_KEYS, check_unique_rows, metric_warning, pair_evidence
-from skillbench.decision.policy import (
-    GateInputError,
-    GatePolicy,
-    generation_alpha,
-    is_number,
-    resolve_policy,
-)
+from skillbench.decision.policy import GateInputError, GatePolicy, generation_alpha, is_number, resolve_policy
 from skillbench.decision.significance import RESOLUTION_ROUTE_SHARE, candidate_tests, p_text
 from skillbench.decision.stats import bootstrap_median_ci, sign_test
 
 SEQUENTIAL_DEFAULTS: dict[str, Any] = {"spending": "pocock", "futility_power": 0.1}
-
 
 SEQUENTIAL_METHOD = (
     "group-sequential: the cost test, the resolution route and the non-inferiority tests each have efficacy "

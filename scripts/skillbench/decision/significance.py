@@ -13,11 +13,7 @@ from skillbench.base.records import ResultRow
 from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import is_valid
 from skillbench.decision.pairs import PairEvidence, metric_value
-from skillbench.decision.policy import (
-    OBJECTIVES,
-    GatePolicy,
-    generation_alpha,
-)
+from skillbench.decision.policy import OBJECTIVES, GatePolicy, generation_alpha
 
 # A candidate can win on cost or on resolution; an identical candidate must clear neither more
 # than its generation's alpha of the time in total, so the resolution route spends a tenth of it

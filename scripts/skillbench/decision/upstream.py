@@ -21,9 +21,7 @@ from skillbench.decision.pairs import (
     task_run_counts,
     unmeasured_reason,
 )
-from skillbench.decision.policy import (
-    GatePolicy,
-)
+from skillbench.decision.policy import GatePolicy
 from skillbench.decision.significance import pair_tests
 from skillbench.decision.stats import BOOTSTRAP_CONFIDENCE, bootstrap_median_ci
 
