@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
+from conftest import Project, copy_project
 from test_evolution import SKILLBENCH, run_until
 from test_sweep import jobs_run
 
@@ -66,6 +69,28 @@ def sequential_config(project, experiment: str, **extra) -> dict:
     }
 
 
+EXPERIMENT = "seq"
+
+
+@pytest.fixture(scope="module")
+def first_batch(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """A project whose first batch (every pair's `min` runs, before look 1) has run: both tests go on from a copy
+    of it, as a user resuming the run would (the budget is run control, so changing it reruns no finished cell)."""
+    project = copy_project(tmp_path_factory.mktemp("seq-first") / "project")
+    project.snakemake("--until", "run_cell", config=sequential_config(project, EXPERIMENT))
+    assert not project.results(EXPERIMENT, "gen0", "looks").exists()
+    # Every pair's first two runs on the three tasks: the incumbents' under cells/, the candidates' under gen0/.
+    assert len(records(project, EXPERIMENT)) == len(TASKS) * 2 * 4
+    return project
+
+
+def resume_from(first_batch: Project, tmp_path: Path) -> Project:
+    """A copy of the first batch's project (mtimes kept, so snakemake sees its cells finished)."""
+    target = tmp_path / "project"
+    shutil.copytree(first_batch.root, target, symlinks=True)
+    return Project(target)
+
+
 def checkpoints_run(output: str, rule: str) -> list[str]:
     """The wildcards line of every job of checkpoint `rule` that this snakemake invocation ran."""
     found = []
@@ -89,7 +114,8 @@ def records(project, experiment: str) -> set[str]:
     return {str(path.parent.relative_to(root)) for path in root.rglob("record.json")}
 
 
-def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(project, tmp_path):
+def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(first_batch, tmp_path):
+    project = resume_from(first_batch, tmp_path)
     config = sequential_config(project, "seq")
     batch_two = project.root / "logs" / "seq" / "run_cell" / "gen0" / "cells"
     process = run_until(project, config, lambda: any(batch_two.glob("*/candidate_workflow/run2.log")))
@@ -163,25 +189,29 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(p
     assert offline == promotion
 
 
-def test_budget_stops_starting_batches_at_the_cap_and_says_so(project):
+def test_budget_stops_starting_batches_at_the_cap_and_says_so(first_batch, tmp_path):
     # The first batch (3 tasks × 2 runs × workflow 2 sessions + workflow_direct 1 session, both arms) is 36
     # sessions; the workflow pair's second batch would add 12 more.
-    config = sequential_config(project, "capped", budget={"max_sessions": 40})
-    project.snakemake(config=config)
+    project = resume_from(first_batch, tmp_path)
+    first_cells = records(project, "seq")
+    config = sequential_config(project, "seq", budget={"max_sessions": 40})
+    resumed = project.snakemake(config=config)
+    assert jobs_run(resumed.stdout + resumed.stderr, "run_cell") == []
+    assert records(project, "seq") == first_cells
 
-    (look,) = looks(project, "capped")
+    (look,) = looks(project, "seq")
     by_arm = {pair["candidate_arm"]: pair for pair in look["pairs"]}
     assert look["spend"]["sessions"] == 36
     assert by_arm["candidate_workflow"]["status"] == "cut_short"
     assert "budget.max_sessions 40" in by_arm["candidate_workflow"]["reason"]
     assert by_arm["candidate_workflow_direct"]["decision"] == "keep_incumbent"
-    assert not any(cell.endswith("run2") for cell in records(project, "capped"))
+    assert not any(cell.endswith("run2") for cell in records(project, "seq"))
 
-    promotion = json.loads(project.results("capped", "gen0", "promotion.json").read_text())
+    promotion = json.loads(project.results("seq", "gen0", "promotion.json").read_text())
     decided = {d["candidate_arm"]: d for d in promotion["decisions"]}
     assert decided["candidate_workflow"]["decision"] == "insufficient_evidence"
     assert decided["candidate_workflow"]["sequential"]["cut_short"] is True
     assert decided["candidate_workflow"]["reasons"][0].startswith("cut short: cut short at look 1")
-    assert "Cut short:" in project.results("capped", "gen0", "report.md").read_text()
-    summary = project.results("capped", "summary.md").read_text()
+    assert "Cut short:" in project.results("seq", "gen0", "report.md").read_text()
+    summary = project.results("seq", "summary.md").read_text()
     assert "**Budget reached:**" in summary and "generation 0 candidate_workflow" in summary

@@ -266,10 +266,11 @@ def cheapest_design(
     None when out of reach."""
     best: dict[str, Any] | None = None
     for count in [tasks] if tasks else range(2, max_tasks + 1):
-        for runs in range(min_runs, max_runs + 1):
-            if count * runs < min_runs_per_arm:
-                continue
-            reached = cost_power(
+        if best is not None and count * min_runs > best["tasks"] * best["runs"]:
+            break  # every larger suite needs more runs than the best design so far
+
+        def power_at(runs: int, count: int = count) -> float:
+            return cost_power(
                 saving_pct=saving_pct,
                 tasks=count,
                 runs=runs,
@@ -279,12 +280,21 @@ def cheapest_design(
                 floor_pct=floor_pct,
                 spend_efficiency=spend_efficiency,
             )
-            if reached >= power:
-                if best is None or count * runs < best["tasks"] * best["runs"]:
-                    best = {"tasks": count, "runs": runs, "power": round(reached, 3)}
-                break
-        if best is not None and count * min_runs > best["tasks"] * best["runs"]:
-            break  # every larger suite needs more runs than the best design so far
+
+        # Power rises with runs (the spread of a task's ratio shrinks toward what its runs share), so the fewest
+        # runs that reach it are found by bisection, after one look at the most runs allowed.
+        low = max(min_runs, -(-min_runs_per_arm // count))
+        if low > max_runs or power_at(max_runs) < power:
+            continue
+        high = max_runs
+        while low < high:
+            middle = (low + high) // 2
+            if power_at(middle) >= power:
+                high = middle
+            else:
+                low = middle + 1
+        if best is None or count * low < best["tasks"] * best["runs"]:
+            best = {"tasks": count, "runs": low, "power": round(power_at(low), 3)}
     return best
 
 
