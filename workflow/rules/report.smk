@@ -1,6 +1,6 @@
-# Figures and HTML pages for `snakemake --report`. One rule per figure; each report (the sweep, every
-# generation, the run summary) also becomes a self-contained HTML page with its figures inline, so the HTML
-# report shows the reports themselves, not downloads. Input functions live in report_inputs.smk.
+# Figures and HTML pages for `snakemake --report`. One rule per figure (the run's spend and timeline share one);
+# each report (the sweep, every generation, the run summary) also becomes a self-contained HTML page with its
+# figures inline, so the HTML report shows the reports themselves, not downloads. Input functions live in report_inputs.smk.
 
 
 rule plot_cost_resolution:
@@ -88,49 +88,36 @@ rule plot_generation_chain:
         "../../scripts/plot_generation_chain.py"
 
 
-rule plot_session_spend:
+# The run's spend and timeline figures come from the same cell records: one job reads them once and draws both.
+rule plot_run_figures:
     input:
         results=get_run_results,
         proposer_sessions=get_proposer_sessions,
     output:
-        figure=report(
+        spend=report(
             sb_layout.run_figure(RESULTS, "spend.svg"),
             caption="../report/spend.rst",
             category="Run",
             labels={"page": "figure: where the money went"},
         ),
-    log:
-        sb_layout.log(EXPERIMENT, "plot_session_spend"),
-    localrule: True
-    conda:
-        "../envs/skillbench.yaml"
-    params:
-        title=f"Run {EXPERIMENT}: cost and turns per session role",
-    script:
-        "../../scripts/plot_session_spend.py"
-
-
-rule plot_cell_timeline:
-    input:
-        results=get_run_results,
-    output:
-        figure=report(
+        timeline=report(
             sb_layout.run_figure(RESULTS, "timeline.svg"),
             caption="../report/timeline.rst",
             category="Run",
             labels={"page": "figure: timeline of cells"},
         ),
     log:
-        sb_layout.log(EXPERIMENT, "plot_cell_timeline"),
+        sb_layout.log(EXPERIMENT, "plot_run_figures"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
     params:
         # The experiment's arm order gives every arm its colour, the same in every figure.
         arms=INCUMBENT_ARMS,
-        title=f"Run {EXPERIMENT}: cells over time on worker slots",
+        spend_title=f"Run {EXPERIMENT}: cost and turns per session role",
+        timeline_title=f"Run {EXPERIMENT}: cells over time on worker slots",
     script:
-        "../../scripts/plot_cell_timeline.py"
+        "../../scripts/plot_run_figures.py"
 
 
 rule render_report_page:

@@ -88,38 +88,47 @@ def run_records(results: list[str]) -> list[Path]:
     return list(records)
 
 
-def plot_session_spend(*, results: list[str], proposer_sessions: list[str], title: str, out: str) -> None:
+def plot_run_figures(
+    *,
+    results: list[str],
+    proposer_sessions: list[str],
+    arm_order: list[str],
+    spend_title: str,
+    timeline_title: str,
+    spend_out: str,
+    timeline_out: str,
+) -> None:
+    """The run's two figures from the cell records behind every results.jsonl, read once: where the money went
+    (cost and turns per session role, the proposer's sessions included) and the cells on worker slots."""
     sessions: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
     for path in run_records(results):
-        sessions += _record_sessions(path, _read_cell_record(path))
+        record = _read_cell_record(path)
+        sessions += _record_sessions(path, record)
+        cells.append(_timeline_cell(path, record))
     for path in map(Path, proposer_sessions):
         session = cast(ProposerSession, artifacts.read_artifact(path, "proposer-session"))["session"]
         sessions.append(
             {"role": "proposer", "cost_usd": session.get("cost_usd"), "num_turns": session.get("num_turns")}
         )
-    artifacts.atomic_write_text(Path(out), figures.plot_spend(figures.spend_data(sessions), title=title))
-
-
-def plot_cell_timeline(*, results: list[str], arm_order: list[str], title: str, out: str) -> None:
-    cells: list[dict[str, Any]] = []
-    for path in run_records(results):
-        record = _read_cell_record(path)
-        row, timing = record["row"], record["timing"]
-        generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""
-        label = "/".join(part for part in (generation, row["task"], row["arm"], f"run{row['run']}") if part)
-        cells.append(
-            {
-                "label": label,
-                "arm": row["arm"],
-                "started_at": timing["started_at"],
-                "finished_at": timing["finished_at"],
-                "sessions": timing["sessions"],
-            }
-        )
+    artifacts.atomic_write_text(Path(spend_out), figures.plot_spend(figures.spend_data(sessions), title=spend_title))
     colours = figures.arm_colours(arm_order)
     artifacts.atomic_write_text(
-        Path(out), figures.plot_timeline(figures.timeline_data(cells), title=title, colours=colours)
+        Path(timeline_out), figures.plot_timeline(figures.timeline_data(cells), title=timeline_title, colours=colours)
     )
+
+
+def _timeline_cell(path: Path, record: CellRecord) -> dict[str, Any]:
+    row, timing = record["row"], record["timing"]
+    generation = path.parts[-6] if len(path.parts) >= 6 and path.parts[-6].startswith("gen") else ""
+    label = "/".join(part for part in (generation, row["task"], row["arm"], f"run{row['run']}") if part)
+    return {
+        "label": label,
+        "arm": row["arm"],
+        "started_at": timing["started_at"],
+        "finished_at": timing["finished_at"],
+        "sessions": timing["sessions"],
+    }
 
 
 def render_report_page(*, markdown: str, figure_files: list[str], out: str, title: str | None = None) -> None:
