@@ -17,7 +17,7 @@ from skillbench.execution.quota import disk_quota_mb
 from skillbench.execution.sandbox import SandboxLimits
 from skillbench.execution.workspace import WorkspaceLimits
 from skillbench.experiment import configcheck, settings
-from skillbench.steps import budget_resource, job_run_control
+from skillbench.steps.session import budget_resource, job_run_control
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema("config")

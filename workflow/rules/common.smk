@@ -16,7 +16,7 @@ from skillbench.decision import gate as sb_gate  # noqa: E402
 from skillbench.execution import environment as sb_environment  # noqa: E402
 from skillbench.base import artifacts as sb_artifacts  # noqa: E402
 from skillbench.base import layout as sb_layout  # noqa: E402
-from skillbench import steps as sb_steps  # noqa: E402
+from skillbench.steps import session as sb_session  # noqa: E402
 from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
@@ -435,7 +435,7 @@ def job_settings(**sections):
     they reach the job as resources (run_control_resources), which Snakemake does not rerun on."""
     if "agent" in sections:
         sections["agent"] = {
-            key: value for key, value in sections["agent"].items() if key not in sb_steps.RUN_CONTROL_KEYS
+            key: value for key, value in sections["agent"].items() if key not in sb_session.RUN_CONTROL_KEYS
         }
     return json.loads(json.dumps(sections, sort_keys=True))
 
@@ -444,8 +444,8 @@ def run_control_resources():
     """The settings that steer how a session job runs but not what it measures: the agent's retries, outage
     streak and heartbeat, and the spend caps its gateway enforces."""
     return {
-        **{key: config["agent"][key] for key in sb_steps.RUN_CONTROL_KEYS},
-        **{name: sb_steps.budget_resource(config["budget"][key]) for key, name in sb_steps.BUDGET_RESOURCES.items()},
+        **{key: config["agent"][key] for key in sb_session.RUN_CONTROL_KEYS},
+        **{name: sb_session.budget_resource(config["budget"][key]) for key, name in sb_session.BUDGET_RESOURCES.items()},
     }
 
 
@@ -455,7 +455,7 @@ def get_budget_cut(wildcards):
     run_dir = sb_layout.cell_dir(RESULTS, wildcards.cellset, wildcards.task, wildcards.arm, wildcards.run)
     if not Path(sb_layout.budget_cut_marker(run_dir)).exists():
         return None
-    return sb_steps.budget_resource(config["budget"]["max_usd"])
+    return sb_session.budget_resource(config["budget"]["max_usd"])
 
 
 @cache

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from skillbench.base.records import Provider, SandboxBackend
 
-# A run-control resource cannot be null: "none" stands for no spend cap (steps.BUDGET_RESOURCES).
+# A run-control resource cannot be null: "none" stands for no spend cap (steps.session.BUDGET_RESOURCES).
 NO_CAP = "none"
 
 

@@ -13,7 +13,7 @@ from skillbench.execution.environment import api_key, configured_cli, load_scrip
 from skillbench.execution.failures import CellCancelled
 from skillbench.experiment.settings import cell_settings
 from skillbench.grading.graders import grader_for
-from skillbench.steps import job_run_control, start_session_job
+from skillbench.steps.session import job_run_control, start_session_job
 
 
 def run_cell(

@@ -22,7 +22,7 @@ from skillbench.experiment.settings import proposer_settings
 from skillbench.grading import oracle
 from skillbench.preflight import checked_overlay
 from skillbench.reporting import report
-from skillbench.steps import job_run_control, start_session_job
+from skillbench.steps.session import job_run_control, start_session_job
 
 
 def bound_oracles(bindings: str, oracle_dirs: list[str]) -> list[tuple[str, bytes]]:

@@ -11,7 +11,7 @@ from skillbench.execution.environment import secrets
 from skillbench.experiment.settings import check_settings
 from skillbench.grading import taskcheck
 from skillbench.grading.binding import bind_task as bind_task_files
-from skillbench.steps import start_session_job
+from skillbench.steps.session import start_session_job
 
 
 def bind_task(*, suite: str, task: dict[str, Any], binding_out: str, template_out: str, oracle_out: str) -> None:
