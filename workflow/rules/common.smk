@@ -445,7 +445,9 @@ def run_control_resources():
     streak and heartbeat, and the spend caps its gateway enforces."""
     return {
         **{key: config["agent"][key] for key in sb_session.RUN_CONTROL_KEYS},
-        **{name: sb_session.budget_resource(config["budget"][key]) for key, name in sb_session.BUDGET_RESOURCES.items()},
+        **{
+            name: sb_session.budget_resource(config["budget"][key]) for key, name in sb_session.BUDGET_RESOURCES.items()
+        },
     }
 
 
