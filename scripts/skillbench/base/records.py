@@ -31,7 +31,38 @@ ErrorKind = Literal[
     "budget-exhausted",
     "infra-error",
     "cleanup-failure",
+    "review-invalid",
+    "review-edited-code",
+    "review-incorrect",
 ]
+
+# Task classes scored against hidden review labels rather than an oracle (`skillbench.grading.review`).
+REVIEW_CLASSES = ("review-defect", "review-clean")
+
+
+class ReviewMetrics(TypedDict):
+    """A review cell's score against its hidden labels (`schemas/result-row.schema.json`, `review`)."""
+
+    case: Literal["defect", "clean"]
+    # Why the review output broke the contract (a `grading.review.REVIEW_ERROR_KINDS` kind), None when it kept it.
+    output_error: str | None
+    verdict: str | None
+    expected_verdict: str
+    findings: int
+    defects: int
+    blocking_defects: int
+    tp: int
+    fp: int
+    fn: int
+    precision: float
+    recall: float
+    f1: float
+    weighted_precision: float
+    weighted_recall: float
+    weighted_f1: float
+    blocker_recall: float
+    verdict_correct: bool
+    clean_control_passed: bool | None
 
 
 class TranscriptArtifact(TypedDict):
@@ -80,6 +111,7 @@ ResultRow = TypedDict(
         "mcp_tool_uses": NotRequired[dict[str, int]],
         "mcp_semantic_errors": NotRequired[dict[str, int]],
         "plugins": NotRequired[list[dict[str, Any]]],
+        "review": NotRequired[ReviewMetrics | None],
         "plan_produced": bool,
         "diff_files": int,
         "diff_insertions": int,
