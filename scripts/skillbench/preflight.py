@@ -65,10 +65,17 @@ def _agents_with(extension: str) -> str:
 
 
 def suite_oracles(suite: str) -> list[tuple[str, bytes]]:
-    """Every oracle file the task suite declares (selected or not), as (label, bytes), read from its sources."""
+    """Every hidden answer the task suite declares (selected or not), as (label, bytes), read from its sources: a
+    code task's oracle files; a review task's labels and reference review (not the change it reviews, which every
+    session sees)."""
     found: list[tuple[str, bytes]] = []
     for task in load_suite(suite):
-        files = oracle.capture_oracle(Path(suite).parent, task["oracle"])
+        entries = [
+            entry for entry in task_suite.hidden_files(task) if entry["target"] != task_suite.REVIEW_CHANGE_TARGET
+        ]
+        if task_suite.is_review_task(task) and "review" in (task.get("solution") or {}):
+            entries.append({"source": task["solution"]["review"], "target": "reference-review.json"})
+        files = oracle.capture_oracle(Path(suite).parent, entries)
         found += [(f"{target} of task {task['id']}", payload) for target, payload in files]
     return found
 

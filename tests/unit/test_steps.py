@@ -68,7 +68,7 @@ def _suite(tmp_path):
     }
     (suite / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [task]}))
     results = tmp_path / "results" / "exp" / "tasks"
-    files = oracle.capture_oracle(suite, task["oracle"])
+    files = oracle.capture_oracle(suite, task["oracle"]["files"])
     oracle.write_snapshot(results / "rounding" / "oracle", files)
     binding = {
         "schema": "task-binding/v1",

@@ -65,11 +65,19 @@ def test_bad_slug(suite_dir):
     assert_task_error(suite_dir, [good_task("bad id!")], "task 'bad id!'", "field 'id'")
 
 
-@pytest.mark.parametrize("field", ["class", "prompt", "verify", "oracle"])
-def test_missing_required_field(suite_dir, field):
+@pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        ("class", "'class' is a required property"),
+        ("prompt", "'prompt' is a required property"),
+        ("verify", "field 'verify': a code task needs `verify`"),
+        ("oracle", "field 'oracle': a code task needs `oracle`"),
+    ],
+)
+def test_missing_required_field(suite_dir, field, says):
     task = good_task()
     del task[field]
-    assert_task_error(suite_dir, [task], "task 'add-flag'", f"'{field}' is a required property")
+    assert_task_error(suite_dir, [task], "task 'add-flag'", says)
 
 
 @pytest.mark.parametrize("field", ["class", "prompt", "verify"])

@@ -166,7 +166,7 @@ def get_check_definition(wildcards):
 
 def get_solution_files(wildcards):
     solution = get_task(wildcards.task).get("solution") or {}
-    return [str(Path(SUITE).parent / solution["patch"])] if "patch" in solution else []
+    return [str(Path(SUITE).parent / solution[key]) for key in ("patch", "review") if key in solution]
 
 
 def get_check_runtime(wildcards):
@@ -182,7 +182,7 @@ def task_checks():
 
 def get_oracle_sources(wildcards):
     suite_dir = Path(SUITE).parent
-    return [str(suite_dir / entry["source"]) for entry in get_task(wildcards.task)["oracle"]["files"]]
+    return [str(suite_dir / entry["source"]) for entry in sb_tasks.hidden_files(get_task(wildcards.task))]
 
 
 @cache

@@ -3,7 +3,7 @@
 ```
 results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json, checks.json
-  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log, cell.html, cell-author.html
+  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log (review-output.json), cell.html, …
                                incumbent and baseline cells, shared by every generation
   gen<N>/                      one generation of the evolution chain
     cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
@@ -43,6 +43,8 @@ RECORD = "record.json"
 LEDGER = "ledger.json"
 # The hidden oracle's output tail beside a cell's record, for the task author only (0600).
 ORACLE_LOG = "oracle.log"
+# A review cell's review as its session wrote it (redacted), beside the record.
+REVIEW_OUTPUT = "review-output.json"
 # Files a generation folder (or a seed folder, `evolution.seed_results`) holds, by name.
 ROWS = "results.jsonl"
 PROMOTION = "promotion.json"

@@ -30,7 +30,7 @@ import shutil
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO, TypeVar, cast
 
@@ -69,8 +69,20 @@ def churn_excludes(skills_root: str) -> tuple[str, ...]:
 class Grader(Protocol):
     """How a cell's workspace is judged (one per cell; `skillbench.grading.graders.grader_for` picks it)."""
 
+    # Whether a resolved cell must have changed the code (a review's work is its review, not a change).
+    requires_change: bool
+    # Whether the sessions' change is measured from the prepared workspace, uncommitted changes included (a review
+    # task's change under review is not the agent's), rather than from the clone's HEAD.
+    measures_from_workspace: bool
+
+    def prepare_workspace(self, work: CellWork) -> None:
+        """Last step of preparing the workspace, after setup and the skills (a review task applies its change)."""
+
     def before_sessions(self, work: CellWork) -> None:
         """Once the workspace is prepared and measured, before the first session (keep what grading needs)."""
+
+    def session_workspace(self, work: CellWork) -> tuple[bool, list[tuple[Path, str]]]:
+        """How the sessions see the workspace: (read-only, the writable (host, sandbox path) binds over it)."""
 
     def after_session(self, work: CellWork, role: str, home: Path) -> list[str]:
         """Diagnostics for the row about what one session left (`home` is its home on the host)."""
@@ -374,6 +386,9 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
     if work.access is None:
         raise InfraError("the cell's sessions have no model gateway")
     surface = session_surface(sandbox, context.sections, cell.arm, session)
+    read_only, writable = context.grader.session_workspace(work)
+    if read_only or writable:
+        surface = replace(surface, read_only_workspace=read_only, writable_binds=[*surface.writable_binds, *writable])
     label = f"{cell.task['id']}/{cell.arm}/run{cell.run}/{session['role']}"
     started, window_start = time.monotonic(), now_iso("milliseconds")
     record, ledger = sessions.launch_session(
@@ -485,6 +500,8 @@ class Baseline:
     work: repo.WorkMeasure
     git_metadata: dict[str, str]
     excludes: tuple[str, ...]
+    # The clone's HEAD once prepared (the skills, setup and overlay committed).
+    head: str
 
 
 @dataclass
@@ -504,7 +521,7 @@ def _execute(work: CellWork) -> ResultRow:
     prepare_workspace(work)
     row["skill_digest"] = work.skill_digest
     baseline = take_baseline(work)
-    row["variant_head_sha"] = baseline.work.base
+    row["variant_head_sha"] = baseline.head
     outcome = run_sessions(work)
     _record_sessions(row, outcome, work.settings.agent.prices)
     if not arm_config.arm_skills(work.sections, work.cell.arm):
@@ -516,7 +533,7 @@ def _execute(work: CellWork) -> ResultRow:
         if outcome.workspace_error is not None:
             raise outcome.workspace_error
         work.context.grader.grade(work, row)
-        patch, truncated = _measure_change(row, baseline)
+        patch, truncated = _measure_change(row, baseline, work.context.grader.requires_change)
     except AgentWorkspaceError as exc:
         row.update(
             {
@@ -563,6 +580,7 @@ def prepare_workspace(work: CellWork) -> None:
         )
         if not repo.commit_all(git, "benchmark candidate skill overlay"):
             raise InfraError("the candidate overlay is byte-identical to the incumbent skills in the clone")
+    context.grader.prepare_workspace(work)
     work.skill_digest = work.fingerprint()
 
 
@@ -588,9 +606,14 @@ def take_baseline(work: CellWork) -> Baseline:
     harness_git, measure = work.sandbox.harness_git(harness_dir), work.sandbox.harness_script(harness_dir)
     excludes = churn_excludes(work.context.skills_root)
     before_work = repo.measure_work(measure, "HEAD", excludes)
+    head = before_work.base
+    if work.context.grader.measures_from_workspace:
+        # Only the harness's copy of the repository commits it: the clone's own git still shows it uncommitted.
+        repo.commit_all(harness_git, "benchmark: the workspace the sessions start from")
+        before_work = repo.measure_work(measure, "HEAD", excludes)
     git_before = repo.git_metadata(work.clone)
     work.context.grader.before_sessions(work)
-    return Baseline(harness_git, measure, before_work, git_before, excludes)
+    return Baseline(harness_git, measure, before_work, git_before, excludes, head)
 
 
 def run_sessions(work: CellWork) -> SessionsOutcome:
@@ -709,14 +732,15 @@ def _note_git_metadata(row: ResultRow, clone: Path, git_before: dict[str, str]) 
         )
 
 
-def _measure_change(row: ResultRow, baseline: Baseline) -> tuple[bytes, bool]:
-    """The agent's change outside plans and skills into the row; a "resolved" cell without one produced no work."""
+def _measure_change(row: ResultRow, baseline: Baseline, requires_change: bool) -> tuple[bytes, bool]:
+    """The agent's change outside plans and skills into the row; a "resolved" cell without one produced no work
+    (when its grader `requires_change`)."""
     orig_sha = baseline.work.base
     work = _harness_git_step(
         baseline.harness_git, orig_sha, lambda _git: repo.measure_work(baseline.measure, orig_sha, baseline.excludes)
     )
     row.update({"diff_files": work.files, "diff_insertions": work.insertions, "diff_deletions": work.deletions})
-    if row["resolved"] and work.digest == baseline.work.digest:
+    if requires_change and row["resolved"] and work.digest == baseline.work.digest:
         row.update(
             {
                 "resolved": False,

@@ -115,9 +115,13 @@ def protected_paths(config: dict[str, Any], project_root: Path) -> list[tuple[Pa
         for item in (oracle.get("files") if isinstance(oracle, dict) else None) or []:
             if isinstance(item, dict) and isinstance(item.get("source"), str):
                 found.append(((suite_dir / item["source"]).resolve(), f"a hidden oracle file of task {name}"))
+        review = task.get("review")
+        if isinstance(review, dict) and isinstance(review.get("labels"), str):
+            found.append(((suite_dir / review["labels"]).resolve(), f"the hidden review labels of task {name}"))
         solution = task.get("solution")
-        if isinstance(solution, dict) and isinstance(solution.get("patch"), str):
-            found.append(((suite_dir / solution["patch"]).resolve(), f"the reference solution of task {name}"))
+        for key in ("patch", "review"):
+            if isinstance(solution, dict) and isinstance(solution.get(key), str):
+                found.append(((suite_dir / solution[key]).resolve(), f"the reference solution of task {name}"))
         if isinstance(task.get("repo"), str):
             found.append((Path(task["repo"]).expanduser().resolve(), f"the repository of task {name}"))
     try:

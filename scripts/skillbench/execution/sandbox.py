@@ -1103,6 +1103,19 @@ class Sandbox:
 
         return run
 
+    def apply_patch(self, patch: bytes, timeout: float = 120) -> ProcessResult:
+        """`git apply` a patch (on stdin) to the clone's work tree, uncommitted, in the sandbox like every git of the
+        clone before any session (a reference solution in the task check, a review task's change in a cell)."""
+        from skillbench.execution.repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
+
+        env = self.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
+        return self.run(
+            [self.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
+            timeout=timeout,
+            env=env,
+            stdin_data=patch,
+        )
+
     def harness_git(self, git_dir: Path, timeout: float = 120) -> GitRunner:
         """A repo.GitRunner over the clone's work tree with the harness-owned repository `git_dir`.
 

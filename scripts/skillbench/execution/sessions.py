@@ -317,6 +317,8 @@ class SessionSurface:
     # Sandbox paths only an MCP server may read: hidden from the agent's commands and the CLI's file tools.
     hidden_from_tools: list[str] = dataclasses.field(default_factory=list)
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    # The workspace bound read-only (a review session: only its `writable_binds` take what it writes).
+    read_only_workspace: bool = False
 
 
 def session_environment(sandbox: Sandbox, agent: AgentAdapter, base_url: str | None, token: str) -> dict[str, str]:
@@ -449,9 +451,16 @@ def launch_session(
         )
         shape = agent.session_sandbox(request)
         covered, scratch = cover_binds(sandbox, shape.covers)
-        bound = dataclasses.replace(surface, binds=[*surface.binds, *covered], writable_binds=scratch)
+        bound = dataclasses.replace(
+            surface, binds=[*surface.binds, *covered], writable_binds=[*surface.writable_binds, *scratch]
+        )
         command, base_url = bridged_command(
-            sandbox, agent, argv, bound, access.socket, read_only_workspace=shape.read_only_workspace
+            sandbox,
+            agent,
+            argv,
+            bound,
+            access.socket,
+            read_only_workspace=shape.read_only_workspace or surface.read_only_workspace,
         )
         started_at = _utc_now()
         try:

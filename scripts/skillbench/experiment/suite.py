@@ -4,6 +4,10 @@ A bad suite fails before any agent session is paid for, with a message that name
 file, the task and the field. Structure is checked against `schemas/task.schema.json` (per task);
 what a schema cannot say (unique ids, files that must exist and not be symlinks, safe
 relative paths, exactly one target) is checked here.
+
+A task is a code change (`verify` and a hidden `oracle`) or a review (class `review-defect` or `review-clean`:
+a `review.change` patch to review and its hidden `review.labels`). `hidden_files` and `oracle_command` give both
+kinds one shape for binding: the files snapshotted hidden beside the binding and the command they are bound with.
 """
 
 from __future__ import annotations
@@ -19,10 +23,15 @@ from typing import Any
 import yaml
 
 from skillbench.base.artifacts import ArtifactError, schema_errors
+from skillbench.base.records import REVIEW_CLASSES
 
 MAX_ORACLE_FILES = 8
 MAX_ORACLE_PATH_BYTES = 240
 MAX_ORACLE_COMMAND_BYTES = 8192
+# Where a review task's labels and change sit in its hidden snapshot, and what they are bound with.
+REVIEW_LABELS_TARGET = "review-labels.json"
+REVIEW_CHANGE_TARGET = "review-change.diff"
+REVIEW_ORACLE_COMMAND = "review-labels/v1"
 
 
 class TaskError(ArtifactError):
@@ -131,17 +140,90 @@ def _check_solution(suite: Path, task: dict[str, Any]) -> None:
     solution = task.get("solution")
     if not solution:
         return
-    if "patch" in solution:
-        problem = _safe_relative(solution["patch"]) or _regular_file_inside(suite.parent, solution["patch"])
-        if problem:
-            raise _fail(suite, task["id"], "solution.patch", problem)
-    elif "repo" not in task:
+    for key in ("patch", "review"):
+        if key in solution:
+            problem = _safe_relative(solution[key]) or _regular_file_inside(suite.parent, solution[key])
+            if problem:
+                raise _fail(suite, task["id"], f"solution.{key}", problem)
+    if "ref" in solution and "repo" not in task:
         raise _fail(
             suite,
             task["id"],
             "solution.ref",
             "a solution ref needs a `repo` target; for a `snapshot` task give `solution: {patch: <file>}`",
         )
+
+
+def is_review_task(task: dict[str, Any]) -> bool:
+    """Whether the task is a review (scored against hidden labels) rather than a code change."""
+    return task["class"] in REVIEW_CLASSES
+
+
+def hidden_files(task: dict[str, Any]) -> list[dict[str, str]]:
+    """The task's files snapshotted at binding ({source, target}): a code task's oracle files; a review task's
+    labels and the change it reviews (the change is not secret, but binding it pins what every cell reviews)."""
+    if is_review_task(task):
+        return [
+            {"source": task["review"]["labels"], "target": REVIEW_LABELS_TARGET},
+            {"source": task["review"]["change"], "target": REVIEW_CHANGE_TARGET},
+        ]
+    return list(task["oracle"]["files"])
+
+
+def oracle_command(task: dict[str, Any]) -> str:
+    """The command the hidden files are bound with: a code task's oracle command; a fixed text for a review."""
+    return REVIEW_ORACLE_COMMAND if is_review_task(task) else str(task["oracle"]["command"])
+
+
+def _check_kind(suite: Path, task_id: str, task: Any) -> None:
+    """Say plainly which fields a code task and a review task need (the schema's if/then says it obscurely)."""
+    if not isinstance(task, dict) or not isinstance(task.get("class"), str):
+        return
+    solution: dict[str, Any] = task["solution"] if isinstance(task.get("solution"), dict) else {}
+    if task["class"] in REVIEW_CLASSES:
+        for field in ("verify", "oracle", "verify_on_base", "oracle_on_base"):
+            if field in task:
+                raise _fail(
+                    suite,
+                    task_id,
+                    field,
+                    f"a {task['class']} task is scored against its review labels; remove `{field}`",
+                )
+        if "review" not in task:
+            raise _fail(
+                suite, task_id, "review", f"a {task['class']} task needs `review: {{change: <patch>, labels: <file>}}`"
+            )
+        for key in ("patch", "ref"):
+            if key in solution:
+                raise _fail(
+                    suite,
+                    task_id,
+                    f"solution.{key}",
+                    "a review task's reference solution is `solution: {review: <file>}`",
+                )
+        return
+    if "review" in task:
+        raise _fail(
+            suite,
+            task_id,
+            "review",
+            f"only review tasks (class {' or '.join(REVIEW_CLASSES)}) have `review`; class is {task['class']!r}",
+        )
+    if "review" in solution:
+        raise _fail(suite, task_id, "solution.review", "only review tasks have a reference review")
+    for field in ("verify", "oracle"):
+        if field not in task:
+            raise _fail(
+                suite, task_id, field, f"a code task needs `{field}` (a review task has class {REVIEW_CLASSES[0]})"
+            )
+
+
+def _check_review(suite: Path, task: dict[str, Any]) -> None:
+    for key in ("change", "labels"):
+        value = task["review"][key]
+        problem = _safe_relative(value) or _regular_file_inside(suite.parent, value)
+        if problem:
+            raise _fail(suite, task["id"], f"review.{key}", problem)
 
 
 def _schema_field(error: str) -> tuple[str | None, str]:
@@ -165,12 +247,13 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for index, task in enumerate(document["tasks"]):
         task_id = task["id"] if isinstance(task, dict) and isinstance(task.get("id"), str) else f"#{index}"
+        _check_kind(suite, task_id, task)
         errors = schema_errors(task, "task")
         if errors:
             field, message = _schema_field(errors[0])
             raise _fail(suite, task_id, field, message)
         for field in ("id", "class", "prompt", "verify"):
-            if not task[field].strip():
+            if field in task and not task[field].strip():
                 raise _fail(suite, task_id, field, "must not be blank")
         if "setup" in task and not task["setup"].strip():
             raise _fail(suite, task_id, "setup", "must not be blank (omit it instead)")
@@ -178,9 +261,12 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
             raise _fail(suite, task_id, "id", "duplicate task id")
         seen.add(task_id)
         _check_target(suite, task)
-        if not task["oracle"]["command"].strip():
-            raise _fail(suite, task_id, "oracle.command", "must not be blank")
-        _check_oracle(suite, task_id, task["oracle"])
+        if is_review_task(task):
+            _check_review(suite, task)
+        else:
+            if not task["oracle"]["command"].strip():
+                raise _fail(suite, task_id, "oracle.command", "must not be blank")
+            _check_oracle(suite, task_id, task["oracle"])
         _check_solution(suite, task)
         tasks.append({"expensive": False, **task})
     return tasks
@@ -230,5 +316,5 @@ def task_digests(task: dict[str, Any]) -> dict[str, str]:
     return {
         "prompt_digest": sha256_text(task["prompt"]),
         "setup_digest": sha256_text(task.get("setup", "")),
-        "verify_digest": sha256_text(task["verify"]),
+        "verify_digest": sha256_text(task.get("verify", "")),
     }

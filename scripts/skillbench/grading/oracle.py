@@ -52,11 +52,11 @@ def oracle_binding(command: str, files: list[tuple[str, bytes]]) -> dict[str, An
     }
 
 
-def capture_oracle(suite_dir: Path, oracle: dict[str, Any]) -> list[tuple[str, bytes]]:
-    """Read every declared oracle file (bounded, no symlinks anywhere on the path)."""
+def capture_oracle(suite_dir: Path, entries: list[dict[str, str]]) -> list[tuple[str, bytes]]:
+    """Read every hidden file ({source, target}: `suite.hidden_files`) bounded, with no symlink on the path."""
     files = []
     total = 0
-    for entry in oracle["files"]:
+    for entry in entries:
         path = suite_dir / entry["source"]
         current = suite_dir
         for part in Path(entry["source"]).parts[:-1]:

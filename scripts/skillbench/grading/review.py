@@ -47,6 +47,7 @@ from scipy.optimize import linear_sum_assignment
 
 from skillbench.base import artifacts
 from skillbench.base.errors import SkillbenchError
+from skillbench.base.records import ReviewMetrics
 
 MAX_REVIEW_BYTES = 256 * 1024
 MAX_FINDINGS = 100
@@ -54,6 +55,16 @@ MAX_LABELS_BYTES = 1024 * 1024
 MAX_LABELS = 100
 SEVERITY_WEIGHTS: dict[str, int] = {"critical": 8, "high": 4, "medium": 2, "low": 1}
 OVERLAP_STEPS = 1000
+# The score's ratios, as a row's `review` carries them.
+RATIO_FIELDS = (
+    "precision",
+    "recall",
+    "f1",
+    "weighted_precision",
+    "weighted_recall",
+    "weighted_f1",
+    "blocker_recall",
+)
 
 Severity = Literal["critical", "high", "medium", "low"]
 Verdict = Literal["approve", "comment", "request_changes"]
@@ -280,15 +291,22 @@ def check_labels(document: Any, *, source: str = "review-labels.json") -> Review
     return cast(ReviewLabels, document)
 
 
+def parse_labels(payload: bytes, *, source: str = "review-labels.json") -> ReviewLabels:
+    """Review labels from their bytes (at most `MAX_LABELS_BYTES`), or `ReviewLabelsError`."""
+    if len(payload) > MAX_LABELS_BYTES:
+        raise ReviewLabelsError(f"{source}: {len(payload)} bytes, over the limit of {MAX_LABELS_BYTES} bytes")
+    try:
+        document = _loads_strict(payload.decode("utf-8"))
+    except ValueError as exc:
+        raise ReviewLabelsError(f"{source}: review labels are not valid UTF-8 JSON ({exc})") from exc
+    return check_labels(document, source=source)
+
+
 def read_labels(path: Path) -> ReviewLabels:
     """A task's hidden review labels at `path` (at most `MAX_LABELS_BYTES`), or `ReviewLabelsError`."""
     path = Path(path)
     payload = artifacts.read_regular_file(path, MAX_LABELS_BYTES, what="review labels", error=ReviewLabelsError)
-    try:
-        document = _loads_strict(payload.decode("utf-8"))
-    except ValueError as exc:
-        raise ReviewLabelsError(f"{path}: review labels are not valid UTF-8 JSON ({exc})") from exc
-    return check_labels(document, source=str(path))
+    return parse_labels(payload, source=str(path))
 
 
 # Scoring -----------------------------------------------------------------------------------------
@@ -411,6 +429,57 @@ def score_review(output: ReviewOutput, labels: ReviewLabels) -> ReviewScore:
         "verdict_correct": output["verdict"] == labels["verdict"],
         "clean_control_passed": (not findings and output["verdict"] == "approve") if clean else None,
     }
+
+
+def review_metrics(output: ReviewOutput | None, error: ReviewErrorKind | None, labels: ReviewLabels) -> ReviewMetrics:
+    """A row's `review`: the score of `output` against `labels`; a review that broke the contract (`output` None,
+    `error` its kind) scores 0.0 on every ratio and fails the verdict and the clean control."""
+    defects = labels["defects"]
+    clean = not defects
+    counts = {
+        "case": "clean" if clean else "defect",
+        "expected_verdict": labels["verdict"],
+        "defects": len(defects),
+        "blocking_defects": sum(1 for defect in defects if defect["blocking"]),
+    }
+    if output is None:
+        zeros = dict.fromkeys(RATIO_FIELDS, 0.0)
+        return cast(
+            ReviewMetrics,
+            {
+                **counts,
+                "output_error": error,
+                "verdict": None,
+                "findings": 0,
+                "tp": 0,
+                "fp": 0,
+                "fn": len(defects),
+                **zeros,
+                "verdict_correct": False,
+                "clean_control_passed": False if clean else None,
+            },
+        )
+    score = cast(dict[str, Any], score_review(output, labels))
+    return cast(
+        ReviewMetrics,
+        {
+            **counts,
+            "output_error": None,
+            "verdict": output["verdict"],
+            "findings": len(output["findings"]),
+            **{key: score[key] for key in ("tp", "fp", "fn", *RATIO_FIELDS, "verdict_correct", "clean_control_passed")},
+        },
+    )
+
+
+def review_resolved(metrics: ReviewMetrics) -> bool:
+    """A review that gets it right: a valid review with the right verdict that, on a defect case, flags every
+    blocking defect as blocking and, on a clean control, finds nothing."""
+    if metrics["output_error"] is not None or not metrics["verdict_correct"]:
+        return False
+    if metrics["case"] == "clean":
+        return metrics["clean_control_passed"] is True
+    return metrics["blocker_recall"] == 1.0
 
 
 def empty_review() -> ReviewOutput:

@@ -8,6 +8,11 @@ must fail there — a task whose oracle passes on the base has nothing to fix (u
 declares with `verify_on_base` (when it declares it). With a reference solution (`solution: {patch: …}` or
 `{ref: …}`, hidden like the oracle) applied, verify and the oracle must both pass: the SWE-bench "fail-to-pass"
 validation. Every unmet expectation is one sentence with the command, its exit code and the end of its output.
+
+A review task is checked on its own terms: `setup`, then its change must apply to the task's commit, its labels
+must be valid, fit the review class (a defect case has defects, a clean control none) and point at lines that
+exist in the changed files, and its reference review (`solution: {review: …}`) must score full marks while an
+empty review scores nothing on a defect case (`grading.review.check_review_task`).
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillbench.base.artifacts import ArtifactError
+from skillbench.base.artifacts import ArtifactError, read_regular_file
 from skillbench.base.records import TaskBinding
 from skillbench.base.redaction import redact_text
 from skillbench.execution import quota, repo
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
 from skillbench.experiment.settings import CheckSettings, StepTimeouts
-from skillbench.grading import oracle
+from skillbench.experiment.suite import REVIEW_CHANGE_TARGET, REVIEW_LABELS_TARGET, is_review_task
+from skillbench.grading import oracle, review
 from skillbench.grading.verify import VerifierRun, run_checked, run_hidden_oracle, verifier_environment
 
 TAIL_CHARS = 1500
@@ -132,6 +138,8 @@ class _Checks:
         applies) on the solution."""
         if self.task.get("setup") and not self._setup():
             return [_problem(self.task["id"], self.steps[-1], "`setup` fails on the untouched code")]
+        if is_review_task(self.task):
+            return self._review(solution)
         problems = self._stage("base", has_solution=solution is not None)
         if solution is None or problems:
             return problems
@@ -148,17 +156,30 @@ class _Checks:
         return result.ok
 
     def _apply(self, solution: bytes) -> bool:
-        from skillbench.execution.repo import SAFE_GIT_CONFIG, SANITIZED_IDENTITY
-
-        env = self.sandbox.environment({"GIT_CONFIG_GLOBAL": "/dev/null", **SANITIZED_IDENTITY})
-        result = self.sandbox.run(
-            [self.sandbox.git_executable, *SAFE_GIT_CONFIG, "apply", "--whitespace=nowarn", "-"],
-            timeout=120,
-            env=env,
-            stdin_data=solution,
-        )
+        result = self.sandbox.apply_patch(solution)
         self.steps.append(_step("apply-solution", "git apply <solution>", result, "pass", result.ok, self.secrets))
         return result.ok
+
+    def _review(self, reference: bytes | None) -> list[str]:
+        """A review task: the change applies, and the labels and the reference review are fit to score with."""
+        task_id, hidden = self.task["id"], dict(self.files)
+        result = self.sandbox.apply_patch(hidden[REVIEW_CHANGE_TARGET])
+        self.steps.append(_step("apply-change", "git apply <review.change>", result, "pass", result.ok, self.secrets))
+        if not result.ok:
+            return [_problem(task_id, self.steps[-1], "the change to review does not apply to the task's commit")]
+        problems = review_task_problems(self.task, hidden[REVIEW_LABELS_TARGET], reference, self.sandbox.clone)
+        self.steps.append(
+            {
+                "step": "review-labels",
+                "command": "score the reference review and an empty review against the labels",
+                "state": "ok" if not problems else "failed",
+                "exit_code": None,
+                "expected": "pass",
+                "met": not problems,
+                "tail": "",
+            }
+        )
+        return [f"task {task_id}: {problem}" for problem in problems]
 
     def _stage(self, stage: str, *, has_solution: bool) -> list[str]:
         return _verify_and_oracle(
@@ -172,6 +193,60 @@ class _Checks:
             has_solution=has_solution,
             timeout=self.timeouts.verify_timeout_s,
         )
+
+
+# The most the check reads of one changed file to see that the labels' lines exist.
+MAX_LABELLED_FILE_BYTES = 4 * 1024 * 1024
+
+
+def review_task_problems(
+    task: dict[str, Any], labels_payload: bytes, reference: bytes | None, clone: Path
+) -> list[str]:
+    """What makes a review task unfit to score sessions with (empty: fit): labels that do not parse or do not fit
+    the class, a defect on a line the changed file does not have, a reference review short of full marks."""
+    try:
+        labels = review.parse_labels(labels_payload, source="review.labels")
+    except review.ReviewLabelsError as exc:
+        return [str(exc)]
+    problems = []
+    if task["class"] == "review-clean" and labels["defects"]:
+        problems.append("a review-clean task's labels must have no defects (it is a clean control)")
+    if task["class"] == "review-defect" and not labels["defects"]:
+        problems.append("a review-defect task's labels need at least one defect (or make it review-clean)")
+    for defect in labels["defects"]:
+        lines = _line_count(clone, defect["path"])
+        if lines is None:
+            problems.append(f"labelled defect {defect['id']}: {defect['path']} is not a file of the changed code")
+        elif defect["line_end"] > lines:
+            problems.append(
+                f"labelled defect {defect['id']}: {defect['path']} has {lines} lines as changed, not "
+                f"{defect['line_end']} (label lines are of the file as changed)"
+            )
+    if reference is None:
+        empty = review.score_review(review.empty_review(), labels)
+        if labels["defects"] and empty["weighted_f1"] != 0.0:
+            problems.append("an empty review scores above zero on this defect case")
+        return problems
+    try:
+        output = review.parse_review_output(reference, source="solution.review")
+    except review.ReviewOutputError as exc:
+        return [*problems, f"{exc} ({exc.kind})"]
+    return [*problems, *review.check_review_task(labels, output)]
+
+
+def _line_count(clone: Path, relative: str) -> int | None:
+    """Lines of a regular file of the clone (bounded, no symlink followed), None when there is none."""
+    normalised = review.normalise_path(relative)
+    if normalised is None:
+        return None
+    path = clone / normalised
+    if not path.parent.resolve().is_relative_to(clone.resolve()):
+        return None
+    try:
+        payload = read_regular_file(path, MAX_LABELLED_FILE_BYTES, what="labelled file")
+    except (ArtifactError, OSError):
+        return None
+    return payload.count(b"\n") + (0 if payload.endswith(b"\n") or not payload else 1)
 
 
 def _verify_and_oracle(
@@ -261,6 +336,9 @@ def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str],
     if problems:
         first = problems[0].splitlines()[0].removeprefix(f"task {task_id}: ")
         return f"{task_id}: REFUSED — {first}"
+    if "review-labels" in by_name:
+        reference = "the reference review scores full marks" if has_solution else "no reference review"
+        return f"{task_id}: review: the change applies, the labels fit it; {reference}"
     base = by_name.get("oracle-on-base")
     if base is None:
         parts = ["base: not checked"]
@@ -280,8 +358,9 @@ def solution_bytes(task: dict[str, Any], suite: Path, binding: TaskBinding) -> b
     solution = task.get("solution")
     if not solution:
         return None
-    if "patch" in solution:
-        return (Path(suite).parent / solution["patch"]).read_bytes()
+    for key in ("patch", "review"):
+        if key in solution:
+            return (Path(suite).parent / solution[key]).read_bytes()
     source = Path(task["repo"]).expanduser().resolve()
     with repo.open_target(source) as target:  # never the target's own config, attributes or hooks
         resolved = target.resolve(solution["ref"])
