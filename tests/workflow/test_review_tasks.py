@@ -21,7 +21,10 @@ CANARY = "CANARY-LBL-7f3e2a"
 REVIEW_TOOLS = ["Read", "Grep", "Glob", "Write", "Skill"]
 CONFIG = {
     "experiment": EXPERIMENT,
-    "tasks": {"suite": "tasks/review/tasks.yaml"},
+    "tasks": {
+        "suite": "tasks/review/tasks.yaml",
+        "only": ["longest-words", "mean-length", "edits-code", "broken-review"],
+    },
     "runs": 1,
     "skills": {"root": "tasks/review/skills", "evolvable": ["code-review"]},
     "arms": {

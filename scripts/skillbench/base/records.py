@@ -34,10 +34,30 @@ ErrorKind = Literal[
     "review-invalid",
     "review-edited-code",
     "review-incorrect",
+    "trigger-missed",
+    "trigger-false",
 ]
 
 # Task classes scored against hidden review labels rather than an oracle (`skillbench.grading.review`).
 REVIEW_CLASSES = ("review-defect", "review-clean")
+
+
+# The task class of a labelled prompt: which skill (or none) the agent should invoke for it.
+TRIGGER_CLASS = "trigger"
+
+
+class TriggerMetrics(TypedDict):
+    """A trigger cell's outcome against its label (`schemas/result-row.schema.json`, `trigger`)."""
+
+    # The skill the prompt should make the agent invoke; None: no skill should be invoked.
+    expected: str | None
+    near_miss: bool
+    # The skills the session's stream proves it invoked (sorted).
+    invoked: list[str]
+    # Invoked skills other than the expected one.
+    false_triggers: list[str]
+    # Whether exactly the expected skill (or, for None, no skill) was invoked.
+    correct: bool
 
 
 class ReviewMetrics(TypedDict):
@@ -112,6 +132,7 @@ ResultRow = TypedDict(
         "mcp_semantic_errors": NotRequired[dict[str, int]],
         "plugins": NotRequired[list[dict[str, Any]]],
         "review": NotRequired[ReviewMetrics | None],
+        "trigger": NotRequired[TriggerMetrics | None],
         "plan_produced": bool,
         "diff_files": int,
         "diff_insertions": int,

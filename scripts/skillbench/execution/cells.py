@@ -474,6 +474,8 @@ class CellWork:
     access: ModelAccess | None = None
     # The evaluated skills' fingerprint once the workspace is prepared; no session may change it.
     skill_digest: str | None = None
+    # Every skill the sessions' streams prove invoked, once they ran (None: a stream could not tell).
+    skills_invoked: list[str] | None = None
 
     @property
     def clone(self) -> Path:
@@ -524,6 +526,7 @@ def _execute(work: CellWork) -> ResultRow:
     row["variant_head_sha"] = baseline.head
     outcome = run_sessions(work)
     _record_sessions(row, outcome, work.settings.agent.prices)
+    work.skills_invoked = _skills_invoked(outcome.records)
     if not arm_config.arm_skills(work.sections, work.cell.arm):
         row["skill_invoked"] = None
     _note_git_metadata(row, work.clone, baseline.git_metadata)
@@ -717,6 +720,13 @@ def _record_sessions(row: ResultRow, outcome: SessionsOutcome, prices: PriceSett
     else:
         row["evidence_diagnostics"] = list(outcome.diagnostics)
     row["plan_produced"] = outcome.plan_produced
+
+
+def _skills_invoked(records: list[dict[str, Any]]) -> list[str] | None:
+    proven = [record.get("skills_invoked") for record in records]
+    if any(skills is None for skills in proven):
+        return None
+    return sorted({skill for skills in proven for skill in skills or []})
 
 
 def _note_git_metadata(row: ResultRow, clone: Path, git_before: dict[str, str]) -> None:

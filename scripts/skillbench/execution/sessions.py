@@ -138,6 +138,7 @@ def _gather_evidence(
         except ValueError as exc:
             record["skill_invoked"] = None
             diagnostics.append(f"unverifiable skill evidence: {exc}")
+    record["skills_invoked"] = _skills_invoked(reading)
     if transcript_dir is not None:
         try:
             record["transcript_artifact"] = persist_transcript(
@@ -150,6 +151,15 @@ def _gather_evidence(
         except (OSError, ValueError) as exc:
             diagnostics.append(f"unverifiable transcript persistence: {exc}")
     return diagnostics
+
+
+def _skills_invoked(reading: StreamReading) -> list[str] | None:
+    """Every offered skill the stream proves the session invoked (sorted; None when the stream is ambiguous about
+    one): what a trigger task is judged by."""
+    try:
+        return sorted(skill for skill in reading.offered_skills or [] if reading.skill_invoked(skill))
+    except ValueError:
+        return None
 
 
 def _judge_evidence(

@@ -43,12 +43,11 @@ def arm_definition(config: dict[str, Any], arm: str) -> dict[str, Any]:
 
 
 def arm_skills(config: dict[str, Any], arm: str) -> list[str]:
-    """Skills the arm's sessions must invoke, in session order, without repeats."""
-    skills: list[str] = []
-    for session in arm_definition(config, arm)["sessions"]:
-        if session.get("skill") and session["skill"] not in skills:
-            skills.append(session["skill"])
-    return skills
+    """Skills the arm is measured on: those its sessions must invoke, in session order, then the arm's own
+    `skills` (a trigger arm's), without repeats."""
+    definition = arm_definition(config, arm)
+    named = [session["skill"] for session in definition["sessions"] if session.get("skill")]
+    return list(dict.fromkeys([*named, *(definition.get("skills") or [])]))
 
 
 def local_skills(skills: list[str]) -> list[str]:

@@ -5,14 +5,17 @@ file, the task and the field. Structure is checked against `schemas/task.schema.
 what a schema cannot say (unique ids, files that must exist and not be symlinks, safe
 relative paths, exactly one target) is checked here.
 
-A task is a code change (`verify` and a hidden `oracle`) or a review (class `review-defect` or `review-clean`:
-a `review.change` patch to review and its hidden `review.labels`). `hidden_files` and `oracle_command` give both
-kinds one shape for binding: the files snapshotted hidden beside the binding and the command they are bound with.
+A task is a code change (`verify` and a hidden `oracle`), a review (class `review-defect` or `review-clean`: a
+`review.change` patch to review and its hidden `review.labels`) or a labelled prompt (class `trigger`: the skill,
+or none, its prompt should make the agent invoke). `hidden_files`, `inline_hidden_files` and `oracle_command`
+give every kind one shape for binding: the files snapshotted hidden beside the binding and the command they are
+bound with.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from collections.abc import Sequence
@@ -23,7 +26,7 @@ from typing import Any
 import yaml
 
 from skillbench.base.artifacts import ArtifactError, schema_errors
-from skillbench.base.records import REVIEW_CLASSES
+from skillbench.base.records import REVIEW_CLASSES, TRIGGER_CLASS
 
 MAX_ORACLE_FILES = 8
 MAX_ORACLE_PATH_BYTES = 240
@@ -32,6 +35,11 @@ MAX_ORACLE_COMMAND_BYTES = 8192
 REVIEW_LABELS_TARGET = "review-labels.json"
 REVIEW_CHANGE_TARGET = "review-change.diff"
 REVIEW_ORACLE_COMMAND = "review-labels/v1"
+# Where a trigger task's label sits in its hidden snapshot, and what it is bound with.
+TRIGGER_LABEL_TARGET = "trigger-label.json"
+TRIGGER_ORACLE_COMMAND = "trigger-label/v1"
+# The fields a code task has and the other kinds do not.
+CODE_TASK_FIELDS = ("verify", "oracle", "verify_on_base", "oracle_on_base")
 
 
 class TaskError(ArtifactError):
@@ -159,63 +167,108 @@ def is_review_task(task: dict[str, Any]) -> bool:
     return task["class"] in REVIEW_CLASSES
 
 
+def is_trigger_task(task: dict[str, Any]) -> bool:
+    """Whether the task is a labelled prompt: its session is judged by the skills it invokes."""
+    return bool(task["class"] == TRIGGER_CLASS)
+
+
 def hidden_files(task: dict[str, Any]) -> list[dict[str, str]]:
     """The task's files snapshotted at binding ({source, target}): a code task's oracle files; a review task's
-    labels and the change it reviews (the change is not secret, but binding it pins what every cell reviews)."""
+    labels and the change it reviews (the change is not secret, but binding it pins what every cell reviews); none
+    for a trigger task, whose label is in the suite file (`inline_hidden_files`)."""
     if is_review_task(task):
         return [
             {"source": task["review"]["labels"], "target": REVIEW_LABELS_TARGET},
             {"source": task["review"]["change"], "target": REVIEW_CHANGE_TARGET},
         ]
+    if is_trigger_task(task):
+        return []
     return list(task["oracle"]["files"])
 
 
+def trigger_label(task: dict[str, Any]) -> dict[str, Any]:
+    """A trigger task's label with its default filled in: {expect, near_miss}."""
+    return {"expect": task["trigger"]["expect"], "near_miss": bool(task["trigger"].get("near_miss", False))}
+
+
+def inline_hidden_files(task: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """Hidden files the suite file itself holds, as (target, bytes): a trigger task's label, canonical JSON."""
+    if not is_trigger_task(task):
+        return []
+    return [(TRIGGER_LABEL_TARGET, json.dumps(trigger_label(task), sort_keys=True).encode("utf-8"))]
+
+
 def oracle_command(task: dict[str, Any]) -> str:
-    """The command the hidden files are bound with: a code task's oracle command; a fixed text for a review."""
-    return REVIEW_ORACLE_COMMAND if is_review_task(task) else str(task["oracle"]["command"])
+    """The command the hidden files are bound with: a code task's oracle command; a fixed text for the others."""
+    if is_review_task(task):
+        return REVIEW_ORACLE_COMMAND
+    if is_trigger_task(task):
+        return TRIGGER_ORACLE_COMMAND
+    return str(task["oracle"]["command"])
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """What one kind of task needs: the fields it must have, the ones it may not, its solution's forms."""
+
+    name: str
+    required: dict[str, str]  # field -> how to write it
+    forbidden: tuple[str, ...]
+    solutions: tuple[str, ...]  # the `solution` keys it takes
+
+
+CODE_TASK = TaskKind(
+    "a code task", {"verify": "`verify`", "oracle": "`oracle`"}, ("review", "trigger"), ("patch", "ref")
+)
+REVIEW_TASK = TaskKind(
+    "a review task",
+    {"review": "`review: {change: <patch>, labels: <file>}`"},
+    (*CODE_TASK_FIELDS, "trigger"),
+    ("review",),
+)
+TRIGGER_TASK = TaskKind(
+    "a trigger task", {"trigger": "`trigger: {expect: <skill or null>}`"}, (*CODE_TASK_FIELDS, "review", "solution"), ()
+)
+
+
+# Which kind of task a field belongs to, for the message that refuses it on another kind.
+FIELD_OWNERS = {
+    **dict.fromkeys(CODE_TASK_FIELDS, "code tasks"),
+    "review": f"review tasks (class {' or '.join(REVIEW_CLASSES)})",
+    "trigger": f"trigger tasks (class {TRIGGER_CLASS})",
+    "solution": "code and review tasks",
+}
+
+
+def task_kind(task: dict[str, Any]) -> TaskKind:
+    if task["class"] == TRIGGER_CLASS:
+        return TRIGGER_TASK
+    return REVIEW_TASK if task["class"] in REVIEW_CLASSES else CODE_TASK
 
 
 def _check_kind(suite: Path, task_id: str, task: Any) -> None:
-    """Say plainly which fields a code task and a review task need (the schema's if/then says it obscurely)."""
+    """Say plainly which fields each kind of task needs and may not have (the schema's if/then says it obscurely)."""
     if not isinstance(task, dict) or not isinstance(task.get("class"), str):
         return
-    solution: dict[str, Any] = task["solution"] if isinstance(task.get("solution"), dict) else {}
-    if task["class"] in REVIEW_CLASSES:
-        for field in ("verify", "oracle", "verify_on_base", "oracle_on_base"):
-            if field in task:
-                raise _fail(
-                    suite,
-                    task_id,
-                    field,
-                    f"a {task['class']} task is scored against its review labels; remove `{field}`",
-                )
-        if "review" not in task:
+    kind = task_kind(task)
+    classes = f"class {task['class']!r} makes it {kind.name}"
+    for field in kind.forbidden:
+        if field in task:
             raise _fail(
-                suite, task_id, "review", f"a {task['class']} task needs `review: {{change: <patch>, labels: <file>}}`"
+                suite,
+                task_id,
+                field,
+                f"{kind.name} has no `{field}` ({classes}); only {FIELD_OWNERS[field]} have it: remove it or change "
+                "the class",
             )
-        for key in ("patch", "ref"):
-            if key in solution:
-                raise _fail(
-                    suite,
-                    task_id,
-                    f"solution.{key}",
-                    "a review task's reference solution is `solution: {review: <file>}`",
-                )
-        return
-    if "review" in task:
-        raise _fail(
-            suite,
-            task_id,
-            "review",
-            f"only review tasks (class {' or '.join(REVIEW_CLASSES)}) have `review`; class is {task['class']!r}",
-        )
-    if "review" in solution:
-        raise _fail(suite, task_id, "solution.review", "only review tasks have a reference review")
-    for field in ("verify", "oracle"):
+    for field, written in kind.required.items():
         if field not in task:
-            raise _fail(
-                suite, task_id, field, f"a code task needs `{field}` (a review task has class {REVIEW_CLASSES[0]})"
-            )
+            raise _fail(suite, task_id, field, f"{kind.name} needs {written} ({classes})")
+    solution = task.get("solution")
+    for key in solution if isinstance(solution, dict) else ():
+        if key not in kind.solutions:
+            forms = " or ".join(f"`solution: {{{form}: …}}`" for form in kind.solutions)
+            raise _fail(suite, task_id, f"solution.{key}", f"{kind.name}'s reference solution is {forms}")
 
 
 def _check_review(suite: Path, task: dict[str, Any]) -> None:
@@ -263,7 +316,7 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
         _check_target(suite, task)
         if is_review_task(task):
             _check_review(suite, task)
-        else:
+        elif not is_trigger_task(task):
             if not task["oracle"]["command"].strip():
                 raise _fail(suite, task_id, "oracle.command", "must not be blank")
             _check_oracle(suite, task_id, task["oracle"])

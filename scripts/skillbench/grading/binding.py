@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from skillbench.base.records import TaskBinding
 from skillbench.execution import repo
-from skillbench.experiment.suite import hidden_files, oracle_command, task_digests
+from skillbench.experiment.suite import hidden_files, inline_hidden_files, oracle_command, task_digests
 from skillbench.grading import oracle as oracle_assets
 
 
@@ -54,7 +54,7 @@ def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_d
     warnings to print (a `repo:` target whose work tree differs from the bound commit).
     """
     suite_dir = Path(suite).parent
-    oracle_files = oracle_assets.capture_oracle(suite_dir, hidden_files(task))
+    oracle_files = oracle_assets.capture_oracle(suite_dir, hidden_files(task)) + inline_hidden_files(task)
     warnings: list[str] = []
     if "snapshot" in task:
         sanitized = repo.build_template(destination=template_dir, snapshot=suite_dir / task["snapshot"])

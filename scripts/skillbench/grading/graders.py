@@ -14,21 +14,32 @@ outside that folder (possible without a sandbox) is the agent's counted outcome 
 review is still scored, so the row says what it found); a review that breaks the contract is `review-invalid`
 with its kind in the row; a valid review that gets the verdict, a blocker or a clean control wrong is
 `review-incorrect`.
+
+`TriggerGrader` grades a labelled prompt: the session (on a read-only workspace) must invoke exactly the skill
+its hidden label names, or none; the skills it invoked are read from the parent-captured stream like every
+skill proof. Invoking another skill is `trigger-false`, invoking none of the expected `trigger-missed`.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from skillbench.base import layout
 from skillbench.base.artifacts import ArtifactError, read_regular_file, write_exclusive
-from skillbench.base.records import ResultRow
+from skillbench.base.records import ResultRow, TriggerMetrics
 from skillbench.base.redaction import redact_text
 from skillbench.execution.cells import CellContext, CellWork, Grader
 from skillbench.execution.failures import AgentWorkspaceError, InfraError
 from skillbench.execution.workspace import workspace_snapshot
-from skillbench.experiment.suite import REVIEW_CHANGE_TARGET, REVIEW_LABELS_TARGET, is_review_task
+from skillbench.experiment.suite import (
+    REVIEW_CHANGE_TARGET,
+    REVIEW_LABELS_TARGET,
+    TRIGGER_LABEL_TARGET,
+    is_review_task,
+    is_trigger_task,
+)
 from skillbench.grading import masks, oracle, review
 from skillbench.grading.verify import run_checked, run_hidden_oracle, verifier_environment
 
@@ -248,8 +259,76 @@ def _incorrect_detail(metrics: review.ReviewMetrics) -> str:
     return f"blocking defects flagged as blocking: {metrics['blocker_recall']:.0%}"
 
 
+class TriggerGrader:
+    """A labelled prompt: the session must invoke exactly the labelled skill (or none), and change nothing."""
+
+    requires_change = False
+    measures_from_workspace = False
+
+    def __init__(self, snapshot: Path) -> None:
+        self.snapshot = Path(snapshot)
+        self.label: dict[str, Any] | None = None
+
+    def prepare_workspace(self, work: CellWork) -> None:
+        """Load the label from the hidden snapshot (checked against the binding)."""
+        hidden = dict(oracle.load_snapshot(self.snapshot, work.cell.binding))
+        try:
+            self.label = json.loads(hidden[TRIGGER_LABEL_TARGET])
+        except (KeyError, ValueError) as exc:
+            raise InfraError(f"the task's hidden trigger label is unusable: {exc}") from exc
+
+    def session_workspace(self, work: CellWork) -> tuple[bool, list[tuple[Path, str]]]:
+        """The prompt is about the repository; nothing in it is the session's to change."""
+        return work.sandbox.backend == "bwrap", []
+
+    def before_sessions(self, work: CellWork) -> None:
+        """Nothing to keep: the label is loaded, the workspace is read-only."""
+
+    def after_session(self, work: CellWork, role: str, home: Path) -> list[str]:
+        return []
+
+    def grade(self, work: CellWork, row: ResultRow) -> None:
+        """Judge the invoked skills against the label."""
+        assert self.label is not None, "prepare_workspace runs first"
+        if work.skills_invoked is None:
+            if row["error_kind"] is None:
+                row["ok"], row["error_kind"] = False, "evidence-unverified"
+                row["error_detail"] = "the event stream cannot tell which skills the session invoked"
+            return
+        metrics = trigger_metrics(self.label, work.skills_invoked)
+        row["trigger"] = metrics
+        row["oracle_passed"] = metrics["correct"]
+        row["oracle_output"] = "hidden oracle passed" if metrics["correct"] else "hidden oracle failed"
+        row["resolved"] = bool(row["ok"] and metrics["correct"])
+        if row["error_kind"] is not None or row["resolved"]:
+            return
+        if metrics["false_triggers"]:
+            row["error_kind"] = "trigger-false"
+            row["error_detail"] = f"the session invoked {', '.join(metrics['false_triggers'])}"
+        else:
+            row["error_kind"] = "trigger-missed"
+            row["error_detail"] = "the session invoked no skill the prompt calls for"
+
+
+def trigger_metrics(label: dict[str, Any], invoked: list[str]) -> TriggerMetrics:
+    """A trigger row's `trigger`: the label against the skills the session's stream proves it invoked."""
+    expected = label["expect"]
+    false_triggers = sorted(skill for skill in invoked if skill != expected)
+    correct = not false_triggers and (expected is None or expected in invoked)
+    return {
+        "expected": expected,
+        "near_miss": bool(label.get("near_miss", False)),
+        "invoked": sorted(invoked),
+        "false_triggers": false_triggers,
+        "correct": correct,
+    }
+
+
 def grader_for(task: dict[str, Any], *, oracle_snapshot: Path) -> Grader:
-    """The grader of one cell of `task`: its hidden labels for a review task, else its oracle."""
+    """The grader of one cell of `task`: its hidden labels for a review task, its label for a trigger task, else
+    its oracle."""
     if is_review_task(task):
         return ReviewGrader(oracle_snapshot)
+    if is_trigger_task(task):
+        return TriggerGrader(oracle_snapshot)
     return OracleGrader(oracle_snapshot)

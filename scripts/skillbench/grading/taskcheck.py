@@ -12,7 +12,8 @@ validation. Every unmet expectation is one sentence with the command, its exit c
 A review task is checked on its own terms: `setup`, then its change must apply to the task's commit, its labels
 must be valid, fit the review class (a defect case has defects, a clean control none) and point at lines that
 exist in the changed files, and its reference review (`solution: {review: …}`) must score full marks while an
-empty review scores nothing on a defect case (`grading.review.check_review_task`).
+empty review scores nothing on a defect case (`grading.review.check_review_task`). A trigger task (a labelled
+prompt) runs only its `setup`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from skillbench.base.redaction import redact_text
 from skillbench.execution import quota, repo
 from skillbench.execution.sandbox import Sandbox, SandboxLimits
 from skillbench.experiment.settings import CheckSettings, StepTimeouts
-from skillbench.experiment.suite import REVIEW_CHANGE_TARGET, REVIEW_LABELS_TARGET, is_review_task
+from skillbench.experiment.suite import REVIEW_CHANGE_TARGET, REVIEW_LABELS_TARGET, is_review_task, is_trigger_task
 from skillbench.grading import oracle, review
 from skillbench.grading.verify import VerifierRun, run_checked, run_hidden_oracle, verifier_environment
 
@@ -140,6 +141,8 @@ class _Checks:
             return [_problem(self.task["id"], self.steps[-1], "`setup` fails on the untouched code")]
         if is_review_task(self.task):
             return self._review(solution)
+        if is_trigger_task(self.task):
+            return []  # a labelled prompt: nothing runs but its session
         problems = self._stage("base", has_solution=solution is not None)
         if solution is None or problems:
             return problems
@@ -336,6 +339,8 @@ def summary_line(task_id: str, steps: list[dict[str, Any]], problems: list[str],
     if problems:
         first = problems[0].splitlines()[0].removeprefix(f"task {task_id}: ")
         return f"{task_id}: REFUSED — {first}"
+    if not steps or list(by_name) == ["setup"]:
+        return f"{task_id}: trigger: a labelled prompt" + (", its setup passes" if steps else "")
     if "review-labels" in by_name:
         reference = "the reference review scores full marks" if has_solution else "no reference review"
         return f"{task_id}: review: the change applies, the labels fit it; {reference}"

@@ -1,4 +1,5 @@
-"""Review tasks before any session: the suite's review fields, the task check's review problems, a row's metrics."""
+"""Review and trigger tasks before any session: the suite's fields, the task check's review problems, the metrics a
+row carries."""
 
 from __future__ import annotations
 
@@ -97,10 +98,13 @@ def test_a_review_task_binds_its_labels_and_change_hidden(suite_dir: Path) -> No
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
-        ({"verify": "true"}, ("field 'verify'", "scored against its review labels")),
+        ({"verify": "true"}, ("field 'verify'", "a review task has no `verify`", "only code tasks have it")),
         ({"oracle": {"command": "true", "files": [{"source": "x", "target": "y"}]}}, ("field 'oracle'",)),
         ({"verify_on_base": "pass"}, ("field 'verify_on_base'",)),
-        ({"solution": {"patch": "changes/slice.diff"}}, ("field 'solution.patch'", "solution: {review: <file>}")),
+        (
+            {"solution": {"patch": "changes/slice.diff"}},
+            ("field 'solution.patch'", "reference solution is `solution: {review: …}`"),
+        ),
         ({"review": {"change": "changes/slice.diff"}}, ("field 'review'", "'labels' is a required property")),
         ({"review": {"change": "../slice.diff", "labels": "labels/slice.json"}}, ("field 'review.change'", "'..'")),
         ({"review": {"change": "changes/none.diff", "labels": "labels/slice.json"}}, ("field 'review.change'",)),
@@ -114,9 +118,9 @@ def test_bad_review_fields_name_the_task_and_the_field(suite_dir: Path, override
 def test_a_review_task_needs_its_review_and_a_code_task_may_not_have_one(suite_dir: Path) -> None:
     task = review_task()
     del task["review"]
-    refused(suite_dir, task, "field 'review'", "needs `review: {change: <patch>, labels: <file>}`")
+    refused(suite_dir, task, "field 'review'", "a review task needs `review: {change: <patch>, labels: <file>}`")
     code = review_task(**{"class": "bug"})
-    refused(suite_dir, code, "field 'review'", "only review tasks")
+    refused(suite_dir, code, "field 'review'", "only review tasks (class review-defect or review-clean) have it")
 
 
 def test_a_symlinked_labels_file_is_refused(suite_dir: Path) -> None:
@@ -263,3 +267,62 @@ def test_a_valid_review_that_misses_the_blocker_is_review_incorrect(tmp_path: Pa
     row = graded_row(tmp_path, {".skillbench-output/review-output.json": json.dumps(lenient)})
     assert (row["resolved"], row["error_kind"]) == (False, "review-incorrect")
     assert row["error_detail"] == "the verdict comment is wrong for this change"
+
+
+def trigger_task(task_id: str = "asks", **overrides) -> dict:
+    task = {
+        "id": task_id,
+        "class": "trigger",
+        "snapshot": "project",
+        "prompt": "Review my change.",
+        "trigger": {"expect": "code-review"},
+    }
+    task.update(overrides)
+    return task
+
+
+def test_a_trigger_task_binds_its_label_inline(suite_dir: Path) -> None:
+    from skillbench.experiment.suite import TRIGGER_LABEL_TARGET, inline_hidden_files
+
+    (task,) = load(suite_dir, [trigger_task(trigger={"expect": None, "near_miss": True})])
+    assert hidden_files(task) == [] and oracle_command(task) == "trigger-label/v1"
+    assert inline_hidden_files(task) == [(TRIGGER_LABEL_TARGET, b'{"expect": null, "near_miss": true}')]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragments"),
+    [
+        ({"verify": "true"}, ("field 'verify'", "a trigger task has no `verify`")),
+        ({"solution": {"review": "reviews/slice.json"}}, ("field 'solution'", "only code and review tasks have it")),
+        ({"review": {"change": "changes/slice.diff", "labels": "labels/slice.json"}}, ("field 'review'",)),
+        ({"trigger": {"expect": "Not A Skill"}}, ("field 'trigger.expect'",)),
+        ({"trigger": {}}, ("'expect' is a required property",)),
+    ],
+)
+def test_bad_trigger_fields_name_the_task_and_the_field(suite_dir: Path, overrides: dict, fragments: tuple) -> None:
+    refused(suite_dir, trigger_task(**overrides), *fragments)
+
+
+def test_a_trigger_label_belongs_to_trigger_tasks_only(suite_dir: Path) -> None:
+    task = trigger_task()
+    del task["trigger"]
+    refused(suite_dir, task, "field 'trigger'", "a trigger task needs `trigger: {expect: <skill or null>}`")
+    refused(suite_dir, review_task(trigger={"expect": None}), "field 'trigger'", "only trigger tasks (class trigger)")
+
+
+@pytest.mark.parametrize(
+    ("label", "invoked", "correct", "false_triggers"),
+    [
+        ({"expect": "code-review"}, ["code-review"], True, []),
+        ({"expect": "code-review"}, [], False, []),
+        ({"expect": "code-review"}, ["code-review", "test-writer"], False, ["test-writer"]),
+        ({"expect": None, "near_miss": True}, [], True, []),
+        ({"expect": None, "near_miss": True}, ["code-review"], False, ["code-review"]),
+    ],
+)
+def test_a_trigger_is_correct_only_with_exactly_the_labelled_skill(label, invoked, correct, false_triggers) -> None:
+    from skillbench.grading.graders import trigger_metrics
+
+    metrics = trigger_metrics(label, invoked)
+    assert (metrics["correct"], metrics["false_triggers"]) == (correct, false_triggers)
+    assert metrics["near_miss"] is bool(label.get("near_miss")) and metrics["expected"] == label["expect"]
