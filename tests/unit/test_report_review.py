@@ -224,6 +224,9 @@ def test_a_review_cells_page_shows_its_score_and_not_verify_or_the_oracle():
     assert cells(page, "blocker recall") == "0.00"
     assert cells(page, "clean control passed") == '<span class="note">n/a</span>'
     assert "verify passed" not in page and "hidden oracle passed" not in page
+    # The author-only page of a review cell holds nothing more, and does not claim an oracle's output.
+    author = cell_page(make_review_row("rv", "review", 1, review=HALF_FOUND), author_only=True)
+    assert "author-only page" in author and "hidden oracle" not in author
 
 
 def test_a_broken_review_names_its_contract_defect_and_its_error_kind():

@@ -445,7 +445,11 @@ def render_cell_page(
         f'<p class="note">task {_e(row["task"])} ({_e(row["class"])}), arm {_e(row["arm"])}, run {_e(row["run"])}; '
         f"model {_e(row['model'])} via {_e(row['provider'])}, {_e(agent_label(row))} {_e(row['cli_version'])}, "
         f"sandbox {_e(row['sandbox_backend'])}"
-        + (" — author-only page (holds the hidden oracle's output)" if author_only else "")
+        + (
+            (" — author-only page" if review is not None else " — author-only page (holds the hidden oracle's output)")
+            if author_only
+            else ""
+        )
         + "</p></header>",
         "<h2>Outcome</h2>",
         _table(outcome),
