@@ -100,3 +100,57 @@ def make_overlay(generation: int = 0) -> dict:
         "targets": [".claude/skills/change-work/SKILL.md"],
         "target_base_digests": {".claude/skills/change-work/SKILL.md": "b" * 64},
     }
+
+
+def make_review(case: str = "defect", **fields) -> dict:
+    """A row's ``review`` metrics (schemas/result-row.schema.json ``$defs/review``): a review that kept the contract,
+    found every defect and gave the expected verdict; ``fields`` override any metric. A broken review
+    (``output_error`` set) scores 0.0 on every ratio with no verdict unless ``fields`` say otherwise."""
+    clean = case == "clean"
+    broken = fields.get("output_error") is not None
+    ratio = 0.0 if broken else 1.0
+    review = {
+        "case": case,
+        "output_error": None,
+        "verdict": None if broken else "approve" if clean else "request_changes",
+        "expected_verdict": "approve" if clean else "request_changes",
+        "findings": 0 if clean or broken else 2,
+        "defects": 0 if clean else 2,
+        "blocking_defects": 0 if clean else 1,
+        "tp": 0 if clean or broken else 2,
+        "fp": 0,
+        "fn": 0 if clean else 2 if broken else 0,
+        **dict.fromkeys(
+            ("precision", "recall", "f1", "weighted_precision", "weighted_recall", "weighted_f1", "blocker_recall"),
+            ratio,
+        ),
+        "verdict_correct": not broken,
+        "clean_control_passed": (not broken) if clean else None,
+    }
+    review.update(fields)
+    return review
+
+
+def make_review_row(
+    task: str = "review-task", arm: str = "review", run: int = 0, *, case: str = "defect", review=None, **fields
+) -> dict:
+    """A schema-valid row of a review cell: class ``review-<case>``, resolved when the review is (a valid review, the
+    verdict right, every blocker found or the clean control passed), else the review error kind that says why."""
+    metrics = make_review(case) if review is None else review
+    broken = metrics["output_error"] is not None
+    passed = metrics["clean_control_passed"] if metrics["case"] == "clean" else metrics["blocker_recall"] == 1.0
+    resolved = not broken and metrics["verdict_correct"] and bool(passed)
+    error_kind = None if resolved else "review-invalid" if broken else "review-incorrect"
+    defaults = {
+        "class": "review-clean" if metrics["case"] == "clean" else "review-defect",
+        "resolved": resolved,
+        "error_kind": error_kind,
+        "oracle_passed": False,
+        "oracle_output": "",
+        "diff_files": 1,
+        "diff_insertions": 20,
+        "diff_deletions": 0,
+        "review": metrics,
+    }
+    defaults.update(fields)
+    return make_row(task, arm, run, **defaults)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import make_binding, make_review, make_review_row, make_row
 from skillbench.base.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
 from skillbench.decision.gate import promotion_document
 from skillbench.evolution import evidence
@@ -801,3 +801,186 @@ def test_the_oracle_log_beside_a_failed_run_never_reaches_the_bundle(tmp_path, r
     staged = b"".join(bundle_files(destination).values())
     assert b"ORACLE-LOG-ONLY" not in staged
     assert all("oracle" not in name for name in bundle_files(destination))
+
+
+# ─── Review cells: scores reach the proposer, the labels never do ───────────
+
+LABEL_CANARY = "LABELCANARY-q7Wm2"
+
+
+def canary_labels() -> str:
+    """A review-labels/v1 document whose every label field carries the canary."""
+    defect = {
+        "id": f"{LABEL_CANARY}-D1",
+        "path": f"src/{LABEL_CANARY}.py",
+        "line_start": 41,
+        "line_end": 47,
+        "severity": "high",
+        "blocking": True,
+        "category": LABEL_CANARY.lower().replace("-", "_"),
+    }
+    document = {"schema": "review-labels/v1", "verdict": "request_changes", "defects": [defect]}
+    return json.dumps(validate(document, "review-labels"))
+
+
+PARTIAL = make_review(
+    findings=3,
+    tp=1,
+    fp=2,
+    fn=1,
+    precision=1 / 3,
+    recall=0.5,
+    f1=0.4,
+    weighted_precision=0.25,
+    weighted_recall=0.5,
+    weighted_f1=1 / 3,
+    blocker_recall=0.0,
+    verdict="comment",
+    verdict_correct=False,
+)
+
+
+def test_a_review_rows_compact_form_keeps_its_scores_and_no_label_or_grader_text():
+    row = make_review_row("rv", "review", 1, review=PARTIAL, verify_output=f"missed {LABEL_CANARY}-D1")
+    compact = compact_row(row, 0)
+    assert compact["review"] == {field: PARTIAL[field] for field in evidence.REVIEW_ROW_FIELDS}
+    assert compact["review"]["fn"] == 1 and compact["review"]["weighted_f1"] == 1 / 3
+    # Never the labels' side, nor the verdict that beside verdict_correct would tell the expected one.
+    assert not {"expected_verdict", "verdict", "defects", "blocking_defects"} & set(compact["review"])
+    assert compact["verify_tail"] == ""
+    assert compact["error_kind"] == "review-incorrect"
+    # A code-change row is as before: no review key, its verify tail kept.
+    plain = compact_row(make_row("t", INC, 0, verify_output="FAILED test_x"), 0)
+    assert "review" not in plain and plain["verify_tail"] == "FAILED test_x"
+
+
+def test_review_scores_are_means_per_task_and_arm_over_valid_runs():
+    rows = [
+        make_review_row("rv", "review", 0, cost_usd=0.2),
+        make_review_row("rv", "review", 1, review=PARTIAL, cost_usd=0.4),
+        make_review_row("rv", "review", 2, review=make_review(output_error="review-schema"), cost_usd=0.3),
+        make_review_row("rv", "review", 3, resolved=False, error_kind="infra-error", review=None, cost_usd=9.0),
+        make_review_row("rv", "candidate_review", 0, resolved=False, error_kind="review-edited-code", cost_usd=None),
+        make_review_row("ok", "review", 0, case="clean"),
+        make_review_row(
+            "ok",
+            "review",
+            1,
+            case="clean",
+            review=make_review(
+                "clean",
+                findings=1,
+                fp=1,
+                precision=0.0,
+                f1=0.0,
+                weighted_precision=0.0,
+                weighted_f1=0.0,
+                verdict="comment",
+                verdict_correct=False,
+                clean_control_passed=False,
+            ),
+        ),
+        make_row("t", INC, 0),
+    ]
+    defect, edited, clean = evidence.review_scores(rows)
+    assert defect == {
+        "task": "rv",
+        "class": "review-defect",
+        "arm": "review",
+        "case": "defect",
+        "runs": 3,
+        "scored_runs": 3,
+        "resolved": 1,
+        "contract_broken": 1,
+        "edited_code": 0,
+        "mean_weighted_f1": round((1 + 1 / 3 + 0) / 3, 4),
+        "mean_recall": 0.5,
+        "mean_blocker_recall": round(1 / 3, 4),
+        "verdict_correct_share": round(1 / 3, 4),
+        "clean_control_pass_share": None,
+        "clean_control_findings": None,
+        "median_cost_usd": 0.3,
+    }
+    assert (edited["arm"], edited["edited_code"], edited["contract_broken"], edited["median_cost_usd"]) == (
+        "candidate_review",
+        1,
+        0,
+        None,
+    )
+    assert (clean["case"], clean["mean_blocker_recall"], clean["clean_control_pass_share"]) == ("clean", None, 0.5)
+    assert (clean["clean_control_findings"], clean["verdict_correct_share"], clean["mean_weighted_f1"]) == (1, 0.5, 0.5)
+    assert evidence.review_scores([make_row("t", INC, 0)]) == []
+
+
+def test_review_scores_reach_the_bundle_and_no_label_content_can(tmp_path, root):
+    """A canary in every label field, in the suite's labels file, the hidden snapshot and beside the cell, and in
+    the grader's words on the row: none of it reaches any file of the bundle, while the scores do."""
+    suite = tmp_path / "suite"
+    for folder in (suite / "rv", root / "tasks" / "rv" / "oracle", root / "tasks" / "rv"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "review-labels.json").write_text(canary_labels())
+    review = b'diff --git a/review-output.json b/review-output.json\n+{"verdict": "comment", "findings": []}\n'
+    rows = [
+        write_cell(
+            root,
+            make_review_row(
+                "rv",
+                "review",
+                run,
+                review=metrics,
+                verify_output=f"labelled {LABEL_CANARY}-D1 at src/{LABEL_CANARY}.py:41-47 was missed",
+                error_detail=f"expected request_changes for {LABEL_CANARY}",
+            ),
+            patch=review,
+            transcripts=(stream("reviewing the change"),),
+        )
+        for run, metrics in enumerate([make_review(), PARTIAL])
+    ]
+    for row in rows:
+        (run_folder(root, row, None) / "review-labels.json").write_text(canary_labels())
+    rows_path = write_rows(root, [*rows, make_row("t", INC, 0)])
+
+    manifest, destination = stage(tmp_path, root=root, rows_path=rows_path)
+
+    files = bundle_files(destination)
+    assert evidence.REVIEW_SCORES_FILE in files
+    assert evidence.REVIEW_SCORES_FILE in {entry["name"] for entry in manifest["files"]}
+    for name, payload in files.items():
+        assert LABEL_CANARY.encode() not in payload, name
+        assert LABEL_CANARY.lower().replace("-", "_").encode() not in payload, name
+        assert b"expected_verdict" not in payload and b"blocking_defects" not in payload, name
+    [scores] = json.loads(files[evidence.REVIEW_SCORES_FILE])
+    assert (scores["task"], scores["arm"], scores["runs"], scores["resolved"]) == ("rv", "review", 2, 1)
+    assert scores["mean_weighted_f1"] == round((1 + 1 / 3) / 2, 4)
+    compact = {(row["task"], row["run"]): row for row in json.loads(files["selected-rows.json"])}
+    assert compact[("rv", 1)]["review"]["tp"] == 1 and compact[("rv", 1)]["review"]["verdict_correct"] is False
+    # The review the session wrote is its own output and reaches the proposer in the cell's patch.
+    assert files[compact[("rv", 1)]["patch_file"]] == review
+
+
+def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_nothing_of_reviews(tmp_path, root):
+    from skillbench.evolution.proposer import build_prompt
+
+    def prompt(rows: list[dict], where: str) -> str:
+        manifest, _ = stage(
+            tmp_path, root=root, rows_path=write_rows(root, rows), destination=tmp_path / where / "evidence"
+        )
+        return build_prompt(
+            generation=2,
+            manifest=manifest,
+            arm_skills={"review": ["code-review"]},
+            skills_root=".claude/skills",
+            overlay_dir="/workspace/overlay",
+            proposal_path="/workspace/proposal.md",
+            evidence_dir="/evidence",
+        )
+
+    plain = prompt([make_row("t", INC, 0)], "a")
+    assert "review-scores.json" not in plain and "Review quality" not in plain
+    assert not (tmp_path / "a" / "evidence" / evidence.REVIEW_SCORES_FILE).exists()
+    reviewed = prompt([make_row("t", INC, 0), make_review_row("rv", "review", 0)], "b")
+    assert "- Review quality: /evidence/review-scores.json, per review task and arm" in reviewed
+    assert "labels they were scored against stay hidden" in reviewed
+    # Beside the line on the rows (one more run), the review line is all that differs.
+    differs = [line for line in reviewed.splitlines() if line not in plain.splitlines()]
+    assert [line.split(":")[0] for line in differs] == ["- Benchmark runs", "- Review quality"]

@@ -8,6 +8,13 @@ bundle. Every payload is redacted before it is measured; each file and the bundl
 an over-budget bundle loses selected rows from the end, then the prior proposal, then fails. The
 bundle is written into a hidden sibling folder and renamed into place, so a failure or a killed
 job never leaves a plausible bundle behind.
+
+Review cells (rows with ``review`` metrics) reach the proposer as scores only: each compact row keeps the counts
+and ratios of `REVIEW_ROW_FIELDS`, and ``review-scores.json`` holds each (task, arm)'s means over its valid runs
+(`review_scores`). Nothing here reads a task's labels or the hidden snapshot, and no defect, path, line range,
+category or expected verdict is copied from a row; a review row's verify tail is not staged (a review task has
+no verify, and a grader's words about the labels must not reach the proposer). The session's own
+review-output.json reaches it in the cell's patch, as any agent output does.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import os
 import re
 import shutil
 import stat
+import statistics
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +34,13 @@ from typing import Any, cast
 
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
-from skillbench.base.records import EXCLUDED_ERROR_KINDS, EvidenceFile, EvidenceManifest, EvidenceSources
+from skillbench.base.records import (
+    EXCLUDED_ERROR_KINDS,
+    REVIEW_CLASSES,
+    EvidenceFile,
+    EvidenceManifest,
+    EvidenceSources,
+)
 from skillbench.base.redaction import redact_text, redact_value
 from skillbench.decision.gate import summarize_gate
 from skillbench.execution.streams import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
@@ -47,8 +61,28 @@ ROWS_FILE = "selected-rows.json"
 LEARNINGS_FILE = "learnings.json"
 GATE_FILE = "gate-summary.json"
 PROPOSAL_FILE = "prior-proposal.md"
+REVIEW_SCORES_FILE = "review-scores.json"
 MANIFEST_FILE = "manifest.json"
 TRANSCRIPT_KEYS = frozenset({"path", "sha256", "bytes", "source"})
+
+# What a compact row keeps of a review row's metrics: the session's own result, as counts and ratios. Never the
+# labels' side (expected_verdict, defects, blocking_defects) nor the verdict that, next to verdict_correct, would
+# tell the expected one.
+REVIEW_ROW_FIELDS = (
+    "case",
+    "output_error",
+    "findings",
+    "tp",
+    "fp",
+    "fn",
+    "precision",
+    "recall",
+    "f1",
+    "weighted_f1",
+    "blocker_recall",
+    "verdict_correct",
+    "clean_control_passed",
+)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
@@ -118,8 +152,62 @@ def compact_row(
         "skill_invoked": row.get("skill_invoked"),
         "patch_file": patch_name(index) if patch_staged else None,
         "transcript_files": [transcript_name(index, session) for session in range(transcripts_staged)],
-        "verify_tail": str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
+        "verify_tail": "" if is_review(row) else str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
+        **({"review": _review_fields(row)} if is_review(row) else {}),
     }
+
+
+def is_review(row: dict[str, Any]) -> bool:
+    """A review task's row: it carries review metrics, or its class is a review class."""
+    return row.get("review") is not None or row.get("class") in REVIEW_CLASSES
+
+
+def _review_fields(row: dict[str, Any]) -> dict[str, Any] | None:
+    review = row.get("review")
+    return None if not isinstance(review, dict) else {field: review.get(field) for field in REVIEW_ROW_FIELDS}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def review_scores(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per review task and arm (in order of first appearance), over its valid scored runs: the mean weighted F1,
+    recall and blocker recall, the share of correct verdicts and of passed clean controls (None on a defect case),
+    the findings on clean controls, the runs whose review broke the contract or that edited code, and the median
+    cost of a run. Counts and ratios only: nothing of the labels."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if is_review(row) and row.get("error_kind") not in EXCLUDED:
+            grouped.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+    scores = []
+    for (task, arm), group in grouped.items():
+        reviews = [row["review"] for row in group if isinstance(row.get("review"), dict)]
+        clean = group[0].get("class") == "review-clean" or any(review.get("case") == "clean" for review in reviews)
+        costs = [float(row["cost_usd"]) for row in group if isinstance(row.get("cost_usd"), int | float)]
+        scores.append(
+            {
+                "task": task,
+                "class": group[0].get("class"),
+                "arm": arm,
+                "case": "clean" if clean else "defect",
+                "runs": len(group),
+                "scored_runs": len(reviews),
+                "resolved": sum(1 for row in group if row.get("resolved")),
+                "contract_broken": sum(1 for review in reviews if review.get("output_error")),
+                "edited_code": sum(1 for row in group if row.get("error_kind") == "review-edited-code"),
+                "mean_weighted_f1": _mean([float(review["weighted_f1"]) for review in reviews]),
+                "mean_recall": _mean([float(review["recall"]) for review in reviews]),
+                "mean_blocker_recall": None if clean else _mean([float(r["blocker_recall"]) for r in reviews]),
+                "verdict_correct_share": _mean([float(bool(review["verdict_correct"])) for review in reviews]),
+                "clean_control_pass_share": (
+                    _mean([float(bool(review["clean_control_passed"])) for review in reviews]) if clean else None
+                ),
+                "clean_control_findings": sum(int(review["findings"]) for review in reviews) if clean else None,
+                "median_cost_usd": round(statistics.median(costs), 6) if costs and len(costs) == len(group) else None,
+            }
+        )
+    return scores
 
 
 def read_learnings(path: Path | None, evolvable: Sequence[str], cap: int = MAX_LEARNINGS) -> list[dict[str, Any]]:
@@ -430,6 +518,7 @@ def stage_evidence(
         fixed={
             LEARNINGS_FILE: _bounded(LEARNINGS_FILE, _redacted_json(learnings, secrets, LEARNINGS_FILE)),
             GATE_FILE: _bounded(GATE_FILE, _redacted_json(gate_summary, secrets, GATE_FILE)),
+            **_review_file(rows, secrets),
         },
         proposal=None if prior_proposal is None else _read_prior_proposal(Path(prior_proposal), secrets),
         learnings=len(learnings),
@@ -439,6 +528,15 @@ def stage_evidence(
     payloads, manifest = _fit(bundle, destination / MANIFEST_FILE)
     _write_bundle(destination, payloads)
     return manifest
+
+
+def _review_file(rows: list[dict[str, Any]], secrets: Sequence[str]) -> dict[str, bytes]:
+    """``review-scores.json`` when the rows hold review tasks; nothing otherwise (a bundle without review tasks is
+    as before)."""
+    scores = review_scores(rows)
+    if not scores:
+        return {}
+    return {REVIEW_SCORES_FILE: _bounded(REVIEW_SCORES_FILE, _redacted_json(scores, secrets, REVIEW_SCORES_FILE))}
 
 
 def _check_request(destination: Path, generation: int | None) -> None:

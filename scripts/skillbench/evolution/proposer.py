@@ -25,7 +25,7 @@ from skillbench.base.artifacts import atomic_write_text, remove_tree
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
-from skillbench.evolution.evidence import read_manifest
+from skillbench.evolution.evidence import REVIEW_SCORES_FILE, read_manifest
 from skillbench.execution import access, agents, quota, repo, sessions
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
@@ -105,6 +105,15 @@ def build_prompt(
         prior = "the previous generation's proposal was left out to fit the size budget"
     else:
         prior = "no earlier proposal"
+    reviews = any(entry["name"] == REVIEW_SCORES_FILE for entry in manifest["files"])
+    review_line = (
+        f"- Review quality: {evidence_dir}/{REVIEW_SCORES_FILE}, per review task and arm: mean weighted F1, "
+        "recall and blocker recall, correct verdicts, clean controls passed, broken reviews, cost; the review rows "
+        "carry each run's counts. The labels they were scored against stay hidden: improve how the skill reviews, "
+        "not what it says about these changes.\n"
+        if reviews
+        else ""
+    )
     return f"""You improve a family of coding-agent skills from benchmark evidence (generation {generation}).
 You are in a throwaway clone of the repository that holds them: the incumbent skills are
 {skills_root}/<name>/SKILL.md. Read the ones the evidence implicates before proposing anything.
@@ -114,7 +123,7 @@ You are in a throwaway clone of the repository that holds them: the incumbent sk
 - Benchmark runs: {rows_line}.
 - Earlier gate decisions: {gate_line}.
 - Earlier proposal: {prior}.
-- Learning queue (hints from real use, not ground truth): {evidence_dir}/learnings.json.
+{review_line}- Learning queue (hints from real use, not ground truth): {evidence_dir}/learnings.json.
 - {evidence_dir}/manifest.json lists every file.
 
 ## Your job

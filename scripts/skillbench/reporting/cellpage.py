@@ -3,7 +3,9 @@
 A maintainer opens it instead of reading JSONL: the outcome, cost and time; each session's turns from the
 parent-captured transcript (text, tool calls and their results, skill invocations marked); the patch; verify's
 output; the hidden oracle's outcome. The oracle's output appears only on the author-only page
-(``author_only=True``), never on the page the shared report holds.
+(``author_only=True``), never on the page the shared report holds. A review cell (its row carries ``review``)
+shows its score against the hidden labels instead of verify and the oracle: the counts and ratios of the row,
+never the labels' defects.
 
 Everything the agent, a task or the model could have influenced is text to this module: every value goes through
 ``html.escape`` into markup built from constant strings, no Markdown, no raw HTML, and the page's
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from skillbench.base.records import CellTiming, ResultRow
+from skillbench.base.records import CellTiming, ResultRow, ReviewMetrics
 
 # One text block (a message, a tool's input or output) shows this much; the transcript file has the rest.
 MAX_TEXT_CHARS = 20_000
@@ -328,6 +330,42 @@ def _oracle(row: ResultRow, oracle_log: str | None, author_only: bool) -> str:
     )
 
 
+def _ratio(value: Any) -> str:
+    return _e(f"{value:.2f}") if isinstance(value, (int, float)) else '<span class="note">n/a</span>'
+
+
+def _review(review: ReviewMetrics, error_kind: str | None) -> str:
+    """A review cell's score against its task's hidden labels: what the row holds (counts and ratios; the labels'
+    defects are never on a page)."""
+    broken = review["output_error"]
+    if broken:
+        contract = f'<span class="no">broken: {_e(broken)}</span> (every ratio counts 0.00)'
+    elif error_kind == "review-edited-code":
+        contract = '<span class="no">review-edited-code: the session changed more than review-output.json</span>'
+    else:
+        contract = '<span class="yes">kept</span>'
+    rows = [
+        ("case", _e("defect case" if review["case"] == "defect" else "clean control")),
+        ("review-output.json", contract),
+        ("verdict (expected)", _e(f"{review['verdict'] or 'none'} ({review['expected_verdict']})")),
+        ("verdict correct", _yes_no(review["verdict_correct"])),
+        ("findings", _e(review["findings"])),
+        ("labelled defects (blocking)", _e(f"{review['defects']} ({review['blocking_defects']})")),
+        ("matched: TP / FP / FN", _e(f"{review['tp']} / {review['fp']} / {review['fn']}")),
+        ("precision / recall / F1", " / ".join(_ratio(review[key]) for key in ("precision", "recall", "f1"))),
+        (
+            "weighted precision / recall / F1",
+            " / ".join(_ratio(review[key]) for key in ("weighted_precision", "weighted_recall", "weighted_f1")),
+        ),
+        ("blocker recall", _ratio(review["blocker_recall"])),
+        ("clean control passed", _yes_no(review["clean_control_passed"])),
+    ]
+    return (
+        _table(rows) + '<p class="note">Scored on the host against the task\'s hidden labels, which no session sees; '
+        "a ratio over nothing is 1.00. The review the session wrote is review-output.json in the patch.</p>"
+    )
+
+
 def render_cell_page(
     *,
     label: str,
@@ -349,14 +387,25 @@ def render_cell_page(
     policy = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     verdict = "resolved" if row["resolved"] else "not resolved"
     why = f" — {row['error_kind']}" if row["error_kind"] else ""
+    review = row.get("review")
+    graded = (
+        [
+            ("review kept the contract", _yes_no(review["output_error"] is None)),
+            ("verdict correct", _yes_no(review["verdict_correct"])),
+        ]
+        if review is not None
+        else [
+            ("plan produced", _yes_no(row["plan_produced"])),
+            ("verify passed", _yes_no(row["authored_tests_passed"])),
+            ("hidden oracle passed", _yes_no(row["oracle_passed"])),
+        ]
+    )
     outcome = [
         ("resolved", _yes_no(row["resolved"])),
         ("error kind", _e(row["error_kind"] or "none")),
         ("sessions ok", _yes_no(row["ok"])),
         ("skill invoked", _yes_no(row["skill_invoked"])),
-        ("plan produced", _yes_no(row["plan_produced"])),
-        ("verify passed", _yes_no(row["authored_tests_passed"])),
-        ("hidden oracle passed", _yes_no(row["oracle_passed"])),
+        *graded,
         ("change", _e(f"{row['diff_files']} file(s), +{row['diff_insertions']} −{row['diff_deletions']}")),
         ("tool calls", _e(", ".join(f"{tool} {count}" for tool, count in sorted(row["tool_use_counts"].items())))),
     ]
@@ -396,7 +445,11 @@ def render_cell_page(
         f'<p class="note">task {_e(row["task"])} ({_e(row["class"])}), arm {_e(row["arm"])}, run {_e(row["run"])}; '
         f"model {_e(row['model'])} via {_e(row['provider'])}, {_e(agent_label(row))} {_e(row['cli_version'])}, "
         f"sandbox {_e(row['sandbox_backend'])}"
-        + (" — author-only page (holds the hidden oracle's output)" if author_only else "")
+        + (
+            (" — author-only page" if review is not None else " — author-only page (holds the hidden oracle's output)")
+            if author_only
+            else ""
+        )
         + "</p></header>",
         "<h2>Outcome</h2>",
         _table(outcome),
@@ -409,8 +462,12 @@ def render_cell_page(
     body += ["<h2>Sessions</h2>"] + [_session(transcript) for transcript in transcripts]
     if not transcripts:
         body.append('<p class="note">no transcript was recorded</p>')
-    body += ["<h2>Patch</h2>", _patch(patch), "<h2>Verify</h2>", _pre(row["verify_output"] or "(no output)")]
-    body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only)]
+    body += ["<h2>Patch</h2>", _patch(patch)]
+    if review is not None:
+        body += ["<h2>Review against the hidden labels</h2>", _review(review, row["error_kind"])]
+    else:
+        body += ["<h2>Verify</h2>", _pre(row["verify_output"] or "(no output)")]
+        body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">'

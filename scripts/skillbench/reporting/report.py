@@ -15,8 +15,15 @@ from typing import Any
 from urllib.parse import quote
 
 from skillbench.base import layout
-from skillbench.base.records import USAGE_FIELDS
-from skillbench.decision.aggregate import aggregate_by_task, is_valid, percent_saved, resolved_by_task, savings
+from skillbench.base.records import REVIEW_CLASSES, USAGE_FIELDS
+from skillbench.decision.aggregate import (
+    aggregate,
+    aggregate_by_task,
+    is_valid,
+    percent_saved,
+    resolved_by_task,
+    savings,
+)
 from skillbench.reporting.markup import md_code, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -63,6 +70,34 @@ COLUMNS = (
     "turns",
     "churn",
     "errors",
+)
+REVIEW_COLUMNS = (
+    "task",
+    "case",
+    "arm",
+    "valid runs",
+    "contract broken",
+    "precision",
+    "recall",
+    "F1",
+    "weighted F1",
+    "blocker recall",
+    "verdict correct",
+    "clean control passed",
+    "clean-control FP",
+    "cost $",
+)
+REVIEW_HOW_TO_READ = (
+    "Review tasks are scored on the host against hidden labels no session sees: one line per task and arm, means\n"
+    "over the arm's valid runs. **contract broken** counts the runs whose review-output.json broke the contract (by\n"
+    "kind) or that changed anything else (review-edited-code); a broken review scores 0.00 on every ratio and a\n"
+    "wrong verdict. A ratio over nothing is 1.00: no finding makes no false claim, no defect leaves nothing to miss\n"
+    "(so a clean control's recall is 1.00). **weighted F1** weights each finding by severity (critical 8, high 4,\n"
+    "medium 2, low 1); **blocker recall** is the share of blocking defects a blocking finding matched. A clean\n"
+    "control passes with no finding and an approve verdict; **clean-control FP** counts its findings over the runs.\n"
+    "A review run is **resolved** (table above) when its sessions ran, the review kept the contract, the verdict is\n"
+    "right and it found every blocker (defect case) or passed (clean control). **cost $** is the median cost of one\n"
+    "run."
 )
 SESSION_IDS_NOTE = (
     "Session ids for every run are in results.jsonl — open the matching transcript to see where each arm "
@@ -573,6 +608,9 @@ def render_report(
             "promotion evidence (skill_invoked=null in results.jsonl).",
             "",
         ]
+    review_lines = review_section(rows, task_order, arm_order)
+    if review_lines:
+        lines += [*review_lines, ""]
     if len(set(agent_of.values())) > 1:
         lines += [*agents_side_by_side(rows, _ordered(arm_order, list(agent_of))), ""]
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
@@ -624,6 +662,107 @@ def agents_side_by_side(rows: Sequence[Mapping[str, Any]], arm_order: list[str])
                     ]
                 )
             )
+    return lines
+
+
+def is_review_row(row: Mapping[str, Any]) -> bool:
+    """A row of a review task: it carries review metrics, or its task's class is a review class."""
+    return row.get("review") is not None or row.get("class") in REVIEW_CLASSES
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _share(count: int, runs: int) -> str:
+    return f"{count}/{runs}" if runs else "n/a"
+
+
+def review_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One (task, arm)'s review quality over its valid runs: the case, run counts, the broken reviews by kind, the
+    metrics' means (None with no scored run), the verdict and clean-control counts and the median cost of a run.
+
+    A valid run without review metrics is not scored (``scored`` says how many were)."""
+    valid = [row for row in rows if is_valid(row)]
+    scored = [row["review"] for row in valid if row.get("review") is not None]
+    first = next((row.get("review") for row in rows if row.get("review") is not None), None)
+    case = first["case"] if first is not None else "clean" if rows[0].get("class") == "review-clean" else "defect"
+    broken: dict[str, int] = {}
+    broken_runs = 0
+    for row in valid:
+        kinds = [
+            kind
+            for kind in (
+                (row.get("review") or {}).get("output_error"),
+                "review-edited-code" if row.get("error_kind") == "review-edited-code" else None,
+            )
+            if kind
+        ]
+        broken_runs += bool(kinds)
+        for kind in kinds:
+            broken[kind] = broken.get(kind, 0) + 1
+
+    def mean(field: str) -> float | None:
+        return statistics.fmean(float(review[field]) for review in scored) if scored else None
+
+    clean = case == "clean"
+    return {
+        "case": case,
+        "runs": len(rows),
+        "valid_runs": len(valid),
+        "excluded_runs": len(rows) - len(valid),
+        "scored": len(scored),
+        "broken_runs": broken_runs,
+        "broken_kinds": dict(sorted(broken.items())),
+        **{field: mean(field) for field in ("precision", "recall", "f1", "weighted_f1", "blocker_recall")},
+        "verdict_correct": sum(1 for review in scored if review["verdict_correct"]),
+        "clean_control_passed": sum(1 for review in scored if review["clean_control_passed"]) if clean else None,
+        "clean_control_fp": sum(int(review["fp"]) for review in scored) if clean else None,
+        "cost_usd": aggregate(rows)["cost_usd"],
+    }
+
+
+def _review_line(task: str, arm: str, summary: dict[str, Any]) -> str:
+    runs = str(summary["valid_runs"])
+    if summary["scored"] != summary["valid_runs"]:
+        runs += f" ({summary['valid_runs'] - summary['scored']} unscored)"
+    if summary["excluded_runs"]:
+        runs += f" ({summary['excluded_runs']} excluded)"
+    broken = str(summary["broken_runs"])
+    if summary["broken_kinds"]:
+        broken += f" ({_errors_cell(summary['broken_kinds'])})"
+    clean = summary["case"] == "clean"
+    return _table_line(
+        [
+            md_text(task),
+            summary["case"],
+            md_text(arm),
+            runs,
+            broken,
+            *(_ratio(summary[field]) for field in ("precision", "recall", "f1", "weighted_f1", "blocker_recall")),
+            _share(summary["verdict_correct"], summary["scored"]),
+            _share(summary["clean_control_passed"], summary["scored"]) if clean else DASH,
+            str(summary["clean_control_fp"]) if clean else DASH,
+            _cost(summary["cost_usd"]),
+        ]
+    )
+
+
+def review_section(rows: Sequence[Mapping[str, Any]], task_order: list[str], arm_order: list[str]) -> list[str]:
+    """The "Review quality" section: one line per review task (suite order) and arm (report order); no lines when
+    no row is a review task's."""
+    grouped: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    for row in rows:
+        if is_review_row(row):
+            grouped.setdefault(row["task"], {}).setdefault(row["arm"], []).append(row)
+    if not grouped:
+        return []
+    lines = ["## Review quality", "", REVIEW_HOW_TO_READ, ""]
+    lines += [_table_line(REVIEW_COLUMNS), _table_line(["---"] * len(REVIEW_COLUMNS))]
+    for task in _ordered(task_order, list(grouped)):
+        arms = grouped[task]
+        for arm in _ordered(arm_order, list(arms)):
+            lines.append(_review_line(task, arm, review_summary(arms[arm])))
     return lines
 
 
