@@ -129,6 +129,7 @@ def _gather_evidence(
     transcript_dir: Path | None,
     transcript_prefix: str,
     secrets: Sequence[str],
+    installed_skills: Sequence[str] = (),
 ) -> list[str]:
     """Prove the skill invocation and keep the transcript, into `record`; return what could not be verified."""
     diagnostics: list[str] = []
@@ -138,7 +139,7 @@ def _gather_evidence(
         except ValueError as exc:
             record["skill_invoked"] = None
             diagnostics.append(f"unverifiable skill evidence: {exc}")
-    record["skills_invoked"] = _skills_invoked(reading)
+    record["skills_invoked"] = _skills_invoked(reading, installed_skills)
     if transcript_dir is not None:
         try:
             record["transcript_artifact"] = persist_transcript(
@@ -153,11 +154,12 @@ def _gather_evidence(
     return diagnostics
 
 
-def _skills_invoked(reading: StreamReading) -> list[str] | None:
-    """Every offered skill the stream proves the session invoked (sorted; None when the stream is ambiguous about
-    one): what a trigger task is judged by."""
+def _skills_invoked(reading: StreamReading, installed_skills: Sequence[str]) -> list[str] | None:
+    """Every skill the session was offered or found installed that the stream proves it invoked (sorted; None when
+    the stream is ambiguous about one): what a trigger task is judged by."""
+    candidates = sorted({*(reading.offered_skills or []), *installed_skills})
     try:
-        return sorted(skill for skill in reading.offered_skills or [] if reading.skill_invoked(skill))
+        return [skill for skill in candidates if reading.skill_invoked(skill)]
     except ValueError:
         return None
 
@@ -202,6 +204,7 @@ def session_record(
     started_at: str,
     finished_at: str,
     ledger: dict[str, Any] | None = None,
+    installed_skills: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The record of one session, from its process outcome, its adapter's `reading` of the parent-captured stdout
     and the gateway's ledger.
@@ -255,6 +258,7 @@ def session_record(
             transcript_dir=transcript_dir,
             transcript_prefix=transcript_prefix,
             secrets=secrets,
+            installed_skills=installed_skills,
         )
     _judge_evidence(
         record,
@@ -448,6 +452,7 @@ def launch_session(
     )
     argv = agent.command(sandbox.agent_executable, request)
     configured_skills = agent.configured_skills(sandbox.clone / agent.skills_dir, request)
+    installed = installed_skills(sandbox.clone / agent.skills_dir)
     sandbox.hide_from_tools(surface.hidden_from_tools)
     write_home_files(sandbox, agent.home_files(request))
     with ExitStack() as stack:
@@ -503,8 +508,21 @@ def launch_session(
             started_at=started_at,
             finished_at=_utc_now(),
             ledger=ledger,
+            installed_skills=installed,
         )
     return record, ledger
+
+
+def installed_skills(skills_root: Path) -> list[str]:
+    """The skill folders (with a SKILL.md) of the clone's skills root, as the harness installed them before the
+    session: what a CLI that does not list its offered skills may invoke."""
+    if skills_root.is_symlink() or not skills_root.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in skills_root.iterdir()
+        if entry.is_dir() and not entry.is_symlink() and (entry / "SKILL.md").is_file()
+    )
 
 
 def _sum_costs(values: list[Any]) -> float | None:
