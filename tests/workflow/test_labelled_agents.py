@@ -1,6 +1,7 @@
 """Review and trigger arms on every agent CLI the project supports. A review arm proves its skill, writes its
 review through its own tools into the one writable folder, cannot write the code it reviews, and is scored
-against the hidden labels; a trigger arm's invoked skills are proved from its own CLI's stream."""
+against the hidden labels. A trigger arm runs one short session per labelled prompt (the labelled skill, none, a
+near miss's false trigger, a missed trigger), its invoked skills proved from its own CLI's stream."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ AGENTS = {
         {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3},
     ),
 }
-TRIGGER_PROMPTS = ["asks-for-review", "asks-a-question"]
+TRIGGER_PROMPTS = ["asks-for-review", "asks-a-question", "near-miss-review", "asks-for-tests"]
 
 
 def arm_name(role: str, agent: str) -> str:
@@ -117,6 +118,25 @@ def test_every_agent_cli_proves_which_skill_a_labelled_prompt_triggered(triggere
     found = {row["task"]: row for row in triggered.rows("triggeragents") if row["arm"] == arm}
     assert sorted(found) == sorted(TRIGGER_PROMPTS)
     review, question = found["asks-for-review"], found["asks-a-question"]
-    assert review["agent"] == agent
-    assert review["resolved"] and review["trigger"]["invoked"] == ["code-review"], review
-    assert question["resolved"] and question["trigger"]["invoked"] == [], question
+    assert review["agent"] == agent and review["cost_usd"] > 0
+    assert review["resolved"] and review["trigger"] == {
+        "expected": "code-review",
+        "near_miss": False,
+        "invoked": ["code-review"],
+        "false_triggers": [],
+        "correct": True,
+    }
+    assert question["resolved"] and question["trigger"]["invoked"] == [] and question["trigger"]["correct"]
+    # A near miss that loads the review skill, and a prompt for test-writer that loads none: the agent's outcomes.
+    near, missed = found["near-miss-review"], found["asks-for-tests"]
+    assert (near["resolved"], near["error_kind"], near["ok"]) == (False, "trigger-false", True)
+    assert near["trigger"]["near_miss"] and near["trigger"]["false_triggers"] == ["code-review"]
+    assert (missed["resolved"], missed["error_kind"], missed["ok"]) == (False, "trigger-missed", True)
+    assert missed["trigger"]["invoked"] == [] and missed["trigger"]["expected"] == "test-writer"
+
+
+def test_a_trigger_label_is_checked_and_bound_hidden_before_any_session(triggered: Project) -> None:
+    check = triggered.results("triggeragents", "tasks", "asks-for-tests", "check.json").read_text()
+    assert "trigger: a labelled prompt" in check
+    snapshot = triggered.results("triggeragents", "tasks", "asks-for-tests", "oracle", "trigger-label.json")
+    assert '"expect": "test-writer"' in snapshot.read_text()
