@@ -286,6 +286,18 @@ def test_broken_reviews_are_counted_with_their_zeros():
     assert decision["decision"] == "keep_incumbent"
 
 
+def test_a_review_that_edited_the_code_earns_nothing_though_its_row_keeps_its_score():
+    edited = {("d2", run): "review-edited-code" for run in range(4)} | {("c0", 0): "review-edited-code"}
+    rows = suite_rows(INC) + suite_rows(CAND, cost=0.7, error_kinds=edited)
+    assert all(row["review"]["weighted_f1"] > 0 for row in rows if row["error_kind"] == "review-edited-code")
+    decision = decide(rows)
+    d2, c0 = case_record(decision, "d2"), case_record(decision, "c0")
+    assert d2["candidate_runs"] == RUNS and d2["candidate_successes"] == RUNS - 4 and d2["blockers_lost"] is True
+    assert d2["candidate_weighted_f1"] < d2["incumbent_weighted_f1"] - 0.25
+    assert c0["candidate_successes"] == RUNS - 1
+    assert decision["decision"] == "keep_incumbent"
+
+
 def test_excluded_runs_drop_out_of_the_review_evidence():
     rows = suite_rows(INC) + suite_rows(CAND, cost=0.7, error_kinds={("d0", 0): "session-error"})
     decision = decide(rows)

@@ -2,7 +2,8 @@
 
 A review case is a paired task of a class in ``REVIEW_CLASSES`` (its rows carry ``review``, the score against the
 task's hidden labels): a defect case (``review-defect``) or a clean control (``review-clean``). Over the valid rows
-(``aggregate.is_valid``: excluded kinds drop out, a review that broke the contract counts with its zeros):
+(``aggregate.is_valid``: excluded kinds drop out; a review that broke the contract, or changed the code it reviews,
+counts with zeros):
 
 - **Weighted F1 non-inferiority** over the defect cases: the per-case difference of mean weighted F1 (candidate −
   incumbent), averaged with Mantel-Haenszel weights like the resolution test, its standard error from the pooled
@@ -24,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from skillbench.base.records import REVIEW_CLASSES, ResultRow, ReviewMetrics
 from skillbench.decision import stats as gate_stats
@@ -63,8 +64,21 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(float(value), 4)
 
 
+# A review that changed the code it reviews is scored (its row says what it found), but it earns the gate nothing:
+# it counts as a review that broke the contract, with zeros on every ratio and no clean-control pass.
+EDITED_CODE = "review-edited-code"
+RATIOS = ("precision", "recall", "f1", "weighted_precision", "weighted_recall", "weighted_f1", "blocker_recall")
+
+
 def review_metrics(row: ResultRow) -> ReviewMetrics | None:
-    return row.get("review")
+    """A row's review score as the gate counts it (None: the row carries none)."""
+    metrics = row.get("review")
+    if metrics is None or row.get("error_kind") != EDITED_CODE:
+        return metrics
+    zeroed: dict[str, Any] = {**metrics, **dict.fromkeys(RATIOS, 0.0), "verdict_correct": False}
+    if metrics["case"] == "clean":
+        zeroed["clean_control_passed"] = False
+    return cast("ReviewMetrics", zeroed)
 
 
 def review_rows(rows: Sequence[ResultRow], pair: PairEvidence) -> dict[str, tuple[list[ResultRow], list[ResultRow]]]:
