@@ -13,6 +13,7 @@ standard error and the paid sessions per decision.
     .venv/bin/python bench/decision_quality.py --trials 300 --no-docs
     .venv/bin/python bench/decision_quality.py --part sequential   # fixed vs sequential designs only
     .venv/bin/python bench/decision_quality.py --part agents       # one candidate across three agent CLIs
+    .venv/bin/python bench/decision_quality.py --part review       # review cases: weighted F1, blockers, controls
     .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
 
 It exits non-zero when a goal is missed. The draws are seeded, so a rerun prints the same table. The bench
@@ -603,13 +604,276 @@ def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     return missed, counts
 
 
+# ─── Review quality: review cases judged against hidden labels ─────────────
+
+REVIEW_START, REVIEW_END = "<!-- review-quality:start -->", "<!-- review-quality:end -->"
+REVIEW_INCUMBENT, REVIEW_CANDIDATE = "review", "candidate_review"
+F1_SIGMA = 0.15  # run-to-run sd of a review's weighted F1 (clipped to 0..1)
+F1_LEVELS = (0.55, 0.85)  # a defect case's incumbent weighted F1 is uniform over this range
+REVIEW_COST_SHARED = 0.1  # sd of the log-cost effect a (case, arm)'s runs share
+
+
+@dataclass(frozen=True)
+class ReviewScenario:
+    name: str
+    truth: str
+    defect_cases: int = 8
+    clean_cases: int = 4
+    runs: int = 5
+    saving: float = 0.0  # true saving on every case (0.2 = 20 % cheaper)
+    f1_effect: float = 0.0  # candidate's weighted-F1 shift on every defect case
+    case_effect: float | None = None  # defect case 0's shift instead (the one case that regresses)
+    f1_shared: float = 0.0  # sd of a weighted-F1 effect a (case, arm)'s runs share
+    blocker: tuple[float, float] = (1.0, 1.0)  # chance a run finds the case's blocking defect (incumbent, candidate)
+    lost_blocker: float | None = None  # defect case 0's candidate chance instead
+    clean: tuple[float, float] = (1.0, 1.0)  # chance a run passes a clean control (incumbent, candidate)
+    margin: float | None = None  # review_f1_margin (None: the default)
+    goal: str = "—"
+    goal_max: float | None = None
+    goal_min: float | None = None
+
+
+def review_scenarios() -> tuple[ReviewScenario, ...]:
+    null = {"goal": "≤ 5 %", "goal_max": 0.05}
+    one = {"goal": "≤ 10 %", "goal_max": 0.10}
+    power = {"goal": "≥ 80 %", "goal_min": 0.80}
+    cheaper = {"saving": 0.2}
+    return (
+        ReviewScenario("V1", "identical quality and cost", **null),
+        ReviewScenario("V2", "identical; F1 effects a (case, arm)'s runs share, τ = 0.1", f1_shared=0.1, **null),
+        ReviewScenario(
+            "V3", "20 % cheaper, F1 0.10 lower everywhere (at the margin)", f1_effect=-0.10, **cheaper, **null
+        ),
+        ReviewScenario(
+            "V4", "the same with shared F1 effects τ = 0.05", f1_effect=-0.10, f1_shared=0.05, **cheaper, **null
+        ),
+        ReviewScenario("V5", "20 % cheaper, F1 0.15 lower everywhere", f1_effect=-0.15, **cheaper, **null),
+        ReviewScenario(
+            "V6",
+            "20 % cheaper; one case of 8 F1 −0.40, the others +0.03 (mean −0.02)",
+            f1_effect=0.03,
+            case_effect=-0.40,
+            **cheaper,
+            **one,
+        ),
+        ReviewScenario("V7", "20 % cheaper; one case's blocker found 100 % → 60 %", lost_blocker=0.6, **cheaper, **one),
+        ReviewScenario("V8", "20 % cheaper; clean controls passed 100 % → 70 %", clean=(1.0, 0.7), **cheaper, **one),
+        ReviewScenario("V9", "20 % cheaper, equal quality", defect_cases=16, **cheaper, **power),
+        ReviewScenario(
+            "V10",
+            "20 % cheaper, equal quality; blockers found 90 %, clean controls passed 95 % (both arms)",
+            runs=10,
+            blocker=(0.9, 0.9),
+            clean=(0.95, 0.95),
+            **cheaper,
+        ),
+        ReviewScenario("V11", "equal cost, F1 0.15 higher everywhere", defect_cases=16, f1_effect=0.15, **power),
+        ReviewScenario("V12", "equal cost, F1 0.10 higher everywhere", defect_cases=16, f1_effect=0.10),
+        ReviewScenario("M1", "margin 0.05: 20 % cheaper, equal quality", defect_cases=16, margin=0.05, **cheaper),
+        ReviewScenario("M2", "margin 0.15: 20 % cheaper, equal quality", defect_cases=16, margin=0.15, **cheaper),
+        ReviewScenario(
+            "M3", "margin 0.05: 20 % cheaper, F1 0.05 lower", f1_effect=-0.05, margin=0.05, **cheaper, **null
+        ),
+        ReviewScenario(
+            "M4", "margin 0.15: 20 % cheaper, F1 0.15 lower", f1_effect=-0.15, margin=0.15, **cheaper, **null
+        ),
+    )
+
+
+def _review_metrics(case: str, f1: float, found: bool, passed: bool, fp: int) -> dict:
+    defect = case == "defect"
+    return {
+        "case": case,
+        "output_error": None,
+        "verdict": "request_changes" if defect else ("approve" if passed else "comment"),
+        "expected_verdict": "request_changes" if defect else "approve",
+        "findings": (2 if defect else 0) + fp,
+        "defects": 2 if defect else 0,
+        "blocking_defects": 1 if defect else 0,
+        "tp": 2 if defect else 0,
+        "fp": fp,
+        "fn": 0,
+        "precision": f1,
+        "recall": f1,
+        "f1": f1,
+        "weighted_precision": f1,
+        "weighted_recall": f1,
+        "weighted_f1": f1,
+        "blocker_recall": 1.0 if found else 0.0,
+        "verdict_correct": True if defect else passed,
+        "clean_control_passed": None if defect else passed,
+    }
+
+
+def draw_review_rows(rng: np.random.Generator, scenario: ReviewScenario) -> list[dict]:
+    """Both arms' rows of one simulated review suite: per case a cost level, per defect case an F1 level; each
+    (case, arm) an effect its runs share; per run lognormal cost noise, F1 noise, blocker and clean-control draws."""
+    cases = [("defect", k) for k in range(scenario.defect_cases)] + [("clean", k) for k in range(scenario.clean_cases)]
+    levels = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, len(cases))
+    f1_levels = rng.uniform(*F1_LEVELS, len(cases))
+    rows = []
+    for index, (case, k) in enumerate(cases):
+        for side, arm in enumerate((REVIEW_INCUMBENT, REVIEW_CANDIDATE)):
+            saving = scenario.saving if side else 0.0
+            cost_shared = rng.normal(0.0, REVIEW_COST_SHARED)
+            f1_shared = rng.normal(0.0, scenario.f1_shared) if scenario.f1_shared else 0.0
+            shift = 0.0
+            if side:
+                shift = scenario.case_effect if scenario.case_effect is not None and k == 0 else scenario.f1_effect
+            blocker = scenario.blocker[side]
+            if side and scenario.lost_blocker is not None and k == 0:
+                blocker = scenario.lost_blocker
+            for run in range(scenario.runs):
+                cost = math.exp(levels[index] + math.log(1 - saving) + cost_shared + rng.normal(0.0, SIGMA))
+                if case == "defect":
+                    f1 = float(np.clip(f1_levels[index] + shift + f1_shared + rng.normal(0.0, F1_SIGMA), 0.0, 1.0))
+                    found, passed, fp = bool(rng.random() < blocker), True, int(rng.poisson(0.5))
+                    resolved = found
+                else:
+                    passed = bool(rng.random() < scenario.clean[side])
+                    f1, found, fp = 1.0, True, 0 if passed else 1 + int(rng.poisson(0.5))
+                    resolved = passed
+                rows.append(
+                    {
+                        "task": f"{case[0]}{k:02d}",
+                        "class": f"review-{case}",
+                        "arm": arm,
+                        "run": run,
+                        "resolved": resolved,
+                        "error_kind": None if resolved else "review-incorrect",
+                        "cost_usd": cost,
+                        "sandbox_backend": "bwrap",
+                        "review": _review_metrics(case, round(f1, 4), found, passed, fp),
+                    }
+                )
+    return rows
+
+
+def point_rule_blocks(decision: dict) -> bool:
+    """Whether the point rules would keep the incumbent: a defect case's mean blocker recall fell, or a clean
+    control the candidate passed in fewer runs (each blocks whenever its tested counterpart does, and more)."""
+    for case in decision["tests"]["review"]["cases"]:
+        if case["case"] == "defect" and case["candidate_blocker_recall"] < case["incumbent_blocker_recall"]:
+            return True
+        if case["case"] == "clean" and case["candidate_successes"] < case["incumbent_successes"]:
+            return True
+    return False
+
+
+def run_review_row(job: tuple[str, int, int]) -> dict[str, int]:
+    """Promotions over ``trials`` seeded review suites of one scenario: the noise_aware rule (and the promotion's
+    route), the point rules derived from its records, the Holm-adjusted case checks, and the upstream rule."""
+    from skillbench.decision import review
+
+    name, trials, seed = job
+    scenario = next(s for s in review_scenarios() if s.name == name)
+    rng = np.random.default_rng(seed)
+    extra = {} if scenario.margin is None else {"review_f1_margin": scenario.margin}
+    policies = {rule: resolve_policy({"rule": rule, **extra}) for rule in RULES}
+    counts = {"noise_aware": 0, "point": 0, "holm": 0, "upstream": 0, "cost": 0, "review_quality": 0, "resolution": 0}
+    for _ in range(trials):
+        rows = draw_review_rows(rng, scenario)
+        by_task = aggregate_by_task(rows)
+
+        def decide(rule: str, by_task: dict = by_task, rows: list = rows) -> dict:
+            return evaluate_candidate(
+                by_task,
+                incumbent_arm=REVIEW_INCUMBENT,
+                candidate_arm=REVIEW_CANDIDATE,
+                model="simulated-model",
+                policy=policies[rule],
+                rows=rows,
+                generation=0,
+            )
+
+        decision = decide("noise_aware")
+        if decision["decision"] == "promote":
+            counts["noise_aware"] += 1
+            counts[decision["tests"]["review"]["route"]] += 1
+            counts["point"] += not point_rule_blocks(decision)
+        review.CASE_ADJUSTMENT = "holm"
+        try:
+            counts["holm"] += decide("noise_aware")["decision"] == "promote"
+        finally:
+            review.CASE_ADJUSTMENT = "none"
+        counts["upstream"] += decide("upstream")["decision"] == "promote"
+    return counts
+
+
+def review_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The review rule's false-promotion rate and power, both rules and the point-rule variant on the same draws."""
+    trials, rows = args.review_trials, review_scenarios()
+    jobs = [(s.name, trials, args.seed + 15485863 * (i + 1)) for i, s in enumerate(rows)]
+    started = time.monotonic()
+    counts = dict(zip([job[0] for job in jobs], _pool_map(run_review_row, jobs, args.workers), strict=True))
+    header = [
+        "row",
+        "truth",
+        "design",
+        "sessions",
+        "noise_aware",
+        "routes (cost / review / resolution)",
+        "point rules",
+        "Holm over cases",
+        "upstream",
+        "goal (noise_aware)",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    missed = []
+    for scenario in rows:
+        count = counts[scenario.name]
+        holder = Scenario(scenario.name, "", "", 1, 1, goal_max=scenario.goal_max, goal_min=scenario.goal_min)
+        verdict = met(holder, count["noise_aware"], trials)
+        if verdict is False:
+            missed.append(scenario.name)
+        cases = f"{scenario.defect_cases} + {scenario.clean_cases}"
+        cells = [
+            scenario.name,
+            scenario.truth,
+            f"({cases}) × {scenario.runs}",
+            str(2 * (scenario.defect_cases + scenario.clean_cases) * scenario.runs),
+            rate_text(count["noise_aware"], trials),
+            f"{count['cost']} / {count['review_quality']} / {count['resolution']}",
+            rate_text(count["point"], trials),
+            rate_text(count["holm"], trials),
+            rate_text(count["upstream"], trials),
+            scenario.goal if verdict is None else f"{scenario.goal} {'met' if verdict else 'MISSED'}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    body = "\n".join(
+        [
+            f"Review suites of defect cases + clean controls × runs per arm, decided at generation 0 (alpha/2) by "
+            f"`gate.evaluate_candidate`; {trials} simulated experiments per row, seed {args.seed}; every column sees "
+            f"the same draws. Per case a log-cost level uniform over ±{BASELINE_SPREAD:g}, run noise lognormal "
+            f"σ = {SIGMA:g}, a cost effect a (case, arm)'s runs share (τ = {REVIEW_COST_SHARED:g}); per defect case "
+            f"an incumbent weighted F1 uniform over {F1_LEVELS[0]:g}–{F1_LEVELS[1]:g}, run noise sd {F1_SIGMA:g} "
+            "(clipped to 0..1), one blocking defect found or missed per run; a clean control passed or failed per "
+            f"run (a failure has 1 + Poisson(0.5) false positives). Margin {resolve_policy(None).review_f1_margin:g} "
+            "unless the row says otherwise. Promotion rate in percent ± its Monte-Carlo standard error; routes: "
+            "the noise_aware promotions per route (counts); point rules: the noise_aware rule with point rules for "
+            "blockers and clean controls (a case's mean blocker recall fell, a control passed in fewer runs) instead "
+            "of the tests; Holm over cases: with those tests Holm-adjusted over the cases instead of each at alpha. "
+            "A goal is met within two Monte-Carlo standard errors.",
+            "",
+            "\n".join(lines),
+        ]
+    )
+    print(body)
+    elapsed = time.monotonic() - started
+    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    if not args.no_docs:
+        write_docs(args.docs, body, REVIEW_START, REVIEW_END)
+    return missed, {**counts, "seconds": round(elapsed)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2000, help="simulated experiments per row and rule")
     parser.add_argument("--sequential-trials", type=int, default=1000, help="simulated decisions per sequential row")
     parser.add_argument("--futility", type=float, nargs="+", default=[0.1], help="futility levels to compare")
     parser.add_argument("--agent-trials", type=int, default=400, help="simulated generations per three-agent row")
-    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents"), default="all")
+    parser.add_argument("--review-trials", type=int, default=400, help="simulated experiments per review row")
+    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents", "review"), default="all")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
@@ -633,6 +897,10 @@ def main(argv: list[str] | None = None) -> int:
         found, counts = agents_part(args)
         missed += found
         raw["agents"] = counts
+    if args.part in ("all", "review"):
+        found, counts = review_part(args)
+        missed += found
+        raw["review"] = counts
     if args.json:
         scenarios()  # fills FIXED_DESIGNS in this process
         document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}

@@ -14,6 +14,7 @@ from skillbench.decision.gate import (
     MAIN_LOOP_ONLY_WARNING,
     POLICY_KEYS_NOT_IN_CONFIG,
     PROMOTION_METRICS,
+    RECORDED_WHEN_SET,
     RULES,
     bootstrap_median_ci,
     evaluate_candidate,
@@ -1082,10 +1083,13 @@ def test_the_config_schema_and_the_shipped_config_state_the_gates_defaults():
     shipped = yaml.safe_load((Path(__file__).resolve().parents[2] / "config" / "config.yaml").read_text())["gate"]
     assert shipped == stated
     assert all(type(shipped[key]) is type(value) for key, value in stated.items())
-    # The config's defaults are the policy a promotion records when the config says nothing.
+    # The config's defaults are the policy a promotion records when the config says nothing (the keys only review
+    # cases read are recorded once set away from their default, so such a document is the one it always was).
     default = resolve_policy(None).as_dict()
     assert resolve_policy(shipped) == resolve_policy(None)
-    assert {key: default[key] for key in stated} == stated and set(default) - set(stated) == POLICY_KEYS_NOT_IN_CONFIG
+    always = {key: value for key, value in stated.items() if key not in RECORDED_WHEN_SET}
+    assert {key: default[key] for key in always} == always and set(default) - set(always) == POLICY_KEYS_NOT_IN_CONFIG
+    assert set(RECORDED_WHEN_SET) <= set(stated)
 
 
 def test_the_schemas_name_the_gates_metrics_and_rules():
@@ -1097,4 +1101,5 @@ def test_the_schemas_name_the_gates_metrics_and_rules():
     assert set(promotion["properties"]["policy"]["properties"]["rule"]["enum"]) == set(RULES)
     assert set(promotion["$defs"]["decision"]["properties"]["rule"]["enum"]) == set(RULES)
     recorded = set(promotion["properties"]["policy"]["properties"]) - {"metric_warning", "quality_rule"}
-    assert recorded == set(resolve_policy(None).as_dict())
+    assert recorded == set(resolve_policy(None).as_dict()) | set(RECORDED_WHEN_SET)
+    assert set(RECORDED_WHEN_SET).isdisjoint(promotion["properties"]["policy"]["required"])

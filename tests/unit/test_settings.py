@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from skillbench.base.artifacts import load_schema
-from skillbench.decision.policy import POLICY_KEYS_NOT_IN_CONFIG, GatePolicy, resolve_policy
+from skillbench.decision.policy import POLICY_KEYS_NOT_IN_CONFIG, RECORDED_WHEN_SET, GatePolicy, resolve_policy
 from skillbench.execution.quota import disk_quota_mb
 from skillbench.execution.sandbox import SandboxLimits
 from skillbench.execution.workspace import WorkspaceLimits
@@ -252,8 +252,11 @@ def test_the_gate_policy_carries_every_gate_key_and_only_the_evidence_lifetime_b
         configcheck.validate_config({"gate": {"max_age_days": 30}})
     default = resolve_policy(None)
     assert type(default.max_age_days) is int and default.max_age_days >= 1
-    # What a document records: every field, in field order.
-    assert list(default.as_dict()) == names
+    # What a document records: every field, in field order (those only review cases read once set away from their
+    # default, so the document of a policy that leaves them alone is the one it always was).
+    assert list(default.as_dict()) == [name for name in names if name not in RECORDED_WHEN_SET]
+    changed = dataclasses.replace(default, **{name: 0.25 for name in RECORDED_WHEN_SET})
+    assert list(changed.as_dict()) == names and resolve_policy(changed.as_dict()) == changed
 
 
 def test_the_gate_policy_is_built_from_the_validated_config_a_user_wrote():

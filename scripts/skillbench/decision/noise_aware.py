@@ -22,7 +22,8 @@ from skillbench.decision.pairs import (
     unmeasured_reason,
 )
 from skillbench.decision.policy import GatePolicy
-from skillbench.decision.significance import cost_sentence, p_text, pair_tests, pct_text, quality_sentence
+from skillbench.decision.review import f1_sentence, pair_review_tests, review_guards
+from skillbench.decision.significance import cost_sentence, p_text, pct_text, quality_sentence
 
 
 def _noise_aware_task_checks(
@@ -100,17 +101,26 @@ def _spend_guard(tests: dict[str, Any], alpha: float) -> str | None:
 def _noise_aware_outcome(verdict: Verdict, tests: dict[str, Any], policy: GatePolicy) -> str:
     """After the guards: resolution credibly better promotes (if its spend is within the policy's margin), worse or
     unshown keeps; then the cost test decides, and a per-task objective also needs the total spend not credibly higher.
+    A pair with review cases first passes the review-quality test (``_review_outcome``), and its ``tests.review``
+    records the route a promotion took.
 
     The sentence that decided leads the reasons."""
     cost, quality, metric = tests["cost"], tests["quality"], policy.metric
+    review = tests.get("review")
     if verdict.insufficient:
         return "insufficient_evidence"
     if verdict.regressed:
         return "keep_incumbent"
+    if review is not None and review["defect_cases"]:
+        decided = _review_outcome(verdict, tests, policy)
+        if decided is not None:
+            return decided
     if quality["conclusion"] == "better":
         allowed, sentence = resolution_route(tests, policy)
         if allowed:
             verdict.reasons.insert(0, sentence)
+            if review is not None:
+                review["route"] = "resolution"
             return "promote"
         verdict.reasons.append(sentence)
     elif quality["conclusion"] == "worse":
@@ -127,7 +137,46 @@ def _noise_aware_outcome(verdict: Verdict, tests: dict[str, Any], policy: GatePo
     if guard:
         verdict.reasons.insert(0, guard)
         return "keep_incumbent"
+    if cost["conclusion"] == "cheaper" and review is not None:
+        review["route"] = "cost"
     return "promote" if cost["conclusion"] == "cheaper" else "keep_incumbent"
+
+
+def _review_outcome(verdict: Verdict, tests: dict[str, Any], policy: GatePolicy) -> str | None:
+    """The weighted-F1 test of a pair with defect cases: not computable → insufficient_evidence, credibly worse or not
+    shown within the margin → keep; credibly better promotes on review quality when the resolution is not credibly
+    worse and the total spend not credibly higher (one-sided at the policy's alpha). None: the cost and resolution
+    routes decide (the F1 sentence joins the reasons)."""
+    review = tests["review"]
+    f1, sentence = review["weighted_f1"], f1_sentence(review)
+    conclusion = f1["conclusion"]
+    if conclusion == "not_computable":
+        verdict.reasons.insert(0, sentence)
+        return "insufficient_evidence"
+    if conclusion in ("worse", "inconclusive"):
+        verdict.reasons.insert(0, sentence)
+        return "keep_incumbent"
+    if conclusion == "better":
+        spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
+        dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy.alpha
+        if tests["quality"]["conclusion"] != "worse" and not dearer:
+            cost = (
+                f"total spend {pct_text(-spend['estimate_pct'] if spend['estimate_pct'] is not None else None)} "
+                f"against the incumbent's, not credibly higher (one-sided p {p_text(spend['p_higher'])}, alpha "
+                f"{policy.alpha:g})"
+            )
+            verdict.reasons.insert(0, f"{sentence}; {cost}")
+            review["route"] = "review_quality"
+            return "promote"
+        why = (
+            "the resolution is credibly worse"
+            if tests["quality"]["conclusion"] == "worse"
+            else f"the total spend is credibly higher (one-sided p {p_text(spend['p_higher'])}, alpha {policy.alpha:g})"
+        )
+        verdict.reasons.append(f"{sentence}, but a promotion on review quality needs no worse elsewhere: {why}")
+        return None
+    verdict.reasons.append(sentence)
+    return None
 
 
 def noise_aware_decision(
@@ -157,12 +206,16 @@ def noise_aware_decision(
     verdict = Verdict()
     verdict.lacking(pair_guards(pair, model=model, policy=policy, rows=rows, needs_rows=True))
     verdict.lacking([pair.missing_arm_reason(task) for task in pair.unpaired_tasks])
-    tests = pair_tests(pair, rows, policy, look_alphas, generation)
+    tests = pair_review_tests(pair, rows, policy, look_alphas, generation)
     for name, task in pair.tasks.items():
         _noise_aware_task_checks(verdict, task, tests["checks"][name], policy, len(pair.tasks))
+    if tests.get("review") is not None:
+        review_guards(verdict, tests["review"], policy)
     check_evidence_base(verdict, pair, policy)
     decision = _noise_aware_outcome(verdict, tests, policy)
     record = decision_record(pair, rule="noise_aware", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    if tests.get("review") is not None:
+        record["tests"]["review"] = tests["review"]
     record["no_worse"] = not verdict.insufficient and not verdict.regressed and _not_worse_on_tests(tests, policy)
     return record, verdict.regressed
 
@@ -172,4 +225,8 @@ def _not_worse_on_tests(tests: dict[str, Any], policy: GatePolicy) -> bool:
     credibly higher (one-sided, at the policy's alpha: a guard that can only keep the incumbent)."""
     spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
     dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy.alpha
-    return tests["quality"]["conclusion"] in ("not_worse", "better") and not dearer
+    review = tests.get("review")
+    review_shown = (
+        review is None or not review["defect_cases"] or (review["weighted_f1"]["conclusion"] in ("not_worse", "better"))
+    )
+    return tests["quality"]["conclusion"] in ("not_worse", "better") and not dearer and review_shown

@@ -27,6 +27,7 @@ __all__ = [
     "OBJECTIVES",
     "POLICY_KEYS_NOT_IN_CONFIG",
     "PROMOTION_METRICS",
+    "RECORDED_WHEN_SET",
     "RULES",
     "GateInputError",
     "GatePolicy",
@@ -61,6 +62,10 @@ ACROSS_AGENTS: tuple[AcrossAgents, ...] = typing.get_args(AcrossAgents)
 # policy the config has not, and its default (the one place it is stated).
 POLICY_KEYS_NOT_IN_CONFIG = frozenset({"max_age_days"})
 MAX_AGE_DAYS = 90
+# Keys added after promotion/v1's policy record was fixed, which only review cases read: a document records them only
+# when they are set away from their default, so the document of a policy that leaves them alone is the document it
+# always was, and a document written before they existed still binds (`skillbench apply` checks every recorded key).
+RECORDED_WHEN_SET = ("review_f1_margin",)
 
 
 class GateInputError(SkillbenchError, ValueError):
@@ -91,10 +96,18 @@ class GatePolicy:
     generation_spending: GenerationSpending
     resolution_cost_margin_pct: float | None
     across_agents: AcrossAgents
+    # Review cases: how much lower the candidate's weighted F1 over the defect cases may be (0..1; docs/gate.md).
+    review_f1_margin: float
 
     def as_dict(self) -> dict[str, Any]:
-        """The policy as a promotion document, a look or the CLI records it (every key, in field order)."""
-        return dataclasses.asdict(self)
+        """The policy as a promotion document, a look or the CLI records it: every key in field order, those of
+        ``RECORDED_WHEN_SET`` only when set away from their default."""
+        recorded = dataclasses.asdict(self)
+        defaults = dict(_defaults())
+        for key in RECORDED_WHEN_SET:
+            if recorded[key] == defaults[key]:
+                del recorded[key]
+        return recorded
 
 
 POLICY_KEYS = tuple(item.name for item in dataclasses.fields(GatePolicy))
@@ -149,6 +162,10 @@ def resolve_policy(policy: Mapping[str, Any] | None) -> GatePolicy:
     if not is_number(margin) or not 0 <= margin <= 100:
         raise GateInputError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
     merged["quality_margin_pct"] = float(margin)
+    review_margin = merged["review_f1_margin"]
+    if not is_number(review_margin) or not 0 <= review_margin <= 1:
+        raise GateInputError(f"promotion policy review_f1_margin must be within 0..1 (got {review_margin!r})")
+    merged["review_f1_margin"] = float(review_margin)
     _check_decision_keys(merged)
     for key in ("require_confidence", "allow_unsandboxed"):
         if not isinstance(merged[key], bool):

@@ -22,7 +22,7 @@ from skillbench.decision.pairs import (
     unmeasured_reason,
 )
 from skillbench.decision.policy import GatePolicy
-from skillbench.decision.significance import pair_tests
+from skillbench.decision.review import pair_review_tests, upstream_review_guards
 from skillbench.decision.stats import BOOTSTRAP_CONFIDENCE, bootstrap_median_ci
 
 
@@ -128,11 +128,18 @@ def upstream_decision(
             _upstream_task_checks(verdict, pair.tasks[task], policy)
         else:
             verdict.lacking([pair.missing_arm_reason(task)])
+    tests = pair_review_tests(pair, rows, policy, None, generation)
+    review = tests.get("review")
+    if review is not None:
+        upstream_review_guards(verdict, review, policy)
     check_evidence_base(verdict, pair, policy)
     decision = _upstream_outcome(verdict, pair, policy)
     if decision == "promote" and policy.require_confidence:
         decision = _confidence_outcome(verdict, pair, policy.metric)
-    tests = pair_tests(pair, rows, policy, generation=generation)
     record = decision_record(pair, rule="upstream", decision=decision, verdict=verdict, policy=policy, tests=tests)
+    if review is not None:
+        if decision == "promote":
+            review["route"] = "resolution" if resolution_margin(pair) >= 2 else "cost"
+        record["tests"]["review"] = review
     record["no_worse"] = not verdict.insufficient and not verdict.regressed
     return record
