@@ -374,6 +374,14 @@ def test_refuses_a_changed_policy(experiment, tmp_path):
     refused(experiment, "promotion binding mismatch for policy", config=write_config(tmp_path, min_improvement=10.0))
 
 
+@pytest.mark.parametrize(("key", "value"), [("review_f1_margin", 0.3), ("trigger_margin_pct", 40.0)])
+def test_refuses_a_promotion_that_set_a_margin_the_config_leaves_at_its_default(experiment, key, value):
+    document = copy.deepcopy(experiment.promotion)
+    document["policy"][key] = value
+    experiment.write_promotion(document)
+    refused(experiment, f"promotion binding mismatch for policy \\({key}\\)")
+
+
 def test_refuses_a_changed_model(experiment, tmp_path):
     config = write_config(tmp_path, model="claude-opus-4-20250514")
     refused(experiment, "promotion binding mismatch for benchmark_model", config=config)

@@ -24,6 +24,7 @@ from skillbench.decision.pairs import (
 from skillbench.decision.policy import GatePolicy
 from skillbench.decision.review import f1_sentence, pair_review_tests, review_guards
 from skillbench.decision.significance import cost_sentence, p_text, pct_text, quality_sentence
+from skillbench.decision.triggers import pair_trigger_tests, trigger_regressions, trigger_unshown
 
 
 def _noise_aware_task_checks(
@@ -211,12 +212,28 @@ def noise_aware_decision(
         _noise_aware_task_checks(verdict, task, tests["checks"][name], policy, len(pair.tasks))
     if tests.get("review") is not None:
         review_guards(verdict, tests["review"], policy)
+    triggers = pair_trigger_tests(
+        rows,
+        (pair.incumbent_arm, pair.candidate_arm),
+        alpha=tests["quality"]["alpha"],
+        margin_pct=policy.trigger_margin_pct,
+    )
+    for reason in trigger_regressions(triggers or {}):
+        verdict.regression(reason)
     check_evidence_base(verdict, pair, policy)
     decision = _noise_aware_outcome(verdict, tests, policy)
+    unshown = trigger_unshown(triggers or {})
+    if decision == "promote" and unshown:
+        decision = "keep_incumbent"
+        verdict.reasons[:0] = unshown
     record = decision_record(pair, rule="noise_aware", decision=decision, verdict=verdict, policy=policy, tests=tests)
     if tests.get("review") is not None:
         record["tests"]["review"] = tests["review"]
-    record["no_worse"] = not verdict.insufficient and not verdict.regressed and _not_worse_on_tests(tests, policy)
+    if triggers is not None:
+        record["tests"]["triggers"] = triggers
+    record["no_worse"] = (
+        not verdict.insufficient and not verdict.regressed and _not_worse_on_tests(tests, policy) and not unshown
+    )
     return record, verdict.regressed
 
 

@@ -65,7 +65,7 @@ MAX_AGE_DAYS = 90
 # Keys added after promotion/v1's policy record was fixed, which only review cases read: a document records them only
 # when they are set away from their default, so the document of a policy that leaves them alone is the document it
 # always was, and a document written before they existed still binds (`skillbench apply` checks every recorded key).
-RECORDED_WHEN_SET = ("review_f1_margin",)
+RECORDED_WHEN_SET = ("review_f1_margin", "trigger_margin_pct")
 
 
 class GateInputError(SkillbenchError, ValueError):
@@ -98,6 +98,7 @@ class GatePolicy:
     across_agents: AcrossAgents
     # Review cases: how much lower the candidate's weighted F1 over the defect cases may be (0..1; docs/gate.md).
     review_f1_margin: float
+    trigger_margin_pct: float
 
     def as_dict(self) -> dict[str, Any]:
         """The policy as a promotion document, a look or the CLI records it: every key in field order, those of
@@ -125,6 +126,15 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+# Keys that are a share (at most 1) or a number of points (at most 100), from 0.
+BOUNDED_KEYS = (
+    ("min_gated_task_ratio", 1),
+    ("quality_margin_pct", 100),
+    ("review_f1_margin", 1),
+    ("trigger_margin_pct", 100),
+)
+
+
 def resolve_policy(policy: Mapping[str, Any] | None) -> GatePolicy:
     """The defaults overlaid with ``policy`` as a ``GatePolicy``; raises GateInputError naming any bad key or value."""
     merged = {**dict(_defaults()), **(policy or {})}
@@ -150,22 +160,14 @@ def resolve_policy(policy: Mapping[str, Any] | None) -> GatePolicy:
         if not is_number(merged[key]) or merged[key] < 0:
             raise GateInputError(f"promotion policy {key} must be a non-negative number (got {merged[key]!r})")
         merged[key] = float(merged[key])
-    ratio = merged["min_gated_task_ratio"]
-    if not is_number(ratio) or not 0 <= ratio <= 1:
-        raise GateInputError(f"promotion policy min_gated_task_ratio must be within 0..1 (got {ratio!r})")
-    merged["min_gated_task_ratio"] = float(ratio)
     alpha = merged["alpha"]
     if not is_number(alpha) or not 0 < alpha < 0.5:
         raise GateInputError(f"promotion policy alpha must be a number between 0 and 0.5 (got {alpha!r})")
     merged["alpha"] = float(alpha)
-    margin = merged["quality_margin_pct"]
-    if not is_number(margin) or not 0 <= margin <= 100:
-        raise GateInputError(f"promotion policy quality_margin_pct must be within 0..100 (got {margin!r})")
-    merged["quality_margin_pct"] = float(margin)
-    review_margin = merged["review_f1_margin"]
-    if not is_number(review_margin) or not 0 <= review_margin <= 1:
-        raise GateInputError(f"promotion policy review_f1_margin must be within 0..1 (got {review_margin!r})")
-    merged["review_f1_margin"] = float(review_margin)
+    for key, high in BOUNDED_KEYS:
+        if not is_number(merged[key]) or not 0 <= merged[key] <= high:
+            raise GateInputError(f"promotion policy {key} must be within 0..{high} (got {merged[key]!r})")
+        merged[key] = float(merged[key])
     _check_decision_keys(merged)
     for key in ("require_confidence", "allow_unsandboxed"):
         if not isinstance(merged[key], bool):

@@ -114,13 +114,36 @@ def trigger_sentence(skill: str, test: str, result: dict[str, Any]) -> str:
     return f"{_what(test, skill)} not worse: {counts}, {difference}"
 
 
+def _sentences(tests: dict[str, dict[str, Any]], conclusions: tuple[str, ...]) -> list[str]:
+    return [
+        trigger_sentence(skill, test, by_test[test])
+        for skill, by_test in tests.items()
+        for test in TRIGGER_TESTS
+        if by_test[test]["conclusion"] in conclusions
+    ]
+
+
+def trigger_regressions(tests: dict[str, dict[str, Any]]) -> list[str]:
+    """One sentence per test the candidate is credibly worse on: a regression, which keeps the incumbent (and
+    ends a sequential design's looks at once)."""
+    return _sentences(tests, ("worse",))
+
+
+def trigger_unshown(tests: dict[str, dict[str, Any]]) -> list[str]:
+    """One sentence per test that could not show the candidate within the margin: no promotion yet (more runs
+    may show it)."""
+    return _sentences(tests, ("inconclusive",))
+
+
 def trigger_blocks(tests: dict[str, dict[str, Any]]) -> list[str]:
     """Why the triggering keeps the incumbent, one sentence per failed test (empty: every test passed). A test
     without runs on both sides (a skill no prompt is labelled for has no recall) says nothing and blocks nothing."""
-    reasons = []
-    for skill, by_test in tests.items():
-        for test in TRIGGER_TESTS:
-            result = by_test[test]
-            if result["conclusion"] in ("worse", "inconclusive"):
-                reasons.append(trigger_sentence(skill, test, result))
-    return reasons
+    return _sentences(tests, ("worse", "inconclusive"))
+
+
+def pair_trigger_tests(
+    rows: Sequence[ResultRow] | None, arms: tuple[str, str], *, alpha: float, margin_pct: float
+) -> dict[str, dict[str, Any]] | None:
+    """The pair's trigger tests, or None when it has no trigger rows (its decision records none)."""
+    tests = trigger_tests(rows or [], arms=arms, alpha=alpha, margin_pct=margin_pct)
+    return tests or None

@@ -24,6 +24,7 @@ from skillbench.decision.pairs import (
 from skillbench.decision.policy import GatePolicy
 from skillbench.decision.review import pair_review_tests, upstream_review_guards
 from skillbench.decision.stats import BOOTSTRAP_CONFIDENCE, bootstrap_median_ci
+from skillbench.decision.triggers import pair_trigger_tests, trigger_blocks
 
 
 def _upstream_task_checks(verdict: Verdict, task: TaskEvidence, policy: GatePolicy) -> None:
@@ -132,6 +133,14 @@ def upstream_decision(
     review = tests.get("review")
     if review is not None:
         upstream_review_guards(verdict, review, policy)
+    triggers = pair_trigger_tests(
+        rows,
+        (pair.incumbent_arm, pair.candidate_arm),
+        alpha=policy.alpha,
+        margin_pct=policy.trigger_margin_pct,
+    )
+    for reason in trigger_blocks(triggers or {}):
+        verdict.regression(reason)
     check_evidence_base(verdict, pair, policy)
     decision = _upstream_outcome(verdict, pair, policy)
     if decision == "promote" and policy.require_confidence:
@@ -141,5 +150,7 @@ def upstream_decision(
         if decision == "promote":
             review["route"] = "resolution" if resolution_margin(pair) >= 2 else "cost"
         record["tests"]["review"] = review
+    if triggers is not None:
+        record["tests"]["triggers"] = triggers
     record["no_worse"] = not verdict.insufficient and not verdict.regressed
     return record

@@ -55,7 +55,7 @@ from typing import Any, NoReturn
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
 from skillbench.decision.gate import across_agents
-from skillbench.decision.policy import GatePolicy, resolve_policy
+from skillbench.decision.policy import RECORDED_WHEN_SET, GatePolicy, resolve_policy
 from skillbench.decision.promotion import is_promoted
 from skillbench.execution import repo
 from skillbench.experiment import overlay
@@ -247,6 +247,11 @@ def _check_binding(promotion: dict[str, Any], expected: dict[str, Any], policy: 
     bound_policy = promotion["policy"]
     if any(key not in bound_policy or not _same(bound_policy[key], value) for key, value in policy.as_dict().items()):
         raise ApplyError("promotion binding mismatch for policy")
+    # A key recorded only when set away from its default binds too: a document that set it must match the config.
+    defaults = resolve_policy(None)
+    for key in RECORDED_WHEN_SET:
+        if not _same(bound_policy.get(key, getattr(defaults, key)), getattr(policy, key)):
+            raise ApplyError(f"promotion binding mismatch for policy ({key})")
 
 
 def _check_evidence_window(promotion: dict[str, Any], current: datetime) -> None:
