@@ -148,7 +148,7 @@ class OracleGrader:
 # Where a review session writes its review, relative to the workspace root: the one folder of the workspace it
 # may write (bound writable over the read-only workspace under bwrap).
 REVIEW_OUTPUT_DIR = ".skillbench-output"
-REVIEW_OUTPUT = f"{REVIEW_OUTPUT_DIR}/review-output.json"
+REVIEW_OUTPUT = f"{REVIEW_OUTPUT_DIR}/{layout.REVIEW_OUTPUT}"
 
 
 class ReviewGrader:
@@ -209,7 +209,7 @@ class ReviewGrader:
             if self.before.get(path) != after.get(path) and path.partition("/")[0] != REVIEW_OUTPUT_DIR
         )
         assert self.output_dir is not None, "prepare_workspace runs first"
-        written = self.output_dir / REVIEW_OUTPUT.partition("/")[2]
+        written = self.output_dir / layout.REVIEW_OUTPUT
         output: review.ReviewOutput | None = None
         error: review.ReviewErrorKind | None = None
         detail = None
