@@ -154,3 +154,39 @@ def make_review_row(
     }
     defaults.update(fields)
     return make_row(task, arm, run, **defaults)
+
+
+def make_trigger_row(
+    task: str = "trigger-prompt",
+    arm: str = "trigger",
+    run: int = 0,
+    *,
+    expect: str | None = None,
+    near_miss: bool = False,
+    invoked: tuple[str, ...] = (),
+    **fields,
+) -> dict:
+    """A schema-valid row of a trigger cell (class ``trigger``): its prompt is labelled ``expect`` (None: no skill),
+    the session invoked ``invoked``; resolved when exactly the labelled skill (or none) was, else
+    ``trigger-false`` (another skill invoked) or ``trigger-missed``."""
+    false_triggers = sorted(skill for skill in invoked if skill != expect)
+    correct = not false_triggers and (expect is None or expect in invoked)
+    defaults = {
+        "class": "trigger",
+        "resolved": correct,
+        "error_kind": None if correct else "trigger-false" if false_triggers else "trigger-missed",
+        "skill_invoked": None,
+        "plan_produced": False,
+        "diff_files": 0,
+        "diff_insertions": 0,
+        "diff_deletions": 0,
+        "trigger": {
+            "expected": expect,
+            "near_miss": near_miss,
+            "invoked": sorted(invoked),
+            "false_triggers": false_triggers,
+            "correct": correct,
+        },
+    }
+    defaults.update(fields)
+    return make_row(task, arm, run, **defaults)

@@ -7,11 +7,12 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rowfactory import make_binding, make_review, make_review_row, make_row
+from rowfactory import make_binding, make_review, make_review_row, make_row, make_trigger_row
 from skillbench.base.artifacts import canonical_json, compact_json, validate, write_artifact, write_jsonl
 from skillbench.decision.gate import promotion_document
 from skillbench.evolution import evidence
@@ -958,7 +959,8 @@ def test_review_scores_reach_the_bundle_and_no_label_content_can(tmp_path, root)
     assert files[compact[("rv", 1)]["patch_file"]] == review
 
 
-def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_nothing_of_reviews(tmp_path, root):
+def proposer_prompt(tmp_path: Path, root: Path, arm: str) -> Callable[[list[dict], str], str]:
+    """Stage ``rows`` into ``tmp_path/<where>/evidence`` and tell the proposer prompt for ``arm`` (code-review)."""
     from skillbench.evolution.proposer import build_prompt
 
     def prompt(rows: list[dict], where: str) -> str:
@@ -968,13 +970,18 @@ def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_n
         return build_prompt(
             generation=2,
             manifest=manifest,
-            arm_skills={"review": ["code-review"]},
+            arm_skills={arm: ["code-review"]},
             skills_root=".claude/skills",
             overlay_dir="/workspace/overlay",
             proposal_path="/workspace/proposal.md",
             evidence_dir="/evidence",
         )
 
+    return prompt
+
+
+def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_nothing_of_reviews(tmp_path, root):
+    prompt = proposer_prompt(tmp_path, root, "review")
     plain = prompt([make_row("t", INC, 0)], "a")
     assert "review-scores.json" not in plain and "Review quality" not in plain
     assert not (tmp_path / "a" / "evidence" / evidence.REVIEW_SCORES_FILE).exists()
@@ -984,3 +991,147 @@ def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_n
     # Beside the line on the rows (one more run), the review line is all that differs.
     differs = [line for line in reviewed.splitlines() if line not in plain.splitlines()]
     assert [line.split(":")[0] for line in differs] == ["- Benchmark runs", "- Review quality"]
+
+
+# ─── Trigger tasks: per-skill figures only ──────────────────────────────────
+
+PROMPT_CANARY = "canary-Pr0mpt-7Hq"
+TRIGGER_ARMS = ("trigger", "candidate_trigger")
+
+
+def trigger_cells(root: Path) -> list[dict]:
+    """Rows of both trigger arms over three labelled prompts (the first one's id and prompt text carry a canary),
+    each cell's transcript holding its prompt: the candidate never invokes code-review where it is called for."""
+    prompts = {  # prompt id -> (label, near miss, the incumbent's invoked skills, the candidate's)
+        PROMPT_CANARY: ("code-review", False, ("code-review",), ()),
+        "plain-question": (None, False, (), ()),
+        "near-miss": (None, True, ("code-review",), ()),
+    }
+    rows = []
+    for prompt, (expect, near, incumbent, candidate) in prompts.items():
+        for arm, invoked in zip(TRIGGER_ARMS, (incumbent, candidate), strict=True):
+            for run in range(3):
+                row = make_trigger_row(
+                    prompt,
+                    arm,
+                    run,
+                    expect=expect,
+                    near_miss=near,
+                    invoked=invoked if run == 0 or prompt == PROMPT_CANARY else (),
+                    error_detail=f"the session invoked nothing for {prompt}",
+                )
+                generation = 1 if arm.startswith("candidate_") else None
+                text = stream(f"prompt {prompt}: please review my change", "Skill code-review")
+                rows.append(write_cell(root, row, generation=generation, patch=b"", transcripts=(text,)))
+    return rows
+
+
+def trigger_promotion(root: Path, rows: list[dict]) -> Path:
+    document = promotion_document(
+        rows,
+        pairs=[TRIGGER_ARMS],
+        policy=None,
+        binding=make_binding([TRIGGER_ARMS[1]]),
+        run_status="complete",
+        generated_at=datetime(2026, 3, 1, tzinfo=UTC),
+    )
+    path = root / "gen1" / "promotion.json"
+    write_artifact(path, document, "promotion")
+    return path
+
+
+def test_trigger_rows_are_never_selected_for_the_proposer():
+    rows = [
+        make_trigger_row("ask", "trigger", 0, expect="code-review"),
+        make_trigger_row("ask", "trigger", 1, expect="code-review", invoked=("code-review",), cost_usd=9.0),
+        make_row("t", INC, 0, resolved=False),
+        make_row("t", INC, 1, cost_usd=2.0),
+    ]
+    assert [(row["task"], row["run"]) for row in select_evidence(rows)] == [("t", 0), ("t", 1)]
+
+
+def test_trigger_scores_are_the_aggregates_per_arm_and_skill_and_name_no_prompt():
+    rows = [
+        make_trigger_row("ask", "trigger", 0, expect="code-review", invoked=("code-review",), cost_usd=0.02),
+        make_trigger_row("ask", "trigger", 1, expect="code-review", cost_usd=0.04),
+        make_trigger_row("near", "trigger", 0, near_miss=True, invoked=("code-review",), cost_usd=0.03),
+        make_row("t", INC, 0),
+    ]
+    document = evidence.trigger_scores(rows)
+    assert validate(document, "trigger-scores") is document
+    [score] = document["scores"]
+    assert (score["arm"], score["skill"], score["prompts"], score["runs"], score["invoked"]) == (
+        "trigger",
+        "code-review",
+        1,
+        2,
+        1,
+    )
+    assert (score["recall"], score["precision"], score["false_triggers"], score["near_miss_restraint"]) == (
+        0.5,
+        0.5,
+        1,
+        0.0,
+    )
+    assert score["cost_per_prompt_usd"] == 0.03
+    assert not {"task", "prompt", "expected", "near_miss"} & set(score)
+    assert evidence.trigger_scores([make_row("t", INC, 0)]) is None
+
+
+def test_gate_lines_name_a_trigger_prompt_instead_of_a_trigger_task_and_leave_other_names_alone():
+    lines = [
+        "candidate_trigger: keep_incumbent — ask: resolution fell from 3/3 to 0/3; ask-more: 2/3; fix: ok",
+        "across agents (all): keep_incumbent — ask (and ask.) again",
+    ]
+    assert evidence.withhold_trigger_tasks(lines, ["ask"]) == [
+        "candidate_trigger: keep_incumbent — a trigger prompt: resolution fell from 3/3 to 0/3; ask-more: 2/3; fix: ok",
+        "across agents (all): keep_incumbent — a trigger prompt (and a trigger prompt.) again",
+    ]
+    assert evidence.withhold_trigger_tasks(lines, []) == lines
+
+
+def test_no_trigger_label_reaches_the_bundle_while_the_per_skill_scores_do(tmp_path, root):
+    """A canary in a labelled prompt's id and text, on disk in its cells' transcripts and in the gate's reasons:
+    without the prompt's identity nothing can pair it with its label, and none of it reaches any staged file."""
+    rows = trigger_cells(root)
+    promotion = trigger_promotion(root, rows)
+    # The gate itself names the prompt beside the skill whose recall fell by the same counts: its label.
+    reasons = " ".join(artifacts_reasons(promotion))
+    assert f"{PROMPT_CANARY}: resolution fell from 3/3 to 0/3" in reasons and "code-review triggering" in reasons
+    rows_path = write_rows(root, [*rows, make_row("t", INC, 0)])
+
+    manifest, destination = stage(tmp_path, root=root, rows_path=rows_path, promotion_path=promotion)
+
+    files = bundle_files(destination)
+    for name, payload in files.items():
+        assert PROMPT_CANARY.encode() not in payload, name
+        assert PROMPT_CANARY.lower().encode() not in payload, name
+        assert b'"expected"' not in payload and b'near_miss"' not in payload, name
+    assert [row["task"] for row in json.loads(files["selected-rows.json"])] == ["t"]
+    assert manifest["counts"]["transcripts"] == 0
+    [summary] = json.loads(files["gate-summary.json"])
+    assert "a trigger prompt: resolution fell from 3/3 to 0/3" in summary
+    document = validate(json.loads(files[evidence.TRIGGER_SCORES_FILE]), "trigger-scores")
+    scores = {(score["arm"], score["skill"]): score for score in document["scores"]}
+    assert (scores[("trigger", "code-review")]["recall"], scores[("candidate_trigger", "code-review")]["recall"]) == (
+        1.0,
+        0.0,
+    )
+    assert scores[("trigger", "code-review")]["near_miss_false_triggers"] == 1
+    assert evidence.TRIGGER_SCORES_FILE in {entry["name"] for entry in manifest["files"]}
+
+
+def artifacts_reasons(promotion: Path) -> list[str]:
+    return [reason for decision in json.loads(promotion.read_text())["decisions"] for reason in decision["reasons"]]
+
+
+def test_the_prompt_names_the_trigger_scores_and_the_description_only_when_they_are_staged(tmp_path, root):
+    prompt = proposer_prompt(tmp_path, root, "trigger")
+    plain = prompt([make_row("t", INC, 0)], "a")
+    assert "trigger-scores.json" not in plain and "description:" not in plain
+    triggered = prompt([make_trigger_row("ask", "trigger", 0, expect="code-review")], "b")
+    assert "- Skill triggering: /evidence/trigger-scores.json, per arm and skill" in triggered
+    assert "`description:` front matter: you may rewrite it" in triggered
+    # With only labelled prompts among the rows, none is staged and the prompt says why (not a harness failure).
+    assert "ran labelled prompts, which reach you as per-skill figures only" in triggered
+    assert "harness or session errors" not in triggered

@@ -1,17 +1,21 @@
-"""Aggregation of result rows: per (task, arm) medians, savings, and the incumbent health check.
+"""Aggregation of result rows: per (task, arm) medians, savings, the incumbent health check, and the review and
+trigger summaries the report and the proposer's evidence both show.
 
 Owns which error kinds are excluded from evidence, which count toward the outage breaker,
-the median-based summary of one (task, arm) group, savings against the baseline arm, and the
-"broken incumbent" harness-health check. Plain rows in, plain dicts out; no I/O.
+the median-based summary of one (task, arm) group, savings against the baseline arm, the
+"broken incumbent" harness-health check, one (task, arm)'s review quality (`ReviewSummary`) and each arm's
+triggering per skill (`TriggerScore`, over the labelled prompts the gate's trigger tests read too). Plain rows in,
+plain values out; no I/O.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from skillbench.base.records import EXCLUDED_ERROR_KINDS, USAGE_FIELDS
+from skillbench.base.records import EXCLUDED_ERROR_KINDS, REVIEW_CLASSES, TRIGGER_CLASS, USAGE_FIELDS
 
 MEDIAN_FIELDS = (*USAGE_FIELDS, "duration_s", "num_turns", "diff_files", "diff_insertions", "diff_deletions")
 SAVINGS_FIELDS = (*USAGE_FIELDS, "cost_usd", "duration_s")
@@ -127,3 +131,211 @@ def broken_incumbent_arms(by_task: dict[str, dict[str, dict[str, Any]]], incumbe
         if ran and all(summary["resolved"] == 0 for summary in ran):
             broken.append(arm)
     return broken
+
+
+# ─── Review quality per (task, arm) ─────────────────────────────────────────
+
+# The review metrics whose mean over the scored runs a summary carries.
+REVIEW_MEANS = ("precision", "recall", "f1", "weighted_f1", "blocker_recall")
+
+
+def is_review_row(row: Mapping[str, Any]) -> bool:
+    """A row of a review task: it carries review metrics, or its task's class is a review class."""
+    return row.get("review") is not None or row.get("class") in REVIEW_CLASSES
+
+
+@dataclass(frozen=True)
+class ReviewSummary:
+    """One (task, arm)'s review quality over its valid runs. Counts and the session's scores only: nothing of the
+    labels (no expected verdict, no defect), so a consumer may hand any field to the proposer."""
+
+    task: str
+    arm: str
+    task_class: str
+    case: str  # "defect" or "clean"
+    runs: int
+    valid_runs: int
+    excluded_runs: int
+    # Valid runs with review metrics (a valid run without them, which no grader should write, is unscored).
+    scored: int
+    resolved: int
+    # Valid runs whose review broke the contract or that edited code, and those defects by kind.
+    broken_runs: int
+    broken_kinds: dict[str, int]
+    contract_broken: int
+    edited_code: int
+    # Means of `REVIEW_MEANS` over the scored runs; None with no scored run.
+    means: dict[str, float | None]
+    verdict_correct: int
+    # Clean controls only (None on a defect case): passed runs, and the findings, every one a false positive.
+    clean_control_passed: int | None
+    clean_control_fp: int | None
+    # The median cost of a valid run; None when one went unmeasured or no run was valid (as `aggregate`).
+    cost_usd: float | None
+
+
+def review_summary(rows: Sequence[Mapping[str, Any]]) -> ReviewSummary:
+    """The review quality of one (task, arm) group of rows."""
+    head = aggregate(rows)
+    valid = [row for row in rows if is_valid(row)]
+    scored = [row["review"] for row in valid if row.get("review") is not None]
+    clean = rows[0].get("class") == "review-clean" or any(review.get("case") == "clean" for review in scored)
+    broken: dict[str, int] = {}
+    broken_runs = 0
+    for row in valid:
+        edited = row.get("error_kind") == "review-edited-code"
+        kinds = [
+            kind for kind in ((row.get("review") or {}).get("output_error"), edited and "review-edited-code") if kind
+        ]
+        broken_runs += bool(kinds)
+        for kind in kinds:
+            broken[kind] = broken.get(kind, 0) + 1
+    return ReviewSummary(
+        task=head["task"],
+        arm=head["arm"],
+        task_class=head["class"],
+        case="clean" if clean else "defect",
+        runs=head["runs"],
+        valid_runs=head["valid_runs"],
+        excluded_runs=head["excluded_runs"],
+        scored=len(scored),
+        resolved=sum(1 for row in valid if row.get("resolved")),
+        broken_runs=broken_runs,
+        broken_kinds=dict(sorted(broken.items())),
+        contract_broken=sum(1 for review in scored if review.get("output_error")),
+        edited_code=sum(1 for row in valid if row.get("error_kind") == "review-edited-code"),
+        means={
+            field: statistics.fmean(float(review[field]) for review in scored) if scored else None
+            for field in REVIEW_MEANS
+        },
+        verdict_correct=sum(1 for review in scored if review["verdict_correct"]),
+        clean_control_passed=sum(1 for review in scored if review["clean_control_passed"]) if clean else None,
+        clean_control_fp=sum(int(review["fp"]) for review in scored) if clean else None,
+        cost_usd=head["cost_usd"],
+    )
+
+
+def review_summaries(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], ReviewSummary]:
+    """(task, arm) → its `review_summary`, over the review rows only, in order of first appearance."""
+    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if is_review_row(row):
+            grouped.setdefault((row["task"], row["arm"]), []).append(row)
+    return {key: review_summary(group) for key, group in grouped.items()}
+
+
+# ─── Skill triggering per arm and skill ─────────────────────────────────────
+
+
+def is_trigger_row(row: Mapping[str, Any]) -> bool:
+    """A row of a trigger task (a labelled prompt): it carries trigger metrics, or its class is `trigger`."""
+    return row.get("trigger") is not None or row.get("class") == TRIGGER_CLASS
+
+
+def trigger_runs(
+    rows: Sequence[Mapping[str, Any]], arms: Iterable[str] | None = None
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(prompt, arm) → the `trigger` of each of its valid runs (of `arms` only, when given)."""
+    wanted = None if arms is None else set(arms)
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        trigger = row.get("trigger")
+        if (wanted is None or row["arm"] in wanted) and is_valid(row) and isinstance(trigger, dict):
+            runs.setdefault((row["task"], row["arm"]), []).append(dict(trigger))
+    return runs
+
+
+def trigger_labels(runs: Mapping[tuple[str, str], list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """prompt → its label as its rows record it ({"expected": skill or None, "near_miss": bool}), sorted by prompt."""
+    labels: dict[str, dict[str, Any]] = {}
+    for (prompt, _arm), triggers in sorted(runs.items()):
+        labels.setdefault(
+            prompt, {"expected": triggers[0]["expected"], "near_miss": bool(triggers[0].get("near_miss"))}
+        )
+    return labels
+
+
+def trigger_skills(
+    labels: Mapping[str, Mapping[str, Any]], runs: Mapping[tuple[str, str], list[dict[str, Any]]]
+) -> list[str]:
+    """The measured skills, sorted: every skill a prompt is labelled for or a session invoked."""
+    labelled = {label["expected"] for label in labels.values() if label["expected"] is not None}
+    invoked = {skill for triggers in runs.values() for trigger in triggers for skill in trigger["invoked"]}
+    return sorted(labelled | invoked)
+
+
+@dataclass(frozen=True)
+class TriggerScore:
+    """One arm's triggering of one skill over the labelled prompts' valid runs (counts over runs, not prompts).
+
+    Aggregates only: no prompt is named, so no consumer can read from it which skill a given prompt expects."""
+
+    arm: str
+    skill: str
+    # Prompts labelled for the skill, their runs, and those runs that invoked it (recall = invoked / runs).
+    prompts: int
+    runs: int
+    invoked: int
+    recall: float | None
+    # Runs on every other prompt (labelled for another skill or none), and those that invoked the skill anyway.
+    other_runs: int
+    false_triggers: int
+    # Of those, the runs on near-miss prompts and the ones that invoked the skill; restraint = the share that did not.
+    near_miss_runs: int
+    near_miss_false_triggers: int
+    near_miss_restraint: float | None
+    # Of the runs that invoked the skill, the share whose prompt was labelled for it; None when none invoked it.
+    precision: float | None
+    # Every valid trigger run of the arm, and the median cost of one (None when one went unmeasured).
+    arm_runs: int
+    cost_per_prompt_usd: float | None
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def trigger_scores(rows: Sequence[Mapping[str, Any]]) -> list[TriggerScore]:
+    """Per arm (in order of first appearance) and measured skill (sorted): recall, false triggers, near-miss
+    restraint, precision and cost per prompt. Empty when no row is a trigger task's."""
+    trigger_rows = [row for row in rows if is_trigger_row(row)]
+    runs = trigger_runs(trigger_rows)
+    labels = trigger_labels(runs)
+    skills = trigger_skills(labels, runs)
+    scores = []
+    for arm in _first_appearance(row["arm"] for row in trigger_rows):
+        own = [row for row in trigger_rows if row["arm"] == arm and is_valid(row)]
+        costs = [row.get("cost_usd") for row in own]
+        measured = [float(cost) for cost in costs if cost is not None]
+        cost = statistics.median(measured) if measured and len(measured) == len(costs) else None
+        mine = {prompt: triggers for (prompt, name), triggers in runs.items() if name == arm}
+        for skill in skills:
+            labelled = [prompt for prompt in mine if labels[prompt]["expected"] == skill]
+            others = [prompt for prompt in mine if labels[prompt]["expected"] != skill]
+            hits = [skill in trigger["invoked"] for prompt in labelled for trigger in mine[prompt]]
+            misfires = [skill in trigger["invoked"] for prompt in others for trigger in mine[prompt]]
+            near = [
+                skill in trigger["invoked"]
+                for prompt in others
+                if labels[prompt]["near_miss"]
+                for trigger in mine[prompt]
+            ]
+            scores.append(
+                TriggerScore(
+                    arm=arm,
+                    skill=skill,
+                    prompts=len(labelled),
+                    runs=len(hits),
+                    invoked=sum(hits),
+                    recall=_share(sum(hits), len(hits)),
+                    other_runs=len(misfires),
+                    false_triggers=sum(misfires),
+                    near_miss_runs=len(near),
+                    near_miss_false_triggers=sum(near),
+                    near_miss_restraint=_share(len(near) - sum(near), len(near)),
+                    precision=_share(sum(hits), sum(hits) + sum(misfires)),
+                    arm_runs=len(own),
+                    cost_per_prompt_usd=cost,
+                )
+            )
+    return scores

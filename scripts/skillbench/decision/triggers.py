@@ -23,20 +23,10 @@ from typing import Any
 
 from skillbench.base.records import ResultRow
 from skillbench.decision import stats as gate_stats
-from skillbench.decision.aggregate import is_valid
+from skillbench.decision.aggregate import trigger_labels, trigger_runs, trigger_skills
 
 # The two tests per skill, in the order a decision records them.
 TRIGGER_TESTS = ("recall", "restraint")
-
-
-def _trigger_runs(rows: Sequence[ResultRow], arms: tuple[str, str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(prompt, arm) → the `trigger` of each of its valid runs."""
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        trigger = row.get("trigger")
-        if row["arm"] in arms and is_valid(row) and isinstance(trigger, dict):
-            runs.setdefault((row["task"], row["arm"]), []).append(dict(trigger))
-    return runs
 
 
 def _tables(
@@ -63,14 +53,10 @@ def trigger_tests(
 ) -> dict[str, dict[str, Any]]:
     """skill → {"prompts": labelled prompts, "recall": quality test, "restraint": quality test} over the pair's
     trigger rows (empty when the pair has none). `arms` is (incumbent, candidate)."""
-    runs = _trigger_runs(rows, arms)
-    labels: dict[str, str | None] = {}
-    for (prompt, _arm), triggers in sorted(runs.items()):
-        labels.setdefault(prompt, triggers[0]["expected"])
-    skills = sorted(
-        {skill for skill in labels.values() if skill is not None}
-        | {skill for triggers in runs.values() for trigger in triggers for skill in trigger["invoked"]}
-    )
+    runs = trigger_runs(rows, arms)
+    recorded = trigger_labels(runs)
+    labels = {prompt: label["expected"] for prompt, label in recorded.items()}
+    skills = trigger_skills(recorded, runs)
     prompts = sorted(labels)
     tests: dict[str, dict[str, Any]] = {}
     for skill in skills:

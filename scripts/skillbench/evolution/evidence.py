@@ -15,6 +15,11 @@ and ratios of `REVIEW_ROW_FIELDS`, and ``review-scores.json`` holds each (task, 
 category or expected verdict is copied from a row; a review row's verify tail is not staged (a review task has
 no verify, and a grader's words about the labels must not reach the proposer). The session's own
 review-output.json reaches it in the cell's patch, as any agent output does.
+
+Trigger tasks (labelled prompts) reach the proposer as per-skill figures only: ``trigger-scores.json`` (schema
+``trigger-scores``) holds each arm's recall, precision, false triggers and near-miss restraint per skill
+(`aggregate.trigger_scores`). Their rows are never selected (a prompt's outcome beside its transcript would tell its
+label), and a gate-summary line says "a trigger prompt" where its reason named a trigger task.
 """
 
 from __future__ import annotations
@@ -25,10 +30,9 @@ import os
 import re
 import shutil
 import stat
-import statistics
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
@@ -36,12 +40,13 @@ from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
 from skillbench.base.records import (
     EXCLUDED_ERROR_KINDS,
-    REVIEW_CLASSES,
     EvidenceFile,
     EvidenceManifest,
     EvidenceSources,
 )
 from skillbench.base.redaction import redact_text, redact_value
+from skillbench.decision import aggregate
+from skillbench.decision.aggregate import is_review_row, is_trigger_row
 from skillbench.decision.gate import summarize_gate
 from skillbench.execution.streams import MAX_TRANSCRIPT_BYTES, TRANSCRIPT_SOURCE
 from skillbench.experiment.arms import CANDIDATE_PREFIX
@@ -62,6 +67,10 @@ LEARNINGS_FILE = "learnings.json"
 GATE_FILE = "gate-summary.json"
 PROPOSAL_FILE = "prior-proposal.md"
 REVIEW_SCORES_FILE = "review-scores.json"
+TRIGGER_SCORES_FILE = "trigger-scores.json"
+TRIGGER_SCORES_SCHEMA = "trigger-scores/v1"
+# What a gate-summary line says in place of a trigger task's id.
+TRIGGER_TASK_STANDIN = "a trigger prompt"
 MANIFEST_FILE = "manifest.json"
 TRANSCRIPT_KEYS = frozenset({"path", "sha256", "bytes", "source"})
 
@@ -110,11 +119,13 @@ def select_evidence(rows: list[dict[str, Any]], max_rows: int = MAX_EVIDENCE_ROW
     """The rows a proposer should study: unresolved ones by (task, arm, run), then resolved ones by cost.
 
     Rows of an excluded error kind (harness, session, cleanup, unverifiable, cancelled) carry no
-    signal about the prompt and are dropped. Unmeasured cost counts as 0; ties keep input order.
+    signal about the prompt and are dropped. A trigger task's rows are never selected: a labelled prompt's outcome
+    beside its transcript (which holds the prompt) tells its label; ``trigger-scores.json`` carries their
+    per-skill figures instead. Unmeasured cost counts as 0; ties keep input order.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0:
         raise ValueError(f"max_rows must be an integer >= 0 (got {max_rows!r})")
-    measured = [row for row in rows if row.get("error_kind") not in EXCLUDED]
+    measured = [row for row in rows if row.get("error_kind") not in EXCLUDED and not is_trigger_row(row)]
     unresolved = sorted(
         (row for row in measured if not row.get("resolved")),
         key=lambda row: (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0)),
@@ -152,14 +163,9 @@ def compact_row(
         "skill_invoked": row.get("skill_invoked"),
         "patch_file": patch_name(index) if patch_staged else None,
         "transcript_files": [transcript_name(index, session) for session in range(transcripts_staged)],
-        "verify_tail": "" if is_review(row) else str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
-        **({"review": _review_fields(row)} if is_review(row) else {}),
+        "verify_tail": "" if is_review_row(row) else str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
+        **({"review": _review_fields(row)} if is_review_row(row) else {}),
     }
-
-
-def is_review(row: dict[str, Any]) -> bool:
-    """A review task's row: it carries review metrics, or its class is a review class."""
-    return row.get("review") is not None or row.get("class") in REVIEW_CLASSES
 
 
 def _review_fields(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -167,47 +173,74 @@ def _review_fields(row: dict[str, Any]) -> dict[str, Any] | None:
     return None if not isinstance(review, dict) else {field: review.get(field) for field in REVIEW_ROW_FIELDS}
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
+def _rounded(value: float | None, places: int = 4) -> float | None:
+    return None if value is None else round(value, places)
 
 
 def review_scores(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per review task and arm (in order of first appearance), over its valid scored runs: the mean weighted F1,
     recall and blocker recall, the share of correct verdicts and of passed clean controls (None on a defect case),
     the findings on clean controls, the runs whose review broke the contract or that edited code, and the median
-    cost of a run. Counts and ratios only: nothing of the labels."""
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        if is_review(row) and row.get("error_kind") not in EXCLUDED:
-            grouped.setdefault((str(row.get("task")), str(row.get("arm"))), []).append(row)
+    cost of a run. Counts and ratios only: nothing of the labels (`aggregate.review_summary`)."""
     scores = []
-    for (task, arm), group in grouped.items():
-        reviews = [row["review"] for row in group if isinstance(row.get("review"), dict)]
-        clean = group[0].get("class") == "review-clean" or any(review.get("case") == "clean" for review in reviews)
-        costs = [float(row["cost_usd"]) for row in group if isinstance(row.get("cost_usd"), int | float)]
+    for summary in aggregate.review_summaries(rows).values():
+        if not summary.valid_runs:
+            continue
+        clean, scored = summary.case == "clean", summary.scored
         scores.append(
             {
-                "task": task,
-                "class": group[0].get("class"),
-                "arm": arm,
-                "case": "clean" if clean else "defect",
-                "runs": len(group),
-                "scored_runs": len(reviews),
-                "resolved": sum(1 for row in group if row.get("resolved")),
-                "contract_broken": sum(1 for review in reviews if review.get("output_error")),
-                "edited_code": sum(1 for row in group if row.get("error_kind") == "review-edited-code"),
-                "mean_weighted_f1": _mean([float(review["weighted_f1"]) for review in reviews]),
-                "mean_recall": _mean([float(review["recall"]) for review in reviews]),
-                "mean_blocker_recall": None if clean else _mean([float(r["blocker_recall"]) for r in reviews]),
-                "verdict_correct_share": _mean([float(bool(review["verdict_correct"])) for review in reviews]),
+                "task": summary.task,
+                "class": summary.task_class,
+                "arm": summary.arm,
+                "case": summary.case,
+                "runs": summary.valid_runs,
+                "scored_runs": scored,
+                "resolved": summary.resolved,
+                "contract_broken": summary.contract_broken,
+                "edited_code": summary.edited_code,
+                "mean_weighted_f1": _rounded(summary.means["weighted_f1"]),
+                "mean_recall": _rounded(summary.means["recall"]),
+                "mean_blocker_recall": None if clean else _rounded(summary.means["blocker_recall"]),
+                "verdict_correct_share": _rounded(summary.verdict_correct / scored) if scored else None,
                 "clean_control_pass_share": (
-                    _mean([float(bool(review["clean_control_passed"])) for review in reviews]) if clean else None
+                    _rounded(summary.clean_control_passed / scored)
+                    if clean and scored and summary.clean_control_passed is not None
+                    else None
                 ),
-                "clean_control_findings": sum(int(review["findings"]) for review in reviews) if clean else None,
-                "median_cost_usd": round(statistics.median(costs), 6) if costs and len(costs) == len(group) else None,
+                "clean_control_findings": summary.clean_control_fp,
+                "median_cost_usd": _rounded(summary.cost_usd, 6),
             }
         )
     return scores
+
+
+def trigger_scores(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``trigger-scores/v1`` document of the rows' trigger tasks (None when they hold none): per arm and skill,
+    the counts and ratios of `aggregate.trigger_scores`. No prompt is named, so it never says which skill a given
+    prompt expects."""
+    scores = aggregate.trigger_scores(rows)
+    if not scores:
+        return None
+    entries = []
+    for score in scores:
+        entry = asdict(score)
+        for share in ("recall", "near_miss_restraint", "precision"):
+            entry[share] = _rounded(entry[share])
+        entry["cost_per_prompt_usd"] = _rounded(entry["cost_per_prompt_usd"], 6)
+        entries.append(entry)
+    return artifacts.validate({"schema": TRIGGER_SCORES_SCHEMA, "scores": entries}, "trigger-scores")
+
+
+def withhold_trigger_tasks(lines: list[str], trigger_tasks: Sequence[str]) -> list[str]:
+    """Gate-summary lines with every trigger task's id replaced by "a trigger prompt".
+
+    A gate reason names a task (`<task>: resolution regressed …`); for a labelled prompt, that is a per-prompt
+    outcome the proposer could pair with the task's id to tell its label, so only per-skill figures reach it."""
+    if not trigger_tasks:
+        return lines
+    names = "|".join(re.escape(task) for task in sorted(set(trigger_tasks), key=len, reverse=True))
+    pattern = re.compile(rf"(?<![A-Za-z0-9_.-])(?:{names})(?![A-Za-z0-9_-])")
+    return [pattern.sub(TRIGGER_TASK_STANDIN, line) for line in lines]
 
 
 def read_learnings(path: Path | None, evolvable: Sequence[str], cap: int = MAX_LEARNINGS) -> list[dict[str, Any]]:
@@ -503,7 +536,8 @@ def stage_evidence(
     selected = select_evidence(rows)
     root = Path(results_root) if results_root is not None else Path()
     row_files = [_row_files(root, row, index, generation, secrets) for index, row in enumerate(selected)]
-    gate_summary = _gate_summary(promotion_path)
+    trigger_tasks = [str(row["task"]) for row in rows if is_trigger_row(row)]
+    gate_summary = withhold_trigger_tasks(_gate_summary(promotion_path), trigger_tasks)
     bundle = _Bundle(
         generation=generation,
         sources={
@@ -519,6 +553,7 @@ def stage_evidence(
             LEARNINGS_FILE: _bounded(LEARNINGS_FILE, _redacted_json(learnings, secrets, LEARNINGS_FILE)),
             GATE_FILE: _bounded(GATE_FILE, _redacted_json(gate_summary, secrets, GATE_FILE)),
             **_review_file(rows, secrets),
+            **_trigger_file(rows, secrets),
         },
         proposal=None if prior_proposal is None else _read_prior_proposal(Path(prior_proposal), secrets),
         learnings=len(learnings),
@@ -537,6 +572,17 @@ def _review_file(rows: list[dict[str, Any]], secrets: Sequence[str]) -> dict[str
     if not scores:
         return {}
     return {REVIEW_SCORES_FILE: _bounded(REVIEW_SCORES_FILE, _redacted_json(scores, secrets, REVIEW_SCORES_FILE))}
+
+
+def _trigger_file(rows: list[dict[str, Any]], secrets: Sequence[str]) -> dict[str, bytes]:
+    """``trigger-scores.json`` when the rows hold trigger tasks; nothing otherwise."""
+    document = trigger_scores(rows)
+    if document is None:
+        return {}
+    payload = _redacted_json(document, secrets, TRIGGER_SCORES_FILE)
+    with raised_as(EvidenceError, artifacts.ArtifactError):
+        artifacts.validate(json.loads(payload), "trigger-scores", source=TRIGGER_SCORES_FILE)
+    return {TRIGGER_SCORES_FILE: _bounded(TRIGGER_SCORES_FILE, payload)}
 
 
 def _check_request(destination: Path, generation: int | None) -> None:

@@ -25,7 +25,7 @@ from skillbench.base.artifacts import atomic_write_text, remove_tree
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import EvidenceManifest
 from skillbench.base.redaction import redact_text, redact_value
-from skillbench.evolution.evidence import REVIEW_SCORES_FILE, read_manifest
+from skillbench.evolution.evidence import REVIEW_SCORES_FILE, TRIGGER_SCORES_FILE, read_manifest
 from skillbench.execution import access, agents, quota, repo, sessions
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
@@ -73,6 +73,7 @@ def build_prompt(
     """The proposer's task, told from the bundle's validated manifest (what is really in the bundle)."""
     counts = manifest["counts"]
     rows = counts["rows_staged"]
+    staged = {entry["name"] for entry in manifest["files"]}
     if rows:
         rows_line = (
             f"{rows} selected run(s) of the {counts['rows_read']} in the last results, in "
@@ -81,6 +82,11 @@ def build_prompt(
         )
         if manifest["trimmed_rows"]:
             rows_line += f"; {manifest['trimmed_rows']} more selected run(s) were left out to fit the size budget"
+    elif counts["rows_read"] and TRIGGER_SCORES_FILE in staged and counts["rows_excluded"] < counts["rows_read"]:
+        rows_line = (
+            f"none staged: the usable run(s) of the {counts['rows_read']} in the last results ran labelled prompts, "
+            f"which reach you as per-skill figures only (below)"
+        )
     elif counts["rows_read"]:
         rows_line = (
             f"none usable: all {counts['rows_read']} run(s) of the last results failed for reasons outside "
@@ -105,13 +111,22 @@ def build_prompt(
         prior = "the previous generation's proposal was left out to fit the size budget"
     else:
         prior = "no earlier proposal"
-    reviews = any(entry["name"] == REVIEW_SCORES_FILE for entry in manifest["files"])
+    reviews = REVIEW_SCORES_FILE in staged
     review_line = (
         f"- Review quality: {evidence_dir}/{REVIEW_SCORES_FILE}, per review task and arm: mean weighted F1, "
         "recall and blocker recall, correct verdicts, clean controls passed, broken reviews, cost; the review rows "
         "carry each run's counts. The labels they were scored against stay hidden: improve how the skill reviews, "
         "not what it says about these changes.\n"
         if reviews
+        else ""
+    )
+    trigger_line = (
+        f"- Skill triggering: {evidence_dir}/{TRIGGER_SCORES_FILE}, per arm and skill over labelled prompts: recall "
+        "(runs that invoked the skill when its prompt called for it), precision, false triggers and those on near "
+        "misses, cost per prompt. The prompts and their labels stay hidden (their runs are not among the rows). "
+        "Whether an agent invokes a skill is decided by its `description:` front matter: you may rewrite it (keep "
+        "`name:`, at most 1024 characters) to say more precisely when the skill applies and when it does not.\n"
+        if TRIGGER_SCORES_FILE in staged
         else ""
     )
     return f"""You improve a family of coding-agent skills from benchmark evidence (generation {generation}).
@@ -123,7 +138,7 @@ You are in a throwaway clone of the repository that holds them: the incumbent sk
 - Benchmark runs: {rows_line}.
 - Earlier gate decisions: {gate_line}.
 - Earlier proposal: {prior}.
-{review_line}- Learning queue (hints from real use, not ground truth): {evidence_dir}/learnings.json.
+{review_line}{trigger_line}- Learning queue (hints from real use, not ground truth): {evidence_dir}/learnings.json.
 - {evidence_dir}/manifest.json lists every file.
 
 ## Your job

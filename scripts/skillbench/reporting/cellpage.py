@@ -5,7 +5,8 @@ parent-captured transcript (text, tool calls and their results, skill invocation
 output; the hidden oracle's outcome. The oracle's output appears only on the author-only page
 (``author_only=True``), never on the page the shared report holds. A review cell (its row carries ``review``)
 shows its score against the hidden labels instead of verify and the oracle: the counts and ratios of the row,
-never the labels' defects.
+never the labels' defects. A trigger cell (its row carries ``trigger``) shows the skill its prompt is labelled
+for beside the skills the session invoked instead.
 
 Everything the agent, a task or the model could have influenced is text to this module: every value goes through
 ``html.escape`` into markup built from constant strings, no Markdown, no raw HTML, and the page's
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from skillbench.base.records import CellTiming, ResultRow, ReviewMetrics
+from skillbench.base.records import CellTiming, ResultRow, ReviewMetrics, TriggerMetrics
 
 # One text block (a message, a tool's input or output) shows this much; the transcript file has the rest.
 MAX_TEXT_CHARS = 20_000
@@ -366,6 +367,26 @@ def _review(review: ReviewMetrics, error_kind: str | None) -> str:
     )
 
 
+def _skills(names: list[str]) -> str:
+    return _e(", ".join(names)) if names else '<span class="note">none</span>'
+
+
+def _trigger(trigger: TriggerMetrics) -> str:
+    """A trigger cell's outcome against its prompt's hidden label: the skill expected, the skills invoked."""
+    expected = trigger["expected"]
+    rows = [
+        ("skill expected", _e(expected) if expected else '<span class="note">none</span>'),
+        ("near miss", _yes_no(trigger["near_miss"])),
+        ("skills invoked", _skills(trigger["invoked"])),
+        ("false triggers", _skills(trigger["false_triggers"])),
+        ("triggered as labelled", _yes_no(trigger["correct"])),
+    ]
+    return (
+        _table(rows) + '<p class="note">The label is kept in the task\'s hidden snapshot and no session sees it; the '
+        "invoked skills are read from the parent-captured stream, the turns above mark each invocation.</p>"
+    )
+
+
 def render_cell_page(
     *,
     label: str,
@@ -387,13 +408,15 @@ def render_cell_page(
     policy = f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     verdict = "resolved" if row["resolved"] else "not resolved"
     why = f" — {row['error_kind']}" if row["error_kind"] else ""
-    review = row.get("review")
+    review, trigger = row.get("review"), row.get("trigger")
     graded = (
         [
             ("review kept the contract", _yes_no(review["output_error"] is None)),
             ("verdict correct", _yes_no(review["verdict_correct"])),
         ]
         if review is not None
+        else [("triggered as labelled", _yes_no(trigger["correct"]))]
+        if trigger is not None
         else [
             ("plan produced", _yes_no(row["plan_produced"])),
             ("verify passed", _yes_no(row["authored_tests_passed"])),
@@ -446,7 +469,11 @@ def render_cell_page(
         f"model {_e(row['model'])} via {_e(row['provider'])}, {_e(agent_label(row))} {_e(row['cli_version'])}, "
         f"sandbox {_e(row['sandbox_backend'])}"
         + (
-            (" — author-only page" if review is not None else " — author-only page (holds the hidden oracle's output)")
+            (
+                " — author-only page"
+                if review is not None or trigger is not None
+                else " — author-only page (holds the hidden oracle's output)"
+            )
             if author_only
             else ""
         )
@@ -465,6 +492,8 @@ def render_cell_page(
     body += ["<h2>Patch</h2>", _patch(patch)]
     if review is not None:
         body += ["<h2>Review against the hidden labels</h2>", _review(review, row["error_kind"])]
+    elif trigger is not None:
+        body += ["<h2>Triggering against the hidden label</h2>", _trigger(trigger)]
     else:
         body += ["<h2>Verify</h2>", _pre(row["verify_output"] or "(no output)")]
         body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only)]

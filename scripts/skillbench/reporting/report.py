@@ -10,19 +10,23 @@ documents or config goes through `markup` (`md_text`, `md_code`, `md_prose`), so
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from skillbench.base import layout
-from skillbench.base.records import REVIEW_CLASSES, USAGE_FIELDS
+from skillbench.base.records import USAGE_FIELDS
 from skillbench.decision.aggregate import (
-    aggregate,
+    REVIEW_MEANS,
+    ReviewSummary,
+    TriggerScore,
     aggregate_by_task,
     is_valid,
     percent_saved,
     resolved_by_task,
+    review_summaries,
     savings,
+    trigger_scores,
 )
 from skillbench.reporting.markup import md_code, md_prose, md_text
 
@@ -98,6 +102,28 @@ REVIEW_HOW_TO_READ = (
     "A review run is **resolved** (table above) when its sessions ran, the review kept the contract, the verdict is\n"
     "right and it found every blocker (defect case) or passed (clean control). **cost $** is the median cost of one\n"
     "run."
+)
+TRIGGER_COLUMNS = (
+    "arm",
+    "skill",
+    "prompts",
+    "recall",
+    "precision",
+    "false triggers",
+    "near-miss false triggers",
+    "runs",
+    "cost per prompt $",
+)
+TRIGGER_HOW_TO_READ = (
+    "Trigger tasks are labelled prompts: which skill, if any, each should make the agent invoke, a label no session\n"
+    "sees. One line per arm and skill (every skill a prompt is labelled for or a session invoked), counted over the\n"
+    "arm's valid runs, which skills a run invoked read from its parent-captured stream. **prompts** are those\n"
+    "labelled for the skill; **recall** is the share of their runs that invoked it, **precision** the share of the\n"
+    "runs that invoked it whose prompt was labelled for it (n/a: no run invoked it). **false triggers** count the\n"
+    "runs on every other prompt that invoked the skill anyway, **near-miss false triggers** those on near misses\n"
+    "(prompts close to a skill's domain that should trigger none). **runs** are all the arm's trigger runs and\n"
+    "**cost per prompt $** the median cost of one. A trigger run is **resolved** (table above) when it invoked\n"
+    "exactly its labelled skill, or none."
 )
 SESSION_IDS_NOTE = (
     "Session ids for every run are in results.jsonl — open the matching transcript to see where each arm "
@@ -608,9 +634,9 @@ def render_report(
             "promotion evidence (skill_invoked=null in results.jsonl).",
             "",
         ]
-    review_lines = review_section(rows, task_order, arm_order)
-    if review_lines:
-        lines += [*review_lines, ""]
+    for section in (review_section(rows, task_order, arm_order), trigger_section(rows, arm_order)):
+        if section:
+            lines += [*section, ""]
     if len(set(agent_of.values())) > 1:
         lines += [*agents_side_by_side(rows, _ordered(arm_order, list(agent_of))), ""]
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
@@ -665,85 +691,36 @@ def agents_side_by_side(rows: Sequence[Mapping[str, Any]], arm_order: list[str])
     return lines
 
 
-def is_review_row(row: Mapping[str, Any]) -> bool:
-    """A row of a review task: it carries review metrics, or its task's class is a review class."""
-    return row.get("review") is not None or row.get("class") in REVIEW_CLASSES
-
-
 def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _share(count: int, runs: int) -> str:
-    return f"{count}/{runs}" if runs else "n/a"
+def _share(count: int | None, runs: int) -> str:
+    return f"{count}/{runs}" if runs and count is not None else "n/a"
 
 
-def review_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One (task, arm)'s review quality over its valid runs: the case, run counts, the broken reviews by kind, the
-    metrics' means (None with no scored run), the verdict and clean-control counts and the median cost of a run.
-
-    A valid run without review metrics is not scored (``scored`` says how many were)."""
-    valid = [row for row in rows if is_valid(row)]
-    scored = [row["review"] for row in valid if row.get("review") is not None]
-    first = next((row.get("review") for row in rows if row.get("review") is not None), None)
-    case = first["case"] if first is not None else "clean" if rows[0].get("class") == "review-clean" else "defect"
-    broken: dict[str, int] = {}
-    broken_runs = 0
-    for row in valid:
-        kinds = [
-            kind
-            for kind in (
-                (row.get("review") or {}).get("output_error"),
-                "review-edited-code" if row.get("error_kind") == "review-edited-code" else None,
-            )
-            if kind
-        ]
-        broken_runs += bool(kinds)
-        for kind in kinds:
-            broken[kind] = broken.get(kind, 0) + 1
-
-    def mean(field: str) -> float | None:
-        return statistics.fmean(float(review[field]) for review in scored) if scored else None
-
-    clean = case == "clean"
-    return {
-        "case": case,
-        "runs": len(rows),
-        "valid_runs": len(valid),
-        "excluded_runs": len(rows) - len(valid),
-        "scored": len(scored),
-        "broken_runs": broken_runs,
-        "broken_kinds": dict(sorted(broken.items())),
-        **{field: mean(field) for field in ("precision", "recall", "f1", "weighted_f1", "blocker_recall")},
-        "verdict_correct": sum(1 for review in scored if review["verdict_correct"]),
-        "clean_control_passed": sum(1 for review in scored if review["clean_control_passed"]) if clean else None,
-        "clean_control_fp": sum(int(review["fp"]) for review in scored) if clean else None,
-        "cost_usd": aggregate(rows)["cost_usd"],
-    }
-
-
-def _review_line(task: str, arm: str, summary: dict[str, Any]) -> str:
-    runs = str(summary["valid_runs"])
-    if summary["scored"] != summary["valid_runs"]:
-        runs += f" ({summary['valid_runs'] - summary['scored']} unscored)"
-    if summary["excluded_runs"]:
-        runs += f" ({summary['excluded_runs']} excluded)"
-    broken = str(summary["broken_runs"])
-    if summary["broken_kinds"]:
-        broken += f" ({_errors_cell(summary['broken_kinds'])})"
-    clean = summary["case"] == "clean"
+def _review_line(summary: ReviewSummary) -> str:
+    runs = str(summary.valid_runs)
+    if summary.scored != summary.valid_runs:
+        runs += f" ({summary.valid_runs - summary.scored} unscored)"
+    if summary.excluded_runs:
+        runs += f" ({summary.excluded_runs} excluded)"
+    broken = str(summary.broken_runs)
+    if summary.broken_kinds:
+        broken += f" ({_errors_cell(summary.broken_kinds)})"
+    clean = summary.case == "clean"
     return _table_line(
         [
-            md_text(task),
-            summary["case"],
-            md_text(arm),
+            md_text(summary.task),
+            summary.case,
+            md_text(summary.arm),
             runs,
             broken,
-            *(_ratio(summary[field]) for field in ("precision", "recall", "f1", "weighted_f1", "blocker_recall")),
-            _share(summary["verdict_correct"], summary["scored"]),
-            _share(summary["clean_control_passed"], summary["scored"]) if clean else DASH,
-            str(summary["clean_control_fp"]) if clean else DASH,
-            _cost(summary["cost_usd"]),
+            *(_ratio(summary.means[field]) for field in REVIEW_MEANS),
+            _share(summary.verdict_correct, summary.scored),
+            _share(summary.clean_control_passed, summary.scored) if clean else DASH,
+            str(summary.clean_control_fp) if clean else DASH,
+            _cost(summary.cost_usd),
         ]
     )
 
@@ -751,18 +728,52 @@ def _review_line(task: str, arm: str, summary: dict[str, Any]) -> str:
 def review_section(rows: Sequence[Mapping[str, Any]], task_order: list[str], arm_order: list[str]) -> list[str]:
     """The "Review quality" section: one line per review task (suite order) and arm (report order); no lines when
     no row is a review task's."""
-    grouped: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
-    for row in rows:
-        if is_review_row(row):
-            grouped.setdefault(row["task"], {}).setdefault(row["arm"], []).append(row)
-    if not grouped:
+    summaries = review_summaries(rows)
+    if not summaries:
         return []
     lines = ["## Review quality", "", REVIEW_HOW_TO_READ, ""]
     lines += [_table_line(REVIEW_COLUMNS), _table_line(["---"] * len(REVIEW_COLUMNS))]
-    for task in _ordered(task_order, list(grouped)):
-        arms = grouped[task]
-        for arm in _ordered(arm_order, list(arms)):
-            lines.append(_review_line(task, arm, review_summary(arms[arm])))
+    tasks = _ordered(task_order, _distinct_keys(task for task, _arm in summaries))
+    for task in tasks:
+        arms = _distinct_keys(arm for name, arm in summaries if name == task)
+        lines += [_review_line(summaries[(task, arm)]) for arm in _ordered(arm_order, arms)]
+    return lines
+
+
+def _distinct_keys(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _counted_ratio(part: int, whole: int, ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f} ({part}/{whole})"
+
+
+def _trigger_line(score: TriggerScore) -> str:
+    return _table_line(
+        [
+            md_text(score.arm),
+            md_text(score.skill),
+            str(score.prompts),
+            _counted_ratio(score.invoked, score.runs, score.recall),
+            _counted_ratio(score.invoked, score.invoked + score.false_triggers, score.precision),
+            f"{score.false_triggers}/{score.other_runs}" if score.other_runs else "n/a",
+            f"{score.near_miss_false_triggers}/{score.near_miss_runs}" if score.near_miss_runs else "n/a",
+            str(score.arm_runs),
+            _cost(score.cost_per_prompt_usd),
+        ]
+    )
+
+
+def trigger_section(rows: Sequence[Mapping[str, Any]], arm_order: list[str]) -> list[str]:
+    """The "Skill triggering" section: one line per arm (report order) and measured skill (sorted); no lines when no
+    row is a trigger task's."""
+    scores = trigger_scores(rows)
+    if not scores:
+        return []
+    lines = ["## Skill triggering", "", TRIGGER_HOW_TO_READ, ""]
+    lines += [_table_line(TRIGGER_COLUMNS), _table_line(["---"] * len(TRIGGER_COLUMNS))]
+    for arm in _ordered(arm_order, _distinct_keys(score.arm for score in scores)):
+        lines += [_trigger_line(score) for score in scores if score.arm == arm]
     return lines
 
 
