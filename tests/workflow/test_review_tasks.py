@@ -106,8 +106,10 @@ def test_the_labels_reach_no_session_no_proposer_and_no_artifact(reviewed: Proje
     ]
     assert leaked == []
     # The session searched every file it can see for the canary and found none; the proposer searched its evidence.
+    # A session retried after a slow start on a loaded machine leaves one transcript per attempt: one of them ran
+    # the search to its end (the canary is in none of them: `leaked` above covers every transcript).
     for transcripts in (
         list(results.glob("cells/longest-words/review/run0/transcripts/*.jsonl")),
         list(results.glob("gen0/transcripts/proposer-*.jsonl")),
     ):
-        assert len(transcripts) == 1 and "No matches found" in transcripts[0].read_text()
+        assert transcripts and any("No matches found" in path.read_text() for path in transcripts), transcripts
