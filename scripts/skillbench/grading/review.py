@@ -40,14 +40,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal, TypedDict, cast, get_args
-
-import numpy as np
-from scipy.optimize import linear_sum_assignment
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
 from skillbench.base import artifacts
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.records import ReviewMetrics
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_REVIEW_BYTES = 256 * 1024
 MAX_FINDINGS = 100
@@ -339,6 +339,10 @@ def match_findings(findings: list[ReviewFinding], defects: list[ReviewDefect]) -
     pairs = min(len(ordered_findings), len(ordered_defects))
     if pairs == 0:
         return []
+    # NumPy and SciPy load here, on a review's first scoring, not with the module: every cell imports the graders
+    # and most cells are not reviews (a third of a second per cell job; docs/internals.md, "How the DAG scales").
+    import numpy as np
+
     maxima = [1, 1, 1, OVERLAP_STEPS]
     weights = np.zeros((len(ordered_findings), len(ordered_defects)))
     for row, finding in enumerate(ordered_findings):
@@ -360,6 +364,8 @@ def match_findings(findings: list[ReviewFinding], defects: list[ReviewDefect]) -
 
 
 def _best_total(weights: np.ndarray[Any, np.dtype[np.float64]]) -> float:
+    from scipy.optimize import linear_sum_assignment
+
     if weights.size == 0:
         return 0.0
     rows, columns = linear_sum_assignment(weights, maximize=True)
@@ -377,7 +383,7 @@ def _lowest_optimal_assignment(weights: np.ndarray[Any, np.dtype[np.float64]]) -
         if earned == best:
             break
         used = {column for _, column in chosen}
-        for column in np.flatnonzero(weights[row] > 0).tolist():
+        for column in (weights[row] > 0).nonzero()[0].tolist():
             if column in used:
                 continue
             others = [other for other in range(weights.shape[1]) if other not in used and other != column]
