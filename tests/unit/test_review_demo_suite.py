@@ -4,7 +4,8 @@ The suite must pass the task check (every change applies to the project, the lab
 score full marks, an empty review scores zero on a defect case); the config and its model script must pass every
 check the workflow's parse runs and select the review arms; and the scripted reviews must depend on the skill the way
 the demo says: with the incumbent's edge-case and blocking rules every blocker is found and marked, without them
-none is, and the proposer's two candidates keep or drop exactly those rules.
+none is (the plugin comparator's skill finds every defect and marks none), and the proposer's two candidates keep or
+drop exactly those rules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from skillbench.base.layout import REVIEW_OUTPUT
 from skillbench.experiment import arms, configcheck, skillformat
 from skillbench.experiment.overlay import find_oracle_content
@@ -87,12 +87,15 @@ def test_the_config_and_its_model_script_pass_the_parse_checks(monkeypatch: pyte
 
 def test_the_config_selects_the_review_arms(monkeypatch: pytest.MonkeyPatch) -> None:
     config = configcheck.validate_config(review_config(monkeypatch))
-    assert arms.selected_arms(config) == ["review"]
-    assert arms.candidate_arms(config) == ["candidate_review"]
+    assert arms.selected_arms(config) == ["review", "plugin_review"]
+    # Only the incumbent evolves; the plugin comparator is reported beside it.
+    assert arms.evolution_arms(config) == ["review"] and arms.candidate_arms(config) == ["candidate_review"]
     assert arms.arm_skills(config, "review") == ["code-review"] == config["skills"]["evolvable"]
-    session = config["arms"]["review"]["sessions"][0]
-    # A review session may write only its review: no Edit, no Bash.
-    assert not {"Edit", "Bash"} & set(session["tools"]) and "Write" in session["tools"]
+    assert arms.arm_skills(config, "plugin_review") == ["review-kit:quick-review"]
+    for arm in ("review", "plugin_review"):
+        # A review session may write only its review: no Edit, no Bash.
+        tools = set(config["arms"][arm]["sessions"][0]["tools"])
+        assert not {"Edit", "Bash"} & tools and "Write" in tools
     assert config["evolution"]["generations"] == 2 and config["report"]["baseline_arm"] == "review"
 
 
@@ -126,6 +129,10 @@ def test_the_scripted_reviews_find_the_blockers_only_with_the_skills_rules(task_
             assert score["clean_control_passed"] is True
         elif {EDGES, BLOCKERS} <= phrases(step, "when"):
             assert score["blocker_recall"] == 1.0 and score["verdict_correct"] and score["weighted_f1"] > 0.9
+        elif EDGES in phrases(step, "when"):
+            # The comparator's skill: every defect found, none marked blocking.
+            assert BLOCKERS in phrases(step, "unless")
+            assert score["weighted_f1"] > 0.9 and score["blocker_recall"] == 0.0 and not score["verdict_correct"]
         else:
             assert EDGES in phrases(step, "unless")
             assert score["blocker_recall"] == 0.0 and not score["verdict_correct"]
@@ -164,6 +171,11 @@ def test_the_proposers_candidates_keep_or_drop_the_rules_the_reviews_depend_on(t
     assert CALLERS not in overlays["generation 1"]
 
 
+def test_the_plugin_comparators_skill_checks_edge_cases_but_marks_nothing_blocking() -> None:
+    text = normalised((SUITE / "plugins" / "review-kit" / "skills" / "quick-review" / "SKILL.md").read_text())
+    assert EDGES in text and BLOCKERS not in text and CALLERS not in text
+
+
 def test_the_skill_and_the_candidates_hold_no_hidden_label_or_reference_review(tmp_path: Path) -> None:
     # The proposer's clone is refused when a skill carries a hidden file's lines, and the output contract's example
     # is the likeliest place for them to creep in.
@@ -172,5 +184,6 @@ def test_the_skill_and_the_candidates_hold_no_hidden_label_or_reference_review(t
         for task in TASKS.values()
         for path in (SUITE / task["review"]["labels"], SUITE / task["solution"]["review"])
     ]
-    texts = [SKILL.read_text(), *proposer_overlays(tmp_path).values()]
+    plugin = SUITE / "plugins" / "review-kit" / "skills" / "quick-review" / "SKILL.md"
+    texts = [SKILL.read_text(), plugin.read_text(), *proposer_overlays(tmp_path).values()]
     assert find_oracle_content([(f"skill{i}", text.encode()) for i, text in enumerate(texts)], hidden) == []
