@@ -99,11 +99,11 @@ def test_the_config_selects_the_review_arms(monkeypatch: pytest.MonkeyPatch) -> 
     assert config["evolution"]["generations"] == 2 and config["report"]["baseline_arm"] == "review"
 
 
-def written_reviews(steps: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any], float]]:
+def written_reviews(steps: list[dict[str, Any]]) -> list[tuple[dict[str, Any], review.ReviewOutput, float]]:
     """(the step that chooses, the review one alternative writes, its weight) for every Write of a review."""
     found = []
     for step in steps:
-        alternatives = step["choose"] if "choose" in step else [{"weight": 1.0, "steps": [step]}]
+        alternatives: list[dict[str, Any]] = step["choose"] if "choose" in step else [{"weight": 1.0, "steps": [step]}]
         for alternative in alternatives:
             for inner in alternative["steps"]:
                 for tool in inner.get("tools", []):
