@@ -14,6 +14,7 @@ standard error and the paid sessions per decision.
     .venv/bin/python bench/decision_quality.py --part sequential   # fixed vs sequential designs only
     .venv/bin/python bench/decision_quality.py --part agents       # one candidate across three agent CLIs
     .venv/bin/python bench/decision_quality.py --part review       # review cases: weighted F1, blockers, controls
+    .venv/bin/python bench/decision_quality.py --part trigger      # trigger suites: recall, restraint per skill
     .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
 
 It exits non-zero when a goal is missed. The draws are seeded, so a rerun prints the same table. The bench
@@ -367,6 +368,40 @@ def _pool_map(function: Callable, jobs: list, workers: int) -> list:
         return list(pool.map(function, jobs))
 
 
+def run_named_rows(
+    function: Callable, names: list[str], trials: int, seeds: tuple[int, int], workers: int
+) -> dict[str, dict]:
+    """Row name → the counts ``function`` returns for ``(name, trials, seed)``; row i's seed is seeds[0] + (i + 1) ×
+    seeds[1], so every row has its own draws and adding a row leaves the earlier rows' draws alone."""
+    jobs = [(name, trials, seeds[0] + seeds[1] * (index + 1)) for index, name in enumerate(names)]
+    return dict(zip(names, _pool_map(function, jobs, workers), strict=True))
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, ["---"] * len(header), *rows])
+
+
+def goal_cell(
+    name: str, goal: str, bounds: tuple[float | None, float | None], count: int, trials: int, missed: list[str]
+) -> str:
+    """The goal's text with met / MISSED (``bounds``: the most and the least rate it allows); a missed goal's row
+    name is added to ``missed``."""
+    verdict = met(Scenario(name, "", "", 1, 1, goal_max=bounds[0], goal_min=bounds[1]), count, trials)
+    if verdict is False:
+        missed.append(name)
+    return goal if verdict is None else f"{goal} {'met' if verdict else 'MISSED'}"
+
+
+def finish_part(args: argparse.Namespace, body: str, started: float, markers: tuple[str, str]) -> int:
+    """Print a part's table and its runtime, write it between its markers unless --no-docs; the seconds it took."""
+    print(body)
+    elapsed = time.monotonic() - started
+    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
+    if not args.no_docs:
+        write_docs(args.docs, body, *markers)
+    return round(elapsed)
+
+
 def rules_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     """The rules table; returns the rows whose goal the default missed and the raw counts."""
     names = [s.name for s in scenarios()]
@@ -559,21 +594,17 @@ def run_agents_row(job: tuple[str, int, int]) -> dict[str, int]:
 def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     """The three-agent table: how often one candidate is promoted across three agents under each rule."""
     trials, rows = args.agent_trials, agent_scenarios()
-    jobs = [(s.name, trials, args.seed + 104729 * (i + 1)) for i, s in enumerate(rows)]
     started = time.monotonic()
-    counts = dict(zip([job[0] for job in jobs], _pool_map(run_agents_row, jobs, args.workers), strict=True))
+    counts = run_named_rows(run_agents_row, [s.name for s in rows], trials, (args.seed, 104729), args.workers)
     header = ["row", "truth (per agent)", "design per agent", "sessions", "all", "any", "goal"]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    missed = []
+    lines = []
+    missed: list[str] = []
     for scenario in rows:
         count = counts[scenario.name]
-        goals = []
-        for rule, (text, low, high) in scenario.goals.items():
-            holder = Scenario(scenario.name, "", "", 1, 1, goal_max=low, goal_min=high)
-            verdict = met(holder, count[rule], trials)
-            goals.append(f"{rule} {text} {'met' if verdict else 'MISSED'}")
-            if verdict is False:
-                missed.append(f"{scenario.name}/{rule}")
+        goals = [
+            f"{rule} {goal_cell(f'{scenario.name}/{rule}', text, (low, high), count[rule], trials, missed)}"
+            for rule, (text, low, high) in scenario.goals.items()
+        ]
         cells = [
             scenario.name,
             scenario.truth,
@@ -583,7 +614,7 @@ def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
             rate_text(count["any"], trials),
             "; ".join(goals) or "—",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(cells)
     body = "\n".join(
         [
             f"One candidate on three agents ({', '.join(AGENT_NAMES)}), a pair per agent, each decided by the "
@@ -594,13 +625,10 @@ def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
             "sessions: paid sessions per decision, every agent's both arms. A goal is met within two Monte-Carlo "
             "standard errors.",
             "",
-            "\n".join(lines),
+            markdown_table(header, lines),
         ]
     )
-    print(body)
-    print(f"\n({time.monotonic() - started:.0f} s on {args.workers} worker(s))", file=sys.stderr)
-    if not args.no_docs:
-        write_docs(args.docs, body, AGENT_START, AGENT_END)
+    finish_part(args, body, started, (AGENT_START, AGENT_END))
     return missed, counts
 
 
@@ -803,9 +831,8 @@ def run_review_row(job: tuple[str, int, int]) -> dict[str, int]:
 def review_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     """The review rule's false-promotion rate and power, both rules and the point-rule variant on the same draws."""
     trials, rows = args.review_trials, review_scenarios()
-    jobs = [(s.name, trials, args.seed + 15485863 * (i + 1)) for i, s in enumerate(rows)]
     started = time.monotonic()
-    counts = dict(zip([job[0] for job in jobs], _pool_map(run_review_row, jobs, args.workers), strict=True))
+    counts = run_named_rows(run_review_row, [s.name for s in rows], trials, (args.seed, 15485863), args.workers)
     header = [
         "row",
         "truth",
@@ -818,14 +845,10 @@ def review_part(args: argparse.Namespace) -> tuple[list[str], dict]:
         "upstream",
         "goal (noise_aware)",
     ]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
-    missed = []
+    lines = []
+    missed: list[str] = []
     for scenario in rows:
         count = counts[scenario.name]
-        holder = Scenario(scenario.name, "", "", 1, 1, goal_max=scenario.goal_max, goal_min=scenario.goal_min)
-        verdict = met(holder, count["noise_aware"], trials)
-        if verdict is False:
-            missed.append(scenario.name)
         cases = f"{scenario.defect_cases} + {scenario.clean_cases}"
         cells = [
             scenario.name,
@@ -837,9 +860,16 @@ def review_part(args: argparse.Namespace) -> tuple[list[str], dict]:
             rate_text(count["point"], trials),
             rate_text(count["holm"], trials),
             rate_text(count["upstream"], trials),
-            scenario.goal if verdict is None else f"{scenario.goal} {'met' if verdict else 'MISSED'}",
+            goal_cell(
+                scenario.name,
+                scenario.goal,
+                (scenario.goal_max, scenario.goal_min),
+                count["noise_aware"],
+                trials,
+                missed,
+            ),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(cells)
     body = "\n".join(
         [
             f"Review suites of defect cases + clean controls × runs per arm, decided at generation 0 (alpha/2) by "
@@ -855,15 +885,339 @@ def review_part(args: argparse.Namespace) -> tuple[list[str], dict]:
             "of the tests; Holm over cases: with those tests Holm-adjusted over the cases instead of each at alpha. "
             "A goal is met within two Monte-Carlo standard errors.",
             "",
-            "\n".join(lines),
+            markdown_table(header, lines),
         ]
     )
-    print(body)
-    elapsed = time.monotonic() - started
-    print(f"\n({elapsed:.0f} s on {args.workers} worker(s))", file=sys.stderr)
-    if not args.no_docs:
-        write_docs(args.docs, body, REVIEW_START, REVIEW_END)
-    return missed, {**counts, "seconds": round(elapsed)}
+    return missed, {**counts, "seconds": finish_part(args, body, started, (REVIEW_START, REVIEW_END))}
+
+
+# ─── Skill triggering: recall and restraint per skill on labelled prompts ──
+
+TRIGGER_START, TRIGGER_END = "<!-- trigger-quality:start -->", "<!-- trigger-quality:end -->"
+TRIGGER_INCUMBENT, TRIGGER_CANDIDATE = "trigger", "candidate_trigger"
+TRIGGER_SKILLS = ("change-plan", "change-work", "code-review", "release-notes")
+NEAR_MISSES = 1  # per skill: prompts that resemble its job but expect no skill
+NONE_PROMPTS = 2  # prompts that expect no skill and resemble none
+RECALL_LEVELS = (0.80, 0.98)  # a labelled prompt's true chance of invoking its skill (incumbent), uniform
+NEAR_MISS_LEVELS = (0.05, 0.25)  # a near miss's true chance of invoking the skill it resembles, uniform
+BACKGROUND_LEVELS = (0.0, 0.03)  # any other (prompt, skill): the chance of a stray invocation, uniform
+TRIGGER_CELL_SD = 0.3  # logit effect a (prompt, arm) cell's runs share
+TRIGGER_MOMENT_SD = 0.2  # logit effect every cell of one arm shares: the moment it ran in (the incumbent's is cached)
+TRIGGER_COST_SPREAD = 0.5  # prompt log-cost levels uniform on ±0.5
+TRIGGER_COST_SHARED = 0.1  # sd of the log-cost effect a (prompt, arm)'s runs share
+INVOKED_COST = 0.3  # an invoked skill's body adds 30 % to a short session's cost
+TRIGGER_COLUMNS = (
+    "row",
+    "truth",
+    "prompts (labelled + near misses + none) × runs",
+    "sessions",
+    "margin",
+    "promoted",
+    "trigger tests pass",
+    "a test credibly worse / only not shown",
+    "goal",
+)
+
+
+@dataclass(frozen=True)
+class TriggerScenario:
+    """A simulated trigger suite and candidate. Shifts are in probability (0.30 = 30 points) and apply to the
+    first skill (``TRIGGER_SKILLS[0]``; generation g of a multi-generation row: skill g) unless the field says
+    otherwise."""
+
+    name: str
+    truth: str
+    prompts_per_skill: int = 3
+    runs: int = 16
+    saving: float = 0.15  # true saving per session before invocations (a shorter description)
+    recall: float = 0.0  # shift of the skill's invocation chance on its labelled prompts
+    others_recall: float = 0.0  # the same on every other skill's labelled prompts
+    false_triggers: float = 0.0  # rise of the skill's invocation chance on every prompt not labelled for it
+    near_misses: float = 0.0  # rise of the skill's invocation chance on its own near misses only
+    shared: bool = True  # the cell and moment effects (False: independent runs, the tests' own assumption)
+    generations: int = 1  # > 1: that many candidates against one cached incumbent (the experiment's rate)
+    margin: float | None = None  # trigger_margin_pct (None: the default)
+    goal: str = "—"
+    goal_max: float | None = None
+    goal_min: float | None = None
+
+    @property
+    def prompts(self) -> int:
+        return len(TRIGGER_SKILLS) * (self.prompts_per_skill + NEAR_MISSES) + NONE_PROMPTS
+
+
+def trigger_scenarios() -> tuple[TriggerScenario, ...]:
+    """The trigger table's rows: power over prompts per skill × runs per prompt, then candidates within, at and
+    beyond the margin, breaking ones, several generations and other margins."""
+    alpha = {"goal": "≤ 2.5 %", "goal_max": 0.025}  # generation 0's alpha: the bound at the margin
+    equal = "equal triggering, 15 % cheaper"
+    grid = [
+        TriggerScenario(f"P{per}×{runs}", equal, prompts_per_skill=per, runs=runs)
+        for per in (3, 6)
+        for runs in (4, 8, 16, 32)
+    ]
+    return (
+        *grid,
+        TriggerScenario("P3×32i", f"{equal}; independent runs", runs=32, shared=False),
+        TriggerScenario(
+            "W1", "recall −10 points on one skill (within the margin)", prompts_per_skill=6, runs=32, recall=-0.10
+        ),
+        TriggerScenario("B1", "recall −30 points on one skill", recall=-0.30, **alpha),
+        TriggerScenario("B2", "recall −30 points on one skill", runs=32, recall=-0.30, **alpha),
+        TriggerScenario("B3", "recall −50 points on one skill", runs=32, recall=-0.50, **alpha),
+        TriggerScenario(
+            "B4",
+            "recall −30 points on one skill, +5 on the other three (mean −4)",
+            runs=32,
+            recall=-0.30,
+            others_recall=0.05,
+            **alpha,
+        ),
+        TriggerScenario("M1", "recall −20 points on one skill (at the margin)", runs=32, recall=-0.20, **alpha),
+        TriggerScenario(
+            "M1i",
+            "recall −20 points on one skill (at the margin); independent runs",
+            runs=32,
+            recall=-0.20,
+            shared=False,
+            **alpha,
+        ),
+        TriggerScenario(
+            "M2", "recall −20 points on one skill (at the margin)", prompts_per_skill=6, runs=32, recall=-0.20, **alpha
+        ),
+        TriggerScenario("M3", "recall −25 points on one skill (beyond the margin)", runs=32, recall=-0.25, **alpha),
+        TriggerScenario(
+            "M4",
+            "one skill false-triggers +20 points on every prompt not its own (restraint at the margin)",
+            runs=32,
+            false_triggers=0.20,
+            **alpha,
+        ),
+        TriggerScenario(
+            "G1",
+            "three generations, each recall −20 on another skill, one cached incumbent",
+            runs=32,
+            recall=-0.20,
+            generations=3,
+            goal="≤ 5 % per experiment",
+            goal_max=0.05,
+        ),
+        TriggerScenario("N1", "one skill's near misses false-trigger +40 points", runs=32, near_misses=0.40),
+        TriggerScenario("X1", f"margin 10: {equal}", prompts_per_skill=6, runs=32, margin=10.0),
+        TriggerScenario(
+            "X2",
+            "margin 10: recall −10 points on one skill (at the margin)",
+            prompts_per_skill=6,
+            runs=32,
+            recall=-0.10,
+            margin=10.0,
+            **alpha,
+        ),
+        TriggerScenario("X3", f"margin 30: {equal}", runs=16, margin=30.0),
+        TriggerScenario(
+            "X4",
+            "margin 30: recall −30 points on one skill (at the margin)",
+            runs=16,
+            recall=-0.30,
+            margin=30.0,
+            **alpha,
+        ),
+        # Last, so the rows above keep their draws: the same three generations with independent runs.
+        TriggerScenario(
+            "G1i",
+            "three generations as G1; independent runs",
+            runs=32,
+            recall=-0.20,
+            generations=3,
+            shared=False,
+            goal="≤ 5 % per experiment",
+            goal_max=0.05,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class TriggerSuite:
+    """One drawn suite: per prompt its label, whether it is a near miss and of which skill, each (prompt, skill)'s
+    true invocation chance for the incumbent, and each prompt's log-cost level."""
+
+    labels: tuple[str | None, ...]
+    near_miss_of: tuple[int | None, ...]
+    chances: np.ndarray  # (prompts, skills)
+    cost_levels: np.ndarray  # (prompts,)
+
+
+def draw_trigger_suite(rng: np.random.Generator, prompts_per_skill: int) -> TriggerSuite:
+    """Labelled prompts per skill, its near misses, prompts for no skill. A prompt's chances are its own level,
+    which both arms share (a prompt that is hard to recognise is hard for either description)."""
+    skills = len(TRIGGER_SKILLS)
+    layout: list[tuple[str | None, int | None, int | None, tuple[float, float]]] = []  # label, near miss, skill
+    for index, skill in enumerate(TRIGGER_SKILLS):
+        layout += [(skill, None, index, RECALL_LEVELS)] * prompts_per_skill
+        layout += [(None, index, index, NEAR_MISS_LEVELS)] * NEAR_MISSES
+    layout += [(None, None, None, BACKGROUND_LEVELS)] * NONE_PROMPTS
+    chances = rng.uniform(*BACKGROUND_LEVELS, (len(layout), skills))
+    for prompt, (_, _, skill, levels) in enumerate(layout):
+        if skill is not None:
+            chances[prompt, skill] = rng.uniform(*levels)
+    levels = rng.uniform(-TRIGGER_COST_SPREAD, TRIGGER_COST_SPREAD, len(layout))
+    return TriggerSuite(tuple(p[0] for p in layout), tuple(p[1] for p in layout), chances, levels)
+
+
+def candidate_chances(suite: TriggerSuite, scenario: TriggerScenario, skill: int) -> np.ndarray:
+    """The candidate's true invocation chances: the incumbent's, shifted as the scenario says on ``skill``."""
+    chances = suite.chances.copy()
+    for prompt, label in enumerate(suite.labels):
+        if label is not None:
+            own = TRIGGER_SKILLS.index(label)
+            chances[prompt, own] += scenario.recall if own == skill else scenario.others_recall
+        if label != TRIGGER_SKILLS[skill]:
+            chances[prompt, skill] += scenario.false_triggers
+        if suite.near_miss_of[prompt] == skill:
+            chances[prompt, skill] += scenario.near_misses
+    return np.clip(chances, 0.001, 0.999)
+
+
+def draw_trigger_arm(
+    rng: np.random.Generator, suite: TriggerSuite, chances: np.ndarray, scenario: TriggerScenario, *, candidate: bool
+) -> list[dict]:
+    """One arm's rows: the arm's moment and each cell's own effect on the logit scale, shared by the cell's runs,
+    then an independent invocation draw per (run, skill); a session costs more for every skill it invoked."""
+    prompts, runs = len(suite.labels), scenario.runs
+    logits = np.log(chances / (1 - chances))
+    if scenario.shared:
+        logits = logits + rng.normal(0.0, TRIGGER_MOMENT_SD) + rng.normal(0.0, TRIGGER_CELL_SD, (prompts, 1))
+    invoked = rng.random((prompts, len(TRIGGER_SKILLS), runs)) < (1 / (1 + np.exp(-logits)))[:, :, None]
+    saving = math.log(1 - scenario.saving) if candidate else 0.0
+    log_costs = (
+        suite.cost_levels[:, None]
+        + saving
+        + rng.normal(0.0, TRIGGER_COST_SHARED, (prompts, 1))
+        + rng.normal(0.0, SIGMA, (prompts, runs))
+    )
+    arm = TRIGGER_CANDIDATE if candidate else TRIGGER_INCUMBENT
+    rows = []
+    for prompt, expected in enumerate(suite.labels):
+        for run in range(runs):
+            names = [name for k, name in enumerate(TRIGGER_SKILLS) if invoked[prompt, k, run]]
+            correct = names == ([expected] if expected else [])
+            false = [name for name in names if name != expected]
+            rows.append(
+                {
+                    "task": f"p{prompt:02d}",
+                    "class": "trigger",
+                    "arm": arm,
+                    "run": run,
+                    "resolved": correct,
+                    "error_kind": None if correct else ("trigger-false" if false else "trigger-missed"),
+                    "cost_usd": math.exp(log_costs[prompt, run]) * (1 + INVOKED_COST * len(names)),
+                    "sandbox_backend": "bwrap",
+                    "trigger": {
+                        "expected": expected,
+                        "near_miss": suite.near_miss_of[prompt] is not None,
+                        "invoked": names,
+                        "false_triggers": false,
+                        "correct": correct,
+                    },
+                }
+            )
+    return rows
+
+
+def trigger_conclusions(decision: dict) -> set[str]:
+    """The conclusions of every skill's recall and restraint test in one decision."""
+    return {
+        by_test[test]["conclusion"]
+        for by_test in decision["tests"]["triggers"].values()
+        for test in ("recall", "restraint")
+    }
+
+
+def run_trigger_row(job: tuple[str, int, int]) -> dict[str, int]:
+    """Over ``trials`` seeded suites of one scenario: experiments promoted (any generation) by the noise_aware rule,
+    and per decision whether the trigger tests passed, or some test was credibly worse, or only not shown."""
+    name, trials, seed = job
+    scenario = next(s for s in trigger_scenarios() if s.name == name)
+    rng = np.random.default_rng(seed)
+    extra = {} if scenario.margin is None else {"trigger_margin_pct": scenario.margin}
+    policy = resolve_policy({"rule": "noise_aware", **extra})
+    counts = {"promoted": 0, "decisions": 0, "triggers_pass": 0, "worse": 0, "unshown": 0}
+    for _ in range(trials):
+        suite = draw_trigger_suite(rng, scenario.prompts_per_skill)
+        # Drawn once: every generation's candidate is compared with the same cached incumbent cells and their moment.
+        incumbent = draw_trigger_arm(rng, suite, suite.chances, scenario, candidate=False)
+        for generation in range(scenario.generations):
+            chances = candidate_chances(suite, scenario, generation % len(TRIGGER_SKILLS))
+            rows = incumbent + draw_trigger_arm(rng, suite, chances, scenario, candidate=True)
+            decision = evaluate_candidate(
+                aggregate_by_task(rows),
+                incumbent_arm=TRIGGER_INCUMBENT,
+                candidate_arm=TRIGGER_CANDIDATE,
+                model="simulated-model",
+                policy=policy,
+                rows=rows,
+                generation=generation,
+            )
+            conclusions = trigger_conclusions(decision)
+            counts["decisions"] += 1
+            counts["worse"] += "worse" in conclusions
+            counts["unshown"] += "inconclusive" in conclusions and "worse" not in conclusions
+            counts["triggers_pass"] += not conclusions & {"worse", "inconclusive"}
+            if decision["decision"] == "promote":
+                counts["promoted"] += 1
+                break
+    return counts
+
+
+def trigger_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The trigger rule's false-promotion rate and power on simulated trigger suites."""
+    trials, rows = args.trigger_trials, trigger_scenarios()
+    started = time.monotonic()
+    counts = run_named_rows(run_trigger_row, [s.name for s in rows], trials, (args.seed, 32452843), args.workers)
+    lines = []
+    missed: list[str] = []
+    default_margin = resolve_policy(None).trigger_margin_pct
+    for scenario in rows:
+        count = counts[scenario.name]
+        labelled = len(TRIGGER_SKILLS) * scenario.prompts_per_skill
+        decisions = count["decisions"]
+        cells = [
+            scenario.name,
+            scenario.truth,
+            f"({labelled} + {len(TRIGGER_SKILLS) * NEAR_MISSES} + {NONE_PROMPTS}) × {scenario.runs}",
+            str(2 * scenario.prompts * scenario.runs * scenario.generations),
+            f"{scenario.margin if scenario.margin is not None else default_margin:g}",
+            rate_text(count["promoted"], trials),
+            rate_text(count["triggers_pass"], decisions),
+            f"{100 * count['worse'] / decisions:.1f} / {100 * count['unshown'] / decisions:.1f}",
+            goal_cell(
+                scenario.name, scenario.goal, (scenario.goal_max, scenario.goal_min), count["promoted"], trials, missed
+            ),
+        ]
+        lines.append(cells)
+    body = "\n".join(
+        [
+            f"Trigger suites of {len(TRIGGER_SKILLS)} skills, decided at generation 0 (alpha/2; G1: generations "
+            f"0–2) by `gate.evaluate_candidate` under the noise_aware rule; {trials} simulated experiments per row, "
+            f"seed {args.seed}. Per skill its labelled prompts (true chance of invoking it uniform over "
+            f"{RECALL_LEVELS[0]:g}–{RECALL_LEVELS[1]:g}), {NEAR_MISSES} near miss ({NEAR_MISS_LEVELS[0]:g}–"
+            f"{NEAR_MISS_LEVELS[1]:g}), and {NONE_PROMPTS} prompts for no skill; any other (prompt, skill) a stray "
+            f"invocation {BACKGROUND_LEVELS[0]:g}–{BACKGROUND_LEVELS[1]:g}; the prompt's chances are shared by both "
+            f"arms, the candidate's shifted by the row's points. On the logit scale every cell's runs share an "
+            f"effect (sd {TRIGGER_CELL_SD:g}) and every cell of an arm the moment it ran in (sd "
+            f"{TRIGGER_MOMENT_SD:g}; the incumbent's cells are cached, one moment for every generation) — rows marked "
+            f"i: independent runs. Cost: a prompt log-cost level uniform over ±{TRIGGER_COST_SPREAD:g}, lognormal "
+            f"run noise σ = {SIGMA:g}, a (prompt, arm) effect τ = {TRIGGER_COST_SHARED:g}, +{100 * INVOKED_COST:g} % "
+            "per invoked skill, the candidate 15 % cheaper per session. Promoted: experiments promoted, in percent ± "
+            "its Monte-Carlo standard error; trigger tests pass: decisions in which every skill's recall and "
+            "restraint test showed the candidate within the margin; then the decisions in which some test was "
+            "credibly worse, and those in which none was but some could not show the margin. A goal is met within "
+            "two Monte-Carlo standard errors.",
+            "",
+            markdown_table(list(TRIGGER_COLUMNS), lines),
+        ]
+    )
+    return missed, {**counts, "seconds": finish_part(args, body, started, (TRIGGER_START, TRIGGER_END))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -873,7 +1227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--futility", type=float, nargs="+", default=[0.1], help="futility levels to compare")
     parser.add_argument("--agent-trials", type=int, default=400, help="simulated generations per three-agent row")
     parser.add_argument("--review-trials", type=int, default=400, help="simulated experiments per review row")
-    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents", "review"), default="all")
+    parser.add_argument("--trigger-trials", type=int, default=400, help="simulated experiments per trigger row")
+    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents", "review", "trigger"), default="all")
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
@@ -901,6 +1256,10 @@ def main(argv: list[str] | None = None) -> int:
         found, counts = review_part(args)
         missed += found
         raw["review"] = counts
+    if args.part in ("all", "trigger"):
+        found, counts = trigger_part(args)
+        missed += found
+        raw["trigger"] = counts
     if args.json:
         scenarios()  # fills FIXED_DESIGNS in this process
         document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}

@@ -2,8 +2,8 @@
 
 A trigger task (`class: trigger`) is a labelled prompt; its rows carry which skills the session invoked
 (`trigger`). For each skill — every skill a prompt is labelled for or a session invoked — the pair is compared
-twice, prompt by prompt, with the quality test the gate uses for resolution (`stats.quality_test`, the quality
-margin and alpha):
+twice, prompt by prompt, with the quality test the gate uses for resolution (`stats.quality_test`, against
+`trigger_margin_pct`, at the generation's non-inferiority alpha; under the upstream rule at the policy's alpha):
 
 * **recall**: over the prompts labelled for the skill, the runs that invoked it;
 * **restraint**: over every other labelled prompt (near misses and prompts for other skills), the runs that did
