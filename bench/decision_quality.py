@@ -937,13 +937,14 @@ class TriggerScenario:
     shared: bool = True  # the cell and moment effects (False: independent runs, the tests' own assumption)
     generations: int = 1  # > 1: that many candidates against one cached incumbent (the experiment's rate)
     margin: float | None = None  # trigger_margin_pct (None: the default)
+    skills: int = len(TRIGGER_SKILLS)  # the suite's skills: the first this many of TRIGGER_SKILLS
     goal: str = "—"
     goal_max: float | None = None
     goal_min: float | None = None
 
     @property
     def prompts(self) -> int:
-        return len(TRIGGER_SKILLS) * (self.prompts_per_skill + NEAR_MISSES) + NONE_PROMPTS
+        return self.skills * (self.prompts_per_skill + NEAR_MISSES) + NONE_PROMPTS
 
 
 def trigger_scenarios() -> tuple[TriggerScenario, ...]:
@@ -1022,7 +1023,8 @@ def trigger_scenarios() -> tuple[TriggerScenario, ...]:
             margin=30.0,
             **alpha,
         ),
-        # Last, so the rows above keep their draws: the same three generations with independent runs.
+        # Last, so the rows above keep their draws: the same three generations with independent runs, then the
+        # trigger demo's design (tasks/trigger-demo: two skills, a handful of prompts each, a few runs per prompt).
         TriggerScenario(
             "G1i",
             "three generations as G1; independent runs",
@@ -1032,6 +1034,19 @@ def trigger_scenarios() -> tuple[TriggerScenario, ...]:
             shared=False,
             goal="≤ 5 % per experiment",
             goal_max=0.05,
+        ),
+        *(
+            TriggerScenario(f"D{per}×{runs}", f"{equal}; the demo's design", prompts_per_skill=per, runs=runs, skills=2)
+            for per, runs in ((5, 6), (5, 8), (6, 8))
+        ),
+        TriggerScenario(
+            "DM",
+            "recall −20 points on one skill (at the margin); the demo's design",
+            prompts_per_skill=5,
+            runs=8,
+            recall=-0.20,
+            skills=2,
+            **alpha,
         ),
     )
 
@@ -1047,12 +1062,13 @@ class TriggerSuite:
     cost_levels: np.ndarray  # (prompts,)
 
 
-def draw_trigger_suite(rng: np.random.Generator, prompts_per_skill: int) -> TriggerSuite:
+def draw_trigger_suite(
+    rng: np.random.Generator, prompts_per_skill: int, skills: int = len(TRIGGER_SKILLS)
+) -> TriggerSuite:
     """Labelled prompts per skill, its near misses, prompts for no skill. A prompt's chances are its own level,
     which both arms share (a prompt that is hard to recognise is hard for either description)."""
-    skills = len(TRIGGER_SKILLS)
     layout: list[tuple[str | None, int | None, int | None, tuple[float, float]]] = []  # label, near miss, skill
-    for index, skill in enumerate(TRIGGER_SKILLS):
+    for index, skill in enumerate(TRIGGER_SKILLS[:skills]):
         layout += [(skill, None, index, RECALL_LEVELS)] * prompts_per_skill
         layout += [(None, index, index, NEAR_MISS_LEVELS)] * NEAR_MISSES
     layout += [(None, None, None, BACKGROUND_LEVELS)] * NONE_PROMPTS
@@ -1087,7 +1103,7 @@ def draw_trigger_arm(
     logits = np.log(chances / (1 - chances))
     if scenario.shared:
         logits = logits + rng.normal(0.0, TRIGGER_MOMENT_SD) + rng.normal(0.0, TRIGGER_CELL_SD, (prompts, 1))
-    invoked = rng.random((prompts, len(TRIGGER_SKILLS), runs)) < (1 / (1 + np.exp(-logits)))[:, :, None]
+    invoked = rng.random((prompts, scenario.skills, runs)) < (1 / (1 + np.exp(-logits)))[:, :, None]
     saving = math.log(1 - scenario.saving) if candidate else 0.0
     log_costs = (
         suite.cost_levels[:, None]
@@ -1099,7 +1115,7 @@ def draw_trigger_arm(
     rows = []
     for prompt, expected in enumerate(suite.labels):
         for run in range(runs):
-            names = [name for k, name in enumerate(TRIGGER_SKILLS) if invoked[prompt, k, run]]
+            names = [name for k, name in enumerate(TRIGGER_SKILLS[: scenario.skills]) if invoked[prompt, k, run]]
             correct = names == ([expected] if expected else [])
             false = [name for name in names if name != expected]
             rows.append(
@@ -1143,11 +1159,11 @@ def run_trigger_row(job: tuple[str, int, int]) -> dict[str, int]:
     policy = resolve_policy({"rule": "noise_aware", **extra})
     counts = {"promoted": 0, "decisions": 0, "triggers_pass": 0, "worse": 0, "unshown": 0}
     for _ in range(trials):
-        suite = draw_trigger_suite(rng, scenario.prompts_per_skill)
+        suite = draw_trigger_suite(rng, scenario.prompts_per_skill, scenario.skills)
         # Drawn once: every generation's candidate is compared with the same cached incumbent cells and their moment.
         incumbent = draw_trigger_arm(rng, suite, suite.chances, scenario, candidate=False)
         for generation in range(scenario.generations):
-            chances = candidate_chances(suite, scenario, generation % len(TRIGGER_SKILLS))
+            chances = candidate_chances(suite, scenario, generation % scenario.skills)
             rows = incumbent + draw_trigger_arm(rng, suite, chances, scenario, candidate=True)
             decision = evaluate_candidate(
                 aggregate_by_task(rows),
@@ -1179,12 +1195,12 @@ def trigger_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     default_margin = resolve_policy(None).trigger_margin_pct
     for scenario in rows:
         count = counts[scenario.name]
-        labelled = len(TRIGGER_SKILLS) * scenario.prompts_per_skill
+        labelled = scenario.skills * scenario.prompts_per_skill
         decisions = count["decisions"]
         cells = [
             scenario.name,
             scenario.truth,
-            f"({labelled} + {len(TRIGGER_SKILLS) * NEAR_MISSES} + {NONE_PROMPTS}) × {scenario.runs}",
+            f"({labelled} + {scenario.skills * NEAR_MISSES} + {NONE_PROMPTS}) × {scenario.runs}",
             str(2 * scenario.prompts * scenario.runs * scenario.generations),
             f"{scenario.margin if scenario.margin is not None else default_margin:g}",
             rate_text(count["promoted"], trials),

@@ -421,6 +421,46 @@ def restricted_rates(
     return q, q + d
 
 
+def mh_weights(tables: list[tuple[int, int, int, int]]) -> list[float]:
+    """Mantel-Haenszel weights n_inc*n_cand/(n_inc+n_cand), one per (x_inc, n_inc, x_cand, n_cand) table."""
+    return [n_i * n_c / (n_i + n_c) for _, n_i, _, n_c in tables]
+
+
+def stratified_difference(tables: list[tuple[int, int, int, int]], margin: float) -> tuple[float, float, float]:
+    """(difference, its binomial variance at the pooled rates, the same at the margin) of the Mantel-Haenszel
+    rate difference over tables that all have runs on both sides (see ``quality_test``)."""
+    weights = mh_weights(tables)
+    total = math.fsum(weights)
+    difference = math.fsum(w * (x_c / n_c - x_i / n_i) for w, (x_i, n_i, x_c, n_c) in zip(weights, tables, strict=True))
+    difference /= total
+    pooled = (
+        math.fsum(
+            w**2 * ((x_i + x_c) / (n_i + n_c)) * (1 - (x_i + x_c) / (n_i + n_c)) * (1 / n_i + 1 / n_c)
+            for w, (x_i, n_i, x_c, n_c) in zip(weights, tables, strict=True)
+        )
+        / total**2
+    )
+    at_margin = 0.0
+    for w, table in zip(weights, tables, strict=True):
+        p_inc, p_cand = restricted_rates(*table, -margin)
+        at_margin += w**2 * (p_inc * (1 - p_inc) / table[1] + p_cand * (1 - p_cand) / table[3])
+    return difference, pooled, at_margin / total**2
+
+
+def quality_conclusion(
+    p_better: float, p_worse: float, p_noninferiority: float, *, alpha: float, better_alpha: float
+) -> str:
+    """A quality test's conclusion from its three p-values: a gain first (it must reach ``better_alpha``), then a
+    credible loss, then non-inferiority."""
+    if p_better <= better_alpha:
+        return "better"
+    if p_worse <= alpha:
+        return "worse"
+    if p_noninferiority <= alpha:
+        return "not_worse"
+    return "inconclusive"
+
+
 def quality_test(
     tables: list[tuple[int, int, int, int]], *, alpha: float, margin_pct: float, better_alpha: float
 ) -> dict[str, Any]:
@@ -460,22 +500,7 @@ def quality_test(
     usable = [t for t in tables if t[1] > 0 and t[3] > 0]
     if not usable:
         return result
-    weights = [n_i * n_c / (n_i + n_c) for _, n_i, _, n_c in usable]
-    total = math.fsum(weights)
-    difference = math.fsum(w * (x_c / n_c - x_i / n_i) for w, (x_i, n_i, x_c, n_c) in zip(weights, usable, strict=True))
-    difference /= total
-    pooled = (
-        math.fsum(
-            w**2 * ((x_i + x_c) / (n_i + n_c)) * (1 - (x_i + x_c) / (n_i + n_c)) * (1 / n_i + 1 / n_c)
-            for w, (x_i, n_i, x_c, n_c) in zip(weights, usable, strict=True)
-        )
-        / total**2
-    )
-    at_margin = 0.0
-    for w, table in zip(weights, usable, strict=True):
-        p_inc, p_cand = restricted_rates(*table, -margin)
-        at_margin += w**2 * (p_inc * (1 - p_inc) / table[1] + p_cand * (1 - p_cand) / table[3])
-    at_margin /= total**2
+    difference, pooled, at_margin = stratified_difference(usable, margin)
     if pooled > 0:
         p_worse = float(stats.norm.cdf(difference / math.sqrt(pooled)))
         p_better = float(stats.norm.sf(difference / math.sqrt(pooled)))
@@ -491,14 +516,7 @@ def quality_test(
         mde = (critical + float(stats.norm.ppf(POWER))) * se
     else:  # a zero margin on runs without variance: nothing can be shown
         p_noninferiority, low, high, mde = 1.0, difference, difference, 0.0
-    if p_better <= better_alpha:
-        conclusion = "better"
-    elif p_worse <= alpha:
-        conclusion = "worse"
-    elif p_noninferiority <= alpha:
-        conclusion = "not_worse"
-    else:
-        conclusion = "inconclusive"
+    conclusion = quality_conclusion(p_better, p_worse, p_noninferiority, alpha=alpha, better_alpha=better_alpha)
     result.update(
         {
             "difference_pct": round(100 * difference, 1),

@@ -9,6 +9,19 @@ twice, prompt by prompt, with the quality test the gate uses for resolution (`st
 * **restraint**: over every other labelled prompt (near misses and prompts for other skills), the runs that did
   not invoke it — the complement of the false-trigger rate, so precision cannot fall unseen.
 
+The prompt, not the run, is the unit of replication: the binomial test counts only run-to-run noise, so an effect
+every run of one (prompt, arm) shares — or a candidate better on one prompt and worse on another — would look like
+evidence that more runs multiply (docs/gate.md "Skill triggering": 9 % false promotions over three generations
+against one cached incumbent). So each p-value takes the larger of the binomial standard error (at the margin for
+non-inferiority, at the pooled rate for "worse"; normal) and the spread of the per-prompt differences (t). Restraint
+takes its own prompts' spread (prompts - 1 df; a restraint test has every other prompt). Recall pools the spread
+over every skill's labelled prompts, each prompt's difference about its own skill's mean (df: the sum of prompts - 1
+over the skills): a skill with three or five prompts alone would leave a t with 2 or 4 df, which cost most of the
+power in the bench (an equal candidate at 3 prompts × 32 runs: 10 % promoted in 60 draws, against 51 % pooled) for
+no error rate the goals need, and a skill's own disagreeing prompts still raise the pooled spread. When no skill has two
+labelled prompts there is no spread to measure: recall then stays the binomial test, recorded as
+``variance_from: "runs_only"`` — it counts the runs as independent, so label two prompts or more per skill.
+
 Each test must show the candidate within the margin (or better); a test that is credibly worse or cannot show
 that keeps the incumbent, naming the skill and the figure. Together they are an intersection-union test: every
 one must pass, so they need no correction, and a shortened description cannot silently break one skill's
@@ -18,6 +31,7 @@ triggering while the suite's resolution looks fine. A gain in triggering promote
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +41,95 @@ from skillbench.decision.aggregate import trigger_labels, trigger_runs, trigger_
 
 # The two tests per skill, in the order a decision records them.
 TRIGGER_TESTS = ("recall", "restraint")
+TRIGGER_METHOD = (
+    "prompt-stratified (Mantel-Haenszel weighted) invocation-rate difference; standard error the larger of the "
+    "binomial one (non-inferiority: each prompt's variance at the margin; worse: its pooled rate; normal) and the "
+    "spread of the per-prompt differences (t, prompts - 1 df); a single prompt: the binomial one alone"
+)
+
+
+def _usable(tables: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    return [t for t in tables if t[1] > 0 and t[3] > 0]
+
+
+def prompt_spread(groups: list[list[tuple[int, int, int, int]]]) -> tuple[float, int] | None:
+    """(per-prompt variance of the differences, its degrees of freedom) pooled over groups of prompts: each
+    prompt's difference (candidate - incumbent rate) about its own group's mean, so a group's level never counts
+    as spread. None with no degree of freedom (no group has two prompts with runs on both sides)."""
+    squares, df = 0.0, 0
+    for group in groups:
+        differences = [x_c / n_c - x_i / n_i for x_i, n_i, x_c, n_c in _usable(group)]
+        if len(differences) < 2:
+            continue
+        centre = math.fsum(differences) / len(differences)
+        squares += math.fsum((d - centre) ** 2 for d in differences)
+        df += len(differences) - 1
+    return (squares / df, df) if df else None
+
+
+def prompt_test(
+    tables: list[tuple[int, int, int, int]],
+    *,
+    alpha: float,
+    margin_pct: float,
+    spread: tuple[float, int] | None = None,
+) -> dict[str, Any]:
+    """One skill's recall or restraint test: ``stats.quality_test`` with the prompt as the unit of replication.
+
+    The binomial test counts only run-to-run noise, so an effect every run of one (prompt, arm) shares — or a
+    candidate better on one prompt and worse on another — looks like evidence that more runs multiply. With two
+    prompts or more, each p-value takes the larger of its binomial standard error and the spread of the per-prompt
+    differences; when the spread is the larger, the test is a t with prompts - 1 degrees of freedom (1 df for two
+    prompts: only a near-unanimous pair can pass). A single prompt has no spread to measure: its test stays the
+    binomial one, recorded as ``variance_from: "runs_only"`` (it counts the runs as independent; a suite should
+    label two prompts or more per skill). ``variance_from`` says which standard error non-inferiority took, ``df``
+    its degrees of freedom (null: normal)."""
+    result = gate_stats.quality_test(tables, alpha=alpha, margin_pct=margin_pct, better_alpha=0.0)
+    result.update({"method": TRIGGER_METHOD, "variance_from": None, "df": None})
+    usable = _usable(tables)
+    margin = margin_pct / 100.0
+    if result["conclusion"] == "not_computable" or margin >= 1.0:
+        return result
+    measured = spread if spread is not None else prompt_spread([tables])
+    if measured is None:
+        result["variance_from"] = "runs_only"
+        return result
+    result["variance_from"] = "runs"
+    difference, pooled, at_margin = gate_stats.stratified_difference(usable, margin)
+    weights = gate_stats.mh_weights(usable)
+    # The spread's variance of the weighted mean: per-prompt variance carried through the weights.
+    variance = measured[0] * math.fsum(w * w for w in weights) / math.fsum(weights) ** 2
+    df = measured[1]
+    t = gate_stats.stats.t
+    p_worse, p_better = result["p_worse"], result["p_better"]
+    if variance > pooled:
+        se = math.sqrt(variance)
+        p_worse, p_better = float(t.cdf(difference / se, df)), float(t.sf(difference / se, df))
+    p_noninferiority = result["p_noninferiority"]
+    if variance > at_margin:
+        se = math.sqrt(variance)
+        critical = float(t.isf(alpha, df))
+        p_noninferiority = float(t.sf((difference + margin) / se, df))
+        result.update(
+            {
+                "ci_low_pct": round(100 * (difference - critical * se), 1),
+                "ci_high_pct": round(100 * (difference + critical * se), 1),
+                "mde_pct": round(100 * (critical + float(t.ppf(gate_stats.POWER, df))) * se, 1),
+                "variance_from": "prompts",
+                "df": df,
+            }
+        )
+    # better_alpha 0: a trigger test never promotes (a gain promotes through resolution).
+    conclusion = gate_stats.quality_conclusion(p_better, p_worse, p_noninferiority, alpha=alpha, better_alpha=0.0)
+    result.update(
+        {
+            "p_noninferiority": gate_stats._p(p_noninferiority),
+            "p_worse": gate_stats._p(p_worse),
+            "p_better": gate_stats._p(p_better),
+            "conclusion": conclusion,
+        }
+    )
+    return result
 
 
 def _tables(
@@ -59,17 +162,20 @@ def trigger_tests(
     skills = trigger_skills(recorded, runs)
     prompts = sorted(labels)
     tests: dict[str, dict[str, Any]] = {}
+    recall = {
+        skill: _tables(runs, [prompt for prompt in prompts if labels[prompt] == skill], arms, skill, hit=True)
+        for skill in skills
+    }
+    # Recall's spread is pooled over every skill's labelled prompts: how much a prompt's difference strays from its
+    # skill's is the suite's (the agent's, the harness's) more than one skill's, and a skill with three prompts
+    # alone would have a t with 2 df. A skill's own disagreeing prompts still raise the pooled spread.
+    recall_spread = prompt_spread(list(recall.values()))
     for skill in skills:
-        labelled = [prompt for prompt in prompts if labels[prompt] == skill]
         others = [prompt for prompt in prompts if labels[prompt] != skill]
         tests[skill] = {
-            "prompts": len(labelled),
-            "recall": gate_stats.quality_test(
-                _tables(runs, labelled, arms, skill, hit=True), alpha=alpha, margin_pct=margin_pct, better_alpha=0.0
-            ),
-            "restraint": gate_stats.quality_test(
-                _tables(runs, others, arms, skill, hit=False), alpha=alpha, margin_pct=margin_pct, better_alpha=0.0
-            ),
+            "prompts": sum(1 for prompt in prompts if labels[prompt] == skill),
+            "recall": prompt_test(recall[skill], alpha=alpha, margin_pct=margin_pct, spread=recall_spread),
+            "restraint": prompt_test(_tables(runs, others, arms, skill, hit=False), alpha=alpha, margin_pct=margin_pct),
         }
     return tests
 
