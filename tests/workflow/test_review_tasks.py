@@ -2,8 +2,8 @@
 
 One run of tests/workflow/suites/review (the sweep and generation 0, one run per cell): a defect case whose
 labels carry a canary id, a clean control, a review that edits the code it reviews and one that writes a broken
-review. The labels never reach a session (the defect case's session searches the whole sandbox for the canary),
-the proposer, or anything the run writes outside the task's hidden snapshot.
+review. The labels never reach a session (the defect case's session searches every JSON file of the sandbox and its
+whole workspace for the canary), the proposer, or anything the run writes outside the task's hidden snapshot.
 """
 
 from __future__ import annotations
