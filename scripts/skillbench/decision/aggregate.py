@@ -26,6 +26,13 @@ def is_valid(row: Mapping[str, Any]) -> bool:
     return row.get("error_kind") not in EXCLUDED_ERROR_KINDS
 
 
+def median_cost(valid: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median cost of the valid rows; None with no row or when any left its cost unmeasured, so an arm never
+    ranks on a cost it did not demonstrate."""
+    costs = [float(cost) for row in valid if (cost := row.get("cost_usd")) is not None]
+    return statistics.median(costs) if valid and len(costs) == len(valid) else None
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Summarise the rows of one (task, arm) group.
 
@@ -47,7 +54,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         summary[field] = statistics.median(values) if values else 0
     costs = [cost for row in valid if (cost := row.get("cost_usd")) is not None]
     measured = bool(valid) and len(costs) == len(valid)
-    summary["cost_usd"] = statistics.median(costs) if measured else None
+    summary["cost_usd"] = median_cost(valid)
     resolved = sum(1 for row in rows if row.get("resolved"))
     # What one resolved run costs once failures are paid for too: the fair price when arms differ in quality.
     summary["cost_per_resolved_usd"] = sum(costs) / resolved if measured and resolved else None
@@ -305,9 +312,7 @@ def trigger_scores(rows: Sequence[Mapping[str, Any]]) -> list[TriggerScore]:
     scores = []
     for arm in _first_appearance(row["arm"] for row in trigger_rows):
         own = [row for row in trigger_rows if row["arm"] == arm and is_valid(row)]
-        costs = [row.get("cost_usd") for row in own]
-        measured = [float(cost) for cost in costs if cost is not None]
-        cost = statistics.median(measured) if measured and len(measured) == len(costs) else None
+        cost = median_cost(own)
         mine = {prompt: triggers for (prompt, name), triggers in runs.items() if name == arm}
         for skill in skills:
             labelled = [prompt for prompt in mine if labels[prompt]["expected"] == skill]
