@@ -209,14 +209,14 @@ def _default_results_dir() -> Path:
     config/config.yaml."""
     import yaml
 
-    from skillbench.base import layout
+    from skillbench.base import layout, yamltext
 
     started = [Path(path).parent for path in Path(layout.RESULTS).glob(layout.run_record("*"))]
     started += [layout.root_of_plan(plan) for plan in layout.planned_runs()]
     if started:
         return max(started, key=lambda root: max(path.stat().st_mtime for path in _run_markers(root)))
     try:
-        document = yaml.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8")) or {}
+        document = yamltext.safe_load(DEFAULT_CONFIG.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         document = {}
     return Path(layout.results_root(str(document.get("experiment", "demo"))))

@@ -107,10 +107,12 @@ def load_config(*paths: Path) -> dict[str, Any]:
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
+    from skillbench.base import yamltext
+
     config: dict[str, Any] = {}
     for path in map(Path, paths):
         try:
-            document = yaml.safe_load(path.read_text(encoding="utf-8"))
+            document = yamltext.safe_load(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise ApplyError(f"config file {path} does not exist; pass --configfile") from exc
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

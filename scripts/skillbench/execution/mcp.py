@@ -77,11 +77,12 @@ def _inside(path: str, roots: list[str]) -> bool:
 def _suite_tasks(config: dict[str, Any], project_root: Path) -> tuple[Path, list[dict[str, Any]]]:
     """The suite's folder and its task entries as written (an unreadable suite gives none: the suite check
     names that problem)."""
-    import yaml
+
+    from skillbench.base import yamltext
 
     suite = project_root / config["tasks"]["suite"]
     try:
-        document = yaml.safe_load(suite.read_text(encoding="utf-8")) or {}
+        document = yamltext.safe_load(suite.read_text(encoding="utf-8")) or {}
     except (OSError, ValueError):
         return suite.parent.resolve(), []
     tasks = document.get("tasks") if isinstance(document, dict) else None

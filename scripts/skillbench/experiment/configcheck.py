@@ -23,6 +23,7 @@ import jsonschema
 import yaml
 from jsonschema import Draft202012Validator, validators
 
+from skillbench.base import yamltext
 from skillbench.base.artifacts import ArtifactError, load_schema
 
 CONFIG_KIND = "config"
@@ -99,7 +100,7 @@ def _looks_typed(value: Any) -> bool:
     if not isinstance(value, str):
         return False
     try:
-        return not isinstance(yaml.safe_load(value), str)
+        return not isinstance(yamltext.safe_load(value), str)
     except yaml.YAMLError:
         return False
 
@@ -191,7 +192,7 @@ def read_yaml(path: str | Path, *, what: str = "YAML file") -> Any:
             f"{path}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); save it as UTF-8"
         ) from exc
     try:
-        return yaml.safe_load(text)
+        return yamltext.safe_load(text)
     except yaml.YAMLError as exc:
         raise ArtifactError(f"{path}: {what} is not valid YAML: {_yaml_problem(exc)}") from exc
 

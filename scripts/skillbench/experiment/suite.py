@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from skillbench.base import yamltext
 from skillbench.base.artifacts import ArtifactError, schema_errors
 from skillbench.base.records import REVIEW_CLASSES, TRIGGER_CLASS
 
@@ -328,7 +329,7 @@ def validate_suite(document: Any, suite: Path) -> list[dict[str, Any]]:
 def load_suite(path: str | Path) -> list[dict[str, Any]]:
     suite = Path(path)
     try:
-        document = yaml.safe_load(suite.read_text(encoding="utf-8"))
+        document = yamltext.safe_load(suite.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise TaskError(f"{suite}: task suite file does not exist") from exc
     except UnicodeDecodeError as exc:
