@@ -21,20 +21,16 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
+from throwaway import REPO, SNAKEMAKE, copy_project
 
-REPO = Path(__file__).resolve().parents[1]
-COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", "mcp", ".claude")
 DOCS = REPO / "docs" / "internals.md"
 START, END = "<!-- dag-scale:start -->", "<!-- dag-scale:end -->"
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 TEMPLATE_TASK = "money-thousands"
 ARMS = ["workflow", "workflow_direct", "baseline"]
 # The candidate arms of those: every selected arm that loads an evolvable skill.
@@ -268,21 +264,6 @@ rule summarize_run:
     shell:
         "touch {output}"
 """
-
-
-def copy_project(root: Path) -> None:
-    root.mkdir(parents=True)
-    for name in COPIED:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
-    (root / "tools").symlink_to(REPO / "tools")
-    # Candidates are bound to the skills committed at HEAD, so the copy is a repository.
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@invalid", "-C", str(root)]
-    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
-        subprocess.run([*git, *command], check=True, capture_output=True)
 
 
 def task_ids(count: int) -> list[str]:

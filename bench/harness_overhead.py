@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from throwaway import SNAKEMAKE, copy_project, job_environment
+
 # The default experiment's arms (config/config.yaml), each given `--agent` when it is set.
 ARMS = ("workflow", "workflow_direct", "baseline")
-COPIED = ("Snakefile", "workflow", "scripts", "schemas", "config", "profiles", "tasks", ".claude")
 
 
 def main() -> int:
@@ -40,14 +38,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skillbench-bench-") as scratch:
         root = Path(scratch)
-        for name in COPIED:
-            source = REPO / name
-            (shutil.copytree if source.is_dir() else shutil.copy2)(source, root / name)
-        (root / "tools").symlink_to(REPO / "tools")
-        # Candidates are bound to the skills committed at HEAD, so the copy is a repository.
-        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@invalid", "-C", str(root)]
-        for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
-            subprocess.run([*git, *command], check=True, capture_output=True)
+        copy_project(root)
         (root / "bench.yaml").write_text(
             json.dumps(
                 {
@@ -61,8 +52,9 @@ def main() -> int:
         )
         started = time.monotonic()
         subprocess.run(
-            [str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores), "--configfile", "bench.yaml"],
+            [SNAKEMAKE, "--cores", str(args.cores), "--configfile", "bench.yaml"],
             cwd=root,
+            env=job_environment(root),
             check=True,
             capture_output=True,
         )

@@ -460,3 +460,28 @@ def test_a_second_writer_waits_then_fails_naming_the_holder_and_gets_the_lock_on
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_waiting_for_many_processes_leaves_no_descriptor_behind():
+    before = _open_descriptors()
+    for _ in range(25):
+        assert run_managed(["true"], env=ENV, timeout=60).state == "ok"
+    assert run_managed(["sleep", "30"], env=ENV, timeout=0.2).state == "timeout"
+    assert _open_descriptors() == before
+
+
+def test_without_pidfds_exits_timeouts_and_cancellation_still_work(monkeypatch, tmp_path):
+    def no_pidfd(pid: int) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    ok = run_managed(py("print('done')"), env=ENV, timeout=60)
+    assert (ok.state, ok.returncode, ok.stdout_tail.strip()) == ("ok", 0, "done")
+    assert run_managed(["sleep", "30"], env=ENV, timeout=0.3).state == "timeout"
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    assert run_managed(["sleep", "30"], env=ENV, timeout=60, cancel=cancel).state == "cancelled"

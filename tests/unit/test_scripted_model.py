@@ -362,6 +362,39 @@ def test_load_model_script_names_file_and_field(tmp_path):
         load_model_script(path)
 
 
+def test_a_cell_loads_its_own_task_of_the_script_and_nothing_else(tmp_path):
+    script = {
+        "schema": "model-script/v1",
+        "defaults": DEFAULTS,
+        "tasks": {"t1": {"work": [{"text": "x"}]}, "t2": {"work": [{"text": "y"}]}},
+        "proposer": [{"text": "p"}],
+    }
+    path = tmp_path / "script.yaml"
+    path.write_text(yaml.safe_dump(script))
+    mine = load_model_script(path, task="t1")
+    assert mine == {"schema": "model-script/v1", "defaults": DEFAULTS, "tasks": {"t1": {"work": [{"text": "x"}]}}}
+    with pytest.raises(ArtifactError, match="no entry for task 't3'"):
+        session_steps(load_model_script(path, task="t3"), "t3", "work")
+    # The cell's own entry is still checked against the schema, naming the file and the field.
+    script["tasks"]["t1"]["work"][0]["fail"] = {"status": 200}
+    path.write_text(yaml.safe_dump(script))
+    with pytest.raises(ArtifactError, match=r"script\.yaml.*\$\.tasks\.t1\.work\[0\]\.fail\.status"):
+        load_model_script(path, task="t1")
+    assert load_model_script(path, task="t2")["tasks"] == {"t2": {"work": [{"text": "y"}]}}
+
+
+def test_starting_and_stopping_leaves_no_thread_or_descriptor_behind():
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(10):
+        with ScriptedModel([{"text": "x"}], defaults=DEFAULTS) as model:
+            connection = http.client.HTTPConnection(model.base_url.removeprefix("http://"), timeout=10)
+            connection.request("HEAD", "/")
+            connection.getresponse().read()
+        connection.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert not any(thread.name == "scripted-model" for thread in threading.enumerate())
+
+
 # ---------------------------------------------------------------------------------------------
 # Per-run variation
 

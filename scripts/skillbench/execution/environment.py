@@ -141,8 +141,9 @@ def check_model_access(model: dict[str, Any]) -> None:
         )
 
 
-def load_script(path: str | None) -> dict[str, Any] | None:
-    """The scripted model's script (the rule's input), or None for the real API."""
+def load_script(path: str | None, *, task: str | None = None) -> dict[str, Any] | None:
+    """The scripted model's script (the rule's input), or None for the real API; with ``task``, only what a cell
+    of that task plays (`scripted_model.load_model_script`)."""
     from skillbench.execution.scripted_model import load_model_script
 
-    return load_model_script(path) if path else None
+    return load_model_script(path, task=task) if path else None

@@ -130,7 +130,7 @@ from urllib.parse import urlsplit
 from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
-from skillbench.base.serving import stop_serving
+from skillbench.base.serving import Serving
 from skillbench.execution.pricing import request_cost
 from skillbench.execution.wires import DEFAULT_WIRE, WIRES, WireApi, base, wire
 from skillbench.execution.wires.anthropic import (
@@ -420,7 +420,7 @@ class ModelGateway:
         self._unauthorized = 0
         self._internal_errors = 0
         self._server: _GatewayServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: Serving | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -436,10 +436,7 @@ class ModelGateway:
             raise GatewayError("the gateway is already running")
         _remove_stale_socket(self.socket_path)
         self._server = _GatewayServer(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="model-gateway", daemon=True
-        )
-        self._thread.start()
+        self._serving = Serving(self._server, "model-gateway")
 
     def _open_connections(self) -> list[socket.socket]:
         with self._lock:
@@ -447,16 +444,15 @@ class ModelGateway:
 
     def stop(self) -> None:
         """Stop serving, hang up open connections, remove the socket (idempotent)."""
-        server, thread = self._server, self._thread
-        if server is None:
+        if self._serving is None:
             return
-        stop_serving(server, thread, self._open_connections)
+        self._serving.stop(self._open_connections)
         with self._lock:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
         _remove_stale_socket(self.socket_path)
-        self._server = self._thread = None
+        self._server, self._serving = None, None
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -77,7 +77,6 @@ def _inside(path: str, roots: list[str]) -> bool:
 def _suite_tasks(config: dict[str, Any], project_root: Path) -> tuple[Path, list[dict[str, Any]]]:
     """The suite's folder and its task entries as written (an unreadable suite gives none: the suite check
     names that problem)."""
-
     from skillbench.base import yamltext
 
     suite = project_root / config["tasks"]["suite"]

@@ -67,7 +67,7 @@ from typing import Any
 
 from skillbench.base.artifacts import ArtifactError, validate
 from skillbench.base.records import USAGE_FIELDS
-from skillbench.base.serving import stop_serving
+from skillbench.base.serving import Serving
 from skillbench.execution.wires import DEFAULT_WIRE, WireApi, wire
 from skillbench.execution.wires.anthropic import assistant_turns, conversation_text, render_sse
 from skillbench.execution.wires.base import (
@@ -122,12 +122,21 @@ _WHITESPACE = re.compile(r"\s+")
 # Script loading
 
 
-def load_model_script(path: str | Path) -> dict[str, Any]:
-    """Read a ``model-script/v1`` YAML file; raise ``ArtifactError`` naming the file and the bad field."""
+def load_model_script(path: str | Path, *, task: str | None = None) -> dict[str, Any]:
+    """Read a ``model-script/v1`` YAML file; raise ``ArtifactError`` naming the file and the bad field.
+
+    With ``task``, the script a cell of that task plays: its defaults and that task's entry only (no other task,
+    no proposer), validated as a script of its own. A cell reads nothing else of the file, and validating the
+    whole of a large suite's script cost every cell job more than its imports (the run's preflight validates it
+    all once)."""
     from skillbench.experiment.configcheck import read_yaml
 
     path = Path(path)
     document = read_yaml(path, what="model script")
+    if task is not None and isinstance(document, dict) and isinstance(document.get("tasks"), dict):
+        tasks = document["tasks"]
+        document = {key: value for key, value in document.items() if key not in ("tasks", "proposer")}
+        document["tasks"] = {task: tasks[task]} if task in tasks else {}
     return validate(document, "model-script", source=path)
 
 
@@ -363,7 +372,7 @@ class ScriptedModel:
         self._records: list[dict[str, Any]] = []
         self._connections: set[socket.socket] = set()
         self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: Serving | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -382,22 +391,18 @@ class ScriptedModel:
         server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model", daemon=True
-        )
-        self._thread.start()
+        self._serving = Serving(server, "scripted-model")
 
     def _open_connections(self) -> list[socket.socket]:
         with self._lock:
             return list(self._connections)
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
+        if self._serving is None:
             return
-        stop_serving(server, thread, self._open_connections)
+        self._serving.stop(self._open_connections)
         self._server = None
-        self._thread = None
+        self._serving = None
 
     @property
     def requests(self) -> list[dict[str, Any]]:

@@ -53,7 +53,7 @@ def run_cell(
         agent_install=agent.install(resolve_cli(configured_cli(settings, agent), agent=agent)),
         cli_version=cli_version,
         api_key=api_key(typed.model.api_key_env),
-        model_script=load_script(model_script),
+        model_script=load_script(model_script, task=task["id"]),
         skills_source=Path(typed.skills.root),
         overlay=layout.frozen_overlay_beside(overlay_json) if overlay_json else None,
         overlay_digest=overlay_digest,
