@@ -164,6 +164,47 @@ def test_update_writes_a_valid_progress_json_and_status_needs_a_plan(tmp_path):
     assert read_artifact(root / "progress.json", "progress") == state
 
 
+def test_an_update_reads_only_the_records_and_spend_files_that_changed(tmp_path, monkeypatch):
+    root = tmp_path / "exp"
+    progress.write_plan(root, plan())
+    for task in ("alpha", "beta"):
+        write_record(root, "cells", task, "workflow", 0, cost=0.5)
+    meter = Path(layout.spend_meter(root))
+    meter.mkdir(parents=True)
+    (meter / "done.json").write_text(json.dumps({"job": "a", "usd": 0.5, "final": True}))
+    (meter / "live.json").write_text(json.dumps({"job": "b", "usd": 0.2, "final": False}))
+    progress.update(root)
+
+    reads: list[str] = []
+    read_text = Path.read_text
+
+    def counted(path: Path, *args, **kwargs) -> str:
+        reads.append(path.name if path.name != "record.json" else "/".join(path.parts[-5:-1]))
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    write_record(root, "cells", "alpha", "baseline", 1, cost=0.25)  # a new cell
+    (meter / "live.json").write_text(json.dumps({"job": "b", "usd": 0.3, "final": True}))
+    state = progress.update(root)
+    record_reads = [name for name in reads if name.startswith("cells/")]
+    assert record_reads == ["cells/alpha/baseline/run1"]
+    assert "done.json" not in reads and "live.json" in reads
+    assert (state["cells_done"], state["spend_usd"]) == (3, 1.25)
+
+    # A changed record is read again; a removed one is no longer counted; a damaged tally is read as none.
+    monkeypatch.setattr(Path, "read_text", read_text)
+    (root / "cells" / "beta" / "workflow" / "run0" / "record.json").unlink()
+    record = root / "cells" / "alpha" / "workflow" / "run0" / "record.json"
+    document = json.loads(record.read_text())
+    document["row"]["cost_usd"] = 2.0
+    record.write_text(json.dumps(document, indent=1))
+    state = progress.update(root)
+    assert (state["cells_done"], state["spend_usd"]) == (2, 2.25)
+    Path(layout.progress_tally(root)).write_text("{not json")
+    state = progress.update(root)
+    assert (state["cells_done"], state["spend_usd"]) == (2, 2.25)
+
+
 def test_tracking_a_cell_registers_it_while_it_runs_and_prints_the_run_line(tmp_path, capsys):
     root = tmp_path / "exp"
     progress.write_plan(root, plan())

@@ -14,6 +14,7 @@ rule run_cell:
         ledger=sb_layout.cell_ledger(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
     log:
         sb_layout.log(EXPERIMENT, "run_cell", sb_layout.cell_label("{cellset}", "{task}", "{arm}", "{run}")),
+    priority: get_cell_priority
     retries: config["agent"]["attempts"] - 1
     conda:
         "../envs/skillbench.yaml"

@@ -145,6 +145,14 @@ def get_cell_runtime(wildcards):
     return cell_runtime(wildcards.arm)
 
 
+def get_cell_priority(wildcards):
+    """Run-major order among ready cells: run 0 of every task and arm before run 1, and so on, so the arms of a
+    pair finish their runs together (a stopped run, or a look, finds whole pairs) and a generation's incumbent
+    and candidate cells interleave. Always below GENERATION_PRIORITY: the steps that unblock a generation go
+    first."""
+    return 1 - int(wildcards.run) / (RUN_DESIGN["max"] + 1)
+
+
 def get_proposer_runtime(wildcards):
     return -(-(config["agent"]["session_timeout_s"] + 600) // 60)
 

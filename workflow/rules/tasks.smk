@@ -29,7 +29,9 @@ rule bind_task:
 # The task's own check before any session: setup, then verify and the hidden oracle on the untouched code
 # (the oracle must fail there, and be able to run), then on the reference solution (both must pass). Every
 # cell and proposer session waits for every task's check (through merge_checks); a refused task stops the run
-# before any session.
+# before any session. On a cluster it runs where snakemake runs, like the binding (both sandboxed): a refused
+# task is known at once rather than after a queue wait, and no cell waits for the check's own trip through
+# the queue (docs/slurm.md).
 rule check_task:
     input:
         binding=sb_layout.binding(RESULTS, "{task}"),
@@ -40,6 +42,7 @@ rule check_task:
         check=sb_layout.task_check(RESULTS, "{task}"),
     log:
         sb_layout.log(EXPERIMENT, "check_task", "{task}"),
+    localrule: True
     conda:
         "../envs/skillbench.yaml"
     resources:

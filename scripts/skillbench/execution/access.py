@@ -68,32 +68,50 @@ class RunSpend:
     keeps the last spend it reported, which was spent.
     """
 
-    def __init__(self, results_root: str | Path, own: Path | None = None) -> None:
+    def __init__(
+        self, results_root: str | Path, own: Path | None = None, known_final: dict[str, float] | None = None
+    ) -> None:
+        """``known_final``: final files already read (by name), e.g. by an earlier process (`finals()`)."""
         self.folder = Path(layout.spend_meter(results_root))
         self.own = own
         self._lock = threading.Lock()
-        self._final: dict[str, float] = {}
+        self._final: dict[str, float] = dict(known_final or {})
+
+    def finals(self) -> dict[str, float]:
+        """Every final file read so far, by name, and its spend: what a later RunSpend need not read again."""
+        with self._lock:
+            return dict(self._final)
 
     def __call__(self) -> float:
         total = 0.0
-        for path in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else ():
-            if path == self.own:
+        own = self.own.name if self.own is not None and self.own.parent == self.folder else None
+        for name in self._names():
+            if name == own:
                 continue
             with self._lock:
-                cached = self._final.get(path.name)
+                cached = self._final.get(name)
             if cached is not None:
                 total += cached
                 continue
             try:
-                document = json.loads(path.read_text())
+                document = json.loads((self.folder / name).read_text())
                 usd = float(document["usd"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # not yet written: its gateway has settled nothing
             if document.get("final") is True:
                 with self._lock:
-                    self._final[path.name] = usd
+                    self._final[name] = usd
             total += usd
         return total
+
+    def _names(self) -> list[str]:
+        """The meter's files, by name, sorted (one listing: at thousands of cells, a glob of Paths cost more than
+        the sum)."""
+        try:
+            with os.scandir(self.folder) as entries:
+                return sorted(entry.name for entry in entries if entry.name.endswith(".json"))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
 
 
 def _write_spend(path: Path, job: str, usd: float, *, final: bool) -> None:

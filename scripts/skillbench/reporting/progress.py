@@ -90,13 +90,20 @@ def candidate_cell_count(plan: dict[str, Any]) -> int:
     return len(plan["tasks"]) * plan["runs"] * len(plan["candidate_arms"])
 
 
-def _in_plan(key: tuple[int | None, str, str, int], plan: dict[str, Any], generations: int) -> bool:
-    generation, task, arm, run = key
-    if task not in plan["tasks"] or run >= plan["runs"]:
-        return False
-    if generation is None:
-        return arm in plan["arms"]
-    return generation < generations and arm in plan["candidate_arms"]
+def planned_cells(plan: dict[str, Any], generations: int) -> Callable[[tuple[int | None, str, str, int]], bool]:
+    """Whether a cell, by its (generation or None, task, arm, run), is one the plan may run in ``generations``
+    generations (sets made once: a snapshot asks for every record of the run)."""
+    tasks, arms, candidates, runs = set(plan["tasks"]), set(plan["arms"]), set(plan["candidate_arms"]), plan["runs"]
+
+    def planned(key: tuple[int | None, str, str, int]) -> bool:
+        generation, task, arm, run = key
+        if task not in tasks or run >= runs:
+            return False
+        if generation is None:
+            return arm in arms
+        return generation < generations and arm in candidates
+
+    return planned
 
 
 def effective_generations(root: Path, plan: dict[str, Any]) -> int:
@@ -279,9 +286,12 @@ def snapshot(
     host: str | None = None,
     alive: bool | None = None,
     ended_ok: bool | None = None,
+    tally: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Recompute progress from the files under ``results/<experiment>``. The run's end hook says ``alive=False`` and
-    whether every target was made (``ended_ok``); otherwise run.json's process and the files decide."""
+    whether every target was made (``ended_ok``); otherwise run.json's process and the files decide. ``tally``
+    (`update` keeps it in the progress folder) holds what an earlier snapshot read of each record and each final
+    spend file: only a file that changed since is read again, and the tally is brought up to date."""
     root = Path(results_dir)
     plan_path = Path(layout.progress_plan(root))
     if not plan_path.is_file():
@@ -294,21 +304,18 @@ def snapshot(
     if alive is None and record is not None:
         alive = runrecord.run_alive(record)
     generations = effective_generations(root, plan)
+    tally = tally if tally is not None else {}
+    seen: dict[str, Any] = tally.get("records") or {}
+    noted: dict[str, Any] = {}
     finished = []
+    planned = planned_cells(plan, generations)
     for path in layout.cell_records_on_disk(root):
         key = layout.parse_cell_record(path.relative_to(root))
-        if key is None or not _in_plan(key, plan, generations):
-            continue
-        try:
-            record_document = json.loads(path.read_text(encoding="utf-8"))
-            finished.append(
-                {
-                    "cost_usd": record_document["row"].get("cost_usd"),
-                    "wall_s": float(record_document["timing"]["wall_s"]),
-                }
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        if key is not None and planned(key):
+            cell = _finished_cell(path, seen, noted)
+            if cell is not None:
+                finished.append(cell)
+    tally["records"] = noted
     running, interrupted = running_cells(root, host)
     sequential = record is not None and isinstance(record["config"].get("runs"), dict)
     started = record["started_at"] if record is not None else plan["started_at"]
@@ -323,8 +330,33 @@ def snapshot(
         now=now or _now(),
         alive=alive,
         sequential=sequential,
-        metered_usd=RunSpend(root)(),
+        metered_usd=_metered(root, tally),
     )
+
+
+def _finished_cell(path: Path, seen: dict[str, Any], noted: dict[str, Any]) -> dict[str, Any] | None:
+    """A finished cell's cost and wall time from its record, noted in ``noted`` by path (mtime, size, cost, wall);
+    taken from ``seen`` (an earlier snapshot's notes) when the record has not changed since."""
+    try:
+        stat = path.stat()
+        known = seen.get(str(path))
+        if isinstance(known, list) and len(known) == 4 and known[:2] == [stat.st_mtime_ns, stat.st_size]:
+            cost, wall = known[2], known[3]
+        else:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            cost, wall = document["row"].get("cost_usd"), float(document["timing"]["wall_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    noted[str(path)] = [stat.st_mtime_ns, stat.st_size, cost, wall]
+    return {"cost_usd": cost, "wall_s": wall}
+
+
+def _metered(root: Path, tally: dict[str, Any]) -> float:
+    """The experiment's spend meter, reading only the files not final when ``tally`` last saw them."""
+    meter = RunSpend(root, known_final=tally.get("final_spend"))
+    spent = meter()
+    tally["final_spend"] = meter.finals()
+    return spent
 
 
 STATE_TEXT = {
@@ -387,9 +419,20 @@ def update(
     if not Path(layout.progress_plan(root)).is_file():
         return None
     with _locked(root):
-        progress = snapshot(root, alive=alive, ended_ok=ended_ok)
+        tally = _read_tally(root)
+        progress = snapshot(root, alive=alive, ended_ok=ended_ok, tally=tally)
         artifacts.write_artifact(Path(layout.progress(root)), progress, "progress")
+        artifacts.atomic_write_text(Path(layout.progress_tally(root)), artifacts.compact_json(tally))
     return progress
+
+
+def _read_tally(root: Path) -> dict[str, Any]:
+    """The tally the last update left (an empty one when there is none or it cannot be read: all is read again)."""
+    try:
+        tally = json.loads(Path(layout.progress_tally(root)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return tally if isinstance(tally, dict) else {}
 
 
 @contextmanager
