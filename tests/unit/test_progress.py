@@ -200,9 +200,10 @@ def test_an_update_reads_only_the_records_and_spend_files_that_changed(tmp_path,
     record.write_text(json.dumps(document, indent=1))
     state = progress.update(root)
     assert (state["cells_done"], state["spend_usd"]) == (2, 2.25)
-    Path(layout.progress_tally(root)).write_text("{not json")
-    state = progress.update(root)
-    assert (state["cells_done"], state["spend_usd"]) == (2, 2.25)
+    for damaged in ("{not json", '{"records": [1], "final_spend": "x"}', '{"final_spend": {"done.json": "9"}}'):
+        Path(layout.progress_tally(root)).write_text(damaged)
+        state = progress.update(root)
+        assert (state["cells_done"], state["spend_usd"]) == (2, 2.25)
 
 
 def test_tracking_a_cell_registers_it_while_it_runs_and_prints_the_run_line(tmp_path, capsys):

@@ -238,8 +238,8 @@ def cell_records_on_disk(root: Root) -> list[Path]:
     """Every finished cell's record under ``root`` (`cells/*/*/run*/record.json`, and the same under each `gen*/`),
     sorted.
 
-    Walked level by level with `os.scandir` (each cell job's progress update lists them: at 15,000 cells
-    `Path.glob` took twice as long)."""
+    Walked level by level with `os.scandir` (each cell job's progress update lists them: at 9,000 cells this takes
+    0.12 s, `Path.glob` 0.16 s)."""
     base = str(root)
     folders = [os.path.join(base, CELLS)] + [
         os.path.join(folder, CELLS) for folder in _subfolders(base) if os.path.basename(folder).startswith("gen")

@@ -527,12 +527,16 @@ def head_commit(git: GitRunner) -> str:
 
 
 def commit_all(git: GitRunner, message: str) -> bool:
-    """Stage everything and commit; False when there was nothing to commit."""
+    """Stage everything and commit; False when there was nothing to commit.
+
+    The commit is tried first and the index asked only when it fails: each git call is a sandbox of its own,
+    and a cell commits at least once."""
     checked(git, "add", "--all", "--force")
-    staged = git(["diff", "--cached", "--quiet"])
-    if staged.ok:
+    if git(["commit", "--quiet", "--no-verify", "-m", message]).ok:
+        return True
+    if git(["diff", "--cached", "--quiet"]).ok:
         return False
-    checked(git, "commit", "--quiet", "--no-verify", "-m", message)
+    checked(git, "commit", "--quiet", "--no-verify", "-m", message)  # raises, naming why the commit failed
     return True
 
 

@@ -305,7 +305,7 @@ def snapshot(
         alive = runrecord.run_alive(record)
     generations = effective_generations(root, plan)
     tally = tally if tally is not None else {}
-    seen: dict[str, Any] = tally.get("records") or {}
+    seen: dict[str, Any] = tally["records"] if isinstance(tally.get("records"), dict) else {}
     noted: dict[str, Any] = {}
     finished = []
     planned = planned_cells(plan, generations)
@@ -353,7 +353,10 @@ def _finished_cell(path: Path, seen: dict[str, Any], noted: dict[str, Any]) -> d
 
 def _metered(root: Path, tally: dict[str, Any]) -> float:
     """The experiment's spend meter, reading only the files not final when ``tally`` last saw them."""
-    meter = RunSpend(root, known_final=tally.get("final_spend"))
+    known = tally.get("final_spend")
+    if not isinstance(known, dict) or not all(isinstance(usd, int | float) for usd in known.values()):
+        known = None
+    meter = RunSpend(root, known_final=known)
     spent = meter()
     tally["final_spend"] = meter.finals()
     return spent
