@@ -18,12 +18,10 @@ import argparse
 import base64
 import json
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from throwaway import SNAKEMAKE, copy_project, job_environment
+from throwaway import copy_project, run_snakemake
 
 # The default experiment's arms (config/config.yaml), each given `--agent` when it is set.
 ARMS = ("workflow", "workflow_direct", "baseline")
@@ -50,15 +48,7 @@ def main() -> int:
                 }
             )
         )
-        started = time.monotonic()
-        subprocess.run(
-            [SNAKEMAKE, "--cores", str(args.cores), "--configfile", "bench.yaml"],
-            cwd=root,
-            env=job_environment(root),
-            check=True,
-            capture_output=True,
-        )
-        wall = time.monotonic() - started
+        wall = run_snakemake(root, ["--cores", str(args.cores), "--configfile", "bench.yaml"])
         records = sorted((root / "results" / "bench" / "cells").rglob("record.json"))
         cells = [json.loads(path.read_text()) for path in records]
         timings = [cell["timing"] for cell in cells]

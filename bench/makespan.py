@@ -23,13 +23,11 @@ import base64
 import json
 import os
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from throwaway import SNAKEMAKE, copy_project, job_environment
+from throwaway import copy_project, run_snakemake
 
 
 def main() -> int:
@@ -49,25 +47,9 @@ def main() -> int:
         copy_project(root)
         (root / "bench.yaml").write_text(json.dumps(overrides))
         configs = [args.configfile, "bench.yaml"] if args.configfile else ["bench.yaml"]
-        started = time.monotonic()
-        done = subprocess.run(
-            [
-                SNAKEMAKE,
-                "--cores",
-                str(args.cap),
-                "--resources",
-                f"agent_sessions={args.cap}",
-                "--configfile",
-                *configs,
-            ],
-            cwd=root,
-            env=job_environment(root),
-            capture_output=True,
-            text=True,
+        wall = run_snakemake(
+            root, ["--cores", str(args.cap), "--resources", f"agent_sessions={args.cap}", "--configfile", *configs]
         )
-        wall = time.monotonic() - started
-        if done.returncode != 0:
-            raise SystemExit(f"snakemake failed:\n{done.stderr[-4000:]}")
         jobs = recorded_jobs(root)
         # (slot, wall) of each cell: the job's time as Snakemake saw it, and the cell's own time inside it.
         cells = [

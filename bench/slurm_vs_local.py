@@ -20,7 +20,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from throwaway import REPO, SNAKEMAKE, copy_project, job_environment
+from throwaway import REPO, copy_project, run_snakemake
 
 CONFIG = {
     "experiment": "cluster",
@@ -35,18 +35,7 @@ CAP = ["--resources", "agent_sessions=1"]
 
 def timed_run(root: Path, extra: list[str]) -> float:
     (root / "bench.yaml").write_text(json.dumps(CONFIG))
-    started = time.monotonic()
-    done = subprocess.run(
-        [SNAKEMAKE, *extra, *CAP, "--configfile", "bench.yaml"],
-        cwd=root,
-        env=job_environment(root),
-        capture_output=True,
-        text=True,
-    )
-    wall = time.monotonic() - started
-    if done.returncode != 0:
-        raise SystemExit(f"snakemake {' '.join(extra)} failed:\n{done.stderr[-4000:]}")
-    return wall
+    return run_snakemake(root, [*extra, *CAP, "--configfile", "bench.yaml"])
 
 
 def cluster_jobs(root: Path, run_started: float) -> list[dict]:

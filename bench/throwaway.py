@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,3 +39,13 @@ def job_environment(root: Path) -> dict[str, str]:
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     environment["PYTHONPATH"] = os.pathsep.join([str(root / "scripts"), *filter(None, [os.environ.get("PYTHONPATH")])])
     return environment
+
+
+def run_snakemake(root: Path, args: list[str]) -> float:
+    """Seconds `snakemake ARGS` took in the copy at ``root``; a failed run stops the bench with its stderr's tail."""
+    started = time.monotonic()
+    done = subprocess.run([SNAKEMAKE, *args], cwd=root, env=job_environment(root), capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"snakemake {' '.join(args)} failed in {root}:\n{done.stderr[-4000:]}")
+    return wall
