@@ -16,6 +16,7 @@ import ssl
 import stat
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -575,6 +576,27 @@ def test_a_session_that_hangs_up_mid_answer_is_recorded_as_gone(socket_dir):
             label, entry = settled.get(timeout=WAIT_S)
     assert label == "gone" and entry["outcome"] == "client-gone" and entry["finished_at"] is not None
     assert gateway.ledger(token)["totals"]["client_gone"] == 1
+
+
+def test_stopping_waits_for_a_request_that_was_answered_but_not_yet_reported(socket_dir):
+    reported: list[str] = []
+    answered = threading.Event()
+
+    def slow_report(label: str, entry: dict[str, Any]) -> None:
+        # The answer has reached the session; its report comes later, as it may on a loaded machine.
+        assert answered.wait(WAIT_S)
+        time.sleep(0.5)
+        reported.append(entry["outcome"])
+
+    with FakeUpstream(always(lambda: Reply(sse_message(USAGE)))) as upstream:
+        gateway = make_gateway(socket_dir, upstream.url, on_settled=slow_report)
+        with gateway:
+            token = gateway.open_session("late")
+            assert post(UnixHTTPConnection(gateway.socket_path), token)[0] == 200
+            answered.set()
+    # Whoever stopped the gateway (the spend meter's final write) saw the request's report: none comes after.
+    assert reported == ["ok"]
+    assert gateway.spent_usd() > 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,11 +148,14 @@ def model_access(
     gateway: ModelGateway | None = None
     # Requests settle on the gateway's threads; one at a time, so a later total is never overwritten by an earlier.
     meter_lock = threading.Lock()
+    # A final file is read once and trusted from then on: nothing may replace it with a live one.
+    finalised = threading.Event()
 
     def report(_label: str, _entry: dict[str, Any]) -> None:
         if own is not None and gateway is not None:
             with meter_lock:
-                _write_spend(own, job, gateway.spent_usd(), final=False)
+                if not finalised.is_set():
+                    _write_spend(own, job, gateway.spent_usd(), final=False)
 
     gateway = ModelGateway(
         socket_path,
@@ -173,6 +176,7 @@ def model_access(
                 session_cap_usd=settings.run.max_session_usd,
             )
     finally:
-        if own is not None and own.exists():  # no file: nothing settled, nothing spent
-            with meter_lock:
+        with meter_lock:
+            finalised.set()
+            if own is not None and own.exists():  # no file: nothing settled, nothing spent
                 _write_spend(own, job, gateway.spent_usd(), final=True)

@@ -180,9 +180,10 @@ MAX_REQUEST_BYTES = 32 * 1024 * 1024  # the Messages API's own request limit
 RELAY_CHUNK_BYTES = 64 * 1024
 UPSTREAM_TIMEOUT_S = 600.0  # the CLI's own request timeout
 IDLE_UPSTREAM_CONNECTIONS = 4
-# How long close_session waits for the session's requests in flight to settle: the last bytes of an answer reach
-# the CLI a moment before the relay settles its entry, so a CLI that exits at once would otherwise leave its last
-# request unmeasured. A request still waiting on the upstream stays in flight.
+# How long close_session waits for the session's requests in flight to settle, and stop for the handlers still
+# settling: the last bytes of an answer reach the CLI a moment before the relay settles its entry, so a CLI that
+# exits at once would otherwise leave its last request unmeasured. A request still waiting on the upstream stays
+# in flight.
 SETTLE_WAIT_S = 5.0
 LEDGER_USAGE_FIELDS = USAGE_RECORD_FIELDS
 HOP_BY_HOP = frozenset(
@@ -448,6 +449,9 @@ class ModelGateway:
             return
         self._serving.stop(self._open_connections)
         with self._lock:
+            # A request that was answered is settled (and reported) on its handler's thread a moment later; wait
+            # for those threads, so whoever stops the gateway sees every request's spend, and none arrives after.
+            self._settled.wait_for(lambda: not self._connections, timeout=SETTLE_WAIT_S)
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
@@ -582,6 +586,7 @@ class ModelGateway:
                 self._connections.add(connection)
             else:
                 self._connections.discard(connection)
+                self._settled.notify_all()
 
     def _internal_error(self) -> None:
         with self._lock:
