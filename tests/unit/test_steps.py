@@ -219,8 +219,11 @@ def test_shims_hand_the_library_only_what_the_rule_declares():
     the workflow's config would let a config change reach a cached job without rerunning it."""
     assert SHIMS
     for shim in SHIMS:
-        used = set(re.findall(r"snakemake\.(\w+)", shim.read_text()))
+        source = shim.read_text()
+        used = set(re.findall(r"snakemake\.(\w+)", source))
         assert used <= {"params", "input", "output", "wildcards", "log", "resources"}, (shim.name, used)
+        # A `shell:` step's shim has only its command line: nothing from the environment or a config file.
+        assert not re.search(r"\benviron\b|getenv|\bconfig\b|yaml", source), shim.name
 
 
 def test_every_shim_calls_the_one_step_named_like_its_rule_inside_its_rule_log():

@@ -32,5 +32,16 @@ rule run_cell:
         cli_version=get_cli_version,
         extensions=get_arm_extensions,
         budget_cut=get_budget_cut,
-    script:
-        "../../scripts/run_cell.py"
+    # A `shell:` step, not a `script:` one: a script job first imports much of Snakemake to unpickle its
+    # `snakemake` object, about 0.15 s of every cell's slot (docs/internals.md, the harness's overhead). Params and
+    # resources go over as Python literals; the interpreter and the shim come from the environment (common.smk).
+    shell:
+        '"$SKILLBENCH_STEP_PYTHON" "$SKILLBENCH_SCRIPTS/run_cell.py" --log={log:q}'
+        " --record={output.record:q} --ledger={output.ledger:q}"
+        " --binding={input.binding:q} --template={input.template:q} --oracle={input.oracle:q}"
+        " --model-script={input.model_script:q} --overlay={input.overlay:q}"
+        " --cellset={wildcards.cellset:q} --task={wildcards.task:q} --arm={wildcards.arm:q} --run={wildcards.run:q}"
+        " --attempt={resources.attempt} --task-definition={params.task!r:q} --settings={params.settings!r:q}"
+        " --cli-version={params.cli_version!r:q} --run-control attempts={resources.attempts!r:q}"
+        " outage_streak={resources.outage_streak!r:q} heartbeat_s={resources.heartbeat_s!r:q}"
+        " budget_usd={resources.budget_usd!r:q} session_budget_usd={resources.session_budget_usd!r:q}"

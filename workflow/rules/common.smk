@@ -1,13 +1,17 @@
 # Config, tasks, wildcard constraints, input functions. Everything here runs at parse time,
 # so a bad config or task suite fails before any job (and any agent session) starts.
 import json
+import os
 import sys
 from functools import cache
 from pathlib import Path
 
 # The library beside the workflow's own files: workflow.basedir is the top-level Snakefile's folder, which is the
 # consumer's when this workflow is used as a module; current_basedir is this file's folder (workflow/rules).
-sys.path.insert(0, str(Path(str(workflow.current_basedir)).parents[1] / "scripts"))
+SCRIPTS = Path(str(workflow.current_basedir)).parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+from snakemake.settings.types import DeploymentMethod  # noqa: E402
 
 from skillbench.experiment import arms as sb_arms  # noqa: E402
 from skillbench.execution import breaker as sb_breaker  # noqa: E402
@@ -39,6 +43,17 @@ else:
     PREFLIGHT = sb_preflight.job_preflight(config)
 # The version of each agent CLI the arms run: a CLI upgrade reruns only the cells of its arms.
 AGENT_VERSIONS = PREFLIGHT.agent_versions
+
+# What a `shell:` step runs its shim with, in the environment every job inherits (a shell command names nothing
+# from outside its rule; a param would rerun cells whenever the project moved). The interpreter is the conda
+# environment's when rules run in one (`--sdm conda`), else the one running snakemake, which has the library's
+# dependencies: the choice Snakemake makes for a `script:` step.
+os.environ.update(
+    SKILLBENCH_STEP_PYTHON=(
+        "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+    ),
+    SKILLBENCH_SCRIPTS=str(SCRIPTS),
+)
 
 EXPERIMENT = config["experiment"]
 RESULTS = sb_layout.results_root(EXPERIMENT)
@@ -313,8 +328,8 @@ def cell_inputs(cellset, task, arm):
         "model_script": get_model_script(None),
         "checks": task_checks(),
     }
-    if candidate:
-        inputs["overlay"] = sb_layout.overlay(RESULTS, generation)
+    # Every cell names an overlay input (an incumbent's is empty), so its shell command has one shape.
+    inputs["overlay"] = sb_layout.overlay(RESULTS, generation) if candidate else []
     return inputs
 
 
