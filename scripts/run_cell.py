@@ -14,9 +14,8 @@ from skillbench.reporting.progress import tracking_cell
 from skillbench.steps.cells import run_cell
 
 parser = argparse.ArgumentParser(description=__doc__)
-for name in ("log", "record", "ledger", "binding", "template", "oracle", "model-script", "overlay", "cellset", "task"):
-    parser.add_argument(f"--{name}", required=True)
-for name in ("arm", "run", "attempt", "task-definition", "settings", "cli-version"):
+FILES = ("log", "record", "ledger", "binding", "template", "oracle", "model-script", "overlay")
+for name in (*FILES, "cellset", "task", "arm", "run", "attempt", "task-definition", "settings", "cli-version"):
     parser.add_argument(f"--{name}", required=True)
 parser.add_argument("--run-control", nargs="*", default=[])
 arguments = parser.parse_args()

@@ -33,7 +33,7 @@ rule run_cell:
         extensions=get_arm_extensions,
         budget_cut=get_budget_cut,
     # A `shell:` step, not a `script:` one: a script job first imports much of Snakemake to unpickle its
-    # `snakemake` object, about 0.15 s of every cell's slot (docs/internals.md, the harness's overhead). Params and
+    # `snakemake` object: 0.07–0.2 s of every cell's slot in bench/harness_overhead.py (docs/internals.md). Params and
     # resources go over as Python literals; the interpreter and the shim come from the environment (common.smk).
     shell:
         '"$SKILLBENCH_STEP_PYTHON" "$SKILLBENCH_SCRIPTS/run_cell.py" --log={log:q}'
