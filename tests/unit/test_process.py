@@ -287,6 +287,44 @@ def test_job_scripts_ignore_ctrl_c_and_cancel_on_sigterm():
         process.CANCEL.clear()
 
 
+def test_a_sigterm_landing_inside_the_first_ones_handler_does_not_deadlock_the_job():
+    """Several SIGTERMs arrive within microseconds on a second Ctrl-C (snakemake's to every descendant, the step
+    server's, the job's forward). One may run its handler while the first handler holds CANCEL's lock."""
+    previous = signal.getsignal(signal.SIGTERM)
+    real_condition = process.CANCEL._cond
+    outcome: list[str] = []
+
+    class SignalInsideTheLock:
+        # Runs the handler again while the lock is held, as a signal delivered at that moment would.
+        def __enter__(self):
+            real_condition.__enter__()
+            signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+
+        def __exit__(self, *exc):
+            return real_condition.__exit__(*exc)
+
+        def notify_all(self):
+            real_condition.notify_all()
+
+    def first_stop():
+        signal.getsignal(signal.SIGTERM)(signal.SIGTERM, None)
+        outcome.append("returned")
+
+    stopper = threading.Thread(target=first_stop, daemon=True)
+    try:
+        process.install_signal_handlers()
+        process.CANCEL._cond = SignalInsideTheLock()
+        stopper.start()
+        stopper.join(30)
+        assert outcome == ["returned"], "the nested SIGTERM waited on the lock its own thread held"
+        assert process.CANCEL.is_set()
+    finally:
+        # A deadlocked stopper keeps the real lock forever: the tests after this one get a fresh one.
+        process.CANCEL._cond = threading.Condition(threading.Lock()) if stopper.is_alive() else real_condition
+        signal.signal(signal.SIGTERM, previous)
+        process.CANCEL.clear()
+
+
 def test_first_ctrl_c_drains_second_stops(capsys):
     """In the snakemake process: the first SIGINT asks the scheduler to finish running jobs, the second stops."""
     calls: list[str] = []

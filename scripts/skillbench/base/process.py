@@ -69,7 +69,10 @@ def install_signal_handlers() -> None:
     first: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
-        if CANCEL.is_set():
+        # `first`, not CANCEL, says whether a stop arrived: it is marked before CANCEL.set() takes the Event's
+        # lock, so a second SIGTERM whose handler runs nested inside that call (same thread) returns instead of
+        # waiting forever on the lock its own thread holds.
+        if first:
             if time.monotonic() - first[0] < REPEAT_SIGNAL_GRACE_S:
                 return
             raise SystemExit(128 + signum)
