@@ -21,23 +21,24 @@ saves time.
 from __future__ import annotations
 
 import io
-import json
 import os
 import signal
 import socket
 import struct
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# The job's side runs before the library is imported, in every cell's slot: it imports only what the interpreter
+# has loaded already and `socket` (no typing, dataclasses, pathlib or json; mypy reads this name as True).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from pathlib import Path
 
 # Where a job finds the run's server: set in the snakemake process by `start`, inherited by its jobs only.
 ADDRESS_ENV = "SKILLBENCH_STEP_SERVER"
 STREAMS = (0, 1, 2)
-# A request's length, then the child's pid (the reply); the child's wait status at its end.
+# A request's length, then the child's pid (the reply); the child's wait status at its end. A request's fields
+# are NUL-separated: none can hold a NUL (paths, a command line and an environment cannot).
 _SIZE = struct.Struct("!Q")
 _STATUS = struct.Struct("!i")
 _PEER = struct.Struct("iII")  # struct ucred: pid, uid, gid
@@ -61,15 +62,8 @@ def hand_over(script: str, arguments: list[str]) -> int | None:
         return None
     mask = os.umask(0)
     os.umask(mask)
-    request = json.dumps(
-        {
-            "script": os.path.realpath(script),
-            "arguments": arguments,
-            "cwd": os.getcwd(),
-            "env": dict(os.environ),
-            "umask": mask,
-        }
-    ).encode("utf-8", "surrogateescape")
+    fields = [os.path.realpath(script), os.getcwd(), str(mask), str(len(arguments)), *arguments]
+    request = b"\0".join([*map(os.fsencode, fields), *(key + b"=" + value for key, value in os.environb.items())])
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(address)
@@ -93,7 +87,7 @@ def _relay(connection: socket.socket, child: int) -> int:
     except OSError:
         handle = None  # it has ended already: its status is on the way
 
-    def forward(signum: int, frame: Any) -> None:
+    def forward(signum: int, frame: object) -> None:
         if handle is not None:
             try:
                 signal.pidfd_send_signal(handle, signum)
@@ -127,13 +121,13 @@ def _receive(connection: socket.socket, size: int) -> bytes | None:
 # ─── The snakemake side ─────────────────────────────────────────────────────
 
 
-@dataclass
 class StepServer:
     """A running server: where jobs reach it, its process, and the private folder its socket lives in."""
 
-    address: str
-    process: subprocess.Popen[bytes]
-    folder: str
+    def __init__(self, address: str, process: subprocess.Popen[bytes], folder: str) -> None:
+        self.address = address
+        self.process = process
+        self.folder = folder
 
     def stop(self) -> None:
         """SIGTERM, then wait for it to end (its running children with it); again is a no-op."""
@@ -208,24 +202,28 @@ def stop() -> None:
 # ─── The server ─────────────────────────────────────────────────────────────
 
 
-@dataclass
 class Request:
     """What a job handed over: the shim's command line, and the process state it would have run in."""
 
-    script: str
-    arguments: list[str]
-    cwd: str
-    env: dict[str, str]
-    umask: int
-    streams: list[int] = field(default_factory=list)
+    def __init__(self, body: bytes, streams: list[int]) -> None:
+        fields = [os.fsdecode(field) for field in body.split(b"\0")]
+        self.script, self.cwd, umask, count = fields[:4]
+        self.umask = int(umask)
+        self.arguments = fields[4 : 4 + int(count)]
+        if len(self.arguments) != int(count):
+            raise ValueError("a request with fewer arguments than it announced")
+        self.env = dict(entry.partition("=")[::2] for entry in fields[4 + int(count) :])
+        self.streams = streams
 
 
-@dataclass
 class _Job:
-    child: int
-    handle: int  # the child's pidfd: readable once it has ended
-    connection: socket.socket | None  # None once the job's process is gone
-    stopped: bool = False  # sent SIGTERM by the server: once, whichever of a stop or the job's end came first
+    """A forked child, the pidfd that says when it has ended, and its job's connection (None once it is gone)."""
+
+    def __init__(self, child: int, handle: int, connection: socket.socket) -> None:
+        self.child = child
+        self.handle = handle
+        self.connection: socket.socket | None = connection
+        self.stopped = False  # sent SIGTERM by the server: once, whichever of a stop or the job's end came first
 
     def stop(self) -> None:
         if not self.stopped:
@@ -250,7 +248,7 @@ class Server:
     def run(self) -> Request:
         """Serve until stopped (then exit the process); returns only in a forked child, with its request."""
 
-        def request_stop(signum: int, frame: Any) -> None:
+        def request_stop(signum: int, frame: object) -> None:
             # Only a flag: the loop looks at it at least every PARENT_POLL_S, never halfway through a fork.
             self.stop_requested = True
 
@@ -345,8 +343,7 @@ class Server:
             body = _receive(connection, _SIZE.unpack(header)[0])
             if body is None:
                 raise ValueError("a request cut short")
-            fields = json.loads(body.decode("utf-8", "surrogateescape"))
-            request = Request(**fields, streams=streams)
+            request = Request(body, streams)
             if request.script != self.script:
                 raise ValueError(f"a request for {request.script}, not {self.script}")
             connection.settimeout(None)
@@ -409,7 +406,8 @@ def preload(script: str) -> None:
     import ast
     import importlib
 
-    tree = ast.parse(Path(script).read_text(), script)
+    with open(script, encoding="utf-8") as source:
+        tree = ast.parse(source.read(), script)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
