@@ -2,8 +2,7 @@
 
 In-cell: the cell's own wall time minus its time in sessions, setup, verify and the oracle (the
 record's timing). All-in: the slot the cell's job held, from the start Snakemake recorded for it to
-its end (`.snakemake/metadata`: job start included, the shim's hand-over to the run's step server or, without
-one, its interpreter and imports), minus
+its end (`.snakemake/metadata`: job start, the job script's interpreter and imports included), minus
 the same work. Runs the default experiment's benchmark sweep (no evolution) with the real snakemake
 command in a throwaway copy of the project. Target: ≤ 0.5 s per cell, both.
 

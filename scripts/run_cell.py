@@ -3,16 +3,8 @@
 A `shell:` step (workflow/rules/cells.smk says why): its arguments are the rule's named inputs, outputs, log and
 wildcards, and its params and run-control resources as Python literals."""
 
-import sys
-
-from skillbench.base.forkserver import hand_over
-
-# On a local run the run's step server has this shim's imports loaded already: it forks the cell from there and
-# this process only waits for it (skillbench.base.forkserver). Otherwise, or if it refuses, the cell runs here.
-if (status := hand_over(__file__, sys.argv[1:])) is not None:
-    sys.exit(status)
-
 import argparse
+import sys
 
 from skillbench.base import layout
 from skillbench.base.runlog import rule_log

@@ -10,7 +10,6 @@ listener counts every connection a planted program makes.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import uuid
 from pathlib import Path
@@ -31,7 +30,6 @@ SINGLE = [
     "gitcorrupt",
     "unreadable",
     "deep",
-    "stepserver",
 ]
 PHASED = ["keyhook", "bigfile"]
 # An honest task in every run: the harness-health check fails a run whose incumbent resolves nothing.
@@ -70,7 +68,7 @@ def attacked(tmp_path_factory):
     key = f"sk-hostile-{uuid.uuid4().hex}"
     project = hostile_project(tmp_path_factory, "hostile-cells", listener.port)
     try:
-        single = project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key})
+        project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key})
         project.snakemake(config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key})
     finally:
         listener.close()
@@ -80,7 +78,7 @@ def attacked(tmp_path_factory):
         for row in project.rows(experiment)
         if row["task"] != HONEST
     }
-    yield {"project": project, "rows": rows, "key": key, "listener": listener, "single_stderr": single.stderr}
+    yield {"project": project, "rows": rows, "key": key, "listener": listener}
 
 
 def cell(attacked, task: str) -> tuple[dict, list[dict], Path, dict]:
@@ -203,20 +201,6 @@ def test_a_workspace_the_harness_cannot_read_is_the_agents_counted_error(attacke
     assert row["error_kind"] == "workspace-tampered" and row["resolved"] is False
     assert "secret.txt" in row["error_detail"]
     assert record["attempt"] == 1
-
-
-def test_the_step_server_is_out_of_the_agents_reach(attacked):
-    """The server that forks a local run's cells lives in a private folder under the host's tmp and serves only
-    snakemake's own jobs: the agent finds no socket of it and hands it nothing; it forked the run's cells alone."""
-    row, calls, _, _ = cell(attacked, "stepserver")
-    probe = bash_output(calls, "PROBED")
-    assert "cannot access '/tmp/skillbench-steps-*': No such file or directory" in probe, probe
-    assert "server.sock" not in probe and "CONNECTED" not in probe, probe
-    assert row["resolved"] is True and row["error_kind"] is None
-    stderr = attacked["single_stderr"]
-    started = len(re.findall(r"^(?:local)?rule run_cell:", stderr, re.MULTILINE))
-    assert started >= len(SINGLE)
-    assert f"[skillbench] the step server forked {started} jobs" in stderr
 
 
 def test_folders_nested_past_the_recursion_limit_end_as_oversized(attacked):

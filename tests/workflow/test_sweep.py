@@ -47,10 +47,7 @@ def planned_jobs(output: str, rule: str) -> list[str]:
 
 
 def test_two_task_sweep_resumes_and_reruns_only_what_changed(project):
-    first = project.snakemake(config=TWO_TASKS)
-    # Every cell of a local run was forked from the run's step server (skillbench.base.forkserver).
-    cells = len(TWO_TASKS["tasks"]["only"]) * len(ARMS)
-    assert f"[skillbench] the step server forked {cells} jobs" in first.stderr
+    project.snakemake(config=TWO_TASKS)
 
     rows = project.rows("one")
     assert [(row["task"], row["arm"], row["run"]) for row in rows] == [

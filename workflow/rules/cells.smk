@@ -35,7 +35,6 @@ rule run_cell:
     # A `shell:` step, not a `script:` one: a script job first imports much of Snakemake to unpickle its
     # `snakemake` object: 0.07–0.2 s of every cell's slot in bench/harness_overhead.py (docs/internals.md). Params and
     # resources go over as Python literals; the interpreter and the shim come from the environment (common.smk).
-    # On a local run the shim hands its cell to the run's step server, which has the library loaded already.
     shell:
         '"$SKILLBENCH_STEP_PYTHON" "$SKILLBENCH_SCRIPTS/run_cell.py" --log={log:q}'
         " --record={output.record:q} --ledger={output.ledger:q}"

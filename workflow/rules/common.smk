@@ -23,7 +23,6 @@ from skillbench.base import layout as sb_layout  # noqa: E402
 from skillbench.steps import session as sb_session  # noqa: E402
 from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
-from skillbench.base import forkserver as sb_forkserver  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
 from skillbench.experiment import runrecord as sb_runrecord  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
@@ -127,11 +126,6 @@ def prepare_run():
     sb_breaker.reset(Path(sb_layout.breaker(RESULTS)))
     # First Ctrl-C: running cells finish (their sessions are paid for), nothing new starts; second: stop now.
     sb_process.handle_interrupts()
-    # A local run forks its cells from one process that has the cell's library loaded, so a cell's slot does not
-    # pay for an interpreter and its imports (skillbench.base.forkserver). Not under conda (a cell's interpreter is
-    # the environment's) nor on a cluster (a cell runs on its node, inside its own allocation).
-    if workflow.local_exec and DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
-        sb_forkserver.start(SCRIPTS / "run_cell.py", sys.executable, SCRIPTS)
 
 
 # Snakemake calls an input, param or resource function once per job, and a suite of N tasks has about 15 N jobs:

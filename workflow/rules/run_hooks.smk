@@ -38,12 +38,6 @@ def start_run():
     write_progress_plan()
 
 
-def end_run(ok, log=None):
-    """After the last job: stop the step server (its line comes before the run's closing lines), then close."""
-    sb_forkserver.stop()
-    announce_run_end(ok=ok, log=log)
-
-
 def chain_run_hook(name, ours, after=None):
     """Run `ours(log)`, then the handler the top-level workflow already had (the consumer's, or Snakemake's no-op),
     then `after(log)`."""
@@ -84,9 +78,9 @@ class ShortFinalReason(logging.Filter):
 
 logging.getLogger("snakemake.logging").addFilter(ShortFinalReason())
 chain_run_hook("_onstart", lambda log: start_run())
-chain_run_hook("_onsuccess", lambda log: end_run(ok=True))
+chain_run_hook("_onsuccess", lambda log: announce_run_end(ok=True))
 chain_run_hook(
     "_onerror",
-    lambda log: end_run(ok=False, log=", ".join(map(str, log)) if isinstance(log, list) else log),
+    lambda log: announce_run_end(ok=False, log=", ".join(map(str, log)) if isinstance(log, list) else log),
     after=end_interrupted_run,
 )
