@@ -288,8 +288,8 @@ def test_job_scripts_ignore_ctrl_c_and_cancel_on_sigterm():
 
 
 def test_a_sigterm_landing_inside_the_first_ones_handler_does_not_deadlock_the_job():
-    """Several SIGTERMs arrive within microseconds on a second Ctrl-C (snakemake's to every descendant, the step
-    server's, the job's forward). One may run its handler while the first handler holds CANCEL's lock."""
+    """Two SIGTERMs may reach a job within microseconds (a second Ctrl-C's to every descendant, and another from
+    anyone). The second may run its handler while the first handler holds CANCEL's lock."""
     previous = signal.getsignal(signal.SIGTERM)
     real_condition = process.CANCEL._cond
     outcome: list[str] = []
