@@ -122,15 +122,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
-from skillbench.base.serving import Serving
+from skillbench.base.serving import KeepAliveHandler, Serving
 from skillbench.execution.pricing import request_cost
 from skillbench.execution.wires import DEFAULT_WIRE, WIRES, WireApi, base, wire
 from skillbench.execution.wires.anthropic import (
@@ -636,69 +635,17 @@ def _wire_of_route(route: str) -> WireApi:
     return next((api for api in WIRES.values() if api.route(route) is not None), wire(DEFAULT_WIRE))
 
 
-class _GatewayHandler(BaseHTTPRequestHandler):
+class _GatewayHandler(KeepAliveHandler):
     """One session connection (HTTP/1.1 keep-alive); `gateway` is set on the subclass `_make_handler` builds."""
 
-    gateway: ModelGateway
-    protocol_version = "HTTP/1.1"
+    gateway: ClassVar[ModelGateway]
     server_version = "skillbench-gateway"
-    sys_version = ""
-    # No idle timeout: a long tool call keeps the CLI away for minutes; stop() hangs up instead.
-    timeout = None
-
-    def setup(self) -> None:
-        super().setup()
-        self.gateway._track(self.connection, True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.gateway._track(self.connection, False)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return  # headers would carry tokens; the ledger is the only record
+    max_body_bytes = MAX_REQUEST_BYTES
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _read_body(self) -> bytes | None:
-        """The request body, or None (and the connection closed) when it is malformed or too large."""
-        try:
-            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                return self._read_chunked()
-            length = int(self.headers.get("Content-Length") or 0)
-            if length < 0 or length > MAX_REQUEST_BYTES:
-                raise ValueError("bad length")
-            return self.rfile.read(length) if length else b""
-        except (ValueError, OSError):
-            self.close_connection = True
-            return None
-
-    def _read_chunked(self) -> bytes:
-        body = bytearray()
-        while True:
-            size = int(self.rfile.readline(1024).split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                return bytes(body)
-            if len(body) + size > MAX_REQUEST_BYTES:
-                raise ValueError("too large")
-            body += self.rfile.read(size)
-            self.rfile.readline(1024)
-
-    def _reply(self, status: int, payload: bytes, *, headers: Sequence[tuple[str, str]] = ()) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in headers:
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
-
     def _error(self, answer: ErrorReply) -> None:
-        self._reply(answer.status, answer.body, headers=answer.headers)
+        self.send_payload(answer.status, answer.body, headers=answer.headers)
 
     def _session(self) -> _Session | None:
         """The live session whose token is in its own wire's place in this request, if any."""
@@ -725,10 +672,10 @@ class _GatewayHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
         else:
-            self._reply(404, b"")
+            self.send_payload(404, b"")
 
     def _other(self) -> None:
-        self._read_body()  # keep a keep-alive connection in step
+        self.read_body()  # keep a keep-alive connection in step
         session = self._session()
         if session is None:
             self._unauthorized()
@@ -738,7 +685,7 @@ class _GatewayHandler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
 
     def do_POST(self) -> None:
-        raw = self._read_body()
+        raw = self.read_body()
         session = self._session()
         route = split_path(self.path)[0]
         if raw is None:
@@ -950,7 +897,7 @@ class _GatewayHandler(BaseHTTPRequestHandler):
 
 
 def _make_handler(gateway: ModelGateway) -> type[_GatewayHandler]:
-    return type("GatewayHandler", (_GatewayHandler,), {"gateway": gateway})
+    return type("GatewayHandler", (_GatewayHandler,), {"gateway": gateway, "owner": gateway})
 
 
 # ---------------------------------------------------------------------------------------------

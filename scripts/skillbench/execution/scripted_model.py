@@ -60,14 +60,14 @@ import socket
 import sys
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
+from typing import Any, ClassVar
 
 from skillbench.base.artifacts import ArtifactError, validate
 from skillbench.base.records import USAGE_FIELDS
-from skillbench.base.serving import Serving
+from skillbench.base.serving import KeepAliveHandler, Serving
 from skillbench.execution.wires import DEFAULT_WIRE, WireApi, wire
 from skillbench.execution.wires.anthropic import assistant_turns, conversation_text, render_sse
 from skillbench.execution.wires.base import (
@@ -552,74 +552,20 @@ def _wire_api(name: str) -> WireApi:
     return wire(name)
 
 
-class _ModelHandler(BaseHTTPRequestHandler):
+class _ModelHandler(KeepAliveHandler):
     """Serves one connection for `model` (set on the subclass `_make_handler` builds)."""
 
-    model: ScriptedModel
-    protocol_version = "HTTP/1.1"
+    model: ClassVar[ScriptedModel]
     server_version = "skillbench-scripted-model"
-    sys_version = ""
-    # No idle timeout: a tool call (a long test run) may keep the CLI away for minutes, and a dropped
-    # keep-alive connection would surface as a spurious retry. stop() shuts open connections down.
-    timeout = None
-
-    def setup(self) -> None:
-        super().setup()
-        self.model._track(self.connection, True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.model._track(self.connection, False)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return  # the request log is the only record; never echo headers to stderr
+    max_body_bytes = MAX_BODY_BYTES
 
     # -- transport helpers ---------------------------------------------------------------------
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            return self._read_chunked_body()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            raise ValueError("request body too large")
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _read_chunked_body(self) -> bytes:
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-            if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass
-                return b"".join(chunks)
-            total += size
-            if total > MAX_BODY_BYTES:
-                raise ValueError("request body too large")
-            chunks.append(self.rfile.read(size))
-            self.rfile.readline()
-
-    def _read_body_quietly(self) -> bytes | None:
-        try:
-            return self._read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
-            return None
-
     def _send(self, status: int, payload: bytes, content_type: str, request_id: str | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        if content_type.startswith("text/event-stream"):
-            self.send_header("Cache-Control", "no-cache")
+        headers = [("Cache-Control", "no-cache")] if content_type.startswith("text/event-stream") else []
         if request_id:
-            self.send_header(self.model.wire.request_id_header, request_id)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
-        self.wfile.flush()
+            headers.append((self.model.wire.request_id_header, request_id))
+        self.send_payload(status, payload, content_type, headers)
 
     def _send_json(self, status: int, document: dict[str, Any], request_id: str | None = None) -> None:
         self._send(status, json.dumps(document).encode("utf-8"), "application/json", request_id)
@@ -659,13 +605,13 @@ class _ModelHandler(BaseHTTPRequestHandler):
             self._not_found()
 
     def _drain_and_404(self) -> None:
-        self._read_body_quietly()  # keep the keep-alive stream in sync even for unexpected bodies
+        self.read_body()  # keep the keep-alive stream in sync even for unexpected bodies
         self._not_found()
 
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _drain_and_404
 
     def do_POST(self) -> None:
-        raw = self._read_body_quietly()
+        raw = self.read_body()
         kind = self._route()
         if kind == "count_tokens":
             self.model._record(self._logged_path, stream=False, step=None, kind="count-tokens", status=200)
@@ -712,9 +658,9 @@ class _ModelHandler(BaseHTTPRequestHandler):
         self._send(200, payload, content_type, request_id)
 
 
-def _make_handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
+def _make_handler(model: ScriptedModel) -> type[_ModelHandler]:
     """A handler class serving `model` (the server builds one handler per connection)."""
-    return type("Handler", (_ModelHandler,), {"model": model})
+    return type("Handler", (_ModelHandler,), {"model": model, "owner": model})
 
 
 # ---------------------------------------------------------------------------------------------
