@@ -267,6 +267,16 @@ def test_upstream_urls_with_credentials_or_odd_schemes_are_refused(socket_dir, u
         make_gateway(socket_dir, url)
 
 
+def test_a_socket_path_longer_than_a_unix_socket_allows_is_refused_naming_tmpdir(socket_dir):
+    # The longest path that binds is accepted; one byte more is refused before anything binds, with the fix.
+    room = 107 - len(os.fsencode(socket_dir)) - 1
+    with make_gateway(socket_dir, "http://127.0.0.1:9", "g" * room) as gateway:
+        assert stat.S_ISSOCK(os.stat(gateway.socket_path).st_mode)
+    with pytest.raises(GatewayError, match="point TMPDIR at a shorter folder"):
+        make_gateway(socket_dir, "http://127.0.0.1:9", "g" * (room + 1))
+    assert not (socket_dir / ("g" * (room + 1))).exists()
+
+
 def test_a_gateway_needs_a_key(socket_dir):
     with pytest.raises(GatewayError, match="provider key"):
         ModelGateway(socket_dir / "gw.sock", upstream="http://127.0.0.1:9", api_key=" ", prices={})

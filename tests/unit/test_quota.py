@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from skillbench.execution import quota
@@ -110,3 +111,88 @@ def test_a_threaded_job_enters_its_private_mounts_only_as_root():
 
 def test_the_preflight_passes_on_this_machine():
     quota.preflight()
+
+
+ORPHAN_JOB = """
+import sys
+from pathlib import Path
+from skillbench.execution import quota
+quota.enter_private_mounts()
+with quota.private_root(sys.argv[1], 1) as root:
+    (root / "work").write_text("x")
+    Path(sys.argv[2]).write_text(str(root))
+    sys.stdin.readline()
+    (root / "after").write_text("still mine")
+    print("wrote", (root / "after").read_text())
+"""
+
+
+def start_orphan_job(prefix: str, marker: Path) -> tuple[subprocess.Popen, Path]:
+    """A job holding a quota root until it reads a line (or is killed)."""
+    job = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN_JOB, prefix, str(marker)],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(LIBRARY)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for _ in range(1200):
+        if marker.exists() and marker.read_text():
+            return job, Path(marker.read_text())
+        assert job.poll() is None, job.communicate()
+        time.sleep(0.1)
+    job.kill()
+    raise AssertionError("the job never made its private root")
+
+
+def test_the_next_private_root_removes_what_a_killed_job_left_and_keeps_a_live_jobs(tmp_path):
+    prefix = f"skillbench-test-orphan-{os.getpid()}x-"
+    killed, killed_root = start_orphan_job(prefix, tmp_path / "killed")
+    alive, alive_root = start_orphan_job(prefix, tmp_path / "alive")
+    try:
+        killed.kill()
+        killed.wait(60)
+        # Its quota went with its namespace; the folder it sat on is still on the host.
+        assert killed_root.is_dir() and not any(killed_root.iterdir())
+        with quota.private_root(prefix, 0) as fresh:
+            assert not killed_root.exists()
+            assert alive_root.is_dir()
+            assert fresh.name.startswith(prefix)
+        out, err = alive.communicate("go on\n", timeout=60)
+        assert alive.returncode == 0, err
+        assert out.split() == ["wrote", "still", "mine"]
+        assert not alive_root.exists()
+    finally:
+        for job in (killed, alive):
+            if job.poll() is None:
+                job.kill()
+                job.wait(60)
+
+
+def test_a_sweep_leaves_other_namespaces_links_and_live_processes_alone(tmp_path):
+    prefix = "skillbench-test-sweep-"
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    exited = subprocess.Popen(["sleep", "0"])
+    exited_start = quota._start_time(exited.pid)
+    exited.wait()
+    own_start = quota._start_time("self")
+    assert exited_start is not None and own_start is not None
+    gone = tmp_path / f"{prefix}{namespace:x}-{exited.pid:x}-{exited_start:x}-a"
+    reused = tmp_path / f"{prefix}{namespace:x}-{os.getpid():x}-{own_start + 1:x}-b"
+    live = tmp_path / f"{prefix}{namespace:x}-{os.getpid():x}-{own_start:x}-c"
+    foreign = tmp_path / f"{prefix}{namespace + 1:x}-{exited.pid:x}-{exited_start:x}-d"
+    unstamped = tmp_path / f"{prefix}k3v9x2q"
+    for folder in (gone, reused, live, foreign, unstamped):
+        (folder / "nested").mkdir(parents=True)
+        (folder / "nested" / "file").write_text("x")
+        (folder / "nested").chmod(0o500)
+    target = tmp_path / "target"
+    target.mkdir()
+    link = tmp_path / f"{prefix}{namespace:x}-{exited.pid:x}-{exited_start:x}-f"
+    link.symlink_to(target)
+    removed = quota.sweep_orphaned_roots(prefix, tmp_path)
+    assert sorted(removed) == sorted([gone, reused])
+    assert not gone.exists() and not reused.exists()
+    assert all(folder.is_dir() for folder in (live, foreign, unstamped, target))
+    assert link.is_symlink()

@@ -176,6 +176,8 @@ __all__ = [
 TOKEN_PREFIX = "sbx-session-"
 UPSTREAM_FAILURE_STATUS = 502
 MAX_REQUEST_BYTES = 32 * 1024 * 1024  # the Messages API's own request limit
+# sockaddr_un's sun_path holds 108 bytes, its terminating NUL included.
+MAX_SOCKET_PATH_BYTES = 107
 RELAY_CHUNK_BYTES = 64 * 1024
 UPSTREAM_TIMEOUT_S = 600.0  # the CLI's own request timeout
 IDLE_UPSTREAM_CONNECTIONS = 4
@@ -399,6 +401,11 @@ class ModelGateway:
         if not isinstance(api_key, str) or not api_key.strip():
             raise GatewayError("the gateway needs the provider key (a non-empty string)")
         self.socket_path = Path(socket_path)
+        if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH_BYTES:
+            raise GatewayError(
+                f"the gateway's socket path {self.socket_path} is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix "
+                "socket's path may have; point TMPDIR at a shorter folder (a job's private roots are made there)"
+            )
         self.upstream = upstream
         if upstream is not None:
             Upstream.parse(upstream)

@@ -7,7 +7,9 @@ so it needs no privilege). Each private root it then makes (`private_root`) is a
 scratch. A cell that fills it gets ENOSPC inside its own quota only: the host's disk and a
 neighbouring cell never notice, the harness sees that the quota is full (`is_full`) and records the
 cell's counted outcome. The mount lives in the job's namespace, so it vanishes with the job, even a
-killed one: nothing leaks onto the host.
+killed one. What a killed job cannot remove is the folder the mount sat on (or, without a quota, the folder
+and its files): its name says which process made it, and the next private root of the same kind removes the
+ones whose process is gone (`sweep_orphaned_roots`).
 
 The namespace is entered first thing in a session job. A user namespace refuses a threaded caller,
 so without root the job must still be one thread then (its modules must not start threads on import,
@@ -21,6 +23,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -109,7 +112,8 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
             "sandbox.limits.disk_mb needs the job's private mount namespace (enter_private_mounts); "
             "set it to 0 to run without a disk quota"
         )
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    sweep_orphaned_roots(prefix)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{_process_stamp()}-"))
     mounted = False
     try:
         if disk_mb > 0:
@@ -125,6 +129,52 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
             # Detached, so a process that still holds a file there cannot keep the folder from going.
             _check(_libc().umount2(str(folder).encode(), _MNT_DETACH), f"unmounting the quota at {folder}")
         remove_tree(folder)
+
+
+def _start_time(pid: int | str) -> int | None:
+    """When process `pid` started (clock ticks since boot), or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the command's closing parenthesis: state is field 3 of stat(5), starttime field 22.
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _process_stamp() -> str:
+    """`<pid namespace>-<pid>-<start time>` in hex: this process among every process of this boot. Short, because
+    the gateway's socket lives in the private root and a socket's path has at most 107 bytes."""
+    return f"{os.stat('/proc/self/ns/pid').st_ino:x}-{os.getpid():x}-{_start_time('self') or 0:x}"
+
+
+def sweep_orphaned_roots(prefix: str, folder: Path | None = None) -> list[Path]:
+    """Remove the private roots named `prefix…` under `folder` (the system tmp) that a killed job left: this
+    user's folders whose process, in this pid namespace, is gone or is another process now. A root of another
+    pid namespace is left alone: from here its job's live quota looks like an empty folder, and removing that
+    folder would unmount the quota under the job. What cannot be removed is left for the next sweep."""
+    tmp = folder or Path(tempfile.gettempdir())
+    stamped = re.compile(re.escape(prefix) + r"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f]+)-[^/]+")
+    namespace, uid = os.stat("/proc/self/ns/pid").st_ino, os.geteuid()
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(tmp))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = stamped.fullmatch(entry.name)
+        if match is None or int(match[1], 16) != namespace:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            if _start_time(int(match[2], 16)) == int(match[3], 16):
+                continue  # its job is alive
+            remove_tree(Path(entry.path))
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
 
 
 def disk_quota_mb(sandbox: SandboxSettings) -> int:
