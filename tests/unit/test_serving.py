@@ -110,6 +110,8 @@ def test_a_chunked_body_is_read_whole_and_the_connection_serves_the_next_request
         # A chunk-size line that never ends: refused once it passes the bound, not read on and on.
         b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + b"0" * (4 * MAX_LINE_BYTES),
         b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\n",
+        # Short trailer lines that never end: they count against the body's bound.
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T: x\r\n" * (LIMIT // 6 + 10),
     ],
     ids=[
         "over-limit",
@@ -119,6 +121,7 @@ def test_a_chunked_body_is_read_whole_and_the_connection_serves_the_next_request
         "chunks-over-limit",
         "endless-line",
         "negative-chunk",
+        "endless-trailers",
     ],
 )
 def test_a_body_it_cannot_read_safely_is_refused_and_the_connection_closed(request_bytes: bytes) -> None:

@@ -111,8 +111,11 @@ class KeepAliveHandler(BaseHTTPRequestHandler):
         while True:
             size = int(self._line().split(b";", 1)[0].strip() or b"0", 16)
             if size == 0:
-                while self._line() not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
+                trailers = 0  # counted against the body's bound, or a stream of short trailer lines never ends
+                while (line := self._line()) not in (b"\r\n", b"\n", b""):
+                    trailers += len(line)
+                    if len(body) + trailers > self.max_body_bytes:
+                        raise ValueError("trailers too large")
                 return bytes(body)
             if size < 0 or len(body) + size > self.max_body_bytes:
                 raise ValueError("chunked body too large")
