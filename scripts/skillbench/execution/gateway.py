@@ -643,11 +643,16 @@ def _wire_of_route(route: str) -> WireApi:
 
 
 class _GatewayHandler(KeepAliveHandler):
-    """One session connection (HTTP/1.1 keep-alive); `gateway` is set on the subclass `_make_handler` builds."""
+    """One session connection (HTTP/1.1 keep-alive); its gateway is the `owner` set on the subclass `_make_handler`
+    builds."""
 
-    gateway: ClassVar[ModelGateway]
+    owner: ClassVar[ModelGateway]
     server_version = "skillbench-gateway"
     max_body_bytes = MAX_REQUEST_BYTES
+
+    @property
+    def gateway(self) -> ModelGateway:
+        return self.owner
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -904,7 +909,7 @@ class _GatewayHandler(KeepAliveHandler):
 
 
 def _make_handler(gateway: ModelGateway) -> type[_GatewayHandler]:
-    return type("GatewayHandler", (_GatewayHandler,), {"gateway": gateway, "owner": gateway})
+    return type("GatewayHandler", (_GatewayHandler,), {"owner": gateway})
 
 
 # ---------------------------------------------------------------------------------------------

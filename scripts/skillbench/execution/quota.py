@@ -112,8 +112,10 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
             "sandbox.limits.disk_mb needs the job's private mount namespace (enter_private_mounts); "
             "set it to 0 to run without a disk quota"
         )
-    sweep_orphaned_roots(prefix)
-    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{_process_stamp()}-"))
+    stamp = _process_stamp()
+    if stamp is not None:
+        sweep_orphaned_roots(prefix)
+    folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{stamp}-" if stamp is not None else prefix))
     mounted = False
     try:
         if disk_mb > 0:
@@ -142,10 +144,16 @@ def _start_time(pid: int | str) -> int | None:
     return int(fields[19]) if len(fields) > 19 else None
 
 
-def _process_stamp() -> str:
-    """`<pid namespace>-<pid>-<start time>` in hex: this process among every process of this boot. Short, because
-    the gateway's socket lives in the private root and a socket's path has at most 107 bytes."""
-    return f"{os.stat('/proc/self/ns/pid').st_ino:x}-{os.getpid():x}-{_start_time('self') or 0:x}"
+def _process_stamp() -> str | None:
+    """`<pid namespace>-<pid>-<start time>` in hex: this process among every process of this boot (None when
+    /proc does not say, and then no root is named or swept by it). Short, because the gateway's socket lives in
+    the private root and a socket's path has at most 107 bytes."""
+    start = _start_time("self")
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+    return f"{namespace:x}-{os.getpid():x}-{start:x}" if start is not None else None
 
 
 def sweep_orphaned_roots(prefix: str, folder: Path | None = None) -> list[Path]:
@@ -155,9 +163,10 @@ def sweep_orphaned_roots(prefix: str, folder: Path | None = None) -> list[Path]:
     folder would unmount the quota under the job. What cannot be removed is left for the next sweep."""
     tmp = folder or Path(tempfile.gettempdir())
     stamped = re.compile(re.escape(prefix) + r"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f]+)-[^/]+")
-    namespace, uid = os.stat("/proc/self/ns/pid").st_ino, os.geteuid()
+    uid = os.geteuid()
     removed: list[Path] = []
     try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
         entries = list(os.scandir(tmp))
     except OSError:
         return removed

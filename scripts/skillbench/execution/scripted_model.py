@@ -553,11 +553,15 @@ def _wire_api(name: str) -> WireApi:
 
 
 class _ModelHandler(KeepAliveHandler):
-    """Serves one connection for `model` (set on the subclass `_make_handler` builds)."""
+    """Serves one connection for its model, the `owner` set on the subclass `_make_handler` builds."""
 
-    model: ClassVar[ScriptedModel]
+    owner: ClassVar[ScriptedModel]
     server_version = "skillbench-scripted-model"
     max_body_bytes = MAX_BODY_BYTES
+
+    @property
+    def model(self) -> ScriptedModel:
+        return self.owner
 
     # -- transport helpers ---------------------------------------------------------------------
 
@@ -660,7 +664,7 @@ class _ModelHandler(KeepAliveHandler):
 
 def _make_handler(model: ScriptedModel) -> type[_ModelHandler]:
     """A handler class serving `model` (the server builds one handler per connection)."""
-    return type("Handler", (_ModelHandler,), {"model": model, "owner": model})
+    return type("Handler", (_ModelHandler,), {"owner": model})
 
 
 # ---------------------------------------------------------------------------------------------
