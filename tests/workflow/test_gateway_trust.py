@@ -56,8 +56,10 @@ PRICE = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}
 KEYHUNT_STEPS = 10  # keyhunt's scripted turns: nine tool calls and the closing text
 DISK_MB = 64
 # The host's /tmp may lose at most this much while a cell fills its quota (results, logs and other
-# users' files included); the fill itself writes up to 12 chunks of 16 MB into each of /tmp and /workspace.
-HOST_TMP_SLACK_MB = 32
+# users' files included). The fill tries 12 chunks of 16 MB into each of /tmp and /workspace, so a quota that
+# leaked either folder onto the host would take 192 MB or more; a shared machine's other work took 32.4 MB of
+# the root file system during one fill, which a slack of half the quota did not absorb.
+HOST_TMP_SLACK_MB = 128
 # Every turn of the `paid` script costs the same: 2000 input and 100 output tokens.
 PAID_REQUEST_USD = (2000 * PRICE["input"] + 100 * PRICE["output"]) / 1e6
 BUDGET_USD = 0.07
