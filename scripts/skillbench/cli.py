@@ -297,7 +297,7 @@ def _estimate(args: argparse.Namespace) -> int:
         print(line)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
-        prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
+        prices, table = _model_price(config)
         files = [str(path) for path in args.configfile]
         sweep = shlex.join(
             [
@@ -317,10 +317,8 @@ def _estimate(args: argparse.Namespace) -> int:
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
-            print(
-                f"  price table {config['agent']['prices']['table']} for {config['model']['name']} (USD per "
-                f"million tokens): " + ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items()))
-            )
+            rates = ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items()) if key != "tiers")
+            print(f"  price table {table} for {config['model']['name']} (USD per million tokens): {rates}")
         return 0
     note = "" if estimate["proposer_priced"] or not work["proposer_sessions"] else " (proposer sessions not priced)"
     print(
@@ -650,6 +648,21 @@ def build_parser() -> argparse.ArgumentParser:
         check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
         check.add_argument("--all", action="store_true", help="include tasks marked expensive")
     return parser
+
+
+def _model_price(config: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The price of the config's model and the label of the table it comes from (`agent.prices`, source included)."""
+    from skillbench.execution.price_tables import PriceTableError
+    from skillbench.execution.pricing import price_book
+    from skillbench.experiment.settings import price_settings
+
+    settings = price_settings(config["agent"]["prices"])
+    try:
+        book = price_book(settings)
+    except PriceTableError:
+        return None, settings.table
+    model = config["model"]["name"]
+    return book.get(model), book.label(model)
 
 
 def _export(args: argparse.Namespace) -> int:

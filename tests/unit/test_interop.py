@@ -245,7 +245,7 @@ def test_a_cell_becomes_atif_beside_its_transcript_and_a_harbor_trial_with_its_r
     assert output_tokens(beside) == 557
     result, (inner,) = read_trial(trial)
     assert inner == beside
-    assert result["verifier_result"]["rewards"] == {"reward": 1.0, "verify": 1.0, "oracle": 1.0, "skill_invoked": 1.0}
+    assert result["verifier_result"]["rewards"] == {"reward": 1.0, "verify": 1.0, "oracle": 1.0, "skill_used": 1.0}
     assert result["agent_result"]["cost_usd"] == 0.557 and result["agent_result"]["n_input_tokens"] == 330
     assert (trial / "verifier" / "reward.txt").read_text() == "1\n"
     assert sorted(path.name for path in trial.iterdir()) == ["agent", "config.json", "result.json", "verifier"]

@@ -131,18 +131,29 @@ def session_trajectories(
     return documents
 
 
+def numbers(values: Mapping[str, Any]) -> dict[str, float]:
+    """The values that are numbers (booleans as 0/1); an unmeasured or unproven one is left out."""
+    return {name: float(value) for name, value in values.items() if isinstance(value, bool | int | float)}
+
+
+def grade_parts(row: Mapping[str, Any]) -> dict[str, float]:
+    """What the row's grade is made of, as numbers: visible verify, the hidden oracle, the skill proof, a review's
+    F1, a trigger's verdict (each where the row has it)."""
+    return numbers(
+        {
+            # A review or trigger task has no visible verify of its own.
+            "verify": None if row.get("review") or row.get("trigger") else row.get("authored_tests_passed"),
+            "oracle": row.get("oracle_passed"),
+            "skill_used": row.get("skill_invoked"),
+            "review_f1": (row.get("review") or {}).get("f1"),
+            "trigger_correct": (row.get("trigger") or {}).get("correct"),
+        }
+    )
+
+
 def rewards(row: Mapping[str, Any]) -> dict[str, float]:
-    """The reward (the row's `resolved`) and the grade's parts that the row has."""
-    parts: dict[str, Any] = {
-        "reward": row["resolved"],
-        # A review or trigger task has no visible verify of its own.
-        "verify": None if row.get("review") or row.get("trigger") else row.get("authored_tests_passed"),
-        "oracle": row.get("oracle_passed"),
-        "skill_invoked": row.get("skill_invoked"),
-        "review_f1": (row.get("review") or {}).get("f1"),
-        "trigger_correct": (row.get("trigger") or {}).get("correct"),
-    }
-    return {name: float(value) for name, value in parts.items() if isinstance(value, bool | int | float)}
+    """Harbor's rewards of a cell: `reward` is the row's `resolved`, then the grade's parts."""
+    return {"reward": float(row["resolved"]), **grade_parts(row)}
 
 
 def trial_result(

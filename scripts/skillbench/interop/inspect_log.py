@@ -24,11 +24,11 @@ from typing import Any
 from skillbench.base import artifacts, layout
 from skillbench.decision.promotion import is_promoted
 from skillbench.experiment.arms import is_candidate
-from skillbench.interop.harbor import ExportError, read_trial, session_trajectories
+from skillbench.interop.harbor import ExportError, grade_parts, numbers, read_trial, session_trajectories
 
 MANIFEST = "skillbench-inspect.json"
 EXTRA_MISSING = "skillbench export --inspect needs the inspect extra: pip install 'skillbench[inspect]'"
-SCORES = ("resolved", "cost_usd", "skill_used", "review_f1", "trigger_correct")
+SCORES = ("resolved", "cost_usd", "verify", "oracle", "skill_used", "review_f1", "trigger_correct")
 
 
 def _inspect() -> Any:
@@ -74,15 +74,8 @@ def cell_trajectories(root: Path, generation: str, row: Mapping[str, Any]) -> li
 
 
 def sample_scores(row: Mapping[str, Any]) -> dict[str, float]:
-    """The row's scores as numbers: those it has (an unmeasured cost, an unproven skill are left out)."""
-    values: dict[str, Any] = {
-        "resolved": row["resolved"],
-        "cost_usd": row.get("cost_usd"),
-        "skill_used": row.get("skill_invoked"),
-        "review_f1": (row.get("review") or {}).get("f1"),
-        "trigger_correct": (row.get("trigger") or {}).get("correct"),
-    }
-    return {name: float(value) for name, value in values.items() if isinstance(value, bool | int | float)}
+    """The row's scores: resolved, the ledger's cost (left out when unmeasured) and the grade's parts."""
+    return {**numbers({"resolved": row["resolved"], "cost_usd": row.get("cost_usd")}), **grade_parts(row)}
 
 
 def _messages(
