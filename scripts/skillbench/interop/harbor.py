@@ -30,6 +30,8 @@ from skillbench.interop.turns import StreamTurns, join_ledger, stream_turns
 TRIAL_RESULT = "result.json"
 TRIAL_CONFIG = "config.json"
 TRAJECTORY = "trajectory.json"
+# As private as the transcripts they are made of (the run folder's transcripts are owner-only).
+PRIVATE = 0o600
 # A fixed namespace, so the same cell always gets the same trial id.
 TRIAL_NAMESPACE = uuid.UUID("4f1f2f0e-43a1-5b7e-9a43-5c0d1e11a7b5")
 
@@ -244,7 +246,7 @@ def write_cell_exports(
     documents = session_trajectories(run_dir, record["row"], ledger["sessions"], expected_skills=expected_skills)
     texts = [(path, artifacts.canonical_json(document)) for path, document in documents]
     for path, text in texts:
-        artifacts.atomic_write_text(run_dir / path, text)
+        artifacts.atomic_write_text(run_dir / path, text, mode=PRIVATE)
     names = [TRAJECTORY] if len(texts) == 1 else [f"{index}-{Path(path).name}" for index, (path, _) in enumerate(texts)]
     digests = [
         (f"agent/{name}", hashlib.sha256(text.encode("utf-8")).hexdigest())
@@ -255,13 +257,14 @@ def write_cell_exports(
     target = run_dir / layout.HARBOR
     staging = Path(tempfile.mkdtemp(prefix=".harbor.", dir=run_dir))
     try:
-        for name, (_, text) in zip(names, texts, strict=True):
-            artifacts.atomic_write_text(staging / "agent" / name, text)
+        files = {f"agent/{name}": text for name, (_, text) in zip(names, texts, strict=True)}
         reward = result["verifier_result"]["rewards"]["reward"]
-        artifacts.atomic_write_text(staging / "verifier" / "reward.txt", f"{reward:g}\n")
-        artifacts.atomic_write_text(staging / "verifier" / "reward.json", artifacts.canonical_json({"reward": reward}))
-        artifacts.atomic_write_text(staging / TRIAL_CONFIG, artifacts.canonical_json(result["config"]))
-        artifacts.atomic_write_text(staging / TRIAL_RESULT, artifacts.canonical_json(result))
+        files["verifier/reward.txt"] = f"{reward:g}\n"
+        files["verifier/reward.json"] = artifacts.canonical_json({"reward": reward})
+        files[TRIAL_CONFIG] = artifacts.canonical_json(result["config"])
+        files[TRIAL_RESULT] = artifacts.canonical_json(result)
+        for name, text in files.items():
+            artifacts.atomic_write_text(staging / name, text, mode=PRIVATE)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     finally:

@@ -14,7 +14,6 @@ them): anything else there is refused before a file is written, so nothing alrea
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 from collections.abc import Mapping, Sequence
@@ -299,7 +298,9 @@ def _check_folder(out: Path) -> dict[str, Any]:
     if not out.is_dir():
         raise ExportError(f"{out}: not a folder; name a new or empty folder with --out")
     manifest_path = out / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {"files": []}
+    manifest = artifacts.read_json(manifest_path) if manifest_path.is_file() else {"files": []}
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        raise ExportError(f"{manifest_path}: not an export's manifest; name a new or empty folder with --out")
     ours = set(manifest.get("files", [])) | ({MANIFEST} if manifest_path.is_file() else set())
     foreign = sorted(entry.name for entry in out.iterdir() if entry.name not in ours)
     if foreign:
