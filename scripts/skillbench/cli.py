@@ -10,6 +10,8 @@ skillbench estimate [--configfile FILE]       cells, sessions and expected cost 
 skillbench check [--configfile FILE]          every check a run makes before its first session, and verify and
                                               the hidden oracle on each task's base and reference solution: one
                                               line per problem, exit 1 on any (check-tasks: the same)
+skillbench export --inspect RESULTS_DIR       Inspect eval logs, one per (generation, arm), into an empty folder
+           [--out DIR]                        (default RESULTS_DIR/inspect; needs `pip install 'skillbench[inspect]'`)
 
 A command that takes a results folder reads the experiment's config from its run.json (written when the run
 started); an explicit --configfile wins, with a warning when it disagrees.
@@ -295,7 +297,7 @@ def _estimate(args: argparse.Namespace) -> int:
         print(line)
     estimate = progress.cost_estimate(work, rows, proposers)
     if estimate is None:
-        prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
+        prices, table = _model_price(config)
         files = [str(path) for path in args.configfile]
         sweep = shlex.join(
             [
@@ -315,10 +317,8 @@ def _estimate(args: argparse.Namespace) -> int:
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
-            print(
-                f"  price table {config['agent']['prices']['table']} for {config['model']['name']} (USD per "
-                f"million tokens): " + ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items()))
-            )
+            rates = ", ".join(f"{key} {value:g}" for key, value in sorted(prices.items()) if key != "tiers")
+            print(f"  price table {table} for {config['model']['name']} (USD per million tokens): {rates}")
         return 0
     note = "" if estimate["proposer_priced"] or not work["proposer_sessions"] else " (proposer sessions not priced)"
     print(
@@ -625,6 +625,10 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
+    export = commands.add_parser("export", help="a results folder in another tool's format (Inspect eval logs)")
+    export.add_argument("--inspect", action="store_true", required=True, help="one .eval per (generation, arm)")
+    export.add_argument("results_dir", type=Path, help="results/<experiment>")
+    export.add_argument("--out", type=Path, help="a new or empty folder (default: RESULTS_DIR/inspect)")
     for name, summary in (
         (
             "check",
@@ -646,6 +650,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _model_price(config: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The price of the config's model and the label of the table it comes from (`agent.prices`, source included)."""
+    from skillbench.execution.price_tables import PriceTableError
+    from skillbench.execution.pricing import price_book
+    from skillbench.experiment.settings import price_settings
+
+    settings = price_settings(config["agent"]["prices"])
+    try:
+        book = price_book(settings)
+    except PriceTableError:
+        return None, settings.table
+    model = config["model"]["name"]
+    return book.get(model), book.label(model)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from skillbench.interop.harbor import ExportError
+    from skillbench.interop.inspect_log import export_inspect
+
+    try:
+        written = export_inspect(args.results_dir, args.out)
+    except (ExportError, artifacts.ArtifactError, OSError) as exc:
+        print(f"skillbench export: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    print(
+        f"{len(written)} Inspect log(s); open them with: inspect view --log-dir {shlex.quote(str(written[0].parent))}"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "validate":
@@ -660,6 +696,8 @@ def main(argv: list[str] | None = None) -> int:
         return _estimate(args)
     if args.command in ("check", "check-tasks"):
         return _check(args)
+    if args.command == "export":
+        return _export(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -10,6 +10,7 @@ the scripted model's script. Each problem is one message naming the file or conf
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import check_policy_design, run_design
 from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import agents, environment, mcp, plugins, quota, repo, sandbox
+from skillbench.execution import agents, environment, mcp, plugins, price_tables, quota, repo, sandbox
 from skillbench.experiment import arms, configcheck, overlay, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
@@ -58,6 +59,45 @@ def check_arm_agents(config: dict[str, Any]) -> None:
                 )
     if problems:
         raise ArmError("\n".join(problems))
+
+
+def experiment_models(config: dict[str, Any]) -> list[str]:
+    """Every model the experiment's sessions ask for: each selected arm's agent's, and the proposer's."""
+    models = [agents.session_model(config, agent) for agent in agents.used_agents(config, arms.selected_arms(config))]
+    if config["evolution"]["generations"] > 0:
+        models.append(config["evolution"]["proposer_model"] or config["model"]["name"])
+    return list(dict.fromkeys(models))
+
+
+def check_prices(config: dict[str, Any], root: Path = price_tables.PROJECT_ROOT) -> None:
+    """With `agent.prices.source`, its pinned table is there with its pinned digest, and it (or `usd_per_mtok`)
+    prices every model the experiment asks for: a run that cannot measure its cost is refused before it spends."""
+    prices = config["agent"]["prices"]
+    if not prices["source"]:
+        return
+    table = price_tables.load_table(prices["source"], root)
+    problems = []
+    for model in experiment_models(config):
+        if model in prices["usd_per_mtok"] or table.price(model) is not None:
+            continue
+        close = difflib.get_close_matches(model, [name for name in table.entries if table.price(name)], n=3)
+        hint = f" (it lists {', '.join(close)})" if close else ""
+        problems.append(
+            f"config agent.prices.source: the table {prices['source']} ({table.path}, sha256 {table.pin.sha256[:16]}…) "
+            f"has no price for model {model}{hint}: name a model it prices, or give {model}'s price in "
+            "agent.prices.usd_per_mtok"
+        )
+    if problems:
+        raise price_tables.PriceTableError("\n".join(problems))
+
+
+def price_provenance(config: dict[str, Any]) -> dict[str, str] | None:
+    """What run.json records of `agent.prices.source`: the table's source, file and pinned digest (None without)."""
+    source = config["agent"]["prices"]["source"]
+    if not source:
+        return None
+    table = price_tables.load_table(source)
+    return {"source": source, "path": str(table.path), "sha256": table.pin.sha256}
 
 
 def _agents_with(extension: str) -> str:
@@ -207,6 +247,7 @@ def experiment_checks(
         found.problems += str(exc).splitlines()
         return found
     attempt(lambda: check_arms(config))
+    attempt(lambda: check_prices(config))
     if environment_checks:
         attempt(lambda: environment.check_model_access(config["model"]))
         found.agent_versions = attempt(lambda: _agent_versions(config)) or {}

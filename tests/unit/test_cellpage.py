@@ -130,7 +130,7 @@ def test_one_model_reply_streamed_as_several_events_is_one_turn():
 
 
 def test_the_cost_shows_the_gateways_meter_and_the_clis_own_figure_beside_it():
-    prices = PriceSettings(table="list-prices-test", tolerance_pct=1.0, usd_per_mtok={})
+    prices = PriceSettings(table="list-prices-test", tolerance_pct=1.0, usd_per_mtok={}, source=None)
     check = sessions.cost_check({"cost_usd": 0.25, "cli_cost_usd": 0.5}, prices)
     text = page(row=make_row("fix", "workflow", 0, cost_usd=0.25, cli_cost_usd=0.5, cost_check=check))
     assert "$0.2500" in text and "$0.5000" in text

@@ -574,7 +574,7 @@ def test_oversized_redacted_transcript_is_refused(tmp_path):
 # Costs and sums
 
 
-PRICE_CHECK = PriceSettings(table="anthropic-list-2025-05", tolerance_pct=1.0, usd_per_mtok={})
+PRICE_CHECK = PriceSettings(table="anthropic-list-2025-05", tolerance_pct=1.0, usd_per_mtok={}, source=None)
 
 
 def test_the_ledger_gives_the_session_its_tokens_and_cost_and_the_cli_figure_is_the_cross_check():

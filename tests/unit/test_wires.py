@@ -167,6 +167,21 @@ def test_a_rendered_reply_meters_back_to_the_canonical_usage_wherever_the_stream
     assert record == expected and meter.served_model == "test-model-1"
 
 
+@pytest.mark.parametrize("api", ALL, ids=IDS)
+def test_a_meter_reads_what_the_response_was_for_the_ledger_streamed_or_whole(api):
+    """The response's id, its tool calls' ids in order and whether it said anything: how a transcript's turns find
+    their ledger requests (`skillbench.interop.turns`)."""
+    for stream in (True, False):
+        content_type, body = api.render(reply(calls=2), stream=stream)
+        meter, _usage = metered(api, content_type, [body])
+        fields = meter.shape.ledger_fields()
+        assert fields["tool_calls"] == ["toolu_2_0", "toolu_2_1"] and fields["text"] is True, (api.name, stream)
+        assert fields["response_id"] and "scripted_02_0007" in fields["response_id"]
+        content_type, body = api.render(reply(text=None, calls=0), stream=stream)
+        meter, _usage = metered(api, content_type, [body])
+        assert meter.shape.ledger_fields()["tool_calls"] == [] and meter.shape.text is False
+
+
 def test_canonical_usage_is_uncached_input_and_has_no_writes_where_the_api_has_none():
     assert ANTHROPIC.canonical_usage(WRITES_USAGE) == {
         **WRITES_USAGE,

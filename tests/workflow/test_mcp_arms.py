@@ -80,7 +80,7 @@ def _setup(project: Project) -> None:
 
 def _events(project: Project, arm: str, role: str) -> list[dict]:
     folder = project.results(EXPERIMENT, "cells", "money-thousands", arm, "run0", "transcripts")
-    files = sorted(path for path in folder.iterdir() if path.name.startswith(role))
+    files = sorted(path for path in folder.glob("*.jsonl") if path.name.startswith(role))
     assert files, f"no {role} transcript in {folder}: {sorted(folder.iterdir())}"
     return [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
 

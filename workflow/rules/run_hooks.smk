@@ -27,6 +27,7 @@ def record_run():
         env_profile=os.environ.get("SNAKEMAKE_PROFILE"),
         snakefile=str(workflow.main_snakefile),
         secrets=list(sb_environment.secrets(config["model"]["api_key_env"])),
+        price_table=sb_preflight.price_provenance(config),
     )
 
 

@@ -3,7 +3,8 @@
 ```
 results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json, checks.json
-  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/, oracle.log (review-output.json), cell.html, …
+  cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/ (and each one's .atif.json), harbor/ (a Harbor
+                               trial folder), oracle.log (review-output.json), cell.html, …
                                incumbent and baseline cells, shared by every generation
   gen<N>/                      one generation of the evolution chain
     cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
@@ -43,6 +44,9 @@ RECORD = "record.json"
 LEDGER = "ledger.json"
 # The hidden oracle's output tail beside a cell's record, for the task author only (0600).
 ORACLE_LOG = "oracle.log"
+# A cell as a Harbor trial folder, beside the record; a session's ATIF trajectory beside its transcript.
+HARBOR = "harbor"
+TRAJECTORY_SUFFIX = ".atif.json"
 # A review cell's review as its session wrote it (redacted), beside the record.
 REVIEW_OUTPUT = "review-output.json"
 # Files a generation folder (or a seed folder, `evolution.seed_results`) holds, by name.
@@ -197,6 +201,11 @@ def cell_patch(root: Root, cells: str, task: str, arm: str, run: int | str) -> s
 
 def cell_transcripts(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
     return _join(cell_dir(root, cells, task, arm, run), "transcripts")
+
+
+def trajectory_of_transcript(transcript: str) -> str:
+    """A session's ATIF trajectory beside its transcript (`transcripts/<name>.jsonl` -> `<name>.atif.json`)."""
+    return transcript.removesuffix(".jsonl") + TRAJECTORY_SUFFIX
 
 
 def cell_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:

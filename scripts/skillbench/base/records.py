@@ -301,7 +301,21 @@ class RunProcess(TypedDict):
     start_ticks: str | None
 
 
-class RunRecord(TypedDict):
+class RunPriceTable(TypedDict):
+    """`run.json`'s `price_table`: the pinned community table `agent.prices.source` names."""
+
+    source: str
+    path: str
+    sha256: str
+
+
+class _RunRecordOptional(TypedDict, total=False):
+    """What run.json has carried since runs could price from a community table (older ones lack it)."""
+
+    price_table: RunPriceTable | None
+
+
+class RunRecord(_RunRecordOptional):
     """`run.json`: `schemas/run.schema.json`."""
 
     schema: Literal["run/v1"]

@@ -28,6 +28,7 @@ from typing import Any
 
 from skillbench.base import artifacts, layout
 from skillbench.execution.gateway import ModelGateway
+from skillbench.execution.pricing import price_book
 from skillbench.experiment.settings import SessionJobSettings
 
 # The scripted model accepts any key; the gateway sends this one upstream when the environment holds none.
@@ -160,7 +161,7 @@ def model_access(
     gateway = ModelGateway(
         socket_path,
         api_key=api_key or SCRIPTED_KEY,
-        prices=settings.agent.prices.usd_per_mtok,
+        prices=price_book(settings.agent.prices),
         budget_usd=settings.run.max_usd if spend is not None else None,
         spent_elsewhere=spend,
         socket_owner=socket_owner,

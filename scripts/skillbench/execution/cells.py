@@ -716,7 +716,7 @@ def _record_sessions(row: ResultRow, outcome: SessionsOutcome, prices: PriceSett
         summed = sessions.sum_sessions(outcome.records)
         cast(dict[str, Any], row).update({key: summed[key] for key in SUMMED_ROW_FIELDS})
         row["evidence_diagnostics"] = [*summed["evidence_diagnostics"], *outcome.diagnostics]
-        row["cost_check"] = sessions.cost_check(summed, prices)
+        row["cost_check"] = sessions.cost_check(summed, prices, row.get("model"))
     else:
         row["evidence_diagnostics"] = list(outcome.diagnostics)
     row["plan_produced"] = outcome.plan_produced
@@ -827,7 +827,8 @@ def _budget_left_row(cell: Cell, context: CellContext) -> ResultRow | None:
 
 
 def _fresh_run_folder(run_dir: Path) -> None:
-    """Empty transcripts, an empty patch and no oracle log: nothing of an earlier attempt stays."""
+    """Empty transcripts, an empty patch, no oracle log and no Harbor trial folder: nothing of an earlier attempt
+    stays."""
     transcripts = run_dir / "transcripts"
     if transcripts.exists():
         shutil.rmtree(transcripts)
@@ -835,6 +836,7 @@ def _fresh_run_folder(run_dir: Path) -> None:
     transcripts.mkdir(mode=0o700)
     (run_dir / "patch.diff").write_bytes(b"")
     (run_dir / layout.ORACLE_LOG).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / layout.HARBOR, ignore_errors=True)
 
 
 def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:

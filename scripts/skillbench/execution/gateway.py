@@ -67,6 +67,9 @@ The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.sche
       "refused": "session-cap" | "budget" | null,
       "failure": str | null,         # what went wrong, for every outcome but ok and in-flight
       "request_id": str | null,      # the upstream's request-id header
+      "response_id": str | null,     # the response's own id (message id, Responses id, Gemini responseId)
+      "tool_calls": [str | null, ...] | null,   # one per tool call the response made, its API call id
+      "text": bool | null,           # the response carried text (null: no response body was read)
       "started_at": str, "finished_at": str | null, "duration_s": number | null,
       "usage": usage | null,         # null when nothing was reported
       "cost_usd": number | null      # null = unmeasured (never 0 for an unknown); 0 for refusals, failures
@@ -96,7 +99,8 @@ null otherwise; unsplit writes are priced as five-minute, as the CLI does). For 
 tokens; without it `output_tokens` is null); for JSON it is the body's `usage`.
 
 Prices have the shape of config `agent.prices.usd_per_mtok` (model id -> input, output,
-cache_write, cache_write_1h, cache_read), read with `sessions.price_rates`; a model without a
+cache_write, cache_write_1h, cache_read, and a community table's `tiers`; `pricing.price_book` also looks
+models up in the table `agent.prices.source` names), priced by `pricing.request_cost`; a model without a
 complete price has `cost_usd` null.
 
 The bridge into a cell without network (see docs/gateway-findings.md) is built by the pure
@@ -409,7 +413,8 @@ class ModelGateway:
         self.upstream = upstream
         if upstream is not None:
             Upstream.parse(upstream)
-        self.prices = dict(prices)
+        # Read as it is (a `pricing.PriceBook` converts a community table's entry only when a model is looked up).
+        self.prices = prices
         self.budget_usd = _checked_usd(budget_usd, "budget_usd")
         self.spent_elsewhere = spent_elsewhere or (lambda: 0.0)
         self.socket_owner = socket_owner
@@ -733,6 +738,9 @@ class _GatewayHandler(KeepAliveHandler):
                 "refused": None,
                 "failure": None,
                 "request_id": None,
+                "response_id": None,
+                "tool_calls": None,
+                "text": None,
                 "started_at": utc_timestamp(timespec="milliseconds"),
                 "finished_at": None,
                 "duration_s": None,
@@ -850,7 +858,7 @@ class _GatewayHandler(KeepAliveHandler):
             self.close_connection = failure is not None or client_gone is not None
         usage = meter.finish()
         served = meter.served_model
-        fields: dict[str, Any] = {"usage": usage, "served_model": served}
+        fields: dict[str, Any] = {"usage": usage, "served_model": served, **meter.shape.ledger_fields()}
         if failure is not None:
             done(outcome="upstream-failure", failure=failure, **fields)
         elif client_gone is not None:

@@ -31,6 +31,7 @@ from skillbench.base.redaction import redact_text, redact_value
 from skillbench.execution import gateway, mcp
 from skillbench.execution.agents import claude_code
 from skillbench.execution.agents.base import AgentAdapter, SessionRequest, StreamReading
+from skillbench.execution.pricing import price_label
 from skillbench.execution.streams import (
     MAX_TRANSCRIPT_BYTES,
     SESSION_ID,
@@ -54,11 +55,12 @@ ERROR_TAIL_CHARS = 2000
 # Costs
 
 
-def cost_check(summed: dict[str, Any], prices: PriceSettings) -> dict[str, Any]:
+def cost_check(summed: dict[str, Any], prices: PriceSettings, model: str | None = None) -> dict[str, Any]:
     """The row's `cost_check`: the gateway's priced ledger (the row's cost) against what the CLI reported.
 
-    `prices` is config `agent.prices`; `agrees` is None when either figure is unmeasured (a CLI that reports
-    no cost, an unpriced model).
+    `prices` is config `agent.prices`; `price_table` names the table that priced `model` (with a community
+    table's digest); `agrees` is None when either figure is unmeasured (a CLI that reports no cost, an unpriced
+    model).
     """
     measured, reported = summed.get("cost_usd"), summed.get("cli_cost_usd")
     agrees = difference = None
@@ -68,7 +70,7 @@ def cost_check(summed: dict[str, Any], prices: PriceSettings) -> dict[str, Any]:
         )
         agrees = difference <= prices.tolerance_pct
     return {
-        "price_table": prices.table,
+        "price_table": price_label(prices, model),
         "ledger_usd": measured,
         "cli_usd": reported,
         "agrees": agrees,

@@ -22,7 +22,7 @@ from typing import Any, Literal, cast
 
 from skillbench.base import artifacts, layout
 from skillbench.base.process import is_running, start_ticks
-from skillbench.base.records import RunConfigFile, RunRecord
+from skillbench.base.records import RunConfigFile, RunPriceTable, RunRecord
 from skillbench.base.redaction import redact_text
 from skillbench.experiment import configcheck
 
@@ -154,8 +154,10 @@ def run_record(
     started_at: str,
     provenance: dict[str, str | None],
     pid: int,
+    price_table: dict[str, str] | None = None,
 ) -> RunRecord:
-    """The run.json document of a run starting now in process ``pid`` (``argv``: snakemake's command line)."""
+    """The run.json document of a run starting now in process ``pid`` (``argv``: snakemake's command line);
+    ``price_table``: the pinned community price table the run prices with (source, file, digest), if any."""
     command = [redact_text(token, secrets) for token in argv]
     record: RunRecord = {
         "schema": "run/v1",
@@ -171,6 +173,7 @@ def run_record(
         "profile": {"profile": profile.get("profile"), "workflow_profile": profile.get("workflow_profile")},
         "skillbench": {"version": provenance.get("version"), "commit": provenance.get("commit")},
         "process": {"pid": pid, "host": socket.gethostname(), "start_ticks": start_ticks(pid)},
+        "price_table": cast(RunPriceTable | None, price_table),
     }
     return record
 
@@ -186,6 +189,7 @@ def record_run(
     env_profile: str | None,
     snakefile: str,
     secrets: list[str],
+    price_table: dict[str, str] | None = None,
 ) -> RunRecord:
     """Write run.json for the run starting now in this process (the start hook of workflow/rules/run_hooks.smk)."""
     workdir = Path.cwd()
@@ -202,6 +206,7 @@ def record_run(
         started_at=artifacts.utc_timestamp(),
         provenance=skillbench_provenance(),
         pid=os.getpid(),
+        price_table=price_table,
     )
     write_run_record(results_dir, record)
     return record

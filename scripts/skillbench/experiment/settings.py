@@ -70,7 +70,8 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class PriceSettings:
-    """`agent.prices`: the price table's label, the CLI-vs-ledger tolerance and the rates per model id."""
+    """`agent.prices`: the price table's label, the CLI-vs-ledger tolerance, the rates per model id and the pinned
+    community table under them (`source`, e.g. litellm@1.110.2; None: the config's rates alone)."""
 
     SECTION: ClassVar[tuple[str, ...]] = ("agent", "prices")
 
@@ -78,6 +79,7 @@ class PriceSettings:
     tolerance_pct: float
     # model id -> price field -> USD per million tokens (`execution.pricing` reads an entry).
     usd_per_mtok: Mapping[str, Mapping[str, float]]
+    source: str | None
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ def price_settings(section: Mapping[str, Any]) -> PriceSettings:
         table=str(section["table"]),
         tolerance_pct=float(section["tolerance_pct"]),
         usd_per_mtok={model: dict(rates) for model, rates in section["usd_per_mtok"].items()},
+        source=section["source"],
     )
 
 

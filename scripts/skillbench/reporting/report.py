@@ -255,6 +255,17 @@ def _cli_versions_line(rows: list[dict[str, Any]], claude_code_versions: list[An
     return f"- Agent CLI versions: {'; '.join(versions)}"
 
 
+def _price_tables_line(rows: list[dict[str, Any]]) -> str:
+    """The price tables that priced the rows (a community table as its source and SHA-256 digest)."""
+    found = ((row.get("cost_check") or {}).get("price_table") for row in rows)
+    tables = [table for table in dict.fromkeys(found) if table is not None]
+    named = []
+    for table in tables:
+        source, _, digest = str(table).partition(" sha256:")
+        named.append(f"{md_code(source)} (SHA-256 {md_code(digest)})" if digest else md_code(source))
+    return f"- Price table{'s' if len(named) > 1 else ''}: {', '.join(named) if named else 'unknown'}"
+
+
 def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], task_order: list[str]) -> list[str]:
     def pick(key: str, row_field: str) -> list[Any]:
         if key in provenance:
@@ -280,6 +291,7 @@ def _provenance_lines(rows: list[dict[str, Any]], provenance: dict[str, Any], ta
         f"- Selected tasks ({len(selected)}): {', '.join(map(md_text, selected)) if selected else 'none'}",
         f"- Skipped expensive tasks ({len(skipped)}): {', '.join(map(md_text, skipped)) if skipped else 'none'}",
         f"- Runs per (task, arm): {md_text(runs)}",
+        _price_tables_line(rows),
     ]
     plugins: dict[tuple[str, Any, Any], list[str]] = {}
     for row in rows:

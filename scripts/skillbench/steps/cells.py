@@ -11,8 +11,10 @@ from skillbench.base.records import TaskBinding
 from skillbench.execution import agents, cells
 from skillbench.execution.environment import api_key, configured_cli, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
+from skillbench.experiment.arms import incumbent_of
 from skillbench.experiment.settings import cell_settings
 from skillbench.grading.graders import grader_for
+from skillbench.interop import harbor
 from skillbench.steps.session import job_run_control, start_session_job
 
 
@@ -75,7 +77,11 @@ def run_cell(
                 f"cell {run_dir}: the snakemake that started it is gone; no record is written, "
                 "so the next run does this cell again"
             )
-        artifacts.write_artifact(Path(ledger_out), {"schema": "ledger/v1", "sessions": context.ledgers}, "ledger")
+        ledger = {"schema": "ledger/v1", "sessions": context.ledgers}
+        artifacts.write_artifact(Path(ledger_out), ledger, "ledger")
+        # Each session as ATIF and the cell as a Harbor trial folder, before the record that vouches for them.
+        skills = [session.get("skill") for session in settings["arms"][incumbent_of(arm)]["sessions"]]
+        harbor.write_cell_exports(run_dir, record, ledger, experiment=Path(results_root).name, expected_skills=skills)
         cut = Path(layout.budget_cut_marker(run_dir))
         if record["row"]["error_kind"] == "budget-exhausted":
             cut.touch()

@@ -42,6 +42,7 @@ from skillbench.execution.wires.base import (
     bearer,
     compact,
     count,
+    identifier,
     json_object,
     script_counts,
 )
@@ -76,6 +77,8 @@ GATEWAY_ERRORS: dict[str, tuple[int, str, bool]] = {
     "unreachable": (502, "api_error", False),
 }
 SUBAGENT_HEADER = "x-claude-code-agent-id"
+# Content blocks that call a tool (the model's own and the server's).
+TOOL_CALL_BLOCKS = ("tool_use", "server_tool_use")
 
 
 def usage_record(start: Any, final: Any = None, *, streamed: bool = False) -> UsageRecord | None:
@@ -114,6 +117,9 @@ class UsageMeter(StreamMeter):
             message = data["message"]
             self.start_usage = message.get("usage")
             self.served_model = message.get("model") if isinstance(message.get("model"), str) else None
+            self.shape.response_id = identifier(message.get("id"))
+        elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
+            self._block(data["content_block"])
         elif kind == "message_delta" and isinstance(data.get("usage"), dict):
             self.final_usage = data["usage"]
         elif kind == "message_stop":
@@ -124,8 +130,20 @@ class UsageMeter(StreamMeter):
 
     def body(self, document: Any) -> None:
         self._document = document
-        if isinstance(document, dict) and isinstance(document.get("model"), str):
+        if not isinstance(document, dict):
+            return
+        if isinstance(document.get("model"), str):
             self.served_model = document["model"]
+        self.shape.response_id = identifier(document.get("id"))
+        for block in document.get("content") or []:
+            if isinstance(block, dict):
+                self._block(block)
+
+    def _block(self, block: dict[str, Any]) -> None:
+        if block.get("type") in TOOL_CALL_BLOCKS:
+            self.shape.tool_calls.append(identifier(block.get("id")))
+        elif block.get("type") == "text":
+            self.shape.text = True
 
     def usage(self, *, streamed: bool) -> UsageRecord | None:
         if streamed:

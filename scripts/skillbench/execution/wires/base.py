@@ -14,7 +14,9 @@ Neutral values, the same for every API:
   the gateway's meter reads back from the rendered reply).
 
 `StreamMeter` reads a response's bytes as they pass (SSE events split anywhere, LF or CRLF line ends,
-or one JSON body); each wire's meter says which events carry its usage.
+or one JSON body); each wire's meter says which events carry its usage, and what the response was
+(`ResponseShape`: its id, its tool calls' ids, whether it said anything), which is how a transcript's
+turns are joined to the ledger's requests (`skillbench.interop`).
 """
 
 from __future__ import annotations
@@ -176,6 +178,25 @@ def unsplit_record(input_tokens: int | None, output: int | None, cache_read: int
     }
 
 
+@dataclass
+class ResponseShape:
+    """What a response was, as far as a transcript needs it: the API's own id of the response (Anthropic's
+    message id, a Responses id, Gemini's responseId), one entry per tool call in order (the API's call id,
+    None where the API gives none) and whether it carried text. Never its content: the ledger keeps counts."""
+
+    response_id: str | None = None
+    tool_calls: list[str | None] = field(default_factory=list)
+    text: bool = False
+
+    def ledger_fields(self) -> dict[str, Any]:
+        return {"response_id": self.response_id, "tool_calls": list(self.tool_calls), "text": self.text}
+
+
+def identifier(value: Any) -> str | None:
+    """An id field's value when it is a non-empty string of at most 256 characters, else None."""
+    return value if isinstance(value, str) and 0 < len(value) <= 256 else None
+
+
 # ---------------------------------------------------------------------------------------------
 # The meter
 
@@ -194,6 +215,7 @@ class StreamMeter:
         self.served_model: str | None = None
         self.error_type: str | None = None
         self.stopped = False
+        self.shape = ResponseShape()
         self._pending = b""
         self._data: list[bytes] = []
         self._body = bytearray()
@@ -256,6 +278,7 @@ class UsageMeter(Protocol):
     served_model: str | None
     error_type: str | None
     stopped: bool
+    shape: ResponseShape
 
     def feed(self, chunk: bytes) -> None: ...
 

@@ -55,6 +55,7 @@ from skillbench.execution.wires.base import (
     bearer,
     compact,
     count,
+    identifier,
     query_value,
     script_counts,
     split_path,
@@ -126,6 +127,15 @@ def usage_record(metadata: Any, *, finished: bool = True) -> UsageRecord | None:
     return unsplit_record(uncached, output, cached)
 
 
+def _first_candidate_parts(candidates: Any) -> list[dict[str, Any]]:
+    """The parts of a chunk's first candidate (the one a CLI reads)."""
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+        return []
+    content = candidates[0].get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
 class UsageMeter(StreamMeter):
     """Reads the usage of one Gemini answer: the last `usageMetadata` of its chunks."""
 
@@ -142,7 +152,13 @@ class UsageMeter(StreamMeter):
             self.served_model = data["modelVersion"]
         if isinstance(data.get("usageMetadata"), dict):
             self._metadata = data["usageMetadata"]
+        self.shape.response_id = identifier(data.get("responseId")) or self.shape.response_id
         candidates = data.get("candidates")
+        for part in _first_candidate_parts(candidates):
+            if isinstance(part.get("functionCall"), dict):
+                self.shape.tool_calls.append(identifier(part["functionCall"].get("id")))
+            elif isinstance(part.get("text"), str) and part["text"] and part.get("thought") is not True:
+                self.shape.text = True
         if isinstance(candidates, list) and any(
             isinstance(candidate, dict) and candidate.get("finishReason") for candidate in candidates
         ):

@@ -52,6 +52,7 @@ from skillbench.execution.wires.base import (
     bearer,
     compact,
     count,
+    identifier,
     json_object,
     script_counts,
     unsplit_record,
@@ -99,6 +100,11 @@ def usage_record(usage: Any) -> UsageRecord | None:
     return unsplit_record(uncached, count(usage.get("output_tokens")), cached)
 
 
+def _is_call(item: Any) -> bool:
+    """An output item that calls a tool: `function_call`, and the custom, shell and other `*_call` items."""
+    return isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"].endswith("_call")
+
+
 class UsageMeter(StreamMeter):
     """Reads the usage of one Responses answer: the terminal event's `response`, or a JSON body."""
 
@@ -107,8 +113,16 @@ class UsageMeter(StreamMeter):
         self._usage: Any = None
 
     def _response(self, response: Any) -> None:
-        if isinstance(response, dict) and isinstance(response.get("model"), str):
+        if not isinstance(response, dict):
+            return
+        if isinstance(response.get("model"), str):
             self.served_model = response["model"]
+        self.shape.response_id = identifier(response.get("id")) or self.shape.response_id
+        output = response.get("output")
+        if isinstance(output, list) and output:
+            # The whole response's output (a JSON body, or the terminal event): what it said and called, in order.
+            self.shape.tool_calls = [identifier(item.get("call_id")) for item in output if _is_call(item)]
+            self.shape.text = any(isinstance(item, dict) and item.get("type") == "message" for item in output)
 
     def event(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
