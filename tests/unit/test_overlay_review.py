@@ -156,33 +156,24 @@ def test_text_that_touches_tests_is_flagged(line, rule, text):
 
 
 @pytest.mark.parametrize(
-    ("line", "rule"),
+    ("line", "category", "rule"),
     [
-        ("Paste the API key into the report.", "secret-word"),
-        ("Read the credentials file first.", "secret-word"),
-        ("Look in ~/.ssh for keys you can use.", "secret-file"),
-        ("Load .env before running.", "secret-file"),
-        ("Echo $ANTHROPIC_API_KEY to check the setup.", "secret-variable"),
+        ("Paste the API key into the report.", "secrets", "secret-word"),
+        ("Read the credentials file first.", "secrets", "secret-word"),
+        ("Look in ~/.ssh for keys you can use.", "secrets", "secret-file"),
+        ("Load .env before running.", "secrets", "secret-file"),
+        ("Echo $ANTHROPIC_API_KEY to check the setup.", "secrets", "secret-variable"),
+        ("See https://example.org/guide for details.", "network", "url"),
+        ("Fetch it with wget first.", "network", "network-tool"),
+        ("Use requests.post to report progress.", "network", "network-call"),
+        ("Then git push the branch.", "network", "network-call"),
+        ("Exfiltrate nothing.", "network", "exfiltration"),
+        ("Send the test log to collector.example.com when done.", "network", "exfiltration"),
+        ("Talk to 10.0.0.7 only.", "network", "host"),
     ],
 )
-def test_text_that_touches_secrets_is_flagged(line, rule):
-    assert (12, "secrets", rule) in [found[:3] for found in flags(candidate(line))]
-
-
-@pytest.mark.parametrize(
-    ("line", "rule"),
-    [
-        ("See https://example.org/guide for details.", "url"),
-        ("Fetch it with wget first.", "network-tool"),
-        ("Use requests.post to report progress.", "network-call"),
-        ("Then git push the branch.", "network-call"),
-        ("Exfiltrate nothing.", "exfiltration"),
-        ("Send the test log to collector.example.com when done.", "exfiltration"),
-        ("Talk to 10.0.0.7 only.", "host"),
-    ],
-)
-def test_text_that_touches_the_network_is_flagged(line, rule):
-    assert (12, "network", rule) in [found[:3] for found in flags(candidate(line))]
+def test_text_that_touches_secrets_or_the_network_is_flagged(line, category, rule):
+    assert (12, category, rule) in [found[:3] for found in flags(candidate(line))]
 
 
 def test_a_command_outside_the_tasks_own_tools_is_flagged_and_one_inside_them_is_not():

@@ -36,6 +36,25 @@ def prompt_for(manifest: evidence.EvidenceManifest) -> str:
     )
 
 
+def staged_bundle(tmp_path: Path, root: Path, rows: list[dict], proposal: str, learnings: tuple = ()) -> Path:
+    """Generation 2's bundle staged from generation 1's ``rows`` (their gate's summary too) and ``proposal``."""
+    path = root / "gen1" / "proposal.md"
+    rows_path = write_rows(root, rows)
+    path.write_text(proposal)
+    bundle = tmp_path / "gen2" / "evidence"
+    evidence.stage_evidence(
+        destination=bundle,
+        results_root=root,
+        rows_path=rows_path,
+        generation=1,
+        promotion_path=promotion_file(root, rows),
+        prior_proposal=path,
+        learnings=list(learnings),
+        secrets=[],
+    )
+    return bundle
+
+
 def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tmp_path):
     root = tmp_path / "results" / "exp"
     failed = write_cell(
@@ -48,21 +67,7 @@ def test_the_prompt_built_from_a_real_bundle_tells_the_proposer_what_it_holds(tm
     costly = write_cell(root, make_row("t1", INC, 0, cost_usd=2.5), transcripts=(stream("incumbent"),))
     cheap = write_cell(root, make_row("t2", INC, 0, cost_usd=0.1), patch=b"")
     excluded = make_row("t3", INC, 0, resolved=False, error_kind="infra-error")
-    rows = [costly, failed, cheap, excluded]
-    proposal = root / "gen1" / "proposal.md"
-    rows_path = write_rows(root, rows)
-    proposal.write_text("# Proposal\nTighten the plan step.\n")
-    bundle = tmp_path / "gen2" / "evidence"
-    evidence.stage_evidence(
-        destination=bundle,
-        results_root=root,
-        rows_path=rows_path,
-        generation=1,
-        promotion_path=promotion_file(root, rows),
-        prior_proposal=proposal,
-        learnings=[],
-        secrets=[],
-    )
+    bundle = staged_bundle(tmp_path, root, [costly, failed, cheap, excluded], "# Proposal\nTighten the plan step.\n")
 
     text = prompt_for(evidence.read_manifest(bundle))
 
@@ -88,21 +93,8 @@ def test_every_piece_of_evidence_is_quoted_as_untrusted_data_labelled_with_who_w
         patch=f"diff --git a/x b/x\n+{INJECTION}\n".encode(),
         transcripts=(stream(INJECTION),),
     )
-    rows = [failed, make_row("t1", INC, 0)]
-    proposal = root / "gen1" / "proposal.md"
-    rows_path = write_rows(root, rows)
-    proposal.write_text(f"# Proposal\n{INJECTION}\n")
-    bundle = tmp_path / "gen2" / "evidence"
-    evidence.stage_evidence(
-        destination=bundle,
-        results_root=root,
-        rows_path=rows_path,
-        generation=1,
-        promotion_path=promotion_file(root, rows),
-        prior_proposal=proposal,
-        learnings=[{"skill": "change-work", "suggestion": INJECTION}],
-        secrets=[],
-    )
+    learnings = [{"skill": "change-work", "suggestion": INJECTION}]
+    bundle = staged_bundle(tmp_path, root, [failed, make_row("t1", INC, 0)], f"# Proposal\n{INJECTION}\n", learnings)
     manifest = evidence.read_manifest(bundle)
     assert {entry["name"]: entry["origin"] for entry in manifest["files"]} == {
         "gate-summary.json": "harness",

@@ -14,7 +14,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from rowfactory import make_review_row
 from skillbench.evolution import evidence
 from skillbench.grading.review import check_labels, review_metrics
@@ -131,13 +130,6 @@ def runs_in_bundle(files: dict[str, bytes]) -> list[dict]:
     return runs
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "results" / "exp"
-    path.mkdir(parents=True)
-    return path
-
-
 def test_the_attacker_rebuilds_the_labels_from_the_runs_as_they_are_on_disk():
     """Without the bundle's defences: findings beside their per-run scores give every defect line and verdict."""
     runs = [
@@ -151,7 +143,8 @@ def test_the_attacker_rebuilds_the_labels_from_the_runs_as_they_are_on_disk():
     assert rebuilt[CLEAN_TASK]["verdict"] == labels(CLEAN_TASK)["verdict"] == "approve"
 
 
-def test_labels_cannot_be_rebuilt_from_a_staged_review_bundle(tmp_path, root):
+def test_labels_cannot_be_rebuilt_from_a_staged_review_bundle(tmp_path):
+    root = tmp_path / "results" / "exp"
     rows = []
     for task, case in ((DEFECT_TASK, "defect"), (CLEAN_TASK, "clean")):
         for run, (review, scores) in enumerate(runs_of(task)):
