@@ -9,6 +9,7 @@ with rule_log(snakemake.log[0]):
         source=snakemake.params.source,
         frozen_out=snakemake.params.frozen,
         overlay_out=snakemake.output.overlay,
+        diff_out=snakemake.output.diff,
         candidate_origin=snakemake.params.origin,
         proposer_model=snakemake.params.proposer_model,
         bindings=snakemake.input.bindings,
@@ -16,4 +17,5 @@ with rule_log(snakemake.log[0]):
         skills=dict(snakemake.params.skills),
         candidate_arms=list(snakemake.params.arms),
         arm_skills=dict(snakemake.params.arm_skills),
+        task_tools=list(snakemake.params.task_tools),
     )

@@ -14,4 +14,5 @@ with rule_log(snakemake.log[0]):
         out=snakemake.output.promotion,
         design=snakemake.params.design,
         look=snakemake.input.get("look"),
+        accept_flags=list(snakemake.params.accept_flags),
     )

@@ -13,7 +13,7 @@ Owns the one entry point notebooks and benches use: ``rows``, ``cells``, ``sessi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -182,13 +182,15 @@ def regrade(
     design: Any = None,
     cut_short: dict[str, str] | None = None,
     generated_at: datetime | None = None,
+    accept_flags: Sequence[str] = (),
 ) -> PromotionDocument:
     """Rows + policy → the ``promotion/v1`` document ``skillbench gate`` writes for them.
 
     ``overlay`` and ``bindings`` are the generation's ``overlay.json`` and the run's ``tasks/bindings.json``
     documents (what the promotion is bound to); ``policy`` overrides the defaults (the config schema's ``gate``
     defaults); ``generation`` defaults to the overlay's; ``design`` is a ``runs`` setting (a sequential mapping replays
-    the looks). The rows must come from one model and effort, as the pipeline's do."""
+    the looks); ``accept_flags`` the content-flag categories accepted (`evolution.accept_flags`). The rows must come
+    from one model and effort, as the pipeline's do."""
     checked = _as_rows(given_rows)
     models = sorted({str(row["model"]) for row in checked})
     efforts = sorted({str(row["effort"]) for row in checked})
@@ -205,6 +207,7 @@ def regrade(
         generation=overlay["generation"] if generation is None else generation,
         design=design,
         cut_short=cut_short,
+        accept_flags=accept_flags,
     )
 
 

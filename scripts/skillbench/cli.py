@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbench.base import artifacts
+from skillbench.experiment.overlayreview import FLAG_CATEGORIES
 
 YAML_KINDS = ("config", "task", "model-script")
 DEFAULT_CONFIG = Path("config/config.yaml")
@@ -108,9 +109,13 @@ def _gate(args: argparse.Namespace) -> int:
             return 1
         policy: dict[str, Any] = dict(config["gate"])
         design = config["runs"]
+        accept_flags = list(config["evolution"]["accept_flags"])
     else:
         policy = {}
         design = None
+        accept_flags = []
+    if args.accept_flag is not None:
+        accept_flags = list(dict.fromkeys(args.accept_flag))
     if args.runs is not None:
         try:
             design = json.loads(args.runs)
@@ -169,6 +174,7 @@ def _gate(args: argparse.Namespace) -> int:
             design=design,
             look=last_look,
             generation=args.generation,
+            accept_flags=accept_flags,
         )
     except (artifacts.ArtifactError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
@@ -190,20 +196,49 @@ def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict[str, 
 
 
 def _apply(args: argparse.Namespace) -> int:
+    """Show the promoted candidate's diff and content flags, then write it only with --yes or a confirmation on a
+    terminal; --dry-run writes nothing (not even an interrupted apply's rollback)."""
     from skillbench.evolution import apply
 
     try:
         # The run's config comes first: its skills section is all an interrupted apply's recovery may touch.
         config = _experiment_config(args.results_dir, args.configfile)
-        recovered = apply.recover_interrupted(args.repository, config["skills"])
-        if recovered:
-            print(recovered)
-        written = apply.apply_promotion(args.results_dir, repository=args.repository, config=config)
+        if args.dry_run:
+            if apply.journal_path(args.repository).exists():
+                print("an interrupted apply's journal is present: a real apply rolls it back first", file=sys.stderr)
+        else:
+            recovered = apply.recover_interrupted(args.repository, config["skills"])
+            if recovered:
+                print(recovered)
+        prepared = apply.prepare_promotion(args.results_dir, repository=args.repository, config=config)
+        print(apply.format_review(prepared))
+        if args.dry_run:
+            print("dry run: nothing was written")
+            return 0
+        if not args.yes and not _confirmed(len(prepared.plan)):
+            print(
+                "NOT APPLIED: nothing was written. Read the diff and flags above, then run the same command with "
+                "--yes (or answer y on a terminal) to write them",
+                file=sys.stderr,
+            )
+            return 1
+        written = apply.write_prepared(prepared)
     except (artifacts.ArtifactError, ValueError, OSError) as exc:
         print(f"NOT APPLIED: {exc}", file=sys.stderr)
         return 1
     print(apply.format_applied(written))
     return 0
+
+
+def _confirmed(files: int) -> bool:
+    """A yes typed on a terminal (never when stdin is not one: a pipe or a script cannot confirm)."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        answer = input(f"Write these {files} file(s) into the working tree? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _default_results_dir() -> Path:
@@ -580,6 +615,13 @@ def build_parser() -> argparse.ArgumentParser:
     regrade.add_argument(
         "--generation", type=int, help="the generation whose share of alpha to spend (default: the overlay's)"
     )
+    regrade.add_argument(
+        "--accept-flag",
+        dest="accept_flag",
+        action="append",
+        choices=list(FLAG_CATEGORIES),
+        help="a content-flag category to accept (repeatable; default: the config's evolution.accept_flags)",
+    )
     regrade.add_argument("--require-confidence", action="store_true")
     regrade.add_argument("--allow-unsandboxed", action="store_true")
     regrade.add_argument(
@@ -587,8 +629,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the run design to replay: an integer (fixed) or a JSON mapping "
         '{"min": 2, "max": 10, "step": 1} (sequential; default: the config\'s runs)',
     )
-    promote = commands.add_parser("apply", help="write a promoted candidate into the skills (one transaction)")
+    promote = commands.add_parser(
+        "apply",
+        help="show a promoted candidate's diff and content flags, then write it into the skills (one transaction) "
+        "with --yes or a confirmation",
+    )
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
+    promote.add_argument("--yes", action="store_true", help="write without asking (after printing the diff and flags)")
+    promote.add_argument("--dry-run", dest="dry_run", action="store_true", help="check and print; write nothing")
     promote.add_argument(
         "--configfile",
         type=Path,

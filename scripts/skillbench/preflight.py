@@ -3,7 +3,8 @@ workflow is parsed and `skillbench check` runs before any spend (`experiment_che
 
 The config against its schema, the arms (with their MCP servers and plugins), the model's access and the CLI,
 the task suite and selection, the skills' format, the design's warnings, the candidate arms, an initial overlay
-(the checks `freeze_overlay` runs on every candidate, `checked_overlay`), the budget against the first batch and
+(the checks `freeze_overlay` runs on every candidate, `checked_overlay`: its content review's refusals stop the run,
+its flags are warnings), the budget against the first batch and
 the scripted model's script. Each problem is one message naming the file or config key and the fix.
 `task_repository_warnings` says when a task repository is not what its cells will run (`skillbench check`).
 """
@@ -22,7 +23,7 @@ from skillbench.decision.gate import check_policy_design, run_design
 from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
 from skillbench.execution import agents, environment, mcp, plugins, price_tables, quota, repo, sandbox
-from skillbench.experiment import arms, configcheck, overlay, skillformat
+from skillbench.experiment import arms, configcheck, overlay, overlayreview, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
 from skillbench.experiment.settings import sandbox_settings
@@ -120,39 +121,73 @@ def suite_oracles(suite: str) -> list[tuple[str, bytes]]:
     return found
 
 
+@dataclass(frozen=True)
+class CheckedOverlay:
+    """An overlay that passed every check a candidate must pass before any cell: its files, the skills it touches,
+    the paired candidate arms, the promotion targets and their committed digests, its content review (no refusal,
+    its flags) and the task tools the review allowed."""
+
+    files: list[tuple[str, bytes]]
+    touched: set[str]
+    candidates: list[str]
+    targets: list[str]
+    bases: dict[str, Any]
+    review: overlayreview.ContentReview
+    task_tools: list[str]
+    incumbent: dict[str, bytes | None]
+
+
 def checked_overlay(
     source: str,
     skills: dict[str, Any],
     oracles: list[tuple[str, bytes]],
     paired_arms: Callable[[set[str]], list[str]],
     repository: str,
-) -> tuple[Any, set[str], list[str], list[str], dict[str, Any]]:
-    """(files, touched skills, paired candidate arms, promotion targets, their committed digests) of an overlay
-    that passed every check a candidate must pass before any cell: no oracle content, the skill format, a real
+    task_tools: list[str],
+) -> CheckedOverlay:
+    """Every check a candidate must pass before any cell: no oracle content, nothing its content review refuses
+    (against the incumbent skill files, with `task_tools` the task's own programs), the skill format, a real
     change, the experiment's paired arms (`paired_arms` of the touched skills), bound targets."""
     files = overlay.overlay_files(Path(source), skills["evolvable"])
     overlay.refuse_oracle_content(files, oracles, source)
+    incumbent = overlayreview.incumbent_files(files, Path(skills["root"]))
+    review = overlayreview.review_overlay(files, incumbent, task_tools)
+    overlayreview.refuse_content(review, source)
     skillformat.check_overlay(Path(source))
     overlay.require_change(files, Path(skills["root"]))
     touched = overlay.touched_skills(files)
     candidates = paired_arms(touched)
     targets = overlay.promotion_targets(files, skills_root=skills["root"], mirrors=skills["mirrors"])
     bases = committed_target_digests(Path(repository), targets)
-    return files, touched, candidates, targets, bases
+    return CheckedOverlay(files, touched, candidates, targets, bases, review, list(task_tools), incumbent)
 
 
-def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> None:
-    """Parse time: validate evolution.initial_overlay as freeze_overlay will, so a bad overlay costs no session."""
+def selected_task_tools(config: dict[str, Any]) -> list[str]:
+    """The task's own tools of the experiment: the programs the selected tasks' `setup` and `verify` start."""
+    selection = task_suite.select_tasks(
+        load_suite(config["tasks"]["suite"]),
+        include_expensive=config["tasks"].get("include_expensive", False),
+        only=config["tasks"].get("only") or (),
+    )
+    return overlayreview.suite_task_tools(selection.tasks)
+
+
+def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> list[str]:
+    """Parse time: validate evolution.initial_overlay as freeze_overlay will, so a bad overlay costs no session.
+    Returns a warning per flag category the config does not accept (the candidate would run but not promote)."""
     source = config["evolution"]["initial_overlay"]
     if not source or config["evolution"]["generations"] == 0:
-        return
-    checked_overlay(
+        return []
+    checked = checked_overlay(
         source,
         config["skills"],
         suite_oracles(config["tasks"]["suite"]),
         lambda touched: required_candidate_arms(config, touched, source),
         repository,
+        selected_task_tools(config),
     )
+    accepted = config["evolution"].get("accept_flags") or []
+    return overlayreview.flag_warnings(checked.review.flags, accepted, source)
 
 
 def check_containment(config: dict[str, Any]) -> None:
@@ -268,7 +303,7 @@ def experiment_checks(
     if selection is not None:
         found.warnings += configcheck.design_warnings(config, len(selection.tasks))
     if suite is not None and candidates is not None:
-        attempt(lambda: check_initial_overlay(config, repository))
+        found.warnings += attempt(lambda: check_initial_overlay(config, repository)) or []
     if selection is not None and incumbent is not None and candidates is not None and design is not None:
         task_ids = [task["id"] for task in selection.tasks]
         attempt(lambda: check_budget(config, task_ids, incumbent, candidates, design["looks"][0]))

@@ -73,6 +73,31 @@ def _stored_generation(tmp_path):
     return gen
 
 
+def test_gate_holds_back_a_flagged_candidate_unless_its_categories_are_accepted(tmp_path, capsys):
+    from skillbench.base import artifacts
+
+    gen = _stored_generation(tmp_path)
+    overlay = json.loads((gen / "overlay.json").read_text())
+    flag = {"file": ".claude/skills/change-work/SKILL.md", "line": 3, "category": "network", "rule": "url"}
+    overlay["content_review"] = {
+        "rules": "content-review/v1",
+        "task_tools": [],
+        "flags": [{**flag, "text": "https://x.example.com"}],
+        "diff_sha256": "0" * 64,
+    }
+    artifacts.write_artifact(gen / "overlay.json", overlay, "overlay")
+    out = tmp_path / "promotion.json"
+    regrade = ["gate", str(gen / "results.jsonl"), "--out", str(out), "--rule", "upstream"]
+
+    assert main(regrade) == 0
+    held = json.loads(out.read_text())
+    assert held["decisions"][0]["decision"] == "keep_incumbent" and held["content_review"]["held"] is True
+    assert "held back by content flags the config does not accept (network: 1" in capsys.readouterr().out
+    assert main([*regrade, "--accept-flag", "network"]) == 0
+    accepted = json.loads(out.read_text())
+    assert accepted["decisions"][0]["decision"] == "promote" and accepted["content_review"]["accepted"] == ["network"]
+
+
 def test_gate_regrades_with_either_rule_and_the_new_policy_keys(tmp_path, capsys):
     gen = _stored_generation(tmp_path)
     out = tmp_path / "promotion.json"

@@ -841,16 +841,16 @@ PARTIAL = make_review(
 )
 
 
-def test_a_review_rows_compact_form_keeps_its_scores_and_no_label_or_grader_text():
-    row = make_review_row("rv", "review", 1, review=PARTIAL, verify_output=f"missed {LABEL_CANARY}-D1")
-    compact = compact_row(row, 0)
-    assert compact["review"] == {field: PARTIAL[field] for field in evidence.REVIEW_ROW_FIELDS}
-    assert compact["review"]["fn"] == 1 and compact["review"]["weighted_f1"] == 1 / 3
-    # Never the labels' side, nor the verdict that beside verdict_correct would tell the expected one.
-    assert not {"expected_verdict", "verdict", "defects", "blocking_defects"} & set(compact["review"])
-    assert compact["verify_tail"] == ""
-    assert compact["error_kind"] == "review-incorrect"
-    # A code-change row is as before: no review key, its verify tail kept.
+def test_review_rows_are_never_selected_and_a_compact_row_carries_no_review_scores():
+    rows = [
+        make_review_row("rv", "review", 1, review=PARTIAL, verify_output=f"missed {LABEL_CANARY}-D1"),
+        make_review_row("rv", "review", 2),
+        make_row("t", INC, 0, resolved=False, error_kind="oracle-failed"),
+    ]
+    assert [(row["task"], row["run"]) for row in select_evidence(rows)] == [("t", 0)]
+    # Even a review row handed to compact_row directly keeps none of its scores.
+    compact = compact_row(rows[0], 0)
+    assert "review" not in compact
     plain = compact_row(make_row("t", INC, 0, verify_output="FAILED test_x"), 0)
     assert "review" not in plain and plain["verify_tail"] == "FAILED test_x"
 
@@ -886,9 +886,7 @@ def test_review_scores_are_means_per_task_and_arm_over_valid_runs():
     defect, edited, clean = evidence.review_scores(rows)
     assert defect == {
         "task": "rv",
-        "class": "review-defect",
         "arm": "review",
-        "case": "defect",
         "runs": 3,
         "scored_runs": 3,
         "resolved": 1,
@@ -898,8 +896,6 @@ def test_review_scores_are_means_per_task_and_arm_over_valid_runs():
         "mean_recall": 0.5,
         "mean_blocker_recall": round(1 / 3, 4),
         "verdict_correct_share": round(1 / 3, 4),
-        "clean_control_pass_share": None,
-        "clean_control_findings": None,
         "median_cost_usd": 0.3,
     }
     assert (edited["arm"], edited["edited_code"], edited["contract_broken"], edited["median_cost_usd"]) == (
@@ -908,8 +904,9 @@ def test_review_scores_are_means_per_task_and_arm_over_valid_runs():
         0,
         None,
     )
-    assert (clean["case"], clean["mean_blocker_recall"], clean["clean_control_pass_share"]) == ("clean", None, 0.5)
-    assert (clean["clean_control_findings"], clean["verdict_correct_share"], clean["mean_weighted_f1"]) == (1, 0.5, 0.5)
+    # A clean control has the same fields, every one a number: nothing says which case it is.
+    assert set(clean) == set(defect) and clean["task"] == "ok"
+    assert (clean["mean_blocker_recall"], clean["verdict_correct_share"], clean["mean_weighted_f1"]) == (1.0, 0.5, 0.5)
     assert evidence.review_scores([make_row("t", INC, 0)]) == []
 
 
@@ -953,10 +950,9 @@ def test_review_scores_reach_the_bundle_and_no_label_content_can(tmp_path, root)
     [scores] = json.loads(files[evidence.REVIEW_SCORES_FILE])
     assert (scores["task"], scores["arm"], scores["runs"], scores["resolved"]) == ("rv", "review", 2, 1)
     assert scores["mean_weighted_f1"] == round((1 + 1 / 3) / 2, 4)
-    compact = {(row["task"], row["run"]): row for row in json.loads(files["selected-rows.json"])}
-    assert compact[("rv", 1)]["review"]["tp"] == 1 and compact[("rv", 1)]["review"]["verdict_correct"] is False
-    # The review the session wrote is its own output and reaches the proposer in the cell's patch.
-    assert files[compact[("rv", 1)]["patch_file"]] == review
+    # The review runs themselves are not staged: no row, patch or transcript of theirs.
+    assert [row["task"] for row in json.loads(files["selected-rows.json"])] == ["t"]
+    assert review not in files.values()
 
 
 def proposer_prompt(tmp_path: Path, root: Path, arm: str) -> Callable[[list[dict], str], str]:
@@ -988,9 +984,14 @@ def test_a_bundle_without_review_rows_has_no_review_scores_and_its_prompt_says_n
     reviewed = prompt([make_row("t", INC, 0), make_review_row("rv", "review", 0)], "b")
     assert "- Review quality: /evidence/review-scores.json, per review task and arm" in reviewed
     assert "labels they were scored against stay hidden" in reviewed
-    # Beside the line on the rows (one more run), the review line is all that differs.
+    # Beside the line on the rows (one more run) and the bundle's index (its markers and sizes), the review line is
+    # all that differs.
     differs = [line for line in reviewed.splitlines() if line not in plain.splitlines()]
-    assert [line.split(":")[0] for line in differs] == ["- Benchmark runs", "- Review quality"]
+    assert [line.split(":")[0].split(";")[0] for line in differs if not line.startswith(("<<<", "selected-rows"))] == [
+        "- Benchmark runs",
+        "- Review quality",
+        "review-scores.json [harness-written",
+    ]
 
 
 # ─── Trigger tasks: per-skill figures only ──────────────────────────────────
@@ -1078,16 +1079,18 @@ def test_trigger_scores_are_the_aggregates_per_arm_and_skill_and_name_no_prompt(
     assert evidence.trigger_scores([make_row("t", INC, 0)]) is None
 
 
-def test_gate_lines_name_a_trigger_prompt_instead_of_a_trigger_task_and_leave_other_names_alone():
+def test_gate_lines_name_a_trigger_prompt_or_a_review_task_instead_of_its_id_and_leave_other_names_alone():
     lines = [
         "candidate_trigger: keep_incumbent — ask: resolution fell from 3/3 to 0/3; ask-more: 2/3; fix: ok",
-        "across agents (all): keep_incumbent — ask (and ask.) again",
+        "across agents (all): keep_incumbent — ask (and ask.) again; rv: new false positives on a clean control",
     ]
-    assert evidence.withhold_trigger_tasks(lines, ["ask"]) == [
+    standins = {"ask": evidence.TRIGGER_TASK_STANDIN, "rv": evidence.REVIEW_TASK_STANDIN}
+    assert evidence.withhold_labelled_tasks(lines, standins) == [
         "candidate_trigger: keep_incumbent — a trigger prompt: resolution fell from 3/3 to 0/3; ask-more: 2/3; fix: ok",
-        "across agents (all): keep_incumbent — a trigger prompt (and a trigger prompt.) again",
+        "across agents (all): keep_incumbent — a trigger prompt (and a trigger prompt.) again; a review task: new "
+        "false positives on a clean control",
     ]
-    assert evidence.withhold_trigger_tasks(lines, []) == lines
+    assert evidence.withhold_labelled_tasks(lines, {}) == lines
 
 
 def test_no_trigger_label_reaches_the_bundle_while_the_per_skill_scores_do(tmp_path, root):
@@ -1133,5 +1136,7 @@ def test_the_prompt_names_the_trigger_scores_and_the_description_only_when_they_
     assert "- Skill triggering: /evidence/trigger-scores.json, per arm and skill" in triggered
     assert "`description:` front matter: you may rewrite it" in triggered
     # With only labelled prompts among the rows, none is staged and the prompt says why (not a harness failure).
-    assert "ran labelled prompts, which reach you as per-skill figures only" in triggered
+    assert (
+        "ran label-scored tasks (labelled prompts or reviews), which reach you as aggregate figures only" in triggered
+    )
     assert "harness or session errors" not in triggered

@@ -301,6 +301,10 @@ def test_closing_lines_carry_the_runs_config_into_every_command(tmp_path):
     html = next(line for line in lines if line.strip().startswith("HTML:"))
     assert f".venv/bin/snakemake --report {root / 'report.html'} --configfile my.yaml" in html
     assert lines[-1].strip().startswith(f"next:      skillbench apply {root}")
+    assert (
+        lines[-2].strip()
+        == f"diff:      {root / 'gen0' / 'report.md'}   (the candidate's whole diff and content flags)"
+    )
     assert sum(len(line) for line in lines) < 1000
     # The end hook leaves a progress.json that says how the run ended.
     assert read_artifact(root / "progress.json", "progress")["state"] == "finished"

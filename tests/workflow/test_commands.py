@@ -57,6 +57,29 @@ class Session:
         self.outputs[name] = result
         return result
 
+    def run_at_terminal(
+        self, name: str, command: str, answer: str, timeout: float = RUN_S
+    ) -> subprocess.CompletedProcess:
+        """Run a printed command with a terminal as its stdin, typing ``answer`` when it asks."""
+        controller, terminal = os.openpty()
+        try:
+            process = subprocess.Popen(
+                shlex.split(command),
+                cwd=self.project.root,
+                stdin=terminal,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            os.write(controller, f"{answer}\n".encode())
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            os.close(terminal)
+            os.close(controller)
+        result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+        self.outputs[name] = result
+        return result
+
 
 def printed(output: str, label: str) -> str:
     """The command of a closing line (`  <label>:   <command>   (comment)`)."""
@@ -125,7 +148,8 @@ def session(tmp_path_factory) -> Session:
     user.run("status after the interrupt", printed(stderr, "progress"))
     resumed = user.run("resume", printed(stderr, "resume"))
     user.run("report", printed(resumed.stderr, "HTML"))
-    user.run("apply", printed(resumed.stderr, "next"))
+    # As printed, apply shows the diff and flags and asks before it writes: the user reads them and types y.
+    user.run_at_terminal("apply", printed(resumed.stderr, "next"), answer="y")
     user.run("status after the run", f"{skillbench} status {results.relative_to(project.root)}")
     return user
 
@@ -199,6 +223,9 @@ def test_the_apply_command_as_printed_writes_this_experiments_candidate(session)
     applied = session.outputs["apply"]
     assert applied.returncode == 0, applied.stderr
     assert ".claude/skills/change-work/SKILL.md" in applied.stdout
+    assert "content flags: none" in applied.stdout and "Write these 1 file(s) into the working tree? [y/N]" in (
+        applied.stdout
+    )
     diff = session.project.git("diff", "--", ".claude/skills/change-work/SKILL.md")
     assert "+- Run the verify command once" in diff
 

@@ -203,13 +203,16 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project):
     assert "run the verify command once" in project.results("evo", "gen1", "proposal.md").read_text()
 
     applied = subprocess.run(
-        [SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml"],
+        [SKILLBENCH, "apply", "results/evo", "--configfile", "test-config.yaml", "--yes"],
         cwd=project.root,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
     )
     assert applied.returncode == 0, applied.stderr
     assert ".claude/skills/change-work/SKILL.md" in applied.stdout
+    # What it wrote was shown first: no content flags, and the whole diff.
+    assert "content flags: none" in applied.stdout and "\n+- Run the verify command once" in applied.stdout
     diff = project.git("diff", "--", ".claude/skills")
     assert "+- Run the verify command once" in diff
     assert project.git("status", "--porcelain", "--", ".claude/skills").startswith(" M")

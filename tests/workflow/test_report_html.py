@@ -135,7 +135,8 @@ def test_a_run_prints_progress_lines_and_ends_with_a_few_lines_instead_of_every_
     assert closing[1].split() == ["summary:", "results/look/summary.md"]
     assert "results/look/sweep/report.md, results/look/gen0/report.md" in closing[2]
     assert "--report results/look/report.html" in closing[3]
-    assert "skillbench apply results/look" in closing[4]
+    assert "results/look/gen0/report.md" in closing[4] and "whole diff" in closing[4]
+    assert "skillbench apply results/look" in closing[5]
     assert looked.status_after_rerun.stdout.startswith(f"[progress] look: {CELLS}/{CELLS} cells, 0 running")
     assert ", finished" in looked.status_after_rerun.stdout.splitlines()[0]
 

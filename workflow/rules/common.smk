@@ -27,6 +27,7 @@ from skillbench.reporting import progress as sb_progress  # noqa: E402
 from skillbench.experiment import runrecord as sb_runrecord  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
 from skillbench.experiment import suite as sb_tasks  # noqa: E402
+from skillbench.experiment import overlayreview as sb_review  # noqa: E402
 
 # Every check that needs no session, the same list `skillbench check` runs: one line per mistake (with the closest
 # valid key for a typo); the full schema report goes to the log, and to the terminal under `snakemake --verbose`.
@@ -75,6 +76,7 @@ SELECTION = sb_tasks.select_tasks(
 )
 TASKS = {task["id"]: task for task in SELECTION.tasks}
 TASK_IDS = list(TASKS)
+TASK_TOOLS = sb_review.suite_task_tools(SELECTION.tasks)
 INCUMBENT_ARMS = sb_arms.selected_arms(config)
 # A plain integer is the fixed design; {min, max, step} the sequential one, whose first batch (and
 # the sweep, and arms in no candidate pair) runs `min` and whose later batches only exist when a look

@@ -14,6 +14,8 @@ rule freeze_overlay:
         oracles=[sb_layout.oracle_snapshot(RESULTS, task) for task in TASK_IDS],
     output:
         overlay=sb_layout.overlay(RESULTS, "{gen}"),
+        # The candidate's whole diff against the incumbent skills (the generation's report shows it).
+        diff=sb_layout.candidate_diff(RESULTS, "{gen}"),
     log:
         sb_layout.log(EXPERIMENT, "freeze_overlay", sb_layout.generation_name("{gen}")),
     priority: GENERATION_PRIORITY
@@ -33,6 +35,8 @@ rule freeze_overlay:
         arms=CANDIDATE_ARMS,
         # The skills each selected arm invokes: which candidate arms an overlay needs.
         arm_skills=sb_arms.selected_arm_skills(config),
+        # The task's own tools (what its setup and verify start): the content review flags shell commands outside them.
+        task_tools=TASK_TOOLS,
     script:
         "../../scripts/freeze_overlay.py"
 
@@ -82,6 +86,8 @@ checkpoint gate_promotion:
         design=config["runs"],
         model=config["model"]["name"],
         effort=config["model"]["effort"],
+        # Content-flag categories the user accepts: a candidate with another is held back (a change regrades only).
+        accept_flags=config["evolution"]["accept_flags"],
     script:
         "../../scripts/gate_promotion.py"
 

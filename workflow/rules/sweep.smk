@@ -60,6 +60,7 @@ use rule render_report as render_generation_report with:
         results=sb_layout.rows(RESULTS, "{gen}"),
         bindings=sb_layout.bindings(RESULTS),
         promotion=sb_layout.promotion(RESULTS, "{gen}"),
+        diff=sb_layout.candidate_diff(RESULTS, "{gen}"),
     output:
         report=sb_layout.report(RESULTS, "{gen}"),
     log:

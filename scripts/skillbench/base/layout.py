@@ -10,6 +10,7 @@ results/<experiment>/
     cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
     evidence/  proposal.md  proposer-session.json  proposer-prompt.md  transcripts/
     overlay/ (the proposer's draft)  overlay.json  frozen-overlay/ (read-only; overlay.json holds its digest)
+    candidate.diff (the candidate's whole diff against the incumbent)
     looks/look<k>.json  results.jsonl  promotion.json  report.md  report.html  figures/
   sweep/results.jsonl, report.md, report.html, figures/         the incumbent arms alone
   summary.json  summary.md  summary.html  figures/  progress.json
@@ -54,6 +55,7 @@ ROWS = "results.jsonl"
 PROMOTION = "promotion.json"
 PROPOSAL = "proposal.md"
 OVERLAY = "overlay.json"
+CANDIDATE_DIFF = "candidate.diff"
 LOOKS = "looks"
 PROGRESS_FOLDER = ".progress"
 SPEND_FOLDER = ".spend"
@@ -119,6 +121,11 @@ def stage_figure(root: Root, gen: int | str | None, name: str) -> str:
 def overlay(root: Root, gen: int | str) -> str:
     """The frozen candidate's record (``overlay.json``: digest, files, paired arms, promotion targets)."""
     return _join(generation_dir(root, gen), OVERLAY)
+
+
+def candidate_diff(root: Root, gen: int | str) -> str:
+    """The candidate's whole diff against the incumbent skills (``candidate.diff``, written when it is frozen)."""
+    return _join(generation_dir(root, gen), CANDIDATE_DIFF)
 
 
 def frozen_overlay(root: Root, gen: int | str) -> str:

@@ -231,9 +231,27 @@ class OverlayFile(TypedDict):
     bytes: int
 
 
-class OverlayDocument(TypedDict):
-    """A frozen candidate overlay: `schemas/overlay.schema.json`."""
+class ContentFlag(TypedDict):
+    """Text a candidate adds that touches tests, secrets, the network or the shell (`schemas/overlay.schema.json`
+    `$defs/flag`; `skillbench.experiment.overlayreview`)."""
 
+    file: str
+    line: int
+    category: str
+    rule: str
+    text: str
+
+
+class ContentReviewRecord(TypedDict):
+    """overlay.json's `content_review`: the rule set, the task tools it allowed, the flags, the diff's digest."""
+
+    rules: str
+    task_tools: list[str]
+    flags: list[ContentFlag]
+    diff_sha256: str
+
+
+class OverlayFields(TypedDict):
     schema: Literal["overlay/v1"]
     generation: int
     candidate_origin: Literal["manual-initial-overlay", "model-proposer"]
@@ -246,6 +264,13 @@ class OverlayDocument(TypedDict):
     pairs: list[list[str]]
     targets: list[str]
     target_base_digests: dict[str, str]
+
+
+class OverlayDocument(OverlayFields, total=False):
+    """A frozen candidate overlay: `schemas/overlay.schema.json` (``content_review`` since issue 38; a document
+    frozen before it has none)."""
+
+    content_review: ContentReviewRecord
 
 
 class ProposerSession(TypedDict):
@@ -362,6 +387,7 @@ class EvidenceCounts(TypedDict):
 
 class EvidenceFile(TypedDict):
     name: str
+    origin: Literal["harness", "agent"]
     bytes: int
     sha256: str
     truncated: bool
@@ -443,9 +469,17 @@ class Decision(DecisionFields, total=False):
     no_worse: bool
 
 
-class PromotionDocument(TypedDict):
-    """promotion.json: `schemas/promotion.schema.json`."""
+class ContentReviewBlock(TypedDict):
+    """promotion.json's `content_review`: the candidate's flags, the categories the config accepted and those it
+    did not, and whether a promotion was held back for them."""
 
+    flags: list[ContentFlag]
+    accepted: list[str]
+    unaccepted: list[str]
+    held: bool
+
+
+class PromotionFields(TypedDict):
     schema: str
     run_status: str
     generated_at: str
@@ -462,6 +496,12 @@ class PromotionDocument(TypedDict):
     required_candidate_arms: list[str]
     selected_tasks: list[dict[str, Any]]
     target_base_digests: dict[str, str]
+
+
+class PromotionDocument(PromotionFields, total=False):
+    """promotion.json: `schemas/promotion.schema.json` (``content_review`` when the overlay record has one)."""
+
+    content_review: ContentReviewBlock
 
 
 # Error kinds a row is excluded from evidence for (the harness's failures and interruptions), and the ones

@@ -1,6 +1,7 @@
 """What a ``promotion/v1`` document holds besides its decisions: the schema id, the binding fields and their
-check, the run statuses, the quality-rule texts it records beside the policy, the plugin pins of a pair, and the
-one-line summary of a document (``summarize_gate``).
+check, the run statuses, the quality-rule texts it records beside the policy, the plugin pins of a pair, the
+candidate's content flags and the hold they put on a promotion (``hold_flagged``), and the one-line summary of a
+document (``summarize_gate``).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from skillbench.base.records import ResultRow
+from skillbench.base.records import ContentFlag, ContentReviewBlock, Decision, ResultRow
 from skillbench.decision.policy import GateInputError
+from skillbench.experiment.overlayreview import FLAG_CATEGORIES, flag_line, unaccepted_categories
 
 PROMOTION_SCHEMA = "promotion/v1"
 
@@ -81,6 +83,43 @@ def plugin_pins(rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: st
         return [seen[key] for key in sorted(seen)]
 
     return {"incumbent": pins(incumbent_arm), "candidate": pins(candidate_arm)}
+
+
+def hold_flagged(
+    decisions: list[Decision], flags: Sequence[ContentFlag], accepted: Sequence[str]
+) -> ContentReviewBlock:
+    """Hold back every decision that would promote a candidate whose text carries a flag of a category the user has
+    not accepted (`evolution.accept_flags`): it becomes keep_incumbent, its first reason naming the categories, the
+    first flags and the fix. Returns promotion.json's ``content_review`` block.
+
+    keep_incumbent, not a decision of its own: the candidate is not promoted and the loop goes on to the next
+    generation as after any rejection (whose proposer reads this reason), while the block's ``held`` and the reason
+    tell it apart from a candidate the evidence rejected. The statistics stay as the evidence gave them."""
+    unknown = sorted(set(accepted) - set(FLAG_CATEGORIES))
+    if unknown:
+        raise GateInputError(f"accept_flags {unknown} are not flag categories ({', '.join(FLAG_CATEGORIES)})")
+    missing = unaccepted_categories(flags, accepted)
+    held = False
+    if missing:
+        counts = ", ".join(f"{c}: {sum(f['category'] == c for f in flags)}" for c in missing)
+        example = "; ".join([flag_line(flag) for flag in flags if flag["category"] in missing][:2])
+        reason = (
+            f"held back by content flags the config does not accept ({counts}; e.g. {example}): the evidence alone "
+            f"would promote it. Read the candidate's diff in the generation's report.md; to promote it, add "
+            f"{', '.join(missing)} to evolution.accept_flags"
+        )
+        for decision in decisions:
+            if decision["decision"] == "promote":
+                decision["decision"] = "keep_incumbent"
+                decision["reasons"] = [reason, *decision["reasons"]]
+                held = True
+    order = {category: index for index, category in enumerate(FLAG_CATEGORIES)}
+    return {
+        "flags": list(flags),
+        "accepted": sorted(set(accepted), key=order.__getitem__),
+        "unaccepted": missing,
+        "held": held,
+    }
 
 
 def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:

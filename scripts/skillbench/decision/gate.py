@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from skillbench.base.artifacts import utc_timestamp
-from skillbench.base.records import Decision, PromotionDocument, ResultRow
+from skillbench.base.records import ContentFlag, Decision, PromotionDocument, ResultRow
 from skillbench.decision.agents import across_agents, check_policy_design, pair_agent
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.document import (
@@ -26,6 +26,7 @@ from skillbench.decision.document import (
     PROMOTION_SCHEMA,
     QUALITY_RULES,
     check_promotion_inputs,
+    hold_flagged,
     plugin_pins,
     summarize_gate,
 )
@@ -152,6 +153,8 @@ def promotion_document(
     design: dict[str, Any] | None = None,
     cut_short: dict[str, str] | None = None,
     generation: int = 0,
+    content_flags: Sequence[ContentFlag] | None = None,
+    accept_flags: Sequence[str] = (),
 ) -> PromotionDocument:
     """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
 
@@ -165,6 +168,10 @@ def promotion_document(
     forces every decision to insufficient_evidence. ``generated_at`` must be timezone-aware;
     the evidence expires ``max_age_days`` later. ``generation`` (from 0) is the generation the rows are of:
     it sets the alpha its tests spend, and ``error_control`` states what that means for the experiment.
+
+    ``content_flags`` are the candidate's content flags (overlay.json's ``content_review``; None for an overlay
+    record without one) and ``accept_flags`` the categories the user accepts: a promotion a flag of another
+    category would carry is held back (``document.hold_flagged``) and the document's ``content_review`` says so.
     """
     policy = policy if policy is not None else resolve_policy(None)
     check_promotion_inputs(pairs, binding, run_status, generated_at)
@@ -195,9 +202,10 @@ def promotion_document(
             decision["plugins"] = pins
         decisions.append(decision)
 
+    review = None if content_flags is None else hold_flagged(decisions, content_flags, accept_flags)
     generated = generated_at.astimezone(UTC)
     check_policy_design(policy, design)
-    return {
+    document: PromotionDocument = {
         "schema": PROMOTION_SCHEMA,
         "run_status": run_status,
         "generated_at": utc_timestamp(generated),
@@ -219,3 +227,6 @@ def promotion_document(
         "selected_tasks": binding["selected_tasks"],
         "target_base_digests": binding["target_base_digests"],
     }
+    if review is not None:
+        document["content_review"] = review
+    return document

@@ -93,12 +93,14 @@ def grade(
     design: Any = None,
     look: str | None = None,
     generation: int | None = None,
+    accept_flags: Sequence[str] = (),
 ) -> PromotionDocument:
     """Rows + policy → promotion.json (the gate rule, and `skillbench gate` offline).
 
     With a sequential ``design`` (the config's ``runs`` mapping) every pair replays its looks over
     the rows; ``look`` (the generation's last look document) names the pairs a budget cut short.
-    ``generation`` (the share of alpha the tests spend) defaults to the overlay's own generation."""
+    ``generation`` (the share of alpha the tests spend) defaults to the overlay's own generation; ``accept_flags``
+    (`evolution.accept_flags`) are the content-flag categories the user accepts in the candidate."""
     rows = artifacts.read_jsonl(Path(results), "result-row")
     overlay_doc = artifacts.read_artifact(Path(overlay_json), "overlay")
     bindings_doc = artifacts.read_artifact(Path(bindings), "task-bindings")
@@ -113,6 +115,7 @@ def grade(
         design=design,
         cut_short=cut_short_pairs(look),
         generation=overlay_doc["generation"] if generation is None else generation,
+        accept_flags=accept_flags,
     )
     artifacts.write_artifact(Path(out), document, "promotion")
     return document
@@ -130,9 +133,11 @@ def grade_rows(
     generation: int,
     design: Any = None,
     cut_short: dict[str, str] | None = None,
+    accept_flags: Sequence[str] = (),
 ) -> PromotionDocument:
     """The promotion document of one generation's rows, its overlay record and task bindings: `grade` without the
-    files (the analysis API's regrade calls it with rows it holds)."""
+    files (the analysis API's regrade calls it with rows it holds). The overlay record's content flags hold back a
+    promotion unless ``accept_flags`` accepts their categories."""
     from skillbench.decision import gate
 
     overlay_doc, bindings_doc = overlay, bindings
@@ -154,4 +159,6 @@ def grade_rows(
         design=run_design if sequential else None,
         cut_short=cut_short,
         generation=generation,
+        content_flags=(overlay_doc.get("content_review") or {}).get("flags"),
+        accept_flags=accept_flags,
     )

@@ -5,7 +5,12 @@ required candidate arm, re-derives everything the promotion is bound to (the fro
 overlay's digest, the promotion targets and their committed bytes, the current config's
 model, effort and gate policy, the experiment's task bindings) and refuses unless the
 promotion document matches all of it exactly and is still current
-(`validate_promotion_for_apply`).
+(`validate_promotion_for_apply`). It also reviews the frozen overlay's content again against the
+committed incumbent (`experiment.overlayreview`): content a candidate may never add is refused,
+the flags must be the ones the promotion recorded, and every flag's category must be accepted by
+the current config's `evolution.accept_flags`. `prepare_promotion` does all of that and returns
+the write plan with the candidate's whole diff and its flags, which the command prints before
+anything is written (`format_review`); `write_prepared` writes it.
 
 The write is compare-and-swap across every target (canonical skill file, then each mirror,
 per overlay file): nothing is written unless every target still holds its bound base bytes.
@@ -54,11 +59,12 @@ from typing import Any, NoReturn
 
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
+from skillbench.base.records import ContentFlag
 from skillbench.decision.gate import across_agents
 from skillbench.decision.policy import RECORDED_WHEN_SET, GatePolicy, resolve_policy
 from skillbench.decision.promotion import is_promoted
 from skillbench.execution import repo
-from skillbench.experiment import overlay
+from skillbench.experiment import overlay, overlayreview
 from skillbench.experiment.arms import ArmError, incumbent_of, required_candidate_arms
 
 CONFIG_SCHEMA = artifacts.SCHEMA_DIR / "config.schema.json"
@@ -398,15 +404,27 @@ def _check_target_path(root: Path, target: str) -> Path:
     return path
 
 
-def apply_promotion(
-    results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None, swap: Swap = os.replace
-) -> list[str]:
-    """Write the promoted generation's frozen overlay into ``repository``'s working tree; return the written
-    repository-relative paths (per overlay file: the canonical skill file, then each mirror).
+@dataclass(frozen=True)
+class PreparedApply:
+    """A promotion that passed every check, ready to write: the generation, the repository root, the write plan
+    (target, candidate bytes, base digest), the candidate's whole diff against the committed incumbent, its
+    content flags and the categories the config accepts."""
 
-    ``config`` is the validated config with defaults filled (``load_config``). ``swap(source, target)``
-    atomically replaces ``target`` by ``source``; it is used for every swap and every rollback restore.
-    """
+    generation: int
+    root: Path
+    plan: list[tuple[str, bytes, str]]
+    diff: str
+    flags: list[ContentFlag]
+    accepted: list[str]
+
+
+def prepare_promotion(
+    results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None
+) -> PreparedApply:
+    """Every check of an apply, nothing written: the promotion's binding (`validate_promotion_for_apply`) and the
+    frozen overlay's content review against the committed incumbent (`_check_content`).
+
+    ``config`` is the validated config with defaults filled (``load_config``)."""
     results_dir = Path(results_dir)
     generation, _ = promoted_generation(results_dir)
     promotion = _read(Path(layout.promotion(results_dir, generation)), "promotion")
@@ -456,7 +474,74 @@ def apply_promotion(
         policy=policy,
         now=now,
     )
-    return write_transaction(root, _write_plan(files, skills, targets, base_digests), swap=swap)
+    # The incumbent as committed: _base_digests just checked every target's work-tree bytes against HEAD.
+    with raised_as(ApplyError, overlay.OverlayError):
+        incumbent = overlayreview.incumbent_files(files, root / skills["root"])
+    accepted = list(config["evolution"].get("accept_flags") or [])
+    flags = _check_content(files, incumbent, record, promotion, accepted)
+    return PreparedApply(
+        generation=generation,
+        root=root,
+        plan=_write_plan(files, skills, targets, base_digests),
+        diff=overlayreview.overlay_diff(files, incumbent, skills["root"]),
+        flags=flags,
+        accepted=accepted,
+    )
+
+
+def _check_content(
+    files: list[tuple[str, bytes]],
+    incumbent: dict[str, bytes | None],
+    record: dict[str, Any],
+    promotion: dict[str, Any],
+    accepted: list[str],
+) -> list[ContentFlag]:
+    """The overlay's content review, run again on the frozen bytes against the committed incumbent (with the task
+    tools freeze_overlay recorded): nothing refused, the flags exactly those promotion.json recorded, and each
+    flag's category accepted by the current config. Returns the flags."""
+    tools = (record.get("content_review") or {}).get("task_tools", [])
+    review = overlayreview.review_overlay(files, incumbent, tools)
+    if review.refusals:
+        lines = "; ".join(overlayreview.refusal_line(refusal) for refusal in review.refusals)
+        raise ApplyError(f"the promoted overlay adds content a candidate may never add: {lines}")
+    recorded = promotion.get("content_review")
+    if recorded is None:
+        if review.flags:
+            raise ApplyError(
+                "promotion.json records no content review but the overlay carries content flags; regrade the "
+                "generation (`skillbench gate`) so the flags are weighed"
+            )
+    elif recorded["flags"] != review.flags:
+        raise ApplyError(
+            "the content flags promotion.json records differ from a fresh review of the frozen overlay against the "
+            "committed incumbent (was the document edited, or the incumbent changed?); regrade the generation"
+        )
+    missing = overlayreview.unaccepted_categories(review.flags, accepted)
+    if missing:
+        raise ApplyError(
+            f"the promoted overlay carries content flags of categories the config does not accept "
+            f"({', '.join(missing)}): "
+            + "; ".join(overlayreview.flag_line(flag) for flag in review.flags if flag["category"] in missing)
+            + ". Read them; add the categories to evolution.accept_flags only if you accept that text"
+        )
+    return review.flags
+
+
+def write_prepared(prepared: PreparedApply, *, swap: Swap = os.replace) -> list[str]:
+    """Write a prepared promotion as one transaction; return the written repository-relative paths."""
+    return write_transaction(prepared.root, prepared.plan, swap=swap)
+
+
+def apply_promotion(
+    results_dir: Path, *, repository: Path, config: dict[str, Any], now: datetime | None = None, swap: Swap = os.replace
+) -> list[str]:
+    """Write the promoted generation's frozen overlay into ``repository``'s working tree; return the written
+    repository-relative paths (per overlay file: the canonical skill file, then each mirror).
+
+    ``config`` is the validated config with defaults filled (``load_config``). ``swap(source, target)``
+    atomically replaces ``target`` by ``source``; it is used for every swap and every rollback restore.
+    """
+    return write_prepared(prepare_promotion(results_dir, repository=repository, config=config, now=now), swap=swap)
 
 
 def _frozen_overlay(
@@ -1065,6 +1150,26 @@ def recover_interrupted(repository: Path, skills: dict[str, Any]) -> str | None:
 
 
 # ─── Output ─────────────────────────────────────────────────────────────────
+
+
+def format_review(prepared: PreparedApply) -> str:
+    """What the command shows before it writes: the generation, the targets, the content flags (each with whether
+    the config accepts its category) and the candidate's whole diff against the committed incumbent."""
+    targets = [target for target, _, _ in prepared.plan]
+    lines = [
+        f"generation {prepared.generation}'s promoted candidate would write {len(targets)} file(s): "
+        + ", ".join(targets),
+    ]
+    if prepared.flags:
+        lines.append(
+            f"content flags: {len(prepared.flags)}, every category accepted by evolution.accept_flags "
+            f"({', '.join(prepared.accepted)}):"
+        )
+        lines += [f"  {overlayreview.flag_line(flag)}" for flag in prepared.flags]
+    else:
+        lines.append("content flags: none")
+    lines += ["the candidate's whole diff against the committed incumbent:", prepared.diff.rstrip("\n")]
+    return "\n".join(lines)
 
 
 def format_applied(paths: list[str]) -> str:

@@ -9,12 +9,14 @@ an over-budget bundle loses selected rows from the end, then the prior proposal,
 bundle is written into a hidden sibling folder and renamed into place, so a failure or a killed
 job never leaves a plausible bundle behind.
 
-Review cells (rows with ``review`` metrics) reach the proposer as scores only: each compact row keeps the counts
-and ratios of `REVIEW_ROW_FIELDS`, and ``review-scores.json`` holds each (task, arm)'s means over its valid runs
-(`review_scores`). Nothing here reads a task's labels or the hidden snapshot, and no defect, path, line range,
-category or expected verdict is copied from a row; a review row's verify tail is not staged (a review task has
-no verify, and a grader's words about the labels must not reach the proposer). The session's own
-review-output.json reaches it in the cell's patch, as any agent output does.
+Review tasks (rows with ``review`` metrics, scored against hidden labels) reach the proposer as per (task, arm)
+aggregates only: ``review-scores.json`` holds each (task, arm)'s means over its valid runs (`review_scores`), and
+their rows are never selected. A run's findings are in its transcript and patch; its score against the labels
+(tp, fp, verdict_correct, even resolved) beside them would tell which reported lines are labelled defects and which
+verdict is expected, and a handful of runs differenced against each other rebuilds every label (issue 38; the canary
+is tests/unit/test_review_label_canary.py). So no review run's transcript, patch or per-run score is staged, the
+aggregates name neither the case (defect or clean control) nor the class, and a gate-summary line says "a review
+task" where its reason named one. Nothing here reads a task's labels or the hidden snapshot.
 
 Trigger tasks (labelled prompts) reach the proposer as per-skill figures only: ``trigger-scores.json`` (schema
 ``trigger-scores``) holds each arm's recall, precision, false triggers and near-miss restraint per skill
@@ -34,7 +36,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from skillbench.base import artifacts, layout
 from skillbench.base.errors import SkillbenchError, raised_as
@@ -74,24 +76,10 @@ TRIGGER_TASK_STANDIN = "a trigger prompt"
 MANIFEST_FILE = "manifest.json"
 TRANSCRIPT_KEYS = frozenset({"path", "sha256", "bytes", "source"})
 
-# What a compact row keeps of a review row's metrics: the session's own result, as counts and ratios. Never the
-# labels' side (expected_verdict, defects, blocking_defects) nor the verdict that, next to verdict_correct, would
-# tell the expected one.
-REVIEW_ROW_FIELDS = (
-    "case",
-    "output_error",
-    "findings",
-    "tp",
-    "fp",
-    "fn",
-    "precision",
-    "recall",
-    "f1",
-    "weighted_f1",
-    "blocker_recall",
-    "verdict_correct",
-    "clean_control_passed",
-)
+# What a gate-summary line says in place of a review task's id (its reasons may name its case).
+REVIEW_TASK_STANDIN = "a review task"
+
+Origin = Literal["harness", "agent"]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TRANSCRIPT_NAME = re.compile(r"[A-Za-z0-9._-]+\.jsonl")
@@ -107,6 +95,23 @@ def read_manifest(bundle: Path) -> EvidenceManifest:
         return cast(EvidenceManifest, artifacts.read_artifact(Path(bundle) / MANIFEST_FILE, "evidence-manifest"))
 
 
+def read_gate_lines(bundle: Path, manifest: EvidenceManifest) -> list[str]:
+    """gate-summary.json of a bundle as its manifest records it (size and SHA-256): a list of strings."""
+    entry = next((entry for entry in manifest["files"] if entry["name"] == GATE_FILE), None)
+    if entry is None:
+        return []
+    payload = artifacts.read_regular_file(Path(bundle) / GATE_FILE, MAX_FILE_BYTES, what=GATE_FILE, error=EvidenceError)
+    if hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+        raise EvidenceError(f"{Path(bundle) / GATE_FILE} does not match the SHA-256 its manifest records")
+    try:
+        lines = json.loads(payload)
+    except ValueError as exc:
+        raise EvidenceError(f"{Path(bundle) / GATE_FILE} is not JSON: {exc}") from exc
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise EvidenceError(f"{Path(bundle) / GATE_FILE} must hold a list of strings")
+    return lines
+
+
 # ─── Selection (pure) ───────────────────────────────────────────────────────
 
 
@@ -119,19 +124,25 @@ def select_evidence(rows: list[dict[str, Any]], max_rows: int = MAX_EVIDENCE_ROW
     """The rows a proposer should study: unresolved ones by (task, arm, run), then resolved ones by cost.
 
     Rows of an excluded error kind (harness, session, cleanup, unverifiable, cancelled) carry no
-    signal about the prompt and are dropped. A trigger task's rows are never selected: a labelled prompt's outcome
-    beside its transcript (which holds the prompt) tells its label; ``trigger-scores.json`` carries their
-    per-skill figures instead. Unmeasured cost counts as 0; ties keep input order.
+    signal about the prompt and are dropped. A label-scored task's rows are never selected: a labelled prompt's
+    outcome beside its transcript (which holds the prompt) tells its label, and a review run's score beside the
+    findings its transcript holds tells which of them are labelled defects; ``trigger-scores.json`` and
+    ``review-scores.json`` carry their aggregates instead. Unmeasured cost counts as 0; ties keep input order.
     """
     if not isinstance(max_rows, int) or isinstance(max_rows, bool) or max_rows < 0:
         raise ValueError(f"max_rows must be an integer >= 0 (got {max_rows!r})")
-    measured = [row for row in rows if row.get("error_kind") not in EXCLUDED and not is_trigger_row(row)]
+    measured = [row for row in rows if row.get("error_kind") not in EXCLUDED and not is_label_scored(row)]
     unresolved = sorted(
         (row for row in measured if not row.get("resolved")),
         key=lambda row: (str(row.get("task")), str(row.get("arm")), int(row.get("run") or 0)),
     )
     resolved = sorted((row for row in measured if row.get("resolved")), key=_cost, reverse=True)
     return (unresolved + resolved)[:max_rows]
+
+
+def is_label_scored(row: dict[str, Any]) -> bool:
+    """A row of a task judged against hidden labels (a review or a trigger task)."""
+    return is_review_row(row) or is_trigger_row(row)
 
 
 def patch_name(index: int) -> str:
@@ -163,14 +174,8 @@ def compact_row(
         "skill_invoked": row.get("skill_invoked"),
         "patch_file": patch_name(index) if patch_staged else None,
         "transcript_files": [transcript_name(index, session) for session in range(transcripts_staged)],
-        "verify_tail": "" if is_review_row(row) else str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
-        **({"review": _review_fields(row)} if is_review_row(row) else {}),
+        "verify_tail": str(row.get("verify_output") or "")[-VERIFY_TAIL_CHARS:],
     }
-
-
-def _review_fields(row: dict[str, Any]) -> dict[str, Any] | None:
-    review = row.get("review")
-    return None if not isinstance(review, dict) else {field: review.get(field) for field in REVIEW_ROW_FIELDS}
 
 
 def _rounded(value: float | None, places: int = 4) -> float | None:
@@ -179,20 +184,19 @@ def _rounded(value: float | None, places: int = 4) -> float | None:
 
 def review_scores(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per review task and arm (in order of first appearance), over its valid scored runs: the mean weighted F1,
-    recall and blocker recall, the share of correct verdicts and of passed clean controls (None on a defect case),
-    the findings on clean controls, the runs whose review broke the contract or that edited code, and the median
-    cost of a run. Counts and ratios only: nothing of the labels (`aggregate.review_summary`)."""
+    recall and blocker recall, the share of correct verdicts, the runs whose review broke the contract or that
+    edited code, and the median cost of a run (`aggregate.review_summary`). Counts and ratios only, and none that
+    would tell the task's case: no case or class, and no figure that exists for one case only (a clean control's
+    pass share or findings); a ratio over nothing is 1.0 on either case (`grading.review`)."""
     scores = []
     for summary in aggregate.review_summaries(rows).values():
         if not summary.valid_runs:
             continue
-        clean, scored = summary.case == "clean", summary.scored
+        scored = summary.scored
         scores.append(
             {
                 "task": summary.task,
-                "class": summary.task_class,
                 "arm": summary.arm,
-                "case": summary.case,
                 "runs": summary.valid_runs,
                 "scored_runs": scored,
                 "resolved": summary.resolved,
@@ -200,14 +204,8 @@ def review_scores(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "edited_code": summary.edited_code,
                 "mean_weighted_f1": _rounded(summary.means["weighted_f1"]),
                 "mean_recall": _rounded(summary.means["recall"]),
-                "mean_blocker_recall": None if clean else _rounded(summary.means["blocker_recall"]),
+                "mean_blocker_recall": _rounded(summary.means["blocker_recall"]),
                 "verdict_correct_share": _rounded(summary.verdict_correct / scored) if scored else None,
-                "clean_control_pass_share": (
-                    _rounded(summary.clean_control_passed / scored)
-                    if clean and scored and summary.clean_control_passed is not None
-                    else None
-                ),
-                "clean_control_findings": summary.clean_control_fp,
                 "median_cost_usd": _rounded(summary.cost_usd, 6),
             }
         )
@@ -231,16 +229,18 @@ def trigger_scores(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return artifacts.validate({"schema": TRIGGER_SCORES_SCHEMA, "scores": entries}, "trigger-scores")
 
 
-def withhold_trigger_tasks(lines: list[str], trigger_tasks: Sequence[str]) -> list[str]:
-    """Gate-summary lines with every trigger task's id replaced by "a trigger prompt".
+def withhold_labelled_tasks(lines: list[str], standins: dict[str, str]) -> list[str]:
+    """Gate-summary lines with every label-scored task's id replaced by its stand-in (task id → "a trigger prompt"
+    or "a review task").
 
-    A gate reason names a task (`<task>: resolution regressed …`); for a labelled prompt, that is a per-prompt
-    outcome the proposer could pair with the task's id to tell its label, so only per-skill figures reach it."""
-    if not trigger_tasks:
+    A gate reason names a task (`<task>: resolution regressed …`, `<task>: new false positives on a clean
+    control …`); for a labelled prompt or a review task, that is a per-task outcome or case the proposer could pair
+    with the task's id to tell its label, so only aggregates reach it."""
+    if not standins:
         return lines
-    names = "|".join(re.escape(task) for task in sorted(set(trigger_tasks), key=len, reverse=True))
-    pattern = re.compile(rf"(?<![A-Za-z0-9_.-])(?:{names})(?![A-Za-z0-9_-])")
-    return [pattern.sub(TRIGGER_TASK_STANDIN, line) for line in lines]
+    names = sorted(standins, key=len, reverse=True)
+    pattern = re.compile(rf"(?<![A-Za-z0-9_.-])(?:{'|'.join(map(re.escape, names))})(?![A-Za-z0-9_-])")
+    return [pattern.sub(lambda match: standins[match.group(0)], line) for line in lines]
 
 
 def read_learnings(path: Path | None, evolvable: Sequence[str], cap: int = MAX_LEARNINGS) -> list[dict[str, Any]]:
@@ -488,8 +488,38 @@ def _read_prior_proposal(path: Path, secrets: Sequence[str]) -> bytes:
     return _bounded(PROPOSAL_FILE, text.encode("utf-8"))
 
 
+def file_label(name: str) -> tuple[Origin, str]:
+    """(origin, what it is) of a bundle file by its name: who wrote its text, as the proposer's prompt labels it."""
+    if name.startswith("patch-"):
+        return "agent", "the changes one selected session made to its workspace, written by the agent under test"
+    if name.startswith("transcript-"):
+        return "agent", "one selected session's event stream: the agent under test's messages and its tools' output"
+    return FILE_LABELS[name]
+
+
+# Who wrote each fixed file of a bundle (patches and transcripts: `file_label`).
+FILE_LABELS: dict[str, tuple[Origin, str]] = {
+    ROWS_FILE: (
+        "harness",
+        "the selected runs' rows (task, arm, outcome, cost, turns); each verify_tail is the output of the agent's code",
+    ),
+    GATE_FILE: ("harness", "the gate's decision lines for the previous candidate"),
+    REVIEW_SCORES_FILE: ("harness", "review quality per review task and arm (aggregates only)"),
+    TRIGGER_SCORES_FILE: ("harness", "skill triggering per arm and skill (aggregates only)"),
+    LEARNINGS_FILE: ("agent", "hints appended by live skill runs (agent-written, not ground truth)"),
+    PROPOSAL_FILE: ("agent", "the previous proposer's proposal (agent-written)"),
+    MANIFEST_FILE: ("harness", "this index of the bundle"),
+}
+
+
 def _file_entry(name: str, payload: bytes, truncated: bool) -> EvidenceFile:
-    return {"name": name, "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest(), "truncated": truncated}
+    return {
+        "name": name,
+        "origin": file_label(name)[0],
+        "bytes": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "truncated": truncated,
+    }
 
 
 def _as_given(path: Path | None, secrets: Sequence[str]) -> str | None:
@@ -536,8 +566,9 @@ def stage_evidence(
     selected = select_evidence(rows)
     root = Path(results_root) if results_root is not None else Path()
     row_files = [_row_files(root, row, index, generation, secrets) for index, row in enumerate(selected)]
-    trigger_tasks = [str(row["task"]) for row in rows if is_trigger_row(row)]
-    gate_summary = withhold_trigger_tasks(_gate_summary(promotion_path), trigger_tasks)
+    standins = {str(row["task"]): TRIGGER_TASK_STANDIN for row in rows if is_trigger_row(row)}
+    standins.update({str(row["task"]): REVIEW_TASK_STANDIN for row in rows if is_review_row(row)})
+    gate_summary = withhold_labelled_tasks(_gate_summary(promotion_path), standins)
     bundle = _Bundle(
         generation=generation,
         sources={

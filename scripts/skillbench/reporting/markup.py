@@ -88,6 +88,14 @@ def md_code(value: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def md_fenced(text: str, info: str = "") -> str:
+    """`text` as a fenced code block: a backtick fence longer than any backtick run inside, so no line closes it
+    early; the renderer escapes everything inside."""
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{fence}{info}\n{body}{fence}"
+
+
 def md_prose(text: Any) -> str:
     """A harness-written sentence (a gate reason, an advice line) as Markdown: its `code` spans stay code
     spans, everything else is text. Whatever a quoted value holds, each piece is escaped for where it lands."""

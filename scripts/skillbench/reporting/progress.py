@@ -582,9 +582,11 @@ def closing_lines(
         f"  HTML:      {report_command}   (figures, every report and a page per cell; open it in a browser)",
     ]
     if summary["outcome"] == "promoted":
-        lines.append(
-            f"  next:      {skillbench} apply {root}   (writes the promoted skills; review `git diff`, then commit)"
-        )
+        promoted = layout.report(root, summary["promoted_generation"])
+        lines += [
+            f"  diff:      {promoted}   (the candidate's whole diff and content flags)",
+            f"  next:      {skillbench} apply {root}   (shows them again; --yes writes; then `git diff`, commit)",
+        ]
     elif summary.get("next_step"):
         # A sweep the budget cut short says so too: raising budget.max_usd finishes its cells.
         lines.append(f"  next:      {summary['next_step']}")

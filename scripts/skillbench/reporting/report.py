@@ -28,7 +28,7 @@ from skillbench.decision.aggregate import (
     savings,
     trigger_scores,
 )
-from skillbench.reporting.markup import md_code, md_prose, md_text
+from skillbench.reporting.markup import md_code, md_fenced, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
 DASH = "—"
@@ -592,6 +592,65 @@ def _agents_lines(agents: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
+def candidate_section(promotion: Mapping[str, Any] | None, diff: str | None) -> list[str]:
+    """The candidate's content flags (and what the config accepted) and its whole diff against the incumbent: what
+    a promotion would write, shown before anyone applies it."""
+    review = (promotion or {}).get("content_review")
+    if review is None and diff is None:
+        return []
+    lines = ["## The candidate's change", ""]
+    if review is None:
+        lines += ["This candidate was frozen before content reviews were recorded: no flags are known.", ""]
+    elif not review["flags"]:
+        lines += ["Content flags: none (`evolution.accept_flags` does not matter for it).", ""]
+    else:
+        accepted = set(review["accepted"])
+        verdict = (
+            f"**held back**: the evidence would promote it, but {', '.join(map(md_code, review['unaccepted']))} "
+            "are not in `evolution.accept_flags`"
+            if review["held"]
+            else (
+                f"categories not accepted: {', '.join(map(md_code, review['unaccepted']))} (a promotion would be "
+                "held back)"
+                if review["unaccepted"]
+                else "every category is accepted in `evolution.accept_flags`"
+            )
+        )
+        lines += [
+            f"Content flags: {len(review['flags'])}; {verdict}. Each is text the incumbent did not have that touches "
+            "tests, secrets, the network or the shell (`config/README.md`, the content review).",
+            "",
+            "| file | line | category | rule | matched text | accepted |",
+            "| --- | ---: | --- | --- | --- | --- |",
+        ]
+        for flag in review["flags"]:
+            lines.append(
+                _table_line(
+                    [
+                        md_text(flag["file"]),
+                        str(flag["line"]),
+                        md_text(flag["category"]),
+                        md_text(flag["rule"]),
+                        md_code(flag["text"]),
+                        "yes" if flag["category"] in accepted else "**no**",
+                    ]
+                )
+            )
+        lines.append("")
+    if diff is None:
+        return lines
+    if not diff:
+        return [*lines, "The candidate's files equal the incumbent's.", ""]
+    return [
+        *lines,
+        "The candidate's whole diff against the incumbent skills (`candidate.diff` beside this report; "
+        "`skillbench apply` prints it again before it writes):",
+        "",
+        md_fenced(diff, "diff"),
+        "",
+    ]
+
+
 def render_report(
     rows: list[dict[str, Any]],
     *,
@@ -602,8 +661,10 @@ def render_report(
     promotion: dict[str, Any] | None = None,
     baseline_arm: str = DEFAULT_BASELINE_ARM,
     baseline_arms: dict[str, str] | None = None,
+    candidate_diff: str | None = None,
 ) -> str:
-    """The whole ``report.md`` as one string; savings rows compare every arm with the baseline arm of its own agent:
+    """The whole ``report.md`` as one string (a generation's ends with its candidate's flags and whole diff,
+    ``candidate_diff``); savings rows compare every arm with the baseline arm of its own agent:
     ``baseline_arms[agent]``, else ``baseline_arm`` (an arm is never compared with another agent's baseline).
 
     Tasks follow ``task_order`` and arms ``arm_order``; tasks or arms present in ``rows`` but
@@ -654,6 +715,9 @@ def render_report(
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
     if promotion is not None:
         lines += ["", *_promotion_lines(promotion)]
+        candidate = candidate_section(promotion, candidate_diff)
+        if candidate:
+            lines += ["", *candidate]
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,7 @@ from skillbench.evolution import evidence
 from skillbench.evolution.proposer import ProposerError, run_proposer
 from skillbench.execution.agents import DEFAULT_ADAPTER
 from skillbench.execution.environment import api_key, load_script, resolve_cli, secrets
-from skillbench.experiment import overlay, skillformat
+from skillbench.experiment import overlay, overlayreview, skillformat
 from skillbench.experiment.arms import check_candidate_arms, incumbent_of
 from skillbench.experiment.configcheck import next_step
 from skillbench.experiment.settings import proposer_settings
@@ -48,6 +48,7 @@ def freeze_overlay(
     source: str,
     frozen_out: str,
     overlay_out: str,
+    diff_out: str,
     candidate_origin: str,
     proposer_model: str | None,
     bindings: str,
@@ -55,23 +56,28 @@ def freeze_overlay(
     skills: dict[str, Any],
     candidate_arms: list[str],
     arm_skills: dict[str, list[str]],
+    task_tools: list[str],
     repository: str = ".",
 ) -> None:
-    """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets.
+    """Validate and freeze a candidate overlay, derive its paired arms, bind its promotion targets, record its
+    content review and write its whole diff against the incumbent (`diff_out`).
 
-    `skills` is the config's skills section (root, evolvable, mirrors), `candidate_arms` the experiment's and
-    `arm_skills` the skills of each selected arm. An overlay that carries any bound hidden oracle's content is
-    refused before any cell runs."""
+    `skills` is the config's skills section (root, evolvable, mirrors), `candidate_arms` the experiment's,
+    `arm_skills` the skills of each selected arm and `task_tools` the programs the tasks' own commands start. An
+    overlay that carries any bound hidden oracle's content, or content its review refuses, is refused before any
+    cell runs; its flags are recorded for the gate."""
     try:
-        files, touched, candidates, targets, bases = checked_overlay(
+        checked = checked_overlay(
             source,
             skills,
             bound_oracles(bindings, oracle_dirs),
             lambda touched: check_candidate_arms(candidate_arms, arm_skills, touched, source),
             repository,
+            task_tools,
         )
     except skillformat.SkillFormatError as exc:
         raise overlay.OverlayError(str(exc)) from exc
+    diff = overlayreview.overlay_diff(checked.files, checked.incumbent, skills["root"])
     digest = overlay.freeze(Path(source), Path(frozen_out), skills["evolvable"])
     document = {
         "schema": "overlay/v1",
@@ -80,14 +86,18 @@ def freeze_overlay(
         "source": source,
         "proposer_model": proposer_model,
         "digest": digest,
-        "files": overlay.overlay_summary(files),
-        "touched_skills": sorted(touched),
-        "required_candidate_arms": candidates,
-        "pairs": [[incumbent_of(arm), arm] for arm in candidates],
-        "targets": targets,
-        "target_base_digests": bases,
+        "files": overlay.overlay_summary(checked.files),
+        "touched_skills": sorted(checked.touched),
+        "required_candidate_arms": checked.candidates,
+        "pairs": [[incumbent_of(arm), arm] for arm in checked.candidates],
+        "targets": checked.targets,
+        "target_base_digests": checked.bases,
+        "content_review": overlayreview.review_record(checked.review, checked.task_tools, diff),
     }
+    artifacts.atomic_write_text(Path(diff_out), diff)
     artifacts.write_artifact(Path(overlay_out), document, "overlay")
+    for flag in checked.review.flags:
+        print(f"flagged: {overlayreview.flag_line(flag)}")
 
 
 class HarnessHealthError(SkillbenchError, RuntimeError):
@@ -119,8 +129,12 @@ def summarize_run(
 
     `arms` are the incumbent arms, `runs` the design and `min_runs` the gate's (they shape the advice)."""
     generations = []
+    held: list[tuple[int, list[str]]] = []
     for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
         promotion = artifacts.read_artifact(Path(promotion_path), "promotion")
+        review = promotion.get("content_review")
+        if review and review["held"]:
+            held.append((artifacts.read_artifact(Path(overlay_path), "overlay")["generation"], review["unaccepted"]))
         overlay_doc = artifacts.read_artifact(Path(overlay_path), "overlay")
         generations.append(
             report.generation_summary(
@@ -136,6 +150,14 @@ def summarize_run(
         advice = (
             f"The run's budget (`budget.max_usd`) stopped {cut} cell(s) at the model gateway (their rows are "
             "budget-exhausted, excluded from the gate): raise it and run the same command again; only those cells run."
+        )
+    elif outcome == "not_promoted" and held:
+        generation, categories = held[-1]
+        advice = (
+            f"Generation {generation}'s candidate was held back by content flags ({', '.join(categories)}) though its "
+            f"evidence would promote it: read them and its whole diff in "
+            f"{layout.report(Path(summary_out).parent, generation)}; to promote it, add {', '.join(categories)} to "
+            "evolution.accept_flags and run the same command again (only the gate reruns)."
         )
     elif outcome == "not_promoted":
         last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []

@@ -101,8 +101,10 @@ def gate_promotion(
     design: Any,
     look: str | None,
     out: str,
+    accept_flags: list[str],
 ) -> PromotionDocument:
-    """The generation's rows + the gate policy → promotion.json (the same grading `skillbench gate` runs offline)."""
+    """The generation's rows + the gate policy → promotion.json (the same grading `skillbench gate` runs offline);
+    `accept_flags` (evolution.accept_flags) are the content-flag categories the user accepts in the candidate."""
     return promotion.grade(
         results=results,
         overlay_json=overlay_json,
@@ -113,4 +115,5 @@ def gate_promotion(
         out=out,
         design=design,
         look=look,
+        accept_flags=accept_flags,
     )

@@ -32,9 +32,11 @@ def render_report(
     out: str,
     baseline_arms: dict[str, str] | None = None,
     promotion: str | None = None,
+    candidate_diff: str | None = None,
     title: str = "skillbench benchmark",
 ) -> None:
-    """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design."""
+    """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design, and a
+    generation's `candidate_diff` its candidate's whole diff (candidate.diff)."""
     rows = artifacts.read_jsonl(Path(results), "result-row")
     bound = artifacts.read_artifact(Path(bindings), "task-bindings")
     promotion_doc = artifacts.read_artifact(Path(promotion), "promotion") if promotion else None
@@ -57,6 +59,7 @@ def render_report(
         promotion=promotion_doc,
         baseline_arm=baseline_arm,
         baseline_arms=baseline_arms,
+        candidate_diff=Path(candidate_diff).read_text(encoding="utf-8") if candidate_diff else None,
     )
     oracle_logs = report.oracle_log_section(oracle_log_links(rows, Path(out)))
     artifacts.atomic_write_text(
