@@ -295,10 +295,10 @@ def task_repository_warnings(
 ) -> list[str]:
     """A warning per task repository (and ref) that has uncommitted changes or whose HEAD is not at the tasks'
     ref: cells run on the committed ref, so neither is benchmarked. Tasks sharing a repository and ref share
-    the warning."""
+    the warning. A mined task's ref (`refs/skillbench/…`) is never checked out: it gets none."""
     groups: dict[tuple[Path, str], list[str]] = {}
     for task in tasks:
-        if "repo" in task:
+        if "repo" in task and not task.get("ref", "HEAD").startswith(repo.MINED_REF_PREFIX):
             groups.setdefault((Path(task["repo"]).expanduser(), task.get("ref", "HEAD")), []).append(task["id"])
     warnings = []
     for (source, ref), ids in groups.items():
