@@ -12,6 +12,7 @@ from skillbench.execution import agents, cells, replay
 from skillbench.execution.environment import api_key, configured_cli, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
 from skillbench.experiment.settings import cell_settings
+from skillbench.experiment.suite import load_suite
 from skillbench.grading import taskcheck
 from skillbench.grading.graders import grader_for
 from skillbench.steps.session import job_run_control, start_session_job
@@ -20,11 +21,16 @@ from skillbench.steps.session import job_run_control, start_session_job
 def replayed_solution(
     script: dict[str, Any] | None, task: dict[str, Any], model_script: str | None, binding: dict[str, Any]
 ) -> bytes | None:
-    """The reference solution the scripted model replays (`replay: solution`), or None. A patch solution is read
-    beside the model script, which the miner and the importers write beside the suite's tasks.yaml."""
+    """The reference solution the scripted model replays (`replay: solution`), or None. The cell's task definition
+    leaves the solution out (only the check reads it), so it is read from the suite beside the model script, where
+    the miner and the importers write both."""
     if not replay.is_replay(script, task["id"]) or model_script is None:
         return None
-    return taskcheck.solution_bytes(task, Path(model_script).parent / "tasks.yaml", cast(TaskBinding, binding))
+    suite = Path(model_script).parent / "tasks.yaml"
+    definition = next((entry for entry in load_suite(suite) if entry["id"] == task["id"]), None)
+    if definition is None or not definition.get("solution"):
+        return None
+    return taskcheck.solution_bytes(definition, suite, cast(TaskBinding, binding))
 
 
 def run_cell(

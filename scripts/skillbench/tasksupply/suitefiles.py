@@ -109,11 +109,13 @@ def write_suite(
 
 
 def experiment_document(out: Path, name: str, *, runs: int = 3, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The experiment file of a made suite: its name, the suite path as the project root names it, a small design."""
+    """The experiment file of a made suite: its name, the suite path as the project root names it, a small design,
+    and a benchmark sweep of the incumbent arms (no proposer: its offline script has no steps for one)."""
     return {
         "experiment": slug(name),
         "tasks": {"suite": shown_path(out / TASKS_FILE)},
         "runs": runs,
+        "evolution": {"generations": 0},
         **(extra or {}),
     }
 
