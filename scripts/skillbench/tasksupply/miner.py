@@ -410,12 +410,13 @@ def mine(
     config: dict[str, Any],
     *,
     skillbench_command: str,
-    log: TextIO = sys.stderr,
+    log: TextIO | None = None,
     api_key: str | None = None,
     now: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Mine `options.repo` into `options.out`; return the report document (also written beside the suite)."""
     started = now()
+    log = log or sys.stderr
     history.check_repository(options.repo)
     origin = f"mine:{options.repo.expanduser().resolve()}"
     suitefiles.claim(options.out, origin)
