@@ -416,6 +416,7 @@ def _design_lines(
     """What design the gate needs to promote a true ``saving_pct`` saving 80 % of the time in the experiment's last
     generation: with the suite's tasks, and the cheapest (more tasks beat more runs once (task, arm)s share effects)."""
     from skillbench.decision import gate
+    from skillbench.experiment import configcheck
     from skillbench.reporting import progress
 
     policy = gate.resolve_policy(dict(config["gate"]))
@@ -451,6 +452,17 @@ def _design_lines(
         lines.append(f"    with these {tasks} tasks: out of reach within 30 runs per (task, arm); add tasks")
     else:
         lines.append(f"    with these {tasks} tasks: runs: {suite['runs']} (power {suite['power']:.2f})")
+    runs = configcheck.most_runs(config["runs"])
+    needed = progress.tasks_needed(**common, runs=runs)
+    if needed is None:
+        lines.append(f"    with runs: {runs} per (task, arm): out of reach within 200 tasks")
+    else:
+        more = needed["tasks"] - tasks
+        lines.append(
+            f"    with runs: {runs} per (task, arm): {needed['tasks']} tasks reach 80% power (power "
+            f"{needed['power']:.2f}); the suite has {tasks}"
+            + (f": add {more} more (mine further, or write them)" if more > 0 else ": enough")
+        )
     if best is not None:
         lines.append(
             f"    cheapest: {best['tasks']} tasks × {best['runs']} runs per (task, arm) (power {best['power']:.2f}); "
