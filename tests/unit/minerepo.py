@@ -139,3 +139,22 @@ def make_history(repo: Path) -> dict[str, str]:
 def git(repo: Path, *args: str) -> str:
     """Run git in a fixture repository (the test's own reads)."""
     return _git(repo, *args)
+
+
+def swebench_instance(repo: Path, commits: dict[str, str]) -> dict[str, object]:
+    """The `round-half` fix as a SWE-bench instance of this repository (the fields SWE-bench publishes)."""
+    base, fix = commits["docs"], commits["round-half"]
+    return {
+        "repo": "example/statkit",
+        "instance_id": "example__statkit-7",
+        "base_commit": base,
+        "patch": _git(repo, "diff", base, fix, "--", "statkit") + "\n",
+        "test_patch": _git(repo, "diff", base, fix, "--", "tests") + "\n",
+        "problem_statement": "mean([1, 2]) returns 1, not 1.5: the average drops its fractional part.",
+        "hints_text": "",
+        "created_at": "2026-01-01T00:00:00Z",
+        "version": "0.1",
+        "FAIL_TO_PASS": '["tests/test_core.py::test_mean_of_uneven_values_keeps_the_fraction"]',
+        "PASS_TO_PASS": '["tests/test_core.py::test_total_of_positives", "tests/test_span.py::test_span_is_max_minus_min"]',
+        "environment_setup_commit": base,
+    }

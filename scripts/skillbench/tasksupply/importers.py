@@ -257,7 +257,8 @@ def setup_command(plan: DockerPlan) -> str | None:
     """A setup that checks the installs the Dockerfile asked for are present (a cell cannot install them)."""
     checks = [f"dpkg-query -W {shlex.quote(package)} >/dev/null" for package in plan.apt]
     checks += [
-        "python3 -c " + shlex.quote(f"import importlib.metadata as m; m.version({package!r})") for package in plan.pip
+        "python3 -c " + shlex.quote(f"import importlib.metadata as m; m.version({json.dumps(package)})")
+        for package in plan.pip
     ]
     checks += [f"npm ls -g --depth=0 {shlex.quote(package)} >/dev/null" for package in plan.npm]
     return " && ".join(checks) or None
