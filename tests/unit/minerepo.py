@@ -17,6 +17,7 @@ Unit and workflow tests import it as `minerepo` (the workflow tests add tests/un
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -87,20 +88,31 @@ def make_history(repo: Path) -> dict[str, str]:
         "Summing a list with negative entries gave the sum of their magnitudes.",
     )
     tests += "\n\ndef test_total_keeps_the_sign_of_negative_values():\n    assert total([-2, 1]) == -1\n"
-    core = core.replace("    result = 0\n    for value in values:\n        result += value\n", "    acc = 0\n    for value in values:\n        acc += value\n").replace("    return result\n", "    return acc\n", 1)
+    core = core.replace(
+        "    result = 0\n    for value in values:\n        result += value\n",
+        "    acc = 0\n    for value in values:\n        acc += value\n",
+    ).replace("    return result\n", "    return acc\n", 1)
     commits["refactor"] = _commit(
         repo,
-        {"statkit/core.py": core, "tests/test_core.py": tests + "\n\ndef test_total_of_nothing():\n    assert total([]) == 0\n"},
+        {
+            "statkit/core.py": core,
+            "tests/test_core.py": tests + "\n\ndef test_total_of_nothing():\n    assert total([]) == 0\n",
+        },
         "Rename the accumulator in total and cover the empty case",
     )
     tests += "\n\ndef test_total_of_nothing():\n    assert total([]) == 0\n"
     commits["tests-only"] = _commit(
         repo,
-        {"tests/test_core.py": tests + "\n\ndef test_mean_raises_on_nothing():\n    import pytest\n\n"
-         "    with pytest.raises(ValueError):\n        mean([])\n"},
+        {
+            "tests/test_core.py": tests + "\n\ndef test_mean_raises_on_nothing():\n    import pytest\n\n"
+            "    with pytest.raises(ValueError):\n        mean([])\n"
+        },
         "Cover mean of an empty list",
     )
-    tests += "\n\ndef test_mean_raises_on_nothing():\n    import pytest\n\n    with pytest.raises(ValueError):\n        mean([])\n"
+    tests += (
+        "\n\ndef test_mean_raises_on_nothing():\n    import pytest\n\n    with pytest.raises(ValueError):\n"
+        "        mean([])\n"
+    )
     core = core.replace("    return max(values) - max(values)\n", "    return max(values) - min(values)\n")
     commits["leaky-fix"] = _commit(
         repo,
@@ -121,7 +133,9 @@ def make_history(repo: Path) -> dict[str, str]:
         },
         "Add clamp helper for bounding values to a range",
     )
-    commits["docs"] = _commit(repo, {"README.md": INITIAL["README.md"] + "\nSee statkit/core.py.\n"}, "Point the README at the code")
+    commits["docs"] = _commit(
+        repo, {"README.md": INITIAL["README.md"] + "\nSee statkit/core.py.\n"}, "Point the README at the code"
+    )
     core = core.replace("    return total(values) // len(values)\n", "    return total(values) / len(values)\n")
     commits["round-half"] = _commit(
         repo,
@@ -155,6 +169,8 @@ def swebench_instance(repo: Path, commits: dict[str, str]) -> dict[str, object]:
         "created_at": "2026-01-01T00:00:00Z",
         "version": "0.1",
         "FAIL_TO_PASS": '["tests/test_core.py::test_mean_of_uneven_values_keeps_the_fraction"]',
-        "PASS_TO_PASS": '["tests/test_core.py::test_total_of_positives", "tests/test_span.py::test_span_is_max_minus_min"]',
+        "PASS_TO_PASS": json.dumps(
+            ["tests/test_core.py::test_total_of_positives", "tests/test_span.py::test_span_is_max_minus_min"]
+        ),
         "environment_setup_commit": base,
     }

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import gitenv
 import pytest
-
 from skillbench.execution import agents, replay
 from skillbench.execution.scripted_model import ScriptedModel, resolve_variation
 
@@ -20,7 +19,10 @@ def diff(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> bytes
     """A real `git diff` between two trees of files."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    run = lambda *args: subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=gitenv.GIT_ENV)  # noqa: E731
+
+    def run(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=gitenv.GIT_ENV)
+
     run("init", "-q")
     for states in (before, after):
         for path in list(repo.rglob("*")):
@@ -81,7 +83,11 @@ def test_a_hunk_that_does_not_fit_the_file_is_refused(tmp_path: Path) -> None:
         replay.plan_replay(patch, reader({"shapes.py": "something else\n"}), WORKSPACE)
 
 
-TASK = {"id": "area", "prompt": "The area of a box is wrong for width 2 and height 3.", "verify": "python3 -m pytest -q"}
+TASK = {
+    "id": "area",
+    "prompt": "The area of a box is wrong for width 2 and height 3.",
+    "verify": "python3 -m pytest -q",
+}
 
 
 def steps_for(tmp_path: Path, session: dict, files: dict[str, str]) -> list[dict]:
@@ -130,7 +136,9 @@ def test_every_agent_cli_maps_a_replayed_edit_onto_its_own_tools(tmp_path: Path,
     files = {"shapes.py": OLD}
     steps = resolve_variation(steps_for(tmp_path, {"role": "baseline"}, files), variation_key=None, defaults_usage={})
     mapped = [
-        adapter.tool_form(tool["name"], tool["input"], reader(files)) for step in steps for tool in step.get("tools", [])
+        adapter.tool_form(tool["name"], tool["input"], reader(files))
+        for step in steps
+        for tool in step.get("tools", [])
     ]
     assert len(mapped) == 3  # read, edit, verify
     edit_name, edit_input = mapped[1]

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import minerepo
 import pytest
-
 from skillbench import cli
 from skillbench.base.artifacts import validate
 from skillbench.execution import repo
@@ -166,10 +165,20 @@ def test_verify_deselects_the_tests_of_its_files_that_are_not_pass_to_pass() -> 
     ("base", "solution", "suite", "extra", "reason"),
     [
         ({"tests/test_new.py::t": "passed"}, {"tests/test_new.py::t": "passed"}, None, {}, "no-fail-to-pass"),
-        ({}, {"tests/test_new.py::t": "passed"}, None, {"collection_errors": {"tests/test_new.py": "x"}},
-         "only-collection-errors"),
-        ({"tests/test_new.py::t": "failed"}, {"tests/test_new.py::t": "passed"}, None,
-         {"messages": {"tests/test_new.py::t": "ImportError: cannot import name 'clamp'"}}, "only-collection-errors"),
+        (
+            {},
+            {"tests/test_new.py::t": "passed"},
+            None,
+            {"collection_errors": {"tests/test_new.py": "x"}},
+            "only-collection-errors",
+        ),
+        (
+            {"tests/test_new.py::t": "failed"},
+            {"tests/test_new.py::t": "passed"},
+            None,
+            {"messages": {"tests/test_new.py::t": "ImportError: cannot import name 'clamp'"}},
+            "only-collection-errors",
+        ),
         ({"tests/test_new.py::t": "failed"}, {"tests/test_new.py::t": "passed"}, {}, {}, "no-pass-to-pass"),
         ({"tests/test_new.py::t": "failed"}, {"tests/test_new.py::t": "passed"}, None, {"state": "timeout"}, "timeout"),
     ],
@@ -222,8 +231,15 @@ def test_the_report_validates_and_closes_with_the_commands(tmp_path: Path) -> No
         scanned=10,
         candidates=4,
         tasks=[
-            {"id": "t", "commit": "a" * 40, "subject": "s", "class": "trivial", "fail_to_pass": 1, "pass_to_pass": 3,
-             "seconds": 12.0}
+            {
+                "id": "t",
+                "commit": "a" * 40,
+                "subject": "s",
+                "class": "trivial",
+                "fail_to_pass": 1,
+                "pass_to_pass": 3,
+                "seconds": 12.0,
+            }
         ],
         rejections=[
             {"commit": "b" * 40, "subject": "x | y", "reason": "flaky", "detail": "passed, then failed"},
@@ -260,7 +276,9 @@ def test_a_shallow_clone_is_refused(statkit, tmp_path: Path, capsys: pytest.Capt
 
 
 def test_a_range_without_a_qualifying_commit_is_refused_and_a_dirty_tree_warned(
-    statkit, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
+    statkit,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # type: ignore[no-untyped-def]
 ) -> None:
     root, commits = statkit
     copy = tmp_path / "copy"
@@ -276,7 +294,9 @@ def test_a_range_without_a_qualifying_commit_is_refused_and_a_dirty_tree_warned(
 
 
 def test_mining_into_a_folder_of_another_suite_writes_nothing(
-    statkit, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
+    statkit,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],  # type: ignore[no-untyped-def]
 ) -> None:
     root, _ = statkit
     out = tmp_path / "suite"
