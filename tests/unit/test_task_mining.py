@@ -310,3 +310,47 @@ def test_mining_into_a_folder_of_another_suite_writes_nothing(
 def test_history_errors_name_the_option(tmp_path: Path) -> None:
     with pytest.raises(MiningError, match="--repo"):
         history.check_repository(tmp_path / "missing")
+
+
+def test_estimate_says_how_many_tasks_a_design_needs() -> None:
+    from skillbench.decision import gate
+    from skillbench.reporting import progress
+
+    common = {
+        "saving_pct": 15.0,
+        "run_variance": 0.094,
+        "spend_efficiency": 1.0,
+        "shared_sd": 0.0,
+        "policy": gate.resolve_policy({}),
+        "generation": 0,
+    }
+    three = progress.tasks_needed(**common, runs=3)
+    ten = progress.tasks_needed(**common, runs=10)
+    assert three is not None and ten is not None
+    assert three["power"] >= 0.8 and ten["tasks"] <= three["tasks"]
+    fewer = progress.tasks_needed(**common, runs=3, max_tasks=three["tasks"] - 1)
+    assert fewer is None  # one task fewer does not reach 80 % power
+
+
+def test_a_replayed_task_needs_a_reference_solution(tmp_path: Path) -> None:
+    from skillbench.base.artifacts import ArtifactError
+    from skillbench.experiment import configcheck
+
+    script = tmp_path / "model-script.yaml"
+    script.write_text(
+        "schema: model-script/v1\ndefaults:\n  usage: {input_tokens: 1, output_tokens: 1, cache_read_input_tokens: 0,"
+        " cache_creation_input_tokens: 0}\n  final_text: Done.\n"
+        "tasks:\n  a: {replay: solution}\n  b: {replay: solution}\n"
+    )
+    common = {
+        "suite_tasks": ["a", "b"],
+        "selected_tasks": ["a", "b"],
+        "arm_roles": {"baseline": ["baseline"]},
+        "selected_arms": ["baseline"],
+        "needs_proposer": False,
+    }
+    assert configcheck.check_model_script(script, **common, replayable=["a", "b"])["tasks"]["a"] == {
+        "replay": "solution"
+    }
+    with pytest.raises(ArtifactError, match="task `b`: `replay: solution` needs the task's reference"):
+        configcheck.check_model_script(script, **common, replayable=["a"])
