@@ -679,6 +679,18 @@ def cost_estimate(
     }
 
 
+def _design_terms(policy: GatePolicy, generation: int) -> tuple[float, int]:
+    """Generation ``generation``'s alpha, and the runs per arm over all tasks that show the resolution within the
+    margin when every run resolves."""
+    from skillbench.decision import gate
+    from skillbench.decision import stats as gate_stats
+
+    alpha = gate.generation_alpha(policy, generation)
+    margin = policy.quality_margin_pct / 100
+    critical = float(gate_stats.stats.norm.isf(alpha))
+    return alpha, math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+
+
 def recommend_design(
     *,
     saving_pct: float,
@@ -698,10 +710,7 @@ def recommend_design(
     from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha = gate.generation_alpha(policy, generation)
-    margin = policy.quality_margin_pct / 100
-    critical = float(gate_stats.stats.norm.isf(alpha))
-    quality_runs = math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+    alpha, quality_runs = _design_terms(policy, generation)
     return gate_stats.cheapest_design(
         saving_pct=saving_pct,
         run_variance=run_variance,
@@ -734,10 +743,7 @@ def tasks_needed(
     from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha = gate.generation_alpha(policy, generation)
-    margin = policy.quality_margin_pct / 100
-    critical = float(gate_stats.stats.norm.isf(alpha))
-    quality_runs = math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+    alpha, quality_runs = _design_terms(policy, generation)
     for count in range(2, max_tasks + 1):
         if count * runs < quality_runs or runs < policy.min_runs:
             continue

@@ -26,6 +26,7 @@ reference solutions; trigger tasks invoke their expected skill) and an experimen
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -41,8 +42,7 @@ import yaml
 from skillbench.base import yamltext
 from skillbench.base.artifacts import ArtifactError, read_regular_file
 from skillbench.base.errors import SkillbenchError
-from skillbench.execution import quota, replay, repo
-from skillbench.execution.sandbox import Sandbox, SandboxLimits
+from skillbench.execution import replay, repo
 from skillbench.experiment import suite as suites
 from skillbench.experiment.settings import check_settings
 from skillbench.experiment.suite import MAX_ORACLE_COMMAND_BYTES, MAX_ORACLE_FILES
@@ -298,43 +298,31 @@ def harbor_oracle_command(workdir: str) -> str:
 
 def solve_patch(snapshot: Path, solution_dir: Path, workdir: str, config: dict[str, Any]) -> bytes:
     """Run solve.sh once in the sandbox on a clone of the snapshot; the change it made, as a patch."""
-    settings = check_settings(config)
     with tempfile.TemporaryDirectory(prefix="skillbench-harbor-") as scratch:
         template = Path(scratch) / "template"
         repo.build_template(destination=template, snapshot=snapshot)
-        with quota.private_root("skillbench-harbor-solve-", quota.disk_quota_mb(settings.sandbox)) as root:
-            clone = root / "workspace"
-            repo.clone_template(template, clone)
-            staged = root / "solution"
+        fill = functools.partial(repo.clone_template, template)
+        with probe.sandbox_over(config, "skillbench-harbor-solve-", fill) as sandbox:
+            staged = sandbox.private_root / "solution"
             shutil.copytree(solution_dir, staged)
-            sandbox = Sandbox(
-                settings.sandbox.backend,
-                clone,
-                root,
-                bwrap=settings.sandbox.bwrap,
-                limits=SandboxLimits.of(settings.sandbox.limits),
+            inside = "/solution" if sandbox.backend == "bwrap" else str(staged)
+            command = (
+                f'w="$PWD"; sed -e "s#{workdir}\\b#$w#g" -e "s#/solution\\b#{inside}#g" {inside}/solve.sh '
+                '> "${TMPDIR:-/tmp}/solve.sh" && bash "${TMPDIR:-/tmp}/solve.sh"'
             )
-            try:
-                inside = "/solution" if sandbox.backend == "bwrap" else str(staged)
-                command = (
-                    f'w="$PWD"; sed -e "s#{workdir}\\b#$w#g" -e "s#/solution\\b#{inside}#g" {inside}/solve.sh '
-                    '> "${TMPDIR:-/tmp}/solve.sh" && bash "${TMPDIR:-/tmp}/solve.sh"'
+            result = sandbox.run(
+                ["/bin/sh", "-c", command],
+                timeout=float(config["agent"]["setup_timeout_s"]),
+                extra_read_only=[(staged, "/solution")] if sandbox.backend == "bwrap" else [],
+            )
+            if not result.ok:
+                raise ImportRefused(
+                    f"{solution_dir / 'solve.sh'}: exits {result.returncode} in the sandbox: "
+                    f"{(result.stderr_tail or result.stdout_tail)[-300:].strip()}"
                 )
-                result = sandbox.run(
-                    ["/bin/sh", "-c", command],
-                    timeout=float(config["agent"]["setup_timeout_s"]),
-                    extra_read_only=[(staged, "/solution")] if sandbox.backend == "bwrap" else [],
-                )
-                if not result.ok:
-                    raise ImportRefused(
-                        f"{solution_dir / 'solve.sh'}: exits {result.returncode} in the sandbox: "
-                        f"{(result.stderr_tail or result.stdout_tail)[-300:].strip()}"
-                    )
-                git = sandbox.git()
-                repo.checked(git, "add", "--all", "--force")
-                diff = git(["diff", "--cached", "--binary", "HEAD"], capture_stdout_bytes=repo.MAX_DIFF_BYTES)
-            finally:
-                sandbox.close()
+            git = sandbox.git()
+            repo.checked(git, "add", "--all", "--force")
+            diff = git(["diff", "--cached", "--binary", "HEAD"], capture_stdout_bytes=repo.MAX_DIFF_BYTES)
     if not diff.ok or not diff.stdout_capture:
         raise ImportRefused(f"{solution_dir / 'solve.sh'}: changes nothing in the workspace")
     return diff.stdout_capture

@@ -24,15 +24,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from skillbench.base.artifacts import ArtifactError
-from skillbench.execution import agents, environment, quota, replay, repo
-from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
+from skillbench.execution import agents, environment, replay, repo
+from skillbench.execution.sandbox import AgentInstall
 from skillbench.experiment import suite as suites
 from skillbench.experiment.settings import check_settings
 from skillbench.experiment.suite import MAX_ORACLE_COMMAND_BYTES, MAX_ORACLE_FILES
@@ -208,27 +207,12 @@ def judge_runs(
     return Probed(fail_to_pass, arguments, pass_to_pass, verify, failing)
 
 
-@contextmanager
-def _sandbox(
-    config: dict[str, Any], reader: repo.TargetReader, sha: str, prefix: str, install: AgentInstall | None = None
-) -> Iterator[Sandbox]:
-    settings = check_settings(config)
-    with quota.private_root(prefix, quota.disk_quota_mb(settings.sandbox)) as root:
-        clone = root / "workspace"
+def _export(reader: repo.TargetReader, sha: str) -> Callable[[Path], None]:
+    def fill(clone: Path) -> None:
         reader.export(sha, clone)
         (clone / prompts.OUTPUT_DIR).mkdir()
-        sandbox = Sandbox(
-            settings.sandbox.backend,
-            clone,
-            root,
-            bwrap=settings.sandbox.bwrap,
-            agent_install=install,
-            limits=SandboxLimits.of(settings.sandbox.limits),
-        )
-        try:
-            yield sandbox
-        finally:
-            sandbox.close()
+
+    return fill
 
 
 def _probe(
@@ -236,7 +220,7 @@ def _probe(
 ) -> dict[str, probe.TestRun]:
     runs: dict[str, probe.TestRun] = {}
     for stage, sha in (("base", refs.base), ("solution", refs.solution)):
-        with _sandbox(context.config, context.reader, sha, f"skillbench-mine-{stage}-") as sandbox:
+        with probe.sandbox_over(context.config, f"skillbench-mine-{stage}-", _export(context.reader, sha)) as sandbox:
             runs[f"suite-on-{stage}"] = probe.run_suite(sandbox, context.test_command, timeout=context.timeout)
             runs[f"oracle-on-{stage}"] = probe.run_overlaid(
                 sandbox,
@@ -311,9 +295,8 @@ def _prompt(context: Context, commit: Commit, refs: history.TaskRefs, probed: Pr
     message = prompts.message_text(commit.subject, commit.body)
     if context.options.prompt == "commit-message":
         return message
-    with _sandbox(
-        context.config, context.reader, refs.base, "skillbench-mine-issue-", context.agent_install
-    ) as sandbox:
+    fill = _export(context.reader, refs.base)
+    with probe.sandbox_over(context.config, "skillbench-mine-issue-", fill, context.agent_install) as sandbox:
         try:
             return prompts.write_issue(
                 sandbox=sandbox,

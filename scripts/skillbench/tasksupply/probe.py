@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import re
 import shlex
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from skillbench.base.process import CANCEL
-from skillbench.execution.failures import CellCancelled
-from skillbench.execution.sandbox import Sandbox
+from skillbench.execution import quota
+from skillbench.execution.sandbox import AgentInstall, Sandbox, SandboxLimits
+from skillbench.experiment.settings import check_settings
 from skillbench.grading import oracle
 from skillbench.grading.oracle import ORACLE_ENV_VAR
-from skillbench.grading.verify import verifier_environment
+from skillbench.grading.verify import run_checked, verifier_environment
 
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 SUMMARY_HEADER = re.compile(r"^=+ short test summary info =+\s*$")
@@ -83,6 +84,29 @@ def parse_summary(text: str) -> TestRun:
     return run
 
 
+@contextmanager
+def sandbox_over(
+    config: dict[str, Any], prefix: str, fill: Callable[[Path], None], install: AgentInstall | None = None
+) -> Iterator[Sandbox]:
+    """A cell's sandbox (the config's backend, limits and disk quota) over a fresh clone that `fill` writes."""
+    settings = check_settings(config)
+    with quota.private_root(prefix, quota.disk_quota_mb(settings.sandbox)) as root:
+        clone = root / "workspace"
+        fill(clone)
+        sandbox = Sandbox(
+            settings.sandbox.backend,
+            clone,
+            root,
+            bwrap=settings.sandbox.bwrap,
+            agent_install=install,
+            limits=SandboxLimits.of(settings.sandbox.limits),
+        )
+        try:
+            yield sandbox
+        finally:
+            sandbox.close()
+
+
 def pytest_command(test_command: str, arguments: Sequence[str]) -> str:
     """The project's test command with the miner's pytest options and `arguments` (files or node ids), quoted."""
     return " ".join([test_command, *PYTEST_ARGS, *(shlex.quote(argument) for argument in arguments)])
@@ -102,22 +126,20 @@ def overlay_command(test_command: str, arguments: Sequence[str]) -> str:
 def _run(
     sandbox: Sandbox, command: str, *, timeout: float, env: dict[str, str], extra_read_only: Sequence[tuple[Path, str]]
 ) -> TestRun:
-    started = time.monotonic()
-    result = sandbox.run(
-        ["/bin/sh", "-c", command],
+    """One test run as a cell's verifier runs (`verify.run_checked`), with its whole stdout read for the summary."""
+    result = run_checked(
+        sandbox,
+        command,
         timeout=timeout,
         env=env,
-        read_only_workspace=True,
         extra_read_only=extra_read_only,
         capture_stdout_bytes=MAX_OUTPUT_BYTES,
     )
-    if result.state == "cancelled" or CANCEL.is_set():
-        raise CellCancelled("interrupted while a candidate's tests ran")
-    stdout = (result.stdout_capture or b"").decode("utf-8", "replace")
+    stdout = (result.stdout or b"").decode("utf-8", "replace")
     run = parse_summary(stdout)
-    run.state, run.exit_code = result.state, result.returncode
-    run.output = f"{stdout[-6000:]}\n{result.stderr_tail[-2000:]}".strip()
-    run.elapsed = time.monotonic() - started
+    run.state, run.exit_code = result.state, result.exit_code
+    run.output = f"{stdout[-6000:]}\n{result.output[-2000:]}".strip()
+    run.elapsed = result.elapsed
     return run
 
 
