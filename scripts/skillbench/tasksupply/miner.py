@@ -388,6 +388,69 @@ def _agent_install(config: dict[str, Any], prompt_mode: str) -> AgentInstall | N
     return agent.install(environment.resolve_cli(environment.configured_cli(config, agent), agent=agent))
 
 
+@dataclass
+class Tally:
+    """A mining run's results so far: written after every accepted task, so an interrupted run keeps them."""
+
+    tasks: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+    rejections: list[dict[str, Any]]
+    scanned: int = 0
+    candidates: int = 0
+
+
+def save(context: Context, tally: Tally, *, origin: str, wall_s: float, skillbench_command: str) -> dict[str, Any]:
+    """Write the suite (when it has a task) and the report as they stand; return the report document."""
+    options = context.options
+    experiment_path = options.out / suitefiles.EXPERIMENT_FILE
+    if tally.tasks:
+        experiment_path = suitefiles.write_suite(
+            options.out,
+            origin=origin,
+            tasks=tally.tasks,
+            script_tasks={task["id"]: {"replay": replay.REPLAY_SOLUTION} for task in tally.tasks},
+            experiment=suitefiles.experiment_document(options.out, f"mined-{context.namespace}"),
+            header=(
+                f"Mined by `skillbench tasks mine` from {options.repo}: {len(tally.tasks)} task(s) of "
+                f"{tally.candidates} candidate commit(s).\nEach task: base = refs/skillbench/{context.namespace}/"
+                "<task>/base in that repository, solution = …/solution, hidden oracle = the commit's tests "
+                "(oracles/<task>/), verify = pass-to-pass tests.\nSee mining-report.md for every rejection and its "
+                "reason."
+            ),
+        )["experiment"]
+    document = report.report_document(
+        options={
+            "repository": str(options.repo),
+            "since": options.since,
+            "until": options.until,
+            "prompt": options.prompt,
+            "test_command": context.test_command,
+            "max": options.max_tasks,
+            "paths": list(options.paths),
+        },
+        scanned=tally.scanned,
+        candidates=tally.candidates,
+        tasks=tally.entries,
+        rejections=tally.rejections,
+        wall_s=wall_s,
+        commands=suitefiles.commands(experiment_path, skillbench_command),
+    )
+    options.out.mkdir(parents=True, exist_ok=True)
+    report.write_report(options.out, document)
+    return document
+
+
+def _screen(commit: Commit) -> str | None:
+    """Why a commit is not a candidate at all, or None."""
+    if commit.parent is None:
+        return "root-commit"
+    if not commit.tests:
+        return "no-test-change"
+    if not commit.source:
+        return "no-source-change"
+    return None
+
+
 def mine(
     options: MineOptions,
     config: dict[str, Any],
@@ -397,17 +460,14 @@ def mine(
     api_key: str | None = None,
     now: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """Mine `options.repo` into `options.out`; return the report document (also written beside the suite)."""
+    """Mine `options.repo` into `options.out`; return the report document (also written beside the suite, and after
+    every accepted task, so an interrupted run keeps what it accepted)."""
     started = now()
     log = log or sys.stderr
     history.check_repository(options.repo)
     origin = f"mine:{options.repo.expanduser().resolve()}"
     suitefiles.claim(options.out, origin)
-    namespace = suitefiles.slug(options.out.resolve().name)
-    tasks: list[dict[str, Any]] = []
-    entries: list[dict[str, Any]] = []
-    rejections: list[dict[str, Any]] = []
-    candidates = scanned = 0
+    tally = Tally(tasks=[], entries=[], rejections=[])
     with repo.open_target(options.repo) as reader:
         warning = history.dirty_warning(reader)
         if warning:
@@ -420,7 +480,7 @@ def mine(
             options=options,
             config=config,
             reader=reader,
-            namespace=namespace,
+            namespace=suitefiles.slug(options.out.resolve().name),
             test_command=options.test_command or default_test_command(reader),
             agent_install=_agent_install(config, options.prompt),
             api_key=api_key,
@@ -428,79 +488,35 @@ def mine(
             taken_ids=set(),
         )
         for sha in commits:
-            if options.max_tasks is not None and len(tasks) >= options.max_tasks:
+            if options.max_tasks is not None and len(tally.tasks) >= options.max_tasks:
                 break
-            scanned += 1
+            tally.scanned += 1
             commit = history.read_commit(reader, sha, options.paths)
-            reason = None
-            if commit.parent is None:
-                reason = "root-commit"
-            elif not commit.tests:
-                reason = "no-test-change"
-            elif not commit.source:
-                reason = "no-source-change"
+            reason = _screen(commit)
             if reason:
-                rejections.append({"commit": sha, "subject": commit.subject, "reason": reason, "detail": ""})
+                tally.rejections.append({"commit": sha, "subject": commit.subject, "reason": reason, "detail": ""})
                 continue
-            candidates += 1
+            tally.candidates += 1
             try:
                 task, entry = evaluate(context, commit)
             except Rejected as rejected:
-                rejections.append(
+                tally.rejections.append(
                     {"commit": sha, "subject": commit.subject, "reason": rejected.reason, "detail": rejected.detail}
                 )
                 print(f"[mine] {commit.short} rejected ({rejected.reason}): {rejected.detail[:160]}", file=log)
                 continue
-            tasks.append(task)
-            entries.append(entry)
-            print(f"[mine] {commit.short} accepted as {task['id']} ({len(tasks)} so far)", file=log)
-    if not candidates:
+            tally.tasks.append(task)
+            tally.entries.append(entry)
+            print(f"[mine] {commit.short} accepted as {task['id']} ({len(tally.tasks)} so far)", file=log)
+            save(context, tally, origin=origin, wall_s=now() - started, skillbench_command=skillbench_command)
+    if not tally.candidates:
         raise MiningError(
-            f"--repo {options.repo}: none of the {scanned} commit(s) in the range "
+            f"--repo {options.repo}: none of the {tally.scanned} commit(s) in the range "
             f"{options.since or 'the first commit'}..{options.until or 'HEAD'} changes both source and test files "
             "(tests: files under tests/, test/ or testing/, or named test_*.py, *_test.py, conftest.py); widen the "
             "range with --since/--until, or name the source files with --paths"
         )
-    experiment = suitefiles.experiment_document(options.out, f"mined-{namespace}")
-    paths = (
-        suitefiles.write_suite(
-            options.out,
-            origin=origin,
-            tasks=tasks,
-            script_tasks={task["id"]: {"replay": replay.REPLAY_SOLUTION} for task in tasks},
-            experiment=experiment,
-            header=(
-                f"Mined by `skillbench tasks mine` from {options.repo}: {len(tasks)} task(s) of {candidates} candidate "
-                f"commit(s).\nEach task: base = refs/skillbench/{namespace}/<task>/base in that repository, solution = "
-                "…/solution, hidden oracle = the commit's tests (oracles/<task>/), verify = pass-to-pass tests.\n"
-                "See mining-report.md for every rejection and its reason."
-            ),
-        )
-        if tasks
-        else None
-    )
-    document = report.report_document(
-        options={
-            "repository": str(options.repo),
-            "since": options.since,
-            "until": options.until,
-            "prompt": options.prompt,
-            "test_command": context.test_command,
-            "max": options.max_tasks,
-            "paths": list(options.paths),
-        },
-        scanned=scanned,
-        candidates=candidates,
-        tasks=entries,
-        rejections=rejections,
-        wall_s=now() - started,
-        commands=suitefiles.commands(
-            (paths or {}).get("experiment", options.out / suitefiles.EXPERIMENT_FILE), skillbench_command
-        ),
-    )
-    options.out.mkdir(parents=True, exist_ok=True)
-    report.write_report(options.out, document)
-    return document
+    return save(context, tally, origin=origin, wall_s=now() - started, skillbench_command=skillbench_command)
 
 
 __all__ = ["ArtifactError", "MineOptions", "MiningError", "mine"]
