@@ -180,6 +180,7 @@ def test_verify_deselects_the_tests_of_its_files_that_are_not_pass_to_pass() -> 
             "only-collection-errors",
         ),
         ({"tests/test_new.py::t": "failed"}, {"tests/test_new.py::t": "passed"}, {}, {}, "no-pass-to-pass"),
+        ({}, {}, None, {}, "does-not-run"),
         ({"tests/test_new.py::t": "failed"}, {"tests/test_new.py::t": "passed"}, None, {"state": "timeout"}, "timeout"),
     ],
 )

@@ -184,6 +184,13 @@ def judge_runs(
     base, solution = runs["oracle-on-base"], runs["oracle-on-solution"]
     in_modules = {node for node in solution.outcomes if _module(node) in modules}
     fail_to_pass = sorted((solution.passed & in_modules) - base.passed)
+    if not fail_to_pass and not (solution.passed & in_modules):
+        errors = {
+            module: solution.collection_errors[module] for module in modules if module in solution.collection_errors
+        }
+        if errors or not in_modules:
+            module, message = next(iter(errors.items()), (modules[0], "no test collected"))
+            raise Rejected("does-not-run", f"{module} does not run on the solution here: {message[:200]}")
     if not fail_to_pass:
         broken = sorted(node for node in in_modules if solution.outcomes[node] in ("failed", "error"))
         detail = (

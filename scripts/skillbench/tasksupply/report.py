@@ -23,6 +23,7 @@ REASON_TEXT = {
     "oracle-too-large": "its test files exceed the oracle's size bounds",
     "no-test-module": "its test changes hold no test module to run",
     "no-fail-to-pass": "its tests already pass on the base (nothing to fix)",
+    "does-not-run": "its tests do not run on the solution with this machine's Python and packages",
     "only-collection-errors": "its tests fail on the base only to import or collect",
     "no-pass-to-pass": "no test passes before and after it (no visible check)",
     "command-too-long": "its oracle command would be too long",
