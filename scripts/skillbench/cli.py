@@ -12,6 +12,10 @@ skillbench check [--configfile FILE]          every check a run makes before its
                                               line per problem, exit 1 on any (check-tasks: the same)
 skillbench export --inspect RESULTS_DIR       Inspect eval logs, one per (generation, arm), into an empty folder
            [--out DIR]                        (default RESULTS_DIR/inspect; needs `pip install 'skillbench[inspect]'`)
+skillbench tasks mine --repo PATH --out DIR   tasks from a repository's history (commits changing source and
+                                              tests), each checked before it is written; a yield report beside them
+skillbench tasks import --harbor DIR… | --swebench FILE --repo PATH | --plugin-eval DIR | --skill-creator FILE
+                      --out DIR               tasks from the formats the field uses, checked, or refused by name
 
 A command that takes a results folder reads the experiment's config from its run.json (written when the run
 started); an explicit --configfile wins, with a warning when it disagrees.
@@ -447,6 +451,7 @@ def _design_lines(
     """What design the gate needs to promote a true ``saving_pct`` saving 80 % of the time in the experiment's last
     generation: with the suite's tasks, and the cheapest (more tasks beat more runs once (task, arm)s share effects)."""
     from skillbench.decision import gate
+    from skillbench.experiment import configcheck
     from skillbench.reporting import progress
 
     policy = gate.resolve_policy(dict(config["gate"]))
@@ -482,6 +487,17 @@ def _design_lines(
         lines.append(f"    with these {tasks} tasks: out of reach within 30 runs per (task, arm); add tasks")
     else:
         lines.append(f"    with these {tasks} tasks: runs: {suite['runs']} (power {suite['power']:.2f})")
+    runs = configcheck.most_runs(config["runs"])
+    needed = progress.tasks_needed(**common, runs=runs)
+    if needed is None:
+        lines.append(f"    with runs: {runs} per (task, arm): out of reach within 200 tasks")
+    else:
+        more = needed["tasks"] - tasks
+        lines.append(
+            f"    with runs: {runs} per (task, arm): {needed['tasks']} tasks reach 80% power (power "
+            f"{needed['power']:.2f}); the suite has {tasks}"
+            + (f": add {more} more (mine further, or write them)" if more > 0 else ": enough")
+        )
     if best is not None:
         lines.append(
             f"    cheapest: {best['tasks']} tasks × {best['runs']} runs per (task, arm) (power {best['power']:.2f}); "
@@ -545,6 +561,139 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
             for problem in document["problems"]:
                 print("  " + problem.replace("\n", "\n  "))
     return refused
+
+
+def _mine(args: argparse.Namespace) -> int:
+    """`skillbench tasks mine`: the suite and its yield report, or one line naming the problem (exit 1)."""
+    from skillbench.execution import environment
+    from skillbench.experiment import configcheck
+    from skillbench.reporting import progress
+    from skillbench.tasksupply import miner
+
+    options = miner.MineOptions(
+        repo=args.repo,
+        out=args.out,
+        since=args.since,
+        until=args.until,
+        max_tasks=args.max,
+        paths=tuple(args.paths),
+        test_command=args.test_command,
+        prompt=args.prompt,
+    )
+    try:
+        config = configcheck.load_config(*_layers(args.configfile))
+        _enter_sandbox(config)
+        document = miner.mine(
+            options,
+            config,
+            skillbench_command=progress.command_beside(sys.argv[0], "skillbench"),
+            api_key=environment.api_key(config["model"]["api_key_env"]),
+        )
+    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+        print(f"skillbench tasks mine: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"mined {args.repo}: {document['scanned']} commit(s) scanned, {document['candidates']} candidate(s), "
+        f"{document['accepted']} task(s) accepted in {document['wall_s']:.0f} s; "
+        f"report: {args.out / 'mining-report.md'}"
+    )
+    if not document["accepted"]:
+        print("no candidate became a task: see the report for each rejection and its reason", file=sys.stderr)
+        return 1
+    print(f"next: {document['commands']['check']}\n      {document['commands']['estimate']}")
+    return 0
+
+
+def _enter_sandbox(config: dict[str, Any]) -> None:
+    """What a command that runs task checks needs first: working containment and, with a disk quota, this process's
+    own mount namespace (as `skillbench check` does)."""
+    from skillbench import preflight
+    from skillbench.execution import quota
+    from skillbench.experiment.settings import check_settings
+
+    preflight.check_containment(config)
+    if quota.disk_quota_mb(check_settings(config).sandbox):
+        quota.enter_private_mounts()
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    if args.tasks_command == "mine":
+        return _mine(args)
+    return _import(args)
+
+
+def _import(args: argparse.Namespace) -> int:
+    """`skillbench tasks import`: a suite translated from another format, checked, or one line per refusal."""
+    from skillbench.experiment import configcheck
+    from skillbench.reporting import progress
+    from skillbench.tasksupply import importers
+
+    try:
+        config = configcheck.load_config(*_layers(args.configfile))
+        source = importers.Source(
+            harbor=tuple(args.harbor or ()),
+            swebench=args.swebench,
+            repo=args.repo,
+            plugin_eval=args.plugin_eval,
+            skill_creator=args.skill_creator,
+            skill=args.skill,
+        )
+        importers.check_source(source)
+        _enter_sandbox(config)
+        made = importers.import_suite(
+            source, args.out, config, skillbench_command=progress.command_beside(sys.argv[0], "skillbench")
+        )
+    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+        print(f"skillbench tasks import: {exc}", file=sys.stderr)
+        return 1
+    for line in made.lines:
+        print(line)
+    print(f"next: {made.commands['check']}\n      {made.commands['estimate']}")
+    return 0
+
+
+def _tasks_parser(commands: Any) -> None:
+    tasks = commands.add_parser("tasks", help="make task suites: mine a repository's history, or import other formats")
+    which = tasks.add_subparsers(dest="tasks_command", required=True)
+    mine = which.add_parser(
+        "mine", help="tasks from commits that change source and tests (refs under refs/skillbench/ only)"
+    )
+    mine.add_argument("--repo", type=Path, required=True, help="a local git repository with its history")
+    mine.add_argument("--out", type=Path, required=True, help="the suite folder to write (tasks.yaml and the rest)")
+    mine.add_argument("--since", help="stop at this ref (it and its history are not mined)")
+    mine.add_argument("--until", help="start from this ref (default HEAD)")
+    mine.add_argument("--max", type=int, help="stop after this many accepted tasks")
+    mine.add_argument("--paths", nargs="+", default=[], metavar="GLOB", help="source files that count (fnmatch globs)")
+    mine.add_argument(
+        "--test-command",
+        dest="test_command",
+        help="how the project runs pytest (default: python3 -m pytest; PYTHONPATH=src … for a src/ layout)",
+    )
+    mine.add_argument(
+        "--prompt",
+        choices=["agent", "commit-message"],
+        default="agent",
+        help="agent: a session writes the issue a user would file (default); commit-message: subject and body",
+    )
+    imports = which.add_parser("import", help="tasks from Harbor, SWE-bench, claude plugin eval or skill-creator files")
+    kinds = imports.add_mutually_exclusive_group(required=True)
+    kinds.add_argument("--harbor", type=Path, nargs="+", metavar="DIR", help="Harbor task directories")
+    kinds.add_argument("--swebench", type=Path, metavar="FILE", help="SWE-bench instances (JSON or JSON lines)")
+    kinds.add_argument("--plugin-eval", dest="plugin_eval", type=Path, metavar="DIR", help="a plugin's evals/ folder")
+    kinds.add_argument(
+        "--skill-creator", dest="skill_creator", type=Path, metavar="FILE", help="skill-creator trigger queries"
+    )
+    imports.add_argument("--repo", type=Path, help="--swebench: the local clone of the instances' repository")
+    imports.add_argument("--skill", help="--skill-creator: the skill the queries are about (default: the file's)")
+    imports.add_argument("--out", type=Path, required=True, help="the suite folder to write")
+    for parser in (mine, imports):
+        parser.add_argument(
+            "--configfile",
+            type=Path,
+            action="append",
+            default=[],
+            help="config files for the sandbox, model and agent (merged over config/config.yaml)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -695,6 +844,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
         check.add_argument("--all", action="store_true", help="include tasks marked expensive")
+    _tasks_parser(commands)
     return parser
 
 
@@ -746,6 +896,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "tasks":
+        return _tasks(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -225,8 +225,11 @@ def _named(message: str, source: str) -> str:
     return f"{source}: {message.removeprefix('config ')}" if message.startswith("config ") else message
 
 
-def _model_script(config: dict[str, Any], suite_tasks: list[str], selected: list[str], incumbent: list[str]) -> None:
+def _model_script(
+    config: dict[str, Any], suite: list[dict[str, Any]], selected: list[str], incumbent: list[str]
+) -> None:
     generations, initial = config["evolution"]["generations"], config["evolution"]["initial_overlay"]
+    suite_tasks = [task["id"] for task in suite]
     configcheck.check_model_script(
         config["model"]["script"] or str(Path(config["tasks"]["suite"]).parent / "model-script.yaml"),
         suite_tasks=suite_tasks,
@@ -234,6 +237,11 @@ def _model_script(config: dict[str, Any], suite_tasks: list[str], selected: list
         arm_roles={name: [session["role"] for session in arm["sessions"]] for name, arm in config["arms"].items()},
         selected_arms=incumbent,
         needs_proposer=generations > 1 or (generations == 1 and not initial),
+        replayable=[
+            task["id"]
+            for task in suite
+            if "patch" in (task.get("solution") or {}) or "ref" in (task.get("solution") or {})
+        ],
     )
 
 
@@ -308,7 +316,7 @@ def experiment_checks(
         task_ids = [task["id"] for task in selection.tasks]
         attempt(lambda: check_budget(config, task_ids, incumbent, candidates, design["looks"][0]))
         if config["model"]["provider"] == "scripted":
-            attempt(lambda: _model_script(config, [task["id"] for task in suite], task_ids, incumbent))
+            attempt(lambda: _model_script(config, suite, task_ids, incumbent))
     return found
 
 
@@ -363,10 +371,10 @@ def task_repository_warnings(
 ) -> list[str]:
     """A warning per task repository (and ref) that has uncommitted changes or whose HEAD is not at the tasks'
     ref: cells run on the committed ref, so neither is benchmarked. Tasks sharing a repository and ref share
-    the warning."""
+    the warning. A mined task's ref (`refs/skillbench/…`) is never checked out: it gets none."""
     groups: dict[tuple[Path, str], list[str]] = {}
     for task in tasks:
-        if "repo" in task:
+        if "repo" in task and not task.get("ref", "HEAD").startswith(repo.MINED_REF_PREFIX):
             groups.setdefault((Path(task["repo"]).expanduser(), task.get("ref", "HEAD")), []).append(task["id"])
     warnings = []
     for (source, ref), ids in groups.items():

@@ -804,7 +804,7 @@ def test_a_cells_and_the_proposers_scripted_models_speak_their_agents_wire_and_t
         agent=GeminiLike(),
     )
     cell = cells.Cell({"id": "t"}, {}, "arm", 1)  # type: ignore[arg-type]
-    with cells._scripted_model(context, cell, "work", "/w", "t/arm/run1/work") as model:
+    with cells._scripted_model(context, cell, {"role": "work"}, "/w", "t/arm/run1/work") as model:
         first = gemini_turn(model.base_url, [])
     assert first["parts"][1]["functionCall"]["name"] == "run_shell_command"
     proposer_script = {**script, "proposer": [{"tools": [{"name": "Read", "input": {"file_path": "{{evidence}}/x"}}]}]}

@@ -140,6 +140,7 @@ LONGEST_FIRST = (
     "test_sequential_runs.py",
     "test_slurm.py",
     "test_evolution.py",
+    "test_task_supply.py",
     "test_report_html.py",
     "test_hostile_edges.py",
     "test_sweep.py",

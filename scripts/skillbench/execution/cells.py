@@ -39,7 +39,7 @@ from skillbench.base.artifacts import ArtifactError, read_regular_file, utc_time
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import access, agents, breaker, plugins, quota, repo, sessions
+from skillbench.execution import access, agents, breaker, plugins, quota, replay, repo, sessions
 from skillbench.execution.access import ModelAccess
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
@@ -115,6 +115,8 @@ class CellContext:
     session_windows: list[SessionWindow] = field(default_factory=list)
     # The gateway's ledger of every session the cell ran, in order.
     ledgers: list[dict[str, Any]] = field(default_factory=list)
+    # The task's reference solution, when the model script replays it (`replay: solution`); never in the workspace.
+    replayed_solution: bytes | None = None
 
     @property
     def sections(self) -> dict[str, Any]:
@@ -361,17 +363,33 @@ def workspace_text(clone: Path, workspace: str) -> Callable[[str], str | None]:
 
 
 def _scripted_model(
-    context: CellContext, cell: Cell, role: str, workspace: str, label: str, clone: Path | None = None
+    context: CellContext, cell: Cell, session: dict[str, Any], workspace: str, label: str, clone: Path | None = None
 ) -> ScriptedModel:
     """The session's scripted model; with `clone` (the host folder the CLI sees as `workspace`) the agent's
-    `tool_form` may read the clone's files (`workspace_text`)."""
+    `tool_form` may read the clone's files (`workspace_text`). A task the script replays plays steps made from its
+    reference solution and the files as the session finds them."""
     script = context.model_script
     if script is None:
         raise InfraError("model.provider is scripted but no model script was given")
     agent = context.agent
     existing = workspace_text(clone, workspace) if clone is not None else None
+    if replay.is_replay(script, cell.task["id"]):
+        if context.replayed_solution is None or existing is None:
+            raise InfraError(f"the model script replays task {cell.task['id']} but its reference solution is missing")
+        try:
+            steps = replay.session_steps(
+                task=cell.task,
+                session=session,
+                patch=context.replayed_solution,
+                read_text=existing,
+                workspace=workspace,
+            )
+        except replay.ReplayError as exc:
+            raise InfraError(f"the model script cannot replay task {cell.task['id']}: {exc}") from exc
+    else:
+        steps = session_steps(script, cell.task["id"], session["role"])
     return ScriptedModel(
-        session_steps(script, cell.task["id"], role),
+        steps,
         defaults=script.get("defaults", {}),
         variables={"workspace": workspace},
         variation_key=label,
@@ -400,7 +418,7 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
         settings=context.settings,
         access=work.access,
         secrets=context.secrets,
-        scripted_model=lambda: _scripted_model(context, cell, session["role"], sandbox.workspace, label, sandbox.clone),
+        scripted_model=lambda: _scripted_model(context, cell, session, sandbox.workspace, label, sandbox.clone),
         transcript_dir=context.run_dir / "transcripts",
         transcript_prefix=f"{session['role']}",
         log=context.log,

@@ -110,6 +110,9 @@ MAX_LISTED_CHANGES = 5
 MAX_METADATA_FILE_BYTES = 1024 * 1024
 MAX_METADATA_ENTRIES = 512
 CLAUDE_SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
+# Refs the task miner writes in a user's repository (`skillbench tasks mine`): its base and solution commits. The
+# work tree is never expected to be at one of them, so binding one warns about nothing.
+MINED_REF_PREFIX = "refs/skillbench/"
 SHA_PATTERN = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 # runner(args, capture_stdout_bytes=None) -> ProcessResult; the cell's runs git inside its sandbox.
@@ -275,7 +278,11 @@ def _object_format(values: Sequence[bytes]) -> str:
 
 
 def target_git(
-    args: Sequence[str], *, index: Path | None = None, capture_stdout_bytes: int | None = None
+    args: Sequence[str],
+    *,
+    index: Path | None = None,
+    capture_stdout_bytes: int | None = None,
+    stdin_data: bytes | None = None,
 ) -> ProcessResult:
     """git with the harness's settings and an environment built from nothing (no secret, no user config)."""
     env = {**git_environment(), **TARGET_ENVIRONMENT}
@@ -283,7 +290,11 @@ def target_git(
         env["GIT_INDEX_FILE"] = str(index)
     settings = [option for key, value in TARGET_GIT_SETTINGS for option in ("-c", f"{key}={value}")]
     return run_managed(
-        ["git", *settings, *args], env=env, timeout=GIT_TIMEOUT_S, capture_stdout_bytes=capture_stdout_bytes
+        ["git", *settings, *args],
+        env=env,
+        timeout=GIT_TIMEOUT_S,
+        capture_stdout_bytes=capture_stdout_bytes,
+        stdin_data=stdin_data,
     )
 
 

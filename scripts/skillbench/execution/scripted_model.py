@@ -361,7 +361,8 @@ class ScriptedModel:
         )
         self.final_text = str((defaults or {}).get("final_text", BUILTIN_DEFAULTS["final_text"]))
         self.variables = {str(key): str(value) for key, value in (variables or {}).items()}
-        missing = sorted(_referenced_variables(self.steps) - set(self.variables) - {"api_key"})
+        templated = [step for step in self.steps if not step.get("verbatim")]
+        missing = sorted(_referenced_variables(templated) - set(self.variables) - {"api_key"})
         if missing:
             raise ValueError(f"model script steps use undefined variables: {', '.join(missing)}")
         self.request_log = Path(request_log) if request_log is not None else None
@@ -471,7 +472,7 @@ class ScriptedModel:
     def _mapped_calls(self, index: int, turn: int, api_key: str) -> list[tuple[ToolCall, bool]]:
         """Step `index`'s tool calls, substituted and mapped onto the session's CLI's tools, each with whether it
         must be offered (every call but one marked `unoffered`)."""
-        step = _substitute(self.steps[index], {**self.variables, "api_key": api_key})
+        step = self._substituted(index, api_key)
         calls = []
         for position, tool in enumerate(step.get("tools") or []):
             name, arguments = str(tool["name"]), dict(tool["input"])
@@ -480,6 +481,15 @@ class ScriptedModel:
             call = ToolCall(id=f"toolu_{turn}_{position}", name=name, input=arguments)
             calls.append((call, tool.get("unoffered") is not True))
         return calls
+
+    def _substituted(self, index: int, api_key: str) -> dict[str, Any]:
+        """Step `index` with its `{{variables}}` filled in; a `verbatim` step (a replayed solution's: file text that may
+        hold braces of its own) is sent as it is."""
+        step = self.steps[index]
+        if step.get("verbatim"):
+            return step
+        substituted: dict[str, Any] = _substitute(step, {**self.variables, "api_key": api_key})
+        return substituted
 
     def _tool_calls(self, index: int, turn: int, api_key: str) -> tuple[ToolCall, ...]:
         return tuple(call for call, _checked in self._mapped_calls(index, turn, api_key))
@@ -530,7 +540,7 @@ class ScriptedModel:
         else:
             assert index is not None
             calls = self._tool_calls(index, turn, api_key)
-            step = _substitute(self.steps[index], {**self.variables, "api_key": api_key})
+            step = self._substituted(index, api_key)
             text = step.get("text") or (None if calls else self.final_text)
             usage = _usage(self.defaults_usage, step.get("usage"))
         return Reply(

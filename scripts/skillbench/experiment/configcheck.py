@@ -312,6 +312,36 @@ def _distinct_scripts(document: Any) -> Any:
     return {**document, "tasks": distinct}
 
 
+def _named_task_problems(
+    path: str | Path,
+    scripted: dict[str, Any],
+    replayed: set[str],
+    suite_tasks: list[str],
+    arm_roles: dict[str, list[str]],
+    replayable: list[str] | None,
+) -> list[str]:
+    """The script's task ids and roles that name nothing, and replayed tasks without a reference solution."""
+    problems: list[str] = []
+    known_roles = sorted({role for roles in arm_roles.values() for role in roles})
+    for task, roles in scripted.items():
+        if task not in suite_tasks:
+            problems.append(f"{path}: task `{task}` is not in the task suite{_did_you_mean(task, suite_tasks)}")
+        elif task in replayed:
+            if replayable is not None and task not in replayable:
+                problems.append(
+                    f"{path}: task `{task}`: `replay: solution` needs the task's reference `solution: {{patch: …}}` or "
+                    "`{ref: …}`; give it one, or write the task's steps per role"
+                )
+        else:
+            problems += [
+                f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
+                f"{_did_you_mean(role, known_roles)}"
+                for role in roles or {}
+                if role not in known_roles
+            ]
+    return problems
+
+
 def check_model_script(
     path: str | Path,
     *,
@@ -320,29 +350,25 @@ def check_model_script(
     arm_roles: dict[str, list[str]],
     selected_arms: list[str],
     needs_proposer: bool,
+    replayable: list[str] | None = None,
 ) -> dict[str, Any]:
     """Read and check a scripted-model script before any job; return it, or raise ArtifactError listing every mistake.
 
     Checks the schema, that every task id and role it names exists (suite tasks; roles of the config's arms), and that
-    every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs).
+    every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs). A
+    task the script replays (`{replay: solution}`) plays every role, and needs a reference solution (a patch or a
+    ref: `replayable`, None when not known).
     """
     document = read_yaml(path, what="model script")
     problems, _detail = schema_problems(_distinct_scripts(document), "model-script", what=str(path))
     if problems:
         raise ArtifactError("\n".join(problems[:MAX_LINES]))
     scripted = document.get("tasks") or {}
-    known_roles = sorted({role for roles in arm_roles.values() for role in roles})
-    for task, roles in scripted.items():
-        if task not in suite_tasks:
-            problems.append(f"{path}: task `{task}` is not in the task suite{_did_you_mean(task, suite_tasks)}")
-            continue
-        for role in roles or {}:
-            if role not in known_roles:
-                problems.append(
-                    f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
-                    f"{_did_you_mean(role, known_roles)}"
-                )
+    replayed = {task for task, roles in scripted.items() if isinstance(roles, dict) and "replay" in roles}
+    problems += _named_task_problems(path, scripted, replayed, suite_tasks, arm_roles, replayable)
     for task in selected_tasks:
+        if task in replayed:
+            continue
         for arm in selected_arms:
             for role in arm_roles[arm]:
                 if role not in (scripted.get(task) or {}):

@@ -66,7 +66,9 @@ def bind_task(task: dict[str, Any], *, suite: Path, template_dir: Path, oracle_d
             resolved = reader.resolve(ref)
             sanitized = repo.build_template(destination=template_dir, target=reader, sha=resolved)
             try:
-                changes = reader.work_tree_changes(resolved)
+                # The miner's refs are never checked out: the work tree is not expected to be at them.
+                mined = ref.startswith(repo.MINED_REF_PREFIX)
+                changes = None if mined else reader.work_tree_changes(resolved)
             except repo.GitError as exc:
                 warnings.append(f"warning: task {task['id']}: {exc}")
                 changes = None

@@ -30,6 +30,8 @@ class VerifierRun:
     elapsed: float
     state: str
     exit_code: int | None
+    # The whole stdout, when the caller asked for it (`capture_stdout_bytes`); else None.
+    stdout: bytes | None = None
 
 
 def run_checked(
@@ -39,8 +41,10 @@ def run_checked(
     timeout: float,
     env: dict[str, str],
     extra_read_only: Sequence[tuple[Path, str]] = (),
+    capture_stdout_bytes: int | None = None,
 ) -> VerifierRun:
-    """Run `verify` or the oracle with a read-only workspace and no network.
+    """Run `verify` or the oracle with a read-only workspace and no network (`capture_stdout_bytes`: keep that much
+    of its stdout whole, beside the tails).
 
     A run that times out or leaves processes behind failed (the agent's code did that); only a
     cancelled run or one that never started is the harness's.
@@ -52,6 +56,7 @@ def run_checked(
         env=env,
         read_only_workspace=True,
         extra_read_only=extra_read_only,
+        capture_stdout_bytes=capture_stdout_bytes,
     )
     elapsed = time.monotonic() - started
     if result.state == "cancelled" or CANCEL.is_set():
@@ -61,7 +66,7 @@ def run_checked(
     output = f"{result.stdout_tail}\n{result.stderr_tail}".strip()
     if result.state in ("timeout", "killed"):
         output = f"{output}\n[skillbench: the run {result.state}: {result.detail or ''}]".strip()
-    return VerifierRun(result.ok, output, elapsed, result.state, result.returncode)
+    return VerifierRun(result.ok, output, elapsed, result.state, result.returncode, result.stdout_capture)
 
 
 def verifier_environment(sandbox: Sandbox, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -681,6 +681,18 @@ def cost_estimate(
     }
 
 
+def _design_terms(policy: GatePolicy, generation: int) -> tuple[float, int]:
+    """Generation ``generation``'s alpha, and the runs per arm over all tasks that show the resolution within the
+    margin when every run resolves."""
+    from skillbench.decision import gate
+    from skillbench.decision import stats as gate_stats
+
+    alpha = gate.generation_alpha(policy, generation)
+    margin = policy.quality_margin_pct / 100
+    critical = float(gate_stats.stats.norm.isf(alpha))
+    return alpha, math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+
+
 def recommend_design(
     *,
     saving_pct: float,
@@ -700,10 +712,7 @@ def recommend_design(
     from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha = gate.generation_alpha(policy, generation)
-    margin = policy.quality_margin_pct / 100
-    critical = float(gate_stats.stats.norm.isf(alpha))
-    quality_runs = math.ceil(critical**2 * (1 - margin) / margin) if margin > 0 else 0
+    alpha, quality_runs = _design_terms(policy, generation)
     return gate_stats.cheapest_design(
         saving_pct=saving_pct,
         run_variance=run_variance,
@@ -716,6 +725,43 @@ def recommend_design(
         min_runs=policy.min_runs,
         min_runs_per_arm=quality_runs,
     )
+
+
+def tasks_needed(
+    *,
+    runs: int,
+    saving_pct: float,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+    policy: GatePolicy,
+    generation: int,
+    power: float = 0.8,
+    max_tasks: int = 200,
+) -> dict[str, Any] | None:
+    """The fewest tasks with which `runs` runs per (task, arm) reach `power` for a true ``saving_pct`` saving in
+    generation ``generation`` (the same tests as `recommend_design`); None when even `max_tasks` do not. What a user
+    mining or writing tasks needs to know: how many more to get."""
+    from skillbench.decision import gate
+    from skillbench.decision import stats as gate_stats
+
+    alpha, quality_runs = _design_terms(policy, generation)
+    for count in range(2, max_tasks + 1):
+        if count * runs < quality_runs or runs < policy.min_runs:
+            continue
+        reached = gate_stats.cost_power(
+            saving_pct=saving_pct,
+            tasks=count,
+            runs=runs,
+            run_variance=run_variance,
+            shared_sd=shared_sd,
+            alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
+            floor_pct=policy.min_improvement_pct,
+            spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
+        )
+        if reached >= power:
+            return {"tasks": count, "runs": runs, "power": round(reached, 3)}
+    return None
 
 
 def measured_noise(rows: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:

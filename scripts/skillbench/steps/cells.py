@@ -8,14 +8,31 @@ from typing import Any, TextIO, cast
 from skillbench.base import artifacts, layout
 from skillbench.base.process import ORPHANED, exclusive_writer
 from skillbench.base.records import TaskBinding
-from skillbench.execution import agents, cells
+from skillbench.execution import agents, cells, replay
 from skillbench.execution.environment import api_key, configured_cli, load_script, resolve_cli
 from skillbench.execution.failures import CellCancelled
 from skillbench.experiment.arms import incumbent_of
 from skillbench.experiment.settings import cell_settings
+from skillbench.experiment.suite import load_suite
+from skillbench.grading import taskcheck
 from skillbench.grading.graders import grader_for
 from skillbench.interop import harbor
 from skillbench.steps.session import job_run_control, start_session_job
+
+
+def replayed_solution(
+    script: dict[str, Any] | None, task: dict[str, Any], model_script: str | None, binding: dict[str, Any]
+) -> bytes | None:
+    """The reference solution the scripted model replays (`replay: solution`), or None. The cell's task definition
+    leaves the solution out (only the check reads it), so it is read from the suite beside the model script, where
+    the miner and the importers write both."""
+    if not replay.is_replay(script, task["id"]) or model_script is None:
+        return None
+    suite = Path(model_script).parent / "tasks.yaml"
+    definition = next((entry for entry in load_suite(suite) if entry["id"] == task["id"]), None)
+    if definition is None or not definition.get("solution"):
+        return None
+    return taskcheck.solution_bytes(definition, suite, cast(TaskBinding, binding))
 
 
 def run_cell(
@@ -46,6 +63,7 @@ def run_cell(
     task_binding = artifacts.read_artifact(Path(binding), "task-binding")
     run_dir = Path(record_out).parent
     agent = agents.arm_agent(settings, arm)
+    script = load_script(model_script, task=task["id"])
     context = cells.CellContext(
         settings=typed,
         template=Path(template),
@@ -55,7 +73,8 @@ def run_cell(
         agent_install=agent.install(resolve_cli(configured_cli(settings, agent), agent=agent)),
         cli_version=cli_version,
         api_key=api_key(typed.model.api_key_env),
-        model_script=load_script(model_script, task=task["id"]),
+        model_script=script,
+        replayed_solution=replayed_solution(script, task, model_script, task_binding),
         skills_source=Path(typed.skills.root),
         overlay=layout.frozen_overlay_beside(overlay_json) if overlay_json else None,
         overlay_digest=overlay_digest,

@@ -1,0 +1,2 @@
+def count_words(text):
+    return len([word for word in text.split(" ") if word])

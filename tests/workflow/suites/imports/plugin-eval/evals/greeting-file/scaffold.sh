@@ -1,0 +1,2 @@
+#!/bin/bash
+printf '# Notes\n\nCreate greeting.txt holding exactly: hello, world\n' > notes.md
