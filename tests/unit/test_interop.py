@@ -251,6 +251,16 @@ def test_a_cell_becomes_atif_beside_its_transcript_and_a_harbor_trial_with_its_r
     assert sorted(path.name for path in trial.iterdir()) == ["agent", "config.json", "result.json", "verifier"]
 
 
+def test_a_session_errors_object_detail_is_a_harbor_exception_message_string(tmp_path: Path) -> None:
+    run_dir, record, ledger = cell(tmp_path)
+    detail = {"returncode": 1, "reasons": ["process failed (returncode 1)", "result is_error"]}
+    record["row"].update(resolved=False, error_kind="session-error", error_detail=detail)
+    trial = write_cell_exports(run_dir, record, ledger, experiment="exp", expected_skills=[])
+    result, _ = read_trial(trial)
+    assert result["exception_info"]["exception_type"] == "session-error"
+    assert json.loads(result["exception_info"]["exception_message"]) == detail
+
+
 def test_a_changed_transcript_or_trajectory_is_refused_naming_the_file(tmp_path: Path) -> None:
     run_dir, record, ledger = cell(tmp_path)
     trial = write_cell_exports(run_dir, record, ledger, experiment="exp", expected_skills=[])

@@ -204,7 +204,7 @@ def trial_result(
         "exception_info": (
             {
                 "exception_type": failed,
-                "exception_message": row.get("error_detail") or failed,
+                "exception_message": _exception_message(row.get("error_detail"), failed),
                 "exception_traceback": "",
                 "occurred_at": timing["finished_at"],
             }
@@ -215,6 +215,15 @@ def trial_result(
         "finished_at": timing["finished_at"],
         "agent_execution": _sessions_window(timing),
     }
+
+
+def _exception_message(detail: Any, error_kind: str) -> str:
+    """Harbor wants a string; a session error's detail is an object, so it is written as compact JSON."""
+    if detail is None or detail == "":
+        return error_kind
+    if isinstance(detail, str):
+        return detail
+    return json.dumps(detail, sort_keys=True, separators=(",", ":"))
 
 
 def trial_config(row: Mapping[str, Any], trial_name: str) -> dict[str, Any]:
