@@ -1,7 +1,9 @@
-"""Prices: what one model response costs under the price table (config `agent.prices.usd_per_mtok`).
+"""Prices: a model's price (`model_price`, the one lookup) and what one model response costs (`request_cost`) under
+the price table (config `agent.prices.usd_per_mtok`).
 
-The gateway prices every response it relays with `request_cost`, so a row's cost is measured the same way
-for every agent CLI; a CLI's own reported cost is only the cross-check. Unmeasured is None, never 0.
+The gateway refuses a request for a model `model_price` cannot price, and prices every response it relays with
+`request_cost`, so a row's cost is measured the same way for every agent CLI; a CLI's own reported cost is only the
+cross-check. Unmeasured is None, never 0.
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ def price_rates(price: Any) -> dict[str, float] | None:
         rates[CACHE_WRITE_1H] = None if input_rate is None else 2 * input_rate
     valid = {field: rate for field, rate in rates.items() if rate is not None}
     return valid if len(valid) == len(rates) else None
+
+
+def model_price(prices: Mapping[str, Any], model: str | None) -> dict[str, float] | None:
+    """The price of `model` under the price table `prices` (model id -> entry): its rates (`price_rates`), or None
+    when the table has no complete price for it (or the request names no model). Every price lookup goes through
+    here, so a table from another source only has to be read into this function."""
+    if not isinstance(model, str):
+        return None
+    return price_rates(prices.get(model))
 
 
 def request_cost(usage: Mapping[str, int | None] | None, price: Any) -> float | None:
