@@ -165,10 +165,22 @@ def test_a_tree_nested_past_pythons_recursion_limit_is_still_removed(tmp_path):
     assert not root.exists()
 
 
-def test_workspace_error_kinds_are_counted_not_excluded():
+def test_what_the_agent_does_to_its_cell_is_counted_never_excluded_retried_or_an_outage():
     from skillbench.base.artifacts import load_schema
     from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
 
     kinds = load_schema("result-row")["properties"]["error_kind"]["enum"]
-    for kind in ("workspace-oversized", "workspace-tampered"):
+    agents_own = (
+        "workspace-oversized",
+        "workspace-tampered",
+        "disk-quota-exceeded",
+        "memory-limit-exceeded",
+        "process-limit-exceeded",
+        "output-limit-exceeded",
+        "session-timeout",
+        "session-cap-reached",
+        "model-unpriced",
+    )
+    for kind in agents_own:
+        # Not excluded from the evidence, not retried (a retry is asked for only by a systemic kind), not an outage.
         assert kind in kinds and kind not in EXCLUDED_ERROR_KINDS and kind not in SYSTEMIC_ERROR_KINDS

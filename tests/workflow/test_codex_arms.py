@@ -4,8 +4,8 @@ its platform package) and the scripted model speaking the OpenAI Responses wire.
 One snakemake run of four codex arms on one demo task whose project snapshot carries hostile Codex config (a
 `.codex/config.toml` with notify, an MCP server and instructions, `.codex/hooks.json`, `.codex/skills`, AGENTS.md
 and AGENTS.override.md, a foreign `.agents/skills` skill, a plugin marketplace): a session that proves its skill,
-one that reads only its skill's first line, a baseline without skills and a read-only session that tries to edit. Every assertion reads
-that one run.
+one that reads only its skill's first line, a baseline without skills and a read-only session that tries to edit.
+Every assertion reads that one run.
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ here. Under `bwrap`:
   no_new_privs). Each Sandbox takes a free id from `HOST_ID_BASE`…`+HOST_ID_SLOTS` and holds a
   lock on it while it lives, so concurrent cells never share a uid (and so never share
   RLIMIT_NPROC); its private folders and clone are handed to that id;
-* resource limits (`SandboxLimits`, config `sandbox.limits`) are set with `prlimit` on every
-  sandbox: processes (per host uid) and file size always; address space on everything the
-  agent starts (Bash tool commands, git, setup, verify, oracle) but not on the CLI process
-  itself, whose JavaScript engine reserves more address space than it uses;
+* a cell's sandbox starts every command in the cell's cgroup (`execution.cgroups`: memory and
+  processes of the whole cell, the CLI included) and shows the cell's `/proc/meminfo` to every
+  command that starts no sandbox of its own; `prlimit` adds the file size limit. A sandbox without
+  a cgroup (the proposer's, a task check's) gets per-process limits (`SandboxLimits`, config
+  `sandbox.limits`) with `prlimit` instead: processes (per host uid) and file size always; address
+  space on everything the agent starts (Bash tool commands, git, setup, verify, oracle) but not on
+  the CLI process itself, whose JavaScript engine reserves more address space than it uses;
 * inside, the process is `agent` (uid/gid 1000) in new user, PID, IPC, UTS and cgroup
   namespaces with every capability dropped, `--die-with-parent` and `--new-session`;
 * the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
@@ -79,6 +82,7 @@ from skillbench.experiment.settings import LimitSettings, default_limits
 
 if TYPE_CHECKING:
     # Types only: repo's runners are what git() hands out; repo itself is imported where a runner is built.
+    from skillbench.execution.cgroups import CellCgroup
     from skillbench.execution.repo import GitRunner, ScriptRunner
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -88,6 +92,8 @@ SANDBOX_TOOLS = "/opt/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
+# The cell's /proc/meminfo (`cgroups.synthetic_meminfo`), bound over /proc/meminfo where nothing nests a sandbox.
+SANDBOX_MEMINFO = f"{SANDBOX_TOOLS}/meminfo"
 # Where each MCP server's launcher appears: the CLI runs `<launcher>` through the shell prefix, which starts
 # exactly these (and nothing else) with the servers' mounts visible.
 SANDBOX_MCP_LAUNCHERS = f"{SANDBOX_TOOLS}/mcp"
@@ -143,10 +149,11 @@ class SandboxError(SkillbenchError, RuntimeError):
 class SandboxLimits:
     """Per-sandbox resource limits (config `sandbox.limits`); 0 switches a limit off.
 
-    `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread of the
-    cell, the CLI included); `memory_mb` is RLIMIT_AS of each process the agent starts (not the
-    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write); `disk_mb`
-    is the cell's disk quota (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
+    In a cell, `processes` and `memory_mb` are its cgroup's (`execution.cgroups`). In a sandbox without a
+    cgroup, `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread, the CLI
+    included) and `memory_mb` RLIMIT_AS of each process the agent starts (not the CLI). `file_mb` is
+    RLIMIT_FSIZE (the largest file any process of the cell can write); `disk_mb` is the cell's disk quota
+    (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
     """
 
     processes: int
@@ -327,13 +334,17 @@ def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
     return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
 
 
-def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = False) -> list[str]:
+def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = False, meminfo: bool = False) -> list[str]:
     """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network.
 
     `hidden` are paths of the cell's sandbox the agent's commands must not see (an MCP server's mounts, which
     only the server reads): each is covered with an empty tmpfs. `real_shells` puts the real shells back
-    where a contained CLI sees the harness's wrappers (see `contained_shell_script`)."""
+    where a contained CLI sees the harness's wrappers (see `contained_shell_script`). `meminfo` shows the cell's
+    /proc/meminfo (its memory limit, when it has one) instead of the host's: only where nothing inside starts a
+    sandbox of its own, because the kernel refuses a new /proc over one with a file bound over it."""
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
+    if meminfo:
+        args += ["--ro-bind-try", SANDBOX_MEMINFO, "/proc/meminfo"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     for path in hidden:
@@ -354,13 +365,15 @@ def _credential_free_exec(
     nested_bwrap: str | None,
     prlimit: list[str] | None,
     hidden: Sequence[str] = (),
+    meminfo: bool = False,
 ) -> str:
     """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
-    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given. Inside
-    the nested sandbox the shells are the real ones, whether or not the CLI's are contained."""
+    sandbox when `nested_bwrap` is given (with the cell's /proc/meminfo when `meminfo`), under `prlimit` (argv of
+    a prlimit call) when given. Inside the nested sandbox the shells are the real ones, whether or not the CLI's
+    are contained."""
     variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
     if nested_bwrap:
-        nested = nested_namespace_args(hidden, real_shells=True)
+        nested = nested_namespace_args(hidden, real_shells=True, meminfo=meminfo)
         command = f"{nested_bwrap} {' '.join(nested)} -- {command}"
     if prlimit:
         command = f"{' '.join(prlimit)} -- {command}"
@@ -377,6 +390,7 @@ def shell_prefix_script(
     hidden: Sequence[str] = (),
     launchers: Sequence[str] = (),
     interpreter: str = "/bin/sh",
+    meminfo: bool = False,
 ) -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
@@ -387,7 +401,8 @@ def shell_prefix_script(
     sandbox shows, less the `hidden` paths (an MCP server's mounts). The CLI starts its MCP servers
     through this prefix too: a command that is exactly one of the harness's `launchers` runs with the
     hidden paths visible (the launcher starts the server in its own sandbox); nothing else does.
-    `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get.
+    `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get. `meminfo` shows a
+    command the cell's /proc/meminfo (never a launcher, whose server starts a sandbox of its own).
     """
     server_case = ""
     if launchers and hidden:
@@ -408,6 +423,7 @@ def shell_prefix_script(
             nested_bwrap=nested_bwrap,
             prlimit=prlimit,
             hidden=hidden,
+            meminfo=meminfo,
         )
     )
 
@@ -422,6 +438,7 @@ def git_wrapper_script(
     prlimit: list[str] | None = None,
     hidden: Sequence[str] = (),
     interpreter: str = "/bin/sh",
+    meminfo: bool = False,
 ) -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
@@ -435,7 +452,14 @@ def git_wrapper_script(
         f"#!{interpreter}\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
         + _credential_free_exec(
-            command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, hidden=hidden
+            command,
+            home=home,
+            tmp=tmp,
+            path=path,
+            nested_bwrap=nested_bwrap,
+            prlimit=prlimit,
+            hidden=hidden,
+            meminfo=meminfo,
         )
     )
 
@@ -449,6 +473,7 @@ def contained_shell_script(
     nested_bwrap: str,
     prlimit: list[str] | None = None,
     hidden: Sequence[str] = (),
+    meminfo: bool = False,
 ) -> str:
     """`shell` (/usr/bin/bash or /usr/bin/dash) as a CLI without a shell-prefix hook sees it: the real shell,
     with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network).
@@ -471,6 +496,7 @@ def contained_shell_script(
             nested_bwrap=nested_bwrap,
             prlimit=prlimit,
             hidden=hidden,
+            meminfo=meminfo,
         )
     )
 
@@ -680,6 +706,9 @@ class Sandbox:
     agent_install: AgentInstall | None = None
     read_only_paths: list[str] = field(default_factory=list)
     limits: SandboxLimits = field(default_factory=SandboxLimits.default)
+    # The cell's cgroup (`execution.cgroups`, bwrap only): every command joins it, and it, not per-process limits,
+    # bounds the memory and processes of everything the sandbox runs, the CLI included.
+    cgroup: CellCgroup | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -702,11 +731,15 @@ class Sandbox:
             self._prepare_bubblewrap()
         else:
             self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        if self.backend != "bwrap":
+            self.cgroup = None
         # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
-        # with the harness and everything else the user runs.
-        self._limit_processes = bool(self.launcher)
+        # with the harness and everything else the user runs. A cell's cgroup counts its processes and memory
+        # itself (pids.max, memory.max), so then no per-process limit but the file size is set.
+        self._limit_processes = bool(self.launcher) and self.cgroup is None
+        self._limit_memory = self.cgroup is None
         wanted = self.backend == "bwrap" and bool(
-            self.limits.prlimit_args(memory=True, processes=self._limit_processes)
+            self.limits.prlimit_args(memory=self._limit_memory, processes=self._limit_processes)
         )
         self.prlimit = resolve_prlimit() if wanted else None
         self._write_tools()
@@ -733,11 +766,24 @@ class Sandbox:
             self.host_uid, self.host_gid = os.geteuid(), os.getegid()
 
     def _write_tools(self) -> None:
-        """The shell-prefix and git wrappers, the synthetic passwd and group, and the empty file, in `tools_host`."""
+        """The shell-prefix and git wrappers, the synthetic passwd and group, the empty file and (with a memory limit)
+        the cell's /proc/meminfo, in `tools_host`."""
         self._write_wrappers()
         (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         (self.tools_host / "empty").write_bytes(b"")
+        if self._meminfo:
+            from skillbench.execution.cgroups import MEMINFO, synthetic_meminfo
+
+            assert self.cgroup is not None and self.cgroup.limits.memory_bytes is not None
+            (self.tools_host / "meminfo").write_text(
+                synthetic_meminfo(MEMINFO.read_text(), self.cgroup.limits.memory_bytes)
+            )
+
+    @property
+    def _meminfo(self) -> bool:
+        """Whether the sandbox shows its processes the cell's /proc/meminfo (a cell with a memory limit)."""
+        return self.cgroup is not None and self.cgroup.limits.memory_bytes is not None
 
     def _write_wrappers(self) -> None:
         """The shell-prefix and git wrappers (replaced whole: the sandbox's host id may own the old ones)."""
@@ -757,6 +803,7 @@ class Sandbox:
                 hidden=hidden,
                 launchers=launchers,
                 interpreter=interpreter,
+                meminfo=self._meminfo,
             ),
             "git": git_wrapper_script(
                 home=self.home,
@@ -767,6 +814,7 @@ class Sandbox:
                 prlimit=inner_limits,
                 hidden=hidden,
                 interpreter=interpreter,
+                meminfo=self._meminfo,
             ),
         }
         if nested:
@@ -779,6 +827,7 @@ class Sandbox:
                     nested_bwrap=nested,
                     prlimit=inner_limits,
                     hidden=hidden,
+                    meminfo=self._meminfo,
                 )
         for name, text in scripts.items():
             path = self.tools_host / name
@@ -961,14 +1010,14 @@ class Sandbox:
     def _inner_memory_limit(self) -> list[str] | None:
         """The prlimit call (argv before `--`) that gives a process the agent starts inside the sandbox
         the address-space limit, or None when there is none."""
-        if self.prlimit and self.limits.memory_mb > 0:
+        if self.prlimit and self._limit_memory and self.limits.memory_mb > 0:
             return [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
         return None
 
     def _limit_prefix(self, memory: bool) -> list[str]:
         if not self.prlimit:
             return []
-        args = self.limits.prlimit_args(memory=memory, processes=self._limit_processes)
+        args = self.limits.prlimit_args(memory=memory and self._limit_memory, processes=self._limit_processes)
         return [self.prlimit, *args, "--"] if args else []
 
     def command(
@@ -980,6 +1029,7 @@ class Sandbox:
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = False,
         contain_shells: bool = False,
+        meminfo: bool = False,
     ) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
 
@@ -988,11 +1038,14 @@ class Sandbox:
 
         Every cell sandbox has a network namespace of its own with nothing in it but loopback: a session reaches
         its model only through the gateway's socket bound in (`sessions.bridged_command`). `limit_memory` adds
-        the address-space limit (everything but the CLI process itself).
+        the address-space limit (everything but the CLI process itself) to a sandbox without a cgroup. With a cgroup,
+        the command joins it first. `meminfo` binds the cell's /proc/meminfo over the host's, for a command that starts
+        no sandbox of its own (setup, verify, the oracle, git).
         """
         if self.backend == "none":
             return list(argv)
         return [
+            *(self.cgroup.join_argv() if self.cgroup is not None else []),
             *self._limit_prefix(limit_memory),
             *self.launcher,
             self.bwrap,
@@ -1004,6 +1057,7 @@ class Sandbox:
             *(self._contained_shell_binds() if contain_shells else []),
             *self._skill_root_binds(),
             *self._extra_binds(extra_read_only, extra_writable),
+            *(["--ro-bind", str(self.tools_host / "meminfo"), "/proc/meminfo"] if meminfo and self._meminfo else []),
             *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
         ]
 
@@ -1029,6 +1083,7 @@ class Sandbox:
             "--ro-bind",
             self.bwrap,
             SANDBOX_BWRAP,
+            *(["--ro-bind", str(self.tools_host / "meminfo"), SANDBOX_MEMINFO] if self._meminfo else []),
         ]
         if self.agent_install is not None:
             args += ["--ro-bind", str(self.agent_install.host_path.resolve()), self.agent_install.sandbox_path]
@@ -1082,6 +1137,7 @@ class Sandbox:
             extra_read_only=extra_read_only,
             extra_writable=extra_writable,
             limit_memory=limit_memory,
+            meminfo=True,
         )
         cwd = "/" if self.backend == "bwrap" else str(self.clone)
         return run_managed(
