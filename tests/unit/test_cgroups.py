@@ -102,19 +102,22 @@ def test_a_v2_parent_is_made_to_hand_both_controllers_down_and_the_limits_are_wr
     assert (folder / "memory.max").read_text() == str(300 * MIB) and (folder / "pids.max").read_text() == "64"
     assert cgroup.join_argv()[:5] == ["/bin/sh", "-c", cgroups.JOIN_SCRIPT, "sh", "1"]
     assert cgroup.join_argv()[5:] == [str(folder / "cgroup.procs")]
-    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\noom_group_kill 0\n")
+    (folder / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 3\noom_group_kill 0\n")
     (folder / "pids.events").write_text("max 5\n")
-    assert cgroup.events() == LimitEvents(oom_kills=2, pids_refused=5)
+    assert cgroup.events() == LimitEvents(oom_kills=3, pids_refused=5, own_limit_ooms=2)
 
 
 def test_a_limit_hit_names_its_kind_and_the_keys_that_set_it():
     limits = CgroupLimits(768 * MIB, 100)
-    kind, detail = cgroups.limit_hit(LimitEvents(oom_kills=1, pids_refused=3), limits) or ("", "")
+    kind, detail = cgroups.limit_hit(LimitEvents(oom_kills=1, pids_refused=3, own_limit_ooms=1), limits) or ("", "")
     assert kind == "memory-limit-exceeded" and "768 MiB" in detail and "sandbox.limits.memory_mb" in detail
     kind, detail = cgroups.limit_hit(LimitEvents(pids_refused=3), limits) or ("", "")
     assert kind == "process-limit-exceeded" and "100 processes" in detail and "refused 3" in detail
     assert cgroups.limit_hit(LimitEvents(), limits) is None
-    assert LimitEvents(3, 4).since(LimitEvents(1, 4)) == LimitEvents(2, 0)
+    # A kill the machine's memory (or an enclosing cgroup's limit) made, the cell's own limit never reached: not the
+    # cell's doing, so no counted outcome (the session's failure stays the harness's).
+    assert cgroups.limit_hit(LimitEvents(oom_kills=1), limits) is None
+    assert LimitEvents(3, 4, 5).since(LimitEvents(1, 4, 2)) == LimitEvents(2, 0, 3)
 
 
 def test_the_cells_meminfo_caps_every_amount_at_its_limit():
@@ -155,7 +158,8 @@ def test_a_memory_hog_is_killed_at_its_cells_limit_and_counted_while_a_neighbour
             timeout=60,
         )
         assert hog.state == "killed" and "allocated" not in hog.stdout_tail
-        assert cell.events().oom_kills == 1 and neighbour.events() == LimitEvents()
+        hits = cell.events()
+        assert hits.oom_kills == 1 and hits.own_limit_ooms >= 1 and neighbour.events() == LimitEvents()
         assert calm.wait(60) == 0
 
 
@@ -233,13 +237,18 @@ def test_every_command_of_a_sandbox_with_a_cgroup_joins_it_and_sees_the_cells_me
                 # The cgroup bounds memory and processes; per process only the file size is left.
                 assert not [arg for arg in command if arg.startswith(("--as=", "--nproc="))]
                 assert "--fsize=1048576" in command
-                shown = box.run(["/bin/sh", "-c", "head -n 1 /proc/meminfo"], timeout=60)
+                # Setup, verify and the oracle read the cell's memory; so do the agent's commands, in the sandbox the
+                # shell prefix nests, and what they nest in turn (the git wrapper's): each level mounts its own /proc.
+                probe = (
+                    "head -n 1 /proc/meminfo; cmp -s /proc/1/cmdline /run/skillbench-proc/1/cmdline && echo own-proc"
+                )
+                nested = f"{probe}; /opt/claude/git --version"
+                shown = box.run(["/bin/sh", "-c", f"{probe}; /opt/claude/shell-prefix '{nested}'"], timeout=60)
                 assert shown.ok, shown.stderr_tail
-                assert shown.stdout_tail.split("\n")[0].split() == ["MemTotal:", str(256 * 1024), "kB"]
-                # The agent's commands (the shell prefix's nested sandbox) see it too; an MCP launcher's does not,
-                # since its server starts a sandbox of its own.
-                prefix = (box.tools_host / "shell-prefix").read_text()
-                assert "--ro-bind-try /opt/claude/meminfo /proc/meminfo" in prefix
+                lines = shown.stdout_tail.splitlines()
+                memory = ["MemTotal:", str(256 * 1024), "kB"]
+                assert [line.split() for line in lines[0:3:2]] == [memory, memory], lines
+                assert lines[1] == lines[3] == "own-proc" and lines[4].startswith("git version"), lines
             finally:
                 box.close()
     finally:

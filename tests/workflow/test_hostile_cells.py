@@ -135,11 +135,13 @@ def test_programs_planted_for_the_clis_git_never_see_the_key(attacked):
     from_bash = bash_output(calls, "dotfiles-done")
     assert "-exit=0" not in from_bash and from_bash.count("Read-only file system") == 4, from_bash
     for line in loot.splitlines():
-        if line.startswith(("env-anthropic=", "proc-anthropic=")):
+        # The second /proc of each sandbox (/run/skillbench-proc) is its own PID namespace's, like /proc.
+        if line.startswith(("env-anthropic=", "proc-anthropic=", "proc-copy-anthropic=")):
             assert line.endswith("=0"), line
         if line.startswith(("b64=", "hex=", "rev=")):
             assert line.endswith("="), line
     assert "net=connected" not in loot and attacked["listener"].connections == 0
+    assert "proc-copy-anthropic=0" in loot.splitlines()  # the planted program looked there, and found nothing
     assert "the sessions changed the clone's git metadata" in diagnostics(row)
     assert ".git/config" in diagnostics(row) and ".git/info/attributes" in diagnostics(row)
     assert row["error_kind"] == "oracle-failed" and row["plan_produced"] is True

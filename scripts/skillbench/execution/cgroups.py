@@ -92,13 +92,20 @@ def cell_limits(sandbox: SandboxSettings, disk_mb: int) -> CgroupLimits | None:
 
 @dataclass(frozen=True)
 class LimitEvents:
-    """How often a cgroup's processes ran into its limits: OOM kills (memory), refused forks (processes)."""
+    """How often a cgroup's processes ran into its limits: OOM kills of its processes, times its own memory limit
+    left an allocation nothing to reclaim (v2 `oom`; v1 keeps no such count: `CellCgroup.peaks_at_limit`), refused
+    forks. An OOM kill without its own limit reached was the machine's (or an enclosing cgroup's) doing."""
 
     oom_kills: int = 0
     pids_refused: int = 0
+    own_limit_ooms: int = 0
 
     def since(self, earlier: LimitEvents) -> LimitEvents:
-        return LimitEvents(self.oom_kills - earlier.oom_kills, self.pids_refused - earlier.pids_refused)
+        return LimitEvents(
+            self.oom_kills - earlier.oom_kills,
+            self.pids_refused - earlier.pids_refused,
+            self.own_limit_ooms - earlier.own_limit_ooms,
+        )
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,8 @@ class CellCgroup:
     version: int
     folders: tuple[Path, ...]
     limits: CgroupLimits
+    # cgroup v1 keeps no count of its limit's OOMs: how often `events` found the usage's peak at the limit.
+    peaks_at_limit: int = 0
 
     @property
     def memory_folder(self) -> Path:
@@ -219,11 +228,30 @@ class CellCgroup:
 
     def events(self) -> LimitEvents:
         """The OOM kills and refused forks counted so far (0 for a counter this kernel does not keep)."""
+        memory = self.memory_folder
+        own = _counter(memory / "memory.events", "oom") if self.version == 2 else self._v1_peaks_at_limit()
         memory_file = "memory.events" if self.version == 2 else "memory.oom_control"
         return LimitEvents(
-            oom_kills=_counter(self.memory_folder / memory_file, "oom_kill"),
+            oom_kills=_counter(memory / memory_file, "oom_kill"),
             pids_refused=_counter(self.pids_folder / "pids.events", "max"),
+            own_limit_ooms=own,
         )
+
+    def _v1_peaks_at_limit(self) -> int:
+        """cgroup v1: count the usage's peak (memory, and memory+swap) reaching the limit since the last call, then
+        start the peaks afresh, so the count rises for the interval in which the cell reached its own limit."""
+        if self.limits.memory_bytes is None:
+            return self.peaks_at_limit
+        peaks = []
+        for name in ("memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes"):
+            raw = _read_or(self.memory_folder / name, "0").strip()
+            peaks.append(int(raw) if raw.isdigit() else 0)
+        if max(peaks) >= self.limits.memory_bytes:
+            self.peaks_at_limit += 1
+            for name in ("memory.max_usage_in_bytes", "memory.memsw.max_usage_in_bytes"):
+                if (self.memory_folder / name).exists():
+                    _write(self.memory_folder / name, "0")
+        return self.peaks_at_limit
 
     def processes(self) -> list[int]:
         pids: set[int] = set()
@@ -261,17 +289,20 @@ class CellCgroup:
 
 
 def _counter(path: Path, name: str) -> int:
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise CgroupError(f"{path} cannot be read ({exc.strerror or exc})") from exc
-    for line in lines:
+    for line in _read_or(path, "").splitlines():
         key, _, value = line.partition(" ")
         if key == name and value.strip().isdigit():
             return int(value)
     return 0
+
+
+def _read_or(path: Path, missing: str) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return missing
+    except OSError as exc:
+        raise CgroupError(f"{path} cannot be read ({exc.strerror or exc})") from exc
 
 
 def _removed(folder: Path) -> bool:
@@ -424,9 +455,10 @@ def synthetic_meminfo(host: str, memory_bytes: int) -> str:
 
 def limit_hit(hits: LimitEvents, limits: CgroupLimits) -> tuple[ErrorKind, str] | None:
     """The counted outcome of what ran while `hits` were counted (the cgroup's events since it started): the kernel
-    killed a process at the memory limit (`memory-limit-exceeded`), or refused a fork at the process limit
+    killed a process at the cell's own memory limit (`memory-limit-exceeded`; a kill the machine's memory or an
+    enclosing cgroup's limit made is not the cell's), or refused a fork at the process limit
     (`process-limit-exceeded`); None when neither happened."""
-    if hits.oom_kills > 0:
+    if hits.oom_kills > 0 and hits.own_limit_ooms > 0:
         memory = f"{limits.memory_bytes // MIB} MiB" if limits.memory_bytes else "its limit"
         return "memory-limit-exceeded", (
             f"the kernel killed {hits.oom_kills} process(es) of the cell at its memory limit ({memory}: "

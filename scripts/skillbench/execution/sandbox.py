@@ -9,8 +9,8 @@ here. Under `bwrap`:
   lock on it while it lives, so concurrent cells never share a uid (and so never share
   RLIMIT_NPROC); its private folders and clone are handed to that id;
 * a cell's sandbox starts every command in the cell's cgroup (`execution.cgroups`: memory and
-  processes of the whole cell, the CLI included) and shows the cell's `/proc/meminfo` to every
-  command that starts no sandbox of its own; `prlimit` adds the file size limit. A sandbox without
+  processes of the whole cell, the CLI included) and shows every process of the cell (nested
+  sandboxes too) the cell's `/proc/meminfo`; `prlimit` adds the file size limit. A sandbox without
   a cgroup (the proposer's, a task check's) gets per-process limits (`SandboxLimits`, config
   `sandbox.limits`) with `prlimit` instead: processes (per host uid) and file size always; address
   space on everything the agent starts (Bash tool commands, git, setup, verify, oracle) but not on
@@ -92,8 +92,12 @@ SANDBOX_TOOLS = "/opt/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
-# The cell's /proc/meminfo (`cgroups.synthetic_meminfo`), bound over /proc/meminfo where nothing nests a sandbox.
+# The cell's /proc/meminfo (`cgroups.synthetic_meminfo`), bound over /proc/meminfo in every sandbox of the cell.
 SANDBOX_MEMINFO = f"{SANDBOX_TOOLS}/meminfo"
+# A second /proc of each sandbox, with no file bound over it. The kernel mounts a fresh /proc (a nested sandbox's)
+# only beside one that hides nothing; the real /proc, with the cell's meminfo bound over it, hides its file. Each
+# nested sandbox mounts its own here too, over its parent's, so none shows another PID namespace's processes.
+SANDBOX_PROC_COPY = "/run/skillbench-proc"
 # Where each MCP server's launcher appears: the CLI runs `<launcher>` through the shell prefix, which starts
 # exactly these (and nothing else) with the servers' mounts visible.
 SANDBOX_MCP_LAUNCHERS = f"{SANDBOX_TOOLS}/mcp"
@@ -340,11 +344,11 @@ def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = Fal
     `hidden` are paths of the cell's sandbox the agent's commands must not see (an MCP server's mounts, which
     only the server reads): each is covered with an empty tmpfs. `real_shells` puts the real shells back
     where a contained CLI sees the harness's wrappers (see `contained_shell_script`). `meminfo` shows the cell's
-    /proc/meminfo (its memory limit, when it has one) instead of the host's: only where nothing inside starts a
-    sandbox of its own, because the kernel refuses a new /proc over one with a file bound over it."""
+    /proc/meminfo (its memory limit) instead of the host's, with a /proc of the nested sandbox's own at
+    `SANDBOX_PROC_COPY` over its parent's (so a sandbox nested in this one can still mount its /proc)."""
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
     if meminfo:
-        args += ["--ro-bind-try", SANDBOX_MEMINFO, "/proc/meminfo"]
+        args += ["--proc", SANDBOX_PROC_COPY, "--ro-bind", SANDBOX_MEMINFO, "/proc/meminfo"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     for path in hidden:
@@ -402,12 +406,12 @@ def shell_prefix_script(
     through this prefix too: a command that is exactly one of the harness's `launchers` runs with the
     hidden paths visible (the launcher starts the server in its own sandbox); nothing else does.
     `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get. `meminfo` shows a
-    command the cell's /proc/meminfo (never a launcher, whose server starts a sandbox of its own).
+    command the cell's /proc/meminfo.
     """
     server_case = ""
     if launchers and hidden:
         server_exec = _credential_free_exec(
-            '"$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
+            '"$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, meminfo=meminfo
         ).strip()
         server_case = f'case "$1" in\n  {"|".join(launchers)}) {server_exec} ;;\nesac\n'
     return (
@@ -1029,7 +1033,6 @@ class Sandbox:
         extra_writable: Sequence[tuple[Path, str]] = (),
         limit_memory: bool = False,
         contain_shells: bool = False,
-        meminfo: bool = False,
     ) -> list[str]:
         """Wrap `argv` so it runs contained; `extra_read_only`/`extra_writable` bind (host path, sandbox path) pairs.
 
@@ -1039,8 +1042,8 @@ class Sandbox:
         Every cell sandbox has a network namespace of its own with nothing in it but loopback: a session reaches
         its model only through the gateway's socket bound in (`sessions.bridged_command`). `limit_memory` adds
         the address-space limit (everything but the CLI process itself) to a sandbox without a cgroup. With a cgroup,
-        the command joins it first. `meminfo` binds the cell's /proc/meminfo over the host's, for a command that starts
-        no sandbox of its own (setup, verify, the oracle, git).
+        the command joins it first, and with a memory limit it reads the cell's /proc/meminfo (`SANDBOX_PROC_COPY`
+        says why a second /proc comes with it).
         """
         if self.backend == "none":
             return list(argv)
@@ -1053,11 +1056,12 @@ class Sandbox:
             *system_mount_args(),
             *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
             *kernel_filesystem_args("/run"),
+            *(["--proc", SANDBOX_PROC_COPY] if self._meminfo else []),
             *self._cell_binds(read_only_workspace),
             *(self._contained_shell_binds() if contain_shells else []),
             *self._skill_root_binds(),
             *self._extra_binds(extra_read_only, extra_writable),
-            *(["--ro-bind", str(self.tools_host / "meminfo"), "/proc/meminfo"] if meminfo and self._meminfo else []),
+            *(["--ro-bind", str(self.tools_host / "meminfo"), "/proc/meminfo"] if self._meminfo else []),
             *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
         ]
 
@@ -1137,7 +1141,6 @@ class Sandbox:
             extra_read_only=extra_read_only,
             extra_writable=extra_writable,
             limit_memory=limit_memory,
-            meminfo=True,
         )
         cwd = "/" if self.backend == "bwrap" else str(self.clone)
         return run_managed(
