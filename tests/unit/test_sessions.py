@@ -729,6 +729,15 @@ def test_a_kernel_limit_of_the_cell_decides_even_when_the_cli_died_of_it(kind):
     assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, kind, hit[1])
 
 
+def test_a_limit_the_session_ran_into_stands_when_its_cli_went_on_and_exited_cleanly():
+    # The OOM killer took one of the agent's commands; the CLI finished its turn without the skill and exited 0.
+    hit = ("memory-limit-exceeded", "the kernel killed 1 process(es) of the cell at its memory limit")
+    record = record_for(encode([init_event(), result_event()]), expected_skill="change-work", limit_hit=hit)
+    assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, *hit)
+    assert record["skill_invoked"] is False  # what its evidence lacks is a diagnostic, not a second verdict
+    assert "no successful change-work invocation" in " ".join(record["evidence_diagnostics"])
+
+
 def test_a_cancelled_session_stays_cancelled_whatever_the_ledger_says():
     ledger = ledger_of(ledger_entry("refused", refused="budget", cost=0.0, failure="refused"))
     record = record_for(encode([init_event()]), state="cancelled", returncode=-15, ledger=ledger)

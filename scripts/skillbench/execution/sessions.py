@@ -272,7 +272,8 @@ def session_record(
         record,
         diagnostics,
         expected_skill=expected_skill,
-        already_failed=session_error or bool(mcp_failed),
+        # A verdict of its own (a limit, a refusal, a timeout) stands even when the CLI exited cleanly after it.
+        already_failed=not record["ok"],
         secrets=secrets,
     )
     return record
