@@ -71,7 +71,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -360,127 +360,79 @@ def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = Fal
     return [*args, *hide_bridge_args()]
 
 
-def _credential_free_exec(
-    command: str,
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str | None,
-    prlimit: list[str] | None,
-    hidden: Sequence[str] = (),
-    meminfo: bool = False,
-) -> str:
-    """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
-    sandbox when `nested_bwrap` is given (with the cell's /proc/meminfo when `meminfo`), under `prlimit` (argv of
-    a prlimit call) when given. Inside the nested sandbox the shells are the real ones, whether or not the CLI's
-    are contained."""
-    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
-    if nested_bwrap:
-        nested = nested_namespace_args(hidden, real_shells=True, meminfo=meminfo)
-        command = f"{nested_bwrap} {' '.join(nested)} -- {command}"
-    if prlimit:
-        command = f"{' '.join(prlimit)} -- {command}"
-    return f"exec /usr/bin/env -i {variables} {command}\n"
+@dataclass(frozen=True)
+class ToolExec:
+    """How a wrapper script starts what it wraps: with the tool environment only (`home`, `tmp`, `path`), in the
+    nested sandbox when `nested_bwrap` is given (less the `hidden` paths; with the cell's /proc/meminfo when
+    `meminfo`), under `prlimit` (argv of a prlimit call) when given. Inside the nested sandbox the shells are the
+    real ones, whether or not the CLI's are contained."""
+
+    home: str
+    tmp: str
+    path: str
+    nested_bwrap: str | None = None
+    prlimit: list[str] | None = None
+    hidden: Sequence[str] = ()
+    meminfo: bool = False
+
+    def line(self, command: str) -> str:
+        """The `exec` line of a wrapper script that runs `command` so."""
+        environment = tool_environment(home=self.home, tmp=self.tmp, path=self.path)
+        variables = " ".join(f"{name}={value}" for name, value in environment.items())
+        if self.nested_bwrap:
+            nested = nested_namespace_args(self.hidden, real_shells=True, meminfo=self.meminfo)
+            command = f"{self.nested_bwrap} {' '.join(nested)} -- {command}"
+        if self.prlimit:
+            command = f"{' '.join(self.prlimit)} -- {command}"
+        return f"exec /usr/bin/env -i {variables} {command}\n"
 
 
-def shell_prefix_script(
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str | None = None,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-    launchers: Sequence[str] = (),
-    interpreter: str = "/bin/sh",
-    meminfo: bool = False,
-) -> str:
+def shell_prefix_script(tool_exec: ToolExec, *, launchers: Sequence[str] = (), interpreter: str = "/bin/sh") -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
-    So a command the model writes never sees the session's token or anything else the CLI holds. With
-    `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
+    So a command the model writes never sees the session's token or anything else the CLI holds (`tool_exec`). With
+    its `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
     and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
     The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
     sandbox shows, less the `hidden` paths (an MCP server's mounts). The CLI starts its MCP servers
     through this prefix too: a command that is exactly one of the harness's `launchers` runs with the
     hidden paths visible (the launcher starts the server in its own sandbox); nothing else does.
-    `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get. `meminfo` shows a
-    command the cell's /proc/meminfo.
+    Its `prlimit` adds the address-space limit the CLI itself does not get (a sandbox without a cgroup), its
+    `meminfo` shows a command the cell's /proc/meminfo.
     """
     server_case = ""
-    if launchers and hidden:
-        server_exec = _credential_free_exec(
-            '"$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, meminfo=meminfo
-        ).strip()
+    if launchers and tool_exec.hidden:
+        server_exec = replace(tool_exec, hidden=()).line('"$1"').strip()
         server_case = f'case "$1" in\n  {"|".join(launchers)}) {server_exec} ;;\nesac\n'
     return (
         f"#!{interpreter}\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
         + server_case
-        + _credential_free_exec(
-            '/bin/bash -c "$1"',
-            home=home,
-            tmp=tmp,
-            path=path,
-            nested_bwrap=nested_bwrap,
-            prlimit=prlimit,
-            hidden=hidden,
-            meminfo=meminfo,
-        )
+        + tool_exec.line('/bin/bash -c "$1"')
     )
 
 
-def git_wrapper_script(
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    git: str,
-    nested_bwrap: str | None = None,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-    interpreter: str = "/bin/sh",
-    meminfo: bool = False,
-) -> str:
+def git_wrapper_script(tool_exec: ToolExec, *, git: str, interpreter: str = "/bin/sh") -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
     The CLI runs git itself (status, log, config) with its session token in its environment; a hook,
     fsmonitor, filter or pager planted in the clone's `.git` would inherit it. This wrapper is
     first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
-    environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
+    environment (no key), and with `tool_exec`'s `nested_bwrap` its own PID namespace and /proc and no network.
     """
     command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
     return (
         f"#!{interpreter}\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
-        + _credential_free_exec(
-            command,
-            home=home,
-            tmp=tmp,
-            path=path,
-            nested_bwrap=nested_bwrap,
-            prlimit=prlimit,
-            hidden=hidden,
-            meminfo=meminfo,
-        )
+        + tool_exec.line(command)
     )
 
 
-def contained_shell_script(
-    shell: str,
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-    meminfo: bool = False,
-) -> str:
+def contained_shell_script(shell: str, tool_exec: ToolExec) -> str:
     """`shell` (/usr/bin/bash or /usr/bin/dash) as a CLI without a shell-prefix hook sees it: the real shell,
-    with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network).
+    with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network):
+    `tool_exec`, whose `nested_bwrap` is set.
 
     Such a CLI starts its agent's commands as `bash -c …` or `sh -c …` (by name or absolute path) with its
     session token in its environment and in its own PID namespace, where a command could read the CLI's
@@ -492,16 +444,7 @@ def contained_shell_script(
     return (
         f"#!{SANDBOX_REAL_SHELLS}/dash\n"
         f"# skillbench: {name} for the CLI: the real {name}, credential-free, in a nested sandbox.\n"
-        + _credential_free_exec(
-            f'{shell} "$@"',
-            home=home,
-            tmp=tmp,
-            path=path,
-            nested_bwrap=nested_bwrap,
-            prlimit=prlimit,
-            hidden=hidden,
-            meminfo=meminfo,
-        )
+        + tool_exec.line(f'{shell} "$@"')
     )
 
 
@@ -792,47 +735,25 @@ class Sandbox:
     def _write_wrappers(self) -> None:
         """The shell-prefix and git wrappers (replaced whole: the sandbox's host id may own the old ones)."""
         nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
-        inner_limits = self._inner_memory_limit()
-        hidden = self.hidden_from_tools
         launchers = [f"{SANDBOX_MCP_LAUNCHERS}/{name}" for name in sorted(self._launchers)]
         # Under bwrap the wrappers run on the real dash: a contained CLI's /bin/sh is itself a wrapper.
         interpreter = f"{SANDBOX_REAL_SHELLS}/dash" if nested else "/bin/sh"
+        tool_exec = ToolExec(
+            home=self.home,
+            tmp=self.tmp,
+            path=self.path,
+            nested_bwrap=nested,
+            prlimit=self._inner_memory_limit(),
+            hidden=self.hidden_from_tools,
+            meminfo=self._meminfo,
+        )
         scripts = {
-            "shell-prefix": shell_prefix_script(
-                home=self.home,
-                tmp=self.tmp,
-                path=self.path,
-                nested_bwrap=nested,
-                prlimit=inner_limits,
-                hidden=hidden,
-                launchers=launchers,
-                interpreter=interpreter,
-                meminfo=self._meminfo,
-            ),
-            "git": git_wrapper_script(
-                home=self.home,
-                tmp=self.tmp,
-                path=self.path,
-                git=self.git_executable,
-                nested_bwrap=nested,
-                prlimit=inner_limits,
-                hidden=hidden,
-                interpreter=interpreter,
-                meminfo=self._meminfo,
-            ),
+            "shell-prefix": shell_prefix_script(tool_exec, launchers=launchers, interpreter=interpreter),
+            "git": git_wrapper_script(tool_exec, git=self.git_executable, interpreter=interpreter),
         }
         if nested:
             for shell in CONTAINED_SHELLS:
-                scripts[f"contained-{Path(shell).name}"] = contained_shell_script(
-                    shell,
-                    home=self.home,
-                    tmp=self.tmp,
-                    path=self.path,
-                    nested_bwrap=nested,
-                    prlimit=inner_limits,
-                    hidden=hidden,
-                    meminfo=self._meminfo,
-                )
+                scripts[f"contained-{Path(shell).name}"] = contained_shell_script(shell, tool_exec)
         for name, text in scripts.items():
             path = self.tools_host / name
             path.unlink(missing_ok=True)
