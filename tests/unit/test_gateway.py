@@ -408,6 +408,16 @@ def test_pricing_follows_the_model_that_answered(socket_dir):
     assert (entry["model"], entry["served_model"], entry["cost_usd"]) == (MODEL, UNPRICED, None)
 
 
+def test_a_models_price_is_its_table_entry_as_stated_and_an_incomplete_one_is_no_price():
+    from skillbench.execution.pricing import model_price
+
+    tiered = {**PRICES[MODEL], "tiers": [{"above_tokens": 200_000, "input": 6.0}]}
+    # The entry as the table states it, so the meter still sees what the rates leave out (a long prompt's tier).
+    assert model_price({MODEL: tiered}, MODEL) is tiered
+    assert model_price({MODEL: {"input": 3.0}}, MODEL) is None  # no output rate: the gateway could not meter it
+    assert model_price(PRICES, UNPRICED) is None and model_price(PRICES, None) is None
+
+
 def test_request_cost_prices_one_hour_writes_and_refuses_incomplete_input():
     usage = usage_record({**USAGE, "cache_creation": {"ephemeral_1h_input_tokens": 500}})
     assert request_cost(usage, PRICES[MODEL]) == pytest.approx((100 * 3 + 40 * 15 + 1000 * 0.3 + 500 * 6) / 1e6)

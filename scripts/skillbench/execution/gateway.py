@@ -605,7 +605,7 @@ class ModelGateway:
         if self.on_settled is not None:
             self.on_settled(session.label, final)
 
-    def _price(self, model: str | None) -> dict[str, float] | None:
+    def _price(self, model: str | None) -> Mapping[str, Any] | None:
         return model_price(self.prices, model)
 
     def _redact(self, text: str) -> str:

@@ -46,13 +46,15 @@ def price_rates(price: Any) -> dict[str, float] | None:
     return valid if len(valid) == len(rates) else None
 
 
-def model_price(prices: Mapping[str, Any], model: str | None) -> dict[str, float] | None:
-    """The price of `model` under the price table `prices` (model id -> entry): its rates (`price_rates`), or None
-    when the table has no complete price for it (or the request names no model). Every price lookup goes through
-    here, so a table from another source only has to be read into this function."""
+def model_price(prices: Mapping[str, Any], model: str | None) -> Mapping[str, Any] | None:
+    """The price-table entry of `model` under `prices` (model id -> entry), as the table states it (what
+    `request_cost` prices a response at), or None when the table has no complete price for it (`price_rates`) or the
+    request names no model. Every price lookup goes through here: the gateway's refusal of an unpriced model and
+    its meter alike."""
     if not isinstance(model, str):
         return None
-    return price_rates(prices.get(model))
+    entry = prices.get(model)
+    return entry if price_rates(entry) is not None else None
 
 
 def request_cost(usage: Mapping[str, int | None] | None, price: Any) -> float | None:
