@@ -255,6 +255,40 @@ def test_every_command_of_a_sandbox_with_a_cgroup_joins_it_and_sees_the_cells_me
         subprocess.run(["rm", "-rf", str(root)], check=True)
 
 
+def test_a_task_setup_that_runs_into_the_cells_limits_is_the_suites_infra_error_naming_the_key():
+    """The task's own step, before any agent: a setup past the cell's memory says which key to raise (excluded and
+    retried like every harness failure), never the agent's counted outcome."""
+    from types import SimpleNamespace
+
+    from skillbench.execution import cells
+    from skillbench.execution.failures import InfraError
+    from skillbench.execution.sandbox import Sandbox, SandboxLimits
+
+    root = Path(os.path.realpath("/tmp")) / f"skillbench-cgroup-setup-{os.getpid()}"
+    (root / "workspace").mkdir(parents=True)
+    limits = replace(SandboxLimits.default(), processes=64, memory_mb=128)
+    try:
+        with cgroups.cell_cgroup(CgroupLimits(128 * MIB, 64)) as cgroup:
+            box = Sandbox("bwrap", root / "workspace", root, limits=limits, cgroup=cgroup)
+            work = SimpleNamespace(
+                sandbox=box,
+                cell=SimpleNamespace(task={"setup": "python3 -c 'x = bytearray(400 << 20)'"}),
+                settings=SimpleNamespace(agent=SimpleNamespace(setup_timeout_s=120)),
+                context=SimpleNamespace(timings={}),
+                disk_mb=0,
+                private_root=root,
+            )
+            try:
+                with pytest.raises(InfraError) as caught:
+                    cells._run_setup(work)
+            finally:
+                box.close()
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=True)
+    assert str(caught.value).startswith("task setup ran into the cell's limits (the kernel killed 1 process(es)")
+    assert "sandbox.limits.memory_mb" in str(caught.value) and "raise them in sandbox.limits" in str(caught.value)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The preflight's memory check
 
