@@ -22,7 +22,7 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import check_policy_design, run_design
 from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import agents, environment, mcp, plugins, price_tables, quota, repo, sandbox
+from skillbench.execution import agents, cgroups, environment, mcp, plugins, price_tables, quota, repo, sandbox
 from skillbench.experiment import arms, configcheck, overlay, overlayreview, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
@@ -191,12 +191,44 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> list
 
 
 def check_containment(config: dict[str, Any]) -> None:
-    """Once per run, before any session: the sandbox and the per-cell disk quota work on this machine."""
+    """Once per run, before any session: the sandbox, the per-cell disk quota and the cell's cgroup (its memory and
+    process limits) work on this machine."""
     if config["sandbox"]["backend"] != "bwrap":
         return
     sandbox.preflight(config["sandbox"]["bwrap"])
-    if quota.disk_quota_mb(sandbox_settings(config["sandbox"])):
+    settings = sandbox_settings(config["sandbox"])
+    if quota.disk_quota_mb(settings):
         quota.preflight()
+    cgroups.preflight(cgroups.cell_limits(settings, quota.disk_quota_mb(settings)))
+
+
+def memory_fit_problem(config: dict[str, Any], sessions: int, host_mb: int) -> str | None:
+    """Why `sessions` cells at once cannot each have the memory their cgroup allows on a machine with `host_mb` MiB
+    (None when they can): a cell's limit is `sandbox.limits.memory_mb` plus its disk quota (a tmpfs, in memory)."""
+    settings = sandbox_settings(config["sandbox"])
+    disk_mb = quota.disk_quota_mb(settings)
+    limits = cgroups.cell_limits(settings, disk_mb)
+    if limits is None or limits.memory_bytes is None:
+        return None
+    cell_mb = limits.memory_bytes // cgroups.MIB
+    if sessions * cell_mb <= host_mb:
+        return None
+    return (
+        f"{sessions} concurrent sessions (resources agent_sessions, or the cores) x {cell_mb} MiB per cell "
+        f"(sandbox.limits.memory_mb {settings.limits.memory_mb} + sandbox.limits.disk_mb {disk_mb}) need "
+        f"{sessions * cell_mb} MiB, more than this machine's {host_mb} MiB: lower sandbox.limits.memory_mb (or "
+        "disk_mb), or the session cap (--resources agent_sessions=N)"
+    )
+
+
+def check_host_memory(config: dict[str, Any], sessions: int) -> None:
+    """Once per local run: `memory_fit_problem` on this machine (its memory, or its cgroup's limit when lower)."""
+    settings = sandbox_settings(config["sandbox"])
+    if cgroups.cell_limits(settings, quota.disk_quota_mb(settings)) is None:
+        return
+    problem = memory_fit_problem(config, sessions, cgroups.host_memory_mb(where=cgroups.placement()))
+    if problem is not None:
+        raise PreflightError(problem)
 
 
 class PreflightError(SkillbenchError, ValueError):

@@ -21,6 +21,29 @@ def encode(items: list[dict[str, Any]]) -> bytes:
     return b"".join(json.dumps(item).encode() + b"\n" for item in items)
 
 
+# Where a session's CLI finds the demo skill's file (the Claude Code skills folder in the workspace).
+SKILL_FILE = "/workspace/.claude/skills/demo/SKILL.md"
+
+
+def partial_skill_read(raw: bytes, path: str, window: dict[str, Any]) -> bytes:
+    """A recorded stream whose read of the file `path` became a read of part of the demo skill's SKILL.md: every
+    string naming `path` names `SKILL_FILE` instead, and the tool input that named it takes `window` (the CLI's own
+    range arguments: a first line only)."""
+
+    def changed(value: Any) -> Any:
+        if isinstance(value, dict):
+            named = path in value.values()
+            value = {key: changed(item) for key, item in value.items()}
+            return {**value, **window} if named else value
+        if isinstance(value, list):
+            return [changed(item) for item in value]
+        return value.replace(path, SKILL_FILE) if isinstance(value, str) else value
+
+    events = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    assert any(path in json.dumps(event) for event in events), f"the stream reads no {path}"
+    return encode([changed(event) for event in events])
+
+
 @dataclass(frozen=True)
 class AgentStreams:
     agent: str  # the fixture folder's name

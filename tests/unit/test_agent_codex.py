@@ -19,8 +19,15 @@ STREAMS = AgentStreams("codex", "gpt-5.5", codex.read_stream)
 capture, events, read, request = STREAMS.capture, STREAMS.events, STREAMS.read, STREAMS.request
 
 
-def command(item_id: str, cmd: str, exit_code: int | None, status: str = "completed") -> list[dict[str, Any]]:
-    item = {"id": item_id, "type": "command_execution", "command": cmd, "aggregated_output": ""}
+# The demo skill's SKILL.md as the session's clone holds it (`skill_texts`), and what its first line alone shows.
+SKILL_TEXT = "---\nname: demo\ndescription: demo skill\n---\nDo the demo.\n"
+TEXTS = {"demo": SKILL_TEXT}
+
+
+def command(
+    item_id: str, cmd: str, exit_code: int | None, status: str = "completed", output: str = SKILL_TEXT
+) -> list[dict[str, Any]]:
+    item = {"id": item_id, "type": "command_execution", "command": cmd, "aggregated_output": output}
     return [
         {"type": "item.started", "item": {**item, "exit_code": None, "status": "in_progress"}},
         {"type": "item.completed", "item": {**item, "exit_code": exit_code, "status": status}},
@@ -41,9 +48,16 @@ def stream(*middle: dict[str, Any], end: dict[str, Any] | None = None) -> list[d
 # Reading streams
 
 
+def proof(raw: bytes, texts: dict[str, str] | None = None):
+    """The reading of `raw` given the skills' texts (`TEXTS` by default), as a session gives them."""
+    return codex.read_stream(
+        raw, overflow=False, limit=1 << 20, mcp_servers=[], skill_texts=TEXTS if texts is None else texts
+    )
+
+
 def test_a_real_session_proves_the_skill_it_read_and_counts_its_tools_and_tokens() -> None:
     recorded = events("skill-and-tools.jsonl")
-    reading = read(capture("skill-and-tools.jsonl"))
+    reading = proof(capture("skill-and-tools.jsonl"))
     assert reading.stream_error is None and reading.cli_failures == [] and reading.subtype == "success"
     assert reading.session_id == recorded[0]["thread_id"] and reading.num_turns == 1
     assert reading.skill_invoked("demo") is True
@@ -142,10 +156,26 @@ def test_a_forged_end_written_by_a_command_breaks_the_stream() -> None:
         "cat ./.agents/skills/demo/SKILL.md",
     ],
 )
-def test_exactly_one_read_of_the_skill_file_proves_the_skill(cmd: str) -> None:
-    reading = read(encode(stream(*command("c1", cmd, 0))))
+def test_exactly_one_read_of_the_whole_skill_file_proves_the_skill(cmd: str) -> None:
+    reading = proof(encode(stream(*command("c1", cmd, 0))))
     assert reading.skill_invoked("demo") is True
     assert reading.skill_invoked("other") is False
+    # Without the file's text there is nothing to hold the read against: it proves nothing.
+    assert proof(encode(stream(*command("c1", cmd, 0))), {}).skill_invoked("demo") is False
+
+
+@pytest.mark.parametrize(
+    ("cmd", "output"),
+    [
+        ("/bin/bash -lc \"sed -n '1,1p' .agents/skills/demo/SKILL.md\"", "---\n"),  # the model saw only `---`
+        ("sed -n 1,3p .agents/skills/demo/SKILL.md", "---\nname: demo\ndescription: demo skill\n"),
+        ("cat .agents/skills/demo/SKILL.md", ""),  # nothing came out
+        ("cat .agents/skills/demo/SKILL.md", SKILL_TEXT + "and more the file does not hold\n"),
+    ],
+)
+def test_a_partial_read_of_the_skill_file_proves_nothing(cmd: str, output: str) -> None:
+    reading = proof(encode(stream(*command("c1", cmd, 0, output=output))))
+    assert reading.stream_error is None and reading.skill_invoked("demo") is False
 
 
 @pytest.mark.parametrize(
@@ -168,7 +198,7 @@ def test_exactly_one_read_of_the_skill_file_proves_the_skill(cmd: str) -> None:
     ],
 )
 def test_anything_but_a_successful_plain_read_proves_nothing(cmd: str, exit_code: int | None, status: str) -> None:
-    reading = read(encode(stream(*command("c1", cmd, exit_code, status))))
+    reading = proof(encode(stream(*command("c1", cmd, exit_code, status))))
     assert reading.stream_error is None and reading.skill_invoked("demo") is False
 
 

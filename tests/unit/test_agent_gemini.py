@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentstreams import AgentStreams, encode
+from agentstreams import AgentStreams, encode, partial_skill_read
 from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import gemini
 
@@ -71,6 +71,16 @@ def test_a_session_whose_tools_were_not_registered_reads_clean_and_proves_no_ski
     assert len(failed) == 3 and all(event["error"]["type"] == "tool_not_registered" for event in failed)
     assert reading.skill_invoked("demo") is False
     assert reading.tool_use_counts == {"Edit": 1, "Bash": 1, "Skill": 1, "Read": 1}
+
+
+def test_a_read_of_part_of_the_skill_file_is_no_skill_proof() -> None:
+    # Only the skill tool's success proves a skill: a read of its file's first line (or all of it) does not.
+    reading = read(
+        partial_skill_read(
+            capture("denied-tools.jsonl"), "/tmp/gprobe/fx/denied-tools/ws/notes.txt", {"offset": 0, "limit": 1}
+        )
+    )
+    assert reading.stream_error is None and reading.skill_invoked("demo") is False
 
 
 def test_a_model_error_ends_the_session_as_the_clis_failure() -> None:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from agentstreams import AgentStreams, encode
+from agentstreams import AgentStreams, encode, partial_skill_read
 from skillbench.execution import agents, sessions, wires
 from skillbench.execution.agents import opencode
 
@@ -62,6 +62,14 @@ def test_a_session_whose_tools_were_denied_reads_clean_and_proves_no_skill() -> 
     assert reading.stream_error is None and reading.cli_failures == []
     assert reading.skill_invoked("demo") is False
     assert reading.tool_use_counts.get("Read") == 1
+
+
+def test_a_read_of_part_of_the_skill_file_is_no_skill_proof() -> None:
+    # Only the skill tool's success proves a skill: a read of its file's first line (or all of it) does not.
+    reading = read(
+        partial_skill_read(capture("denied-tools.jsonl"), "/tmp/ocprobe/ws/a.txt", {"offset": 1, "limit": 1})
+    )
+    assert reading.stream_error is None and reading.skill_invoked("demo") is False
 
 
 def test_an_error_event_ends_the_session_as_the_clis_failure() -> None:

@@ -165,10 +165,12 @@ def test_a_tree_nested_past_pythons_recursion_limit_is_still_removed(tmp_path):
     assert not root.exists()
 
 
-def test_workspace_error_kinds_are_counted_not_excluded():
+def test_what_the_agent_does_to_its_cell_is_counted_never_excluded_retried_or_an_outage():
     from skillbench.base.artifacts import load_schema
-    from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
+    from skillbench.base.records import EXCLUDED_ERROR_KINDS, LIMIT_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
 
     kinds = load_schema("result-row")["properties"]["error_kind"]["enum"]
-    for kind in ("workspace-oversized", "workspace-tampered"):
+    assert {"memory-limit-exceeded", "output-limit-exceeded", "session-timeout", "model-unpriced"} <= LIMIT_ERROR_KINDS
+    for kind in {"workspace-oversized", "workspace-tampered", *LIMIT_ERROR_KINDS}:
+        # Not excluded from the evidence, not retried (a retry is asked for only by a systemic kind), not an outage.
         assert kind in kinds and kind not in EXCLUDED_ERROR_KINDS and kind not in SYSTEMIC_ERROR_KINDS

@@ -378,16 +378,25 @@ def test_json_answers_are_metered_from_their_usage(socket_dir):
     json.dumps(ledger)  # plain data
 
 
-def test_a_model_without_a_price_is_unmeasured_never_free(socket_dir):
-    with FakeUpstream(always(lambda: Reply(sse_message(USAGE, model=UNPRICED)))) as upstream:
+def test_a_request_for_a_model_without_a_price_ends_its_session_before_anything_goes_upstream(socket_dir):
+    with FakeUpstream(always(lambda: Reply(sse_message(USAGE)))) as upstream:
         with make_gateway(socket_dir, upstream.url) as gateway:
             token = gateway.open_session("unpriced")
+            other = gateway.open_session("neighbour")
             connection = UnixHTTPConnection(gateway.socket_path)
-            post(connection, token, body=messages_body(model=UNPRICED))
+            status, headers, body = post(connection, token, body=messages_body(model=UNPRICED))
+            assert status == 402 and headers["x-should-retry"] == "false"
+            assert UNPRICED in json.loads(body)["error"]["message"]
+            # The session is over: its next request is refused too, a priced one or a free count alike.
+            assert post(connection, token)[0] == 402
+            assert post(connection, token, path="/v1/messages/count_tokens?beta=true")[0] == 402
+            assert post(connection, other)[0] == 200  # another session of the gateway is not affected
+    assert len(upstream.received) == 1
     ledger = gateway.ledger(token)
-    assert ledger["requests"][0]["cost_usd"] is None and ledger["requests"][0]["usage"]["input_tokens"] == 100
-    assert ledger["totals"]["cost_usd"] is None and ledger["totals"]["unmeasured"] == 1
-    assert ledger["totals"]["input_tokens"] == 100
+    assert [entry["refused"] for entry in ledger["requests"]] == ["model-unpriced"] * 3
+    assert [entry["cost_usd"] for entry in ledger["requests"]] == [0.0] * 3
+    assert UNPRICED in ledger["requests"][0]["failure"] and ledger["requests"][0]["model"] == UNPRICED
+    validate({"schema": "ledger/v1", "sessions": [{"role": "work", **ledger}]}, "ledger")
 
 
 def test_pricing_follows_the_model_that_answered(socket_dir):
@@ -397,6 +406,16 @@ def test_pricing_follows_the_model_that_answered(socket_dir):
             post(UnixHTTPConnection(gateway.socket_path), token, body=messages_body(model=MODEL))
     entry = gateway.ledger(token)["requests"][0]
     assert (entry["model"], entry["served_model"], entry["cost_usd"]) == (MODEL, UNPRICED, None)
+
+
+def test_a_models_price_is_its_table_entry_as_stated_and_an_incomplete_one_is_no_price():
+    from skillbench.execution.pricing import model_price
+
+    tiered = {**PRICES[MODEL], "tiers": [{"above_tokens": 200_000, "input": 6.0}]}
+    # The entry as the table states it, so the meter still sees what the rates leave out (a long prompt's tier).
+    assert model_price({MODEL: tiered}, MODEL) is tiered
+    assert model_price({MODEL: {"input": 3.0}}, MODEL) is None  # no output rate: the gateway could not meter it
+    assert model_price(PRICES, UNPRICED) is None and model_price(PRICES, None) is None
 
 
 def test_request_cost_prices_one_hour_writes_and_refuses_incomplete_input():
@@ -1009,14 +1028,16 @@ def test_a_gemini_session_takes_its_token_from_the_query_and_never_forwards_it(s
             by_query = f"{GEMINI_ROUTE}?alt=sse&key={token}"
             status, headers, body = send(connection, by_query, {}, gemini_body)
             assert status == 200 and KEY.encode() not in body and b"KEY-MASKED-" in body
-            by_header = {"x-goog-api-key": token, "Authorization": "Bearer stray-credential"}
-            assert send(connection, f"{GEMINI_ROUTE}?alt=sse", by_header, gemini_body)[0] == 200  # crosses the cap
             count_route = f"/v1beta/models/{GEMINI_MODEL}:countTokens?key={token}"
             status, _, body = send(connection, count_route, {}, gemini_body)
-            assert status == 200 and json.loads(body) == {"totalTokens": 31}  # free, so never capped
+            assert status == 200 and json.loads(body) == {"totalTokens": 31}  # free, and under the cap still
+            by_header = {"x-goog-api-key": token, "Authorization": "Bearer stray-credential"}
+            assert send(connection, f"{GEMINI_ROUTE}?alt=sse", by_header, gemini_body)[0] == 200  # crosses the cap
             status, headers, body = send(connection, by_query, {}, gemini_body)
             assert status == 400 and headers["x-should-retry"] == "false"
             assert json.loads(body)["error"]["status"] == "FAILED_PRECONDITION"
+            # A count is free, but past the cap it is refused like every other request (never forwarded uncapped).
+            assert send(connection, count_route, {}, gemini_body)[0] == 400
             # An Anthropic session's token on a Gemini route, or no token at all: 401 in Gemini's shape.
             for credentials in ({"x-goog-api-key": claude}, {}):
                 status, _, body = send(connection, f"{GEMINI_ROUTE}?alt=sse", credentials, gemini_body)
@@ -1024,8 +1045,8 @@ def test_a_gemini_session_takes_its_token_from_the_query_and_never_forwards_it(s
             assert send(connection, f"{GEMINI_ROUTE}?alt=sse", {"x-api-key": token}, gemini_body)[0] == 401
     assert [request["path"] for request in upstream.received] == [
         f"{GEMINI_ROUTE}?alt=sse",
-        f"{GEMINI_ROUTE}?alt=sse",
         f"/v1beta/models/{GEMINI_MODEL}:countTokens",
+        f"{GEMINI_ROUTE}?alt=sse",
     ]
     for request in upstream.received:
         sent = {name.lower(): value for name, value in request["headers"].items()}
@@ -1033,7 +1054,7 @@ def test_a_gemini_session_takes_its_token_from_the_query_and_never_forwards_it(s
     assert_token_never_upstream(upstream, [token, claude])
     ledger = gateway.ledger(token)
     assert ledger["wire"] == "gemini"
-    first, second, counted, refused = ledger["requests"]
+    first, counted, _second, refused, refused_count = ledger["requests"]
     assert first["path"] == f"{GEMINI_ROUTE}?alt=sse" and token not in json.dumps(ledger)
     assert (first["model"], first["served_model"], first["stream"]) == (GEMINI_MODEL, GEMINI_MODEL, True)
     assert first["usage"] == {
@@ -1047,12 +1068,64 @@ def test_a_gemini_session_takes_its_token_from_the_query_and_never_forwards_it(s
     assert first["cost_usd"] == pytest.approx((1000 * 2.0 + 400 * 12.0 + 6000 * 0.5) / 1e6)
     assert (counted["kind"], counted["cost_usd"]) == ("count_tokens", 0.0)
     assert (refused["outcome"], refused["status"]) == ("refused", 400)
+    assert (refused_count["kind"], refused_count["refused"]) == ("count_tokens", "session-cap")
     assert ledger["totals"]["cost_usd"] == pytest.approx(2 * first["cost_usd"])
     validate({"schema": "ledger/v1", "sessions": [{"role": "work", **ledger}]}, "ledger")
 
 
+@pytest.mark.parametrize(
+    ("wire", "route", "credentials", "body", "status"),
+    [
+        ("openai-responses", "/v1/responses", "bearer", {"model": "gpt-unpriced", "stream": True, "input": []}, 429),
+        (
+            "gemini",
+            "/v1beta/models/gemini-unpriced:streamGenerateContent?alt=sse",
+            "x-goog-api-key",
+            {"contents": []},
+            400,
+        ),
+    ],
+)
+def test_every_wire_refuses_a_model_it_cannot_price_in_its_own_shape(
+    socket_dir, wire, route, credentials, body, status
+):
+    with FakeUpstream(echoing(responses_sse if wire == "openai-responses" else gemini_sse)) as upstream:
+        with make_gateway(socket_dir, upstream.url, prices=WIRE_PRICES) as gateway:
+            token = gateway.open_session("unpriced", wire=wire)
+            headers = {"Authorization": f"Bearer {token}"} if credentials == "bearer" else {credentials: token}
+            connection = UnixHTTPConnection(gateway.socket_path)
+            answer, sent, text = send(connection, route, headers, json.dumps(body).encode())
+            assert answer == status and sent["x-should-retry"] == "false"
+            assert "-unpriced" in text.decode() and "no price" in text.decode()
+    assert upstream.received == []
+    (entry,) = gateway.ledger(token)["requests"]
+    assert (entry["outcome"], entry["refused"], entry["model"]) == (
+        "refused",
+        "model-unpriced",
+        body.get("model", "gemini-unpriced"),
+    )
+
+
+def test_a_request_without_a_live_token_is_refused_before_its_body_is_read(socket_dir):
+    with make_gateway(socket_dir, "http://127.0.0.1:9") as gateway:
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.settimeout(WAIT_S)
+        raw.connect(str(gateway.socket_path))
+        # Headers that announce the largest body the gateway takes, and not a byte of it: the answer comes anyway.
+        raw.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: sbx-session-made-up\r\n"
+            + f"Content-Length: {gw.MAX_REQUEST_BYTES}\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := raw.recv(65536):  # the gateway closes the connection after its answer
+            answer += chunk
+        raw.close()
+        assert answer.startswith(b"HTTP/1.1 401") and b"Connection: close" in answer
+        assert gateway.stats()["unauthorized"] == 1
+
+
 def test_errors_without_a_session_take_the_shape_of_the_wire_whose_route_it_is(socket_dir):
-    with make_gateway(socket_dir, f"http://127.0.0.1:{closed_port()}") as gateway:
+    with make_gateway(socket_dir, f"http://127.0.0.1:{closed_port()}", prices=WIRE_PRICES) as gateway:
         connection = UnixHTTPConnection(gateway.socket_path)
         token = gateway.open_session("down", wire="gemini")
         status, headers, body = send(connection, f"{GEMINI_ROUTE}?alt=sse", {"x-goog-api-key": token})
@@ -1124,7 +1197,9 @@ def test_each_wire_of_the_scripted_model_is_metered_and_priced_and_a_malformed_r
             status, headers, payload = send(connection, route, credentials(token), json.dumps(body).encode())
             assert status == 200 and headers["content-type"].startswith("text/event-stream"), payload
             assert names[wire].encode() in payload
-            status, _, payload = send(connection, route, credentials(token), b'{"no": "conversation"}')
+            # A priced model, but no conversation of the wire: the scripted model's own refusal.
+            malformed = json.dumps({"model": model_id, "no": "conversation"}).encode()
+            status, _, payload = send(connection, route, credentials(token), malformed)
             assert status == 400 and "scripted model: body must be a JSON object with" in payload.decode()
             ledger = gateway.close_session(token)
     answered, malformed = ledger["requests"]

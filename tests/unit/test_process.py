@@ -185,6 +185,21 @@ def test_capture_keeps_the_exact_payload():
     assert result.stdout_capture_overflow is False
 
 
+def test_a_process_that_floods_past_its_capture_is_stopped_when_asked():
+    # It would write for minutes; past the capture's bound it is stopped, like a timed-out one, within moments.
+    code = (
+        "import sys, time\nwhile True:\n    sys.stdout.write('x' * 4096 + '\\n'); sys.stdout.flush(); time.sleep(0.001)"
+    )
+    started = time.monotonic()
+    result = run_managed(py(code), env=ENV, timeout=120, capture_stdout_bytes=64 * 1024, stop_on_overflow=True)
+    assert result.state == "overflow" and result.stdout_capture_overflow is True
+    assert "outgrew the capture" in (result.detail or "")
+    assert len(result.stdout_capture or b"") == 64 * 1024
+    assert time.monotonic() - started < 60
+    with pytest.raises(ValueError, match="needs capture_stdout_bytes"):
+        run_managed(py("pass"), env=ENV, timeout=1, stop_on_overflow=True)
+
+
 def test_capture_overflow_is_flagged_and_draining_continues():
     code = "import sys; sys.stdout.write('0123456789' * 100000 + 'END')"
     result = run_managed(py(code), env=ENV, timeout=10, capture_stdout_bytes=100, tail_bytes=64)

@@ -9,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from skillbench.base import process
 from skillbench.execution import quota
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scripts"
@@ -174,9 +175,9 @@ def test_a_sweep_leaves_other_namespaces_links_and_live_processes_alone(tmp_path
     prefix = "skillbench-test-sweep-"
     namespace = os.stat("/proc/self/ns/pid").st_ino
     exited = subprocess.Popen(["sleep", "0"])
-    exited_start = quota._start_time(exited.pid)
+    exited_start = process._start_time(exited.pid)
     exited.wait()
-    own_start = quota._start_time("self")
+    own_start = process._start_time("self")
     assert exited_start is not None and own_start is not None
     gone = tmp_path / f"{prefix}{namespace:x}-{exited.pid:x}-{exited_start:x}-a"
     reused = tmp_path / f"{prefix}{namespace:x}-{os.getpid():x}-{own_start + 1:x}-b"

@@ -115,6 +115,21 @@ def test_footers():
     assert "Session ids for every run are in results.jsonl" in "\n".join(lines)
 
 
+def test_runs_that_ran_into_a_limit_of_their_own_are_named_and_counted_not_excluded():
+    rows = [
+        make_row("demo-task", "workflow", 0, resolved=False, error_kind="memory-limit-exceeded"),
+        make_row("demo-task", "workflow", 1, resolved=False, error_kind="output-limit-exceeded"),
+        make_row("demo-task", "workflow", 2, resolved=False, error_kind="output-limit-exceeded"),
+        make_row("demo-task", "workflow", 3),
+    ]
+    lines = render(rows).splitlines()
+    (note,) = [line for line in lines if "limit their agent ran into" in line]
+    assert note.startswith("3 run(s) ended at a limit their agent ran into (memory-limit-exceeded×1, ")
+    assert "output-limit-exceeded×2" in note and "never excluded or retried" in note
+    assert "| workflow | 1/4 |" in "\n".join(lines)  # every one of them is in the resolve denominator
+    assert not any(line.startswith(("3 run(s) hit", "2 run(s) hit", "1 run(s) hit")) for line in lines)
+
+
 def test_clean_run_has_only_the_session_ids_footer():
     rows = [make_row("demo-task", "workflow", 0)]
     text = render(rows)

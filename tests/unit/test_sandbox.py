@@ -158,7 +158,7 @@ def tool_env_names() -> set[str]:
 
 def test_shell_prefix_run_directly_gives_an_empty_environment(tmp_path):
     prefix = tmp_path / "shell-prefix"
-    prefix.write_text(sb.shell_prefix_script(home="/h", tmp="/t", path="/usr/bin:/bin"))
+    prefix.write_text(sb.shell_prefix_script(sb.ToolExec(home="/h", tmp="/t", path="/usr/bin:/bin")))
     prefix.chmod(0o500)
     result = subprocess.run(
         [str(prefix), "env"],
@@ -177,7 +177,9 @@ def test_shell_prefix_run_directly_gives_an_empty_environment(tmp_path):
 @pytest.mark.parametrize("args", [[], ["echo a", "echo b"]])
 def test_shell_prefix_refuses_the_wrong_number_of_arguments(tmp_path, args):
     prefix = tmp_path / "shell-prefix"
-    prefix.write_text(sb.shell_prefix_script(home="/h", tmp="/t", path="/usr/bin:/bin", nested_bwrap="/nowhere"))
+    prefix.write_text(
+        sb.shell_prefix_script(sb.ToolExec(home="/h", tmp="/t", path="/usr/bin:/bin", nested_bwrap="/nowhere"))
+    )
     prefix.chmod(0o500)
     result = subprocess.run([str(prefix), *args], capture_output=True, text=True)
     assert result.returncode == 64

@@ -102,7 +102,16 @@ def process_result(capture: bytes | None, *, state="ok", returncode=0, overflow=
     )
 
 
-def record_for(capture: bytes | None, *, expected_skill=None, transcript_dir=None, secrets=(), ledger=None, **proc):
+def record_for(
+    capture: bytes | None,
+    *,
+    expected_skill=None,
+    transcript_dir=None,
+    secrets=(),
+    ledger=None,
+    limit_hit=None,
+    **proc,
+):
     result = process_result(capture, **proc)
     return session_record(
         result,
@@ -116,6 +125,7 @@ def record_for(capture: bytes | None, *, expected_skill=None, transcript_dir=Non
         started_at="2026-11-29T07:37:12Z",
         finished_at="2026-11-29T07:37:13Z",
         ledger=ledger,
+        limit_hit=limit_hit,
     )
 
 
@@ -284,11 +294,28 @@ def test_system_events_after_the_result_are_fine_and_invisible_to_evidence():
     assert record_for(raw)["ok"] is True
 
 
-def test_capture_overflow_is_a_session_error():
-    record = record_for(encode(skill_events()), overflow=True, expected_skill="change-work")
-    assert record["error_kind"] == "session-error"
-    assert str(MAX_TRANSCRIPT_BYTES) in record["error_detail"]["event_stream_error"]
-    assert record["transcript_missing"] is True
+def test_a_capture_overflow_is_the_agents_counted_output_limit_and_keeps_the_stream_as_far_as_it_got(tmp_path):
+    # The CLI was stopped mid-event: the capture ends inside a line, which the transcript leaves out.
+    flood = [init_event(), tool_use("toolu_1", "Read", {"file_path": "/workspace/big.txt"})]
+    flood += [tool_result("toolu_1", f"line {CANARY}")]
+    capture = encode(flood) + b'{"type": "user", "message": {"content": [{"type": "tool_res'
+    record = record_for(
+        capture,
+        overflow=True,
+        state="overflow",
+        returncode=-15,
+        expected_skill="change-work",
+        transcript_dir=tmp_path / "transcripts",
+        secrets=[CANARY],
+    )
+    assert (record["ok"], record["error_kind"]) == (False, "output-limit-exceeded")
+    assert str(MAX_TRANSCRIPT_BYTES) in record["error_detail"] and "stopped" in record["error_detail"]
+    assert record["skill_invoked"] is None and record["transcript_missing"] is False
+    kept = tmp_path / record["transcript_artifact"]["path"]
+    events = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert [event["type"] for event in events] == ["system", "assistant", "user"]
+    assert CANARY not in kept.read_text()
+    assert "keeps the first 3 complete events" in record["evidence_diagnostics"][0]
 
 
 def test_missing_capture_is_a_session_error():
@@ -409,6 +436,19 @@ def test_skill_never_called_is_skill_not_invoked():
     assert record["skill_invoked"] is False
     assert record["error_detail"] == "the event stream shows no successful change-work invocation"
     assert record["transcript_missing"] is False
+
+
+def test_a_read_of_part_of_the_skill_file_is_no_skill_proof():
+    # Only the Skill tool's success proves the skill: a Read of its file's first line (or of all of it) does not.
+    skill_file = "/workspace/.claude/skills/change-work/SKILL.md"
+    events = [
+        init_event(),
+        tool_use("toolu_1", "Read", {"file_path": skill_file, "offset": 1, "limit": 1}),
+        tool_result("toolu_1", "     1\t---"),
+        result_event(),
+    ]
+    record = record_for(encode(events), expected_skill="change-work")
+    assert (record["skill_invoked"], record["error_kind"]) == (False, "skill-not-invoked")
 
 
 def test_failed_skill_result_is_not_proof():
@@ -606,17 +646,96 @@ def test_a_refusal_at_a_spend_cap_says_which_cap_ended_the_session(refused, kind
     assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, kind, message)
 
 
-def test_a_clock_run_out_in_the_agents_own_work_is_its_counted_timeout():
-    record = record_for(encode([init_event()]), state="timeout", returncode=-9, ledger=ledger_of(ledger_entry()))
+def pending(outcome: str, *, status=None, waited: float = 0.1) -> dict:
+    """A request the session's end (the ledger's `closed_at`, 07:37:13) found unanswered `waited` seconds after it
+    was sent (in flight), or that the session hung up on after `waited` seconds (client gone)."""
+    from datetime import datetime, timedelta
+
+    entry = ledger_entry(outcome, cost=None if outcome == "in-flight" else 0.0)
+    entry.update(status=status, duration_s=waited if outcome == "client-gone" else None)
+    if outcome == "in-flight":
+        sent = datetime.fromisoformat("2026-11-29T07:37:13.000+00:00") - timedelta(seconds=waited)
+        entry.update(finished_at=None, started_at=sent.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    return entry
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        ledger_entry(),
+        pending("in-flight"),  # the model was thinking about its last turn when the clock ran out
+        pending("in-flight", status=200),  # its answer was streaming
+        pending("client-gone", status=200, waited=30.0),
+        dict(ledger_entry("upstream-error", cost=0.0), status=400),  # a request the API refused as malformed
+    ],
+)
+def test_a_clock_run_out_in_the_agents_own_work_is_its_counted_timeout(last):
+    record = record_for(encode([init_event()]), state="timeout", returncode=-9, ledger=ledger_of(ledger_entry(), last))
     assert record["error_kind"] == "session-timeout" and record["ok"] is False
 
 
-@pytest.mark.parametrize("trouble", ["in-flight", "client-gone", "upstream-failure", "gateway-error"])
-def test_a_clock_run_out_while_the_model_api_was_slow_or_failing_is_the_harnesss(trouble):
-    ledger = ledger_of(ledger_entry(), ledger_entry(trouble, cost=None if trouble == "in-flight" else 0.0))
+@pytest.mark.parametrize(
+    ("trouble", "said"),
+    [
+        (pending("in-flight", waited=420.0), "no answer after 420s"),
+        (ledger_entry("upstream-failure", cost=0.0, failure="connection refused"), "upstream-failure"),
+        (ledger_entry("gateway-error", cost=0.0, failure="spend unreadable"), "gateway-error"),
+        (dict(ledger_entry("upstream-error", cost=0.0), status=529), "answered 529"),
+        (dict(ledger_entry("upstream-error", cost=0.0), status=429), "answered 429"),
+        (pending("client-gone", waited=300.0), "no answer after 300s"),
+    ],
+)
+def test_a_clock_run_out_while_the_model_api_failed_or_stalled_is_the_harnesss(trouble, said):
+    ledger = ledger_of(ledger_entry(), trouble)
     record = record_for(encode([init_event()]), state="timeout", returncode=-9, ledger=ledger)
     assert record["error_kind"] == "session-error"
-    assert "model API was slow or failing (1 of its 2 model requests" in record["error_detail"]
+    assert "model API was failing or stalling: 1 of its 2 model requests" in record["error_detail"]
+    assert said in record["error_detail"]
+
+
+@pytest.mark.parametrize(
+    ("capture", "proc"),
+    [
+        (None, {"state": "failed", "returncode": None, "detail": "could not start claude: FileNotFoundError"}),
+        (encode([init_event(), result_event()]), {"state": "failed", "detail": "stdin write failed: BrokenPipeError"}),
+        (b"not json\n", {"state": "failed", "returncode": 1}),  # the CLI broke its own stream
+        (encode([init_event(), result_event(is_error=True)]), {"state": "failed", "returncode": 1}),  # it gave up
+    ],
+)
+def test_what_only_the_harness_or_the_cli_can_have_caused_stays_an_excluded_session_error(capture, proc):
+    """The audit's other paths: a CLI that did not start, a prompt not delivered, a broken stream, a CLI that failed
+    with a clean ledger (no refusal, no limit, no timeout). The harness's (or its CLI's): excluded from the
+    evidence, retried, and counted by the outage breaker."""
+    from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
+
+    record = record_for(capture, ledger=ledger_of(ledger_entry()), **proc)
+    assert record["error_kind"] == "session-error"
+    assert "session-error" in EXCLUDED_ERROR_KINDS and "session-error" in SYSTEMIC_ERROR_KINDS
+
+
+def test_a_request_for_a_model_without_a_price_ends_the_session_as_its_counted_outcome():
+    message = "skillbench gateway: this session's request names the model 'claude-haiku-x', which has no price"
+    events = [init_event(), result_event(is_error=True, api_error_status=402)]
+    ledger = ledger_of(ledger_entry(), ledger_entry("refused", refused="model-unpriced", cost=0.0, failure=message))
+    record = record_for(encode(events), returncode=1, state="failed", ledger=ledger)
+    assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, "model-unpriced", message)
+
+
+@pytest.mark.parametrize("kind", ["memory-limit-exceeded", "process-limit-exceeded"])
+def test_a_kernel_limit_of_the_cell_decides_even_when_the_cli_died_of_it(kind):
+    # The OOM killer took the CLI itself: a killed process and a broken stream, which alone would be the harness's.
+    hit = (kind, "the kernel killed 1 process(es) of the cell at its memory limit")
+    record = record_for(encode([init_event()])[:-5], state="killed", returncode=-9, limit_hit=hit)
+    assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, kind, hit[1])
+
+
+def test_a_limit_the_session_ran_into_stands_when_its_cli_went_on_and_exited_cleanly():
+    # The OOM killer took one of the agent's commands; the CLI finished its turn without the skill and exited 0.
+    hit = ("memory-limit-exceeded", "the kernel killed 1 process(es) of the cell at its memory limit")
+    record = record_for(encode([init_event(), result_event()]), expected_skill="change-work", limit_hit=hit)
+    assert (record["ok"], record["error_kind"], record["error_detail"]) == (False, *hit)
+    assert record["skill_invoked"] is False  # what its evidence lacks is a diagnostic, not a second verdict
+    assert "no successful change-work invocation" in " ".join(record["evidence_diagnostics"])
 
 
 def test_a_cancelled_session_stays_cancelled_whatever_the_ledger_says():

@@ -28,6 +28,10 @@ class AgentArms:
     model: str  # the model its sessions ask for (agents.<agent>.model)
     price: dict[str, float]  # USD per million tokens of `model`, as the test's price table
     commit_ignored: bool = False  # the hostile snapshot holds files git ignores (a .env)
+    # More arms of the run beyond the four (name -> definition), and text the model script's placeholders take.
+    extra_arms: tuple[tuple[str, dict[str, Any]], ...] = ()
+    script_fill: tuple[tuple[str, str], ...] = ()
+    model_name: str | None = None  # config model.name (the model of the run's claude-code arms)
 
     @property
     def suite(self) -> Path:
@@ -36,6 +40,10 @@ class AgentArms:
     @property
     def arms(self) -> tuple[str, ...]:
         return tuple(f"{self.prefix}_{name}" for name in ("skill", "skip", "baseline", "readonly"))
+
+    @property
+    def all_arms(self) -> tuple[str, ...]:
+        return (*self.arms, *(name for name, _definition in self.extra_arms))
 
     def config(self) -> dict[str, Any]:
         def arm(role: str, prompt: str, **extra: Any) -> dict[str, Any]:
@@ -59,8 +67,10 @@ class AgentArms:
                 skip: arm("skip", "direct", session={"skill": "change-work"}),
                 baseline: arm("baseline", "baseline", disallowed_tools=["Skill"]),
                 readonly: arm("readonly", "baseline", session={"tools": ["Read", "Grep", "Glob"]}),
+                **dict(self.extra_arms),
             },
-            "selected_arms": list(self.arms),
+            "selected_arms": list(self.all_arms),
+            **({"model": {"name": self.model_name}} if self.model_name else {}),
             "report": {"baseline_arm": baseline},
         }
 
@@ -69,7 +79,10 @@ class AgentArms:
         project = copy_project(tmp_path_factory.mktemp(self.agent) / "project")
         target = project.root / "tasks" / self.experiment
         shutil.copytree(REPO / "tasks" / "demo", target, ignore=shutil.ignore_patterns("mcp", "plugins"))
-        shutil.copy2(self.suite / "model-script.yaml", target / "model-script.yaml")
+        script = (self.suite / "model-script.yaml").read_text()
+        for placeholder, text in self.script_fill:
+            script = script.replace(placeholder, text)
+        (target / "model-script.yaml").write_text(script)
         shutil.copytree(self.suite / "hostile", target / "project", dirs_exist_ok=True)
         project.git("add", "-A", *(["--force"] if self.commit_ignored else []))
         project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"{self.agent} suite")

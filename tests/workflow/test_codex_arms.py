@@ -4,8 +4,8 @@ its platform package) and the scripted model speaking the OpenAI Responses wire.
 One snakemake run of four codex arms on one demo task whose project snapshot carries hostile Codex config (a
 `.codex/config.toml` with notify, an MCP server and instructions, `.codex/hooks.json`, `.codex/skills`, AGENTS.md
 and AGENTS.override.md, a foreign `.agents/skills` skill, a plugin marketplace): a session that proves its skill,
-one that skips it, a baseline without skills and a read-only session that tries to edit. Every assertion reads
-that one run.
+one that reads only its skill's first line, a baseline without skills and a read-only session that tries to edit.
+Every assertion reads that one run.
 """
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ def test_a_session_proves_its_skill_by_reading_it_and_resolves(run: Project) -> 
     assert row["cli_cost_usd"] is None
 
 
-def test_a_session_that_skips_its_skill_is_skill_not_invoked(run: Project) -> None:
+def test_a_session_that_reads_only_the_first_line_of_its_skill_is_skill_not_invoked(run: Project) -> None:
     row = _rows(run)["cx_skip"]
     assert row["error_kind"] == "skill-not-invoked" and row["skill_invoked"] is False
-    assert not [cmd for cmd, _code, _text in _commands(run, "cx_skip") if "SKILL.md" in cmd]
+    # It read the skill file, successfully, with a command shaped like a skill read: the model saw only `---`.
+    reads = [(code, text) for cmd, code, text in _commands(run, "cx_skip") if "SKILL.md" in cmd]
+    assert reads == [(0, "---\n")], reads
     assert "skills-are-listed" in _outputs(run, "cx_skip")
 
 

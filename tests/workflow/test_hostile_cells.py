@@ -30,12 +30,15 @@ SINGLE = [
     "gitcorrupt",
     "unreadable",
     "deep",
+    "flood",
 ]
 PHASED = ["keyhook", "bigfile"]
 # An honest task in every run: the harness-health check fails a run whose incumbent resolves nothing.
 HONEST = "calm"
 EXCLUDED = {"session-error", "infra-error", "evidence-unverified", "cleanup-failure", "cancelled"}
 REAL_FIX = "+    return a + b"
+# The flood task's reads, one turn of them (written into its model script).
+FLOOD_READS = [{"name": "Read", "input": {"file_path": f"/tmp/flood/part{part:02d}.txt"}} for part in range(80)]
 
 
 def hostile_project(tmp_path_factory, name: str, port: int):
@@ -45,7 +48,8 @@ def hostile_project(tmp_path_factory, name: str, port: int):
     suite = project.root / "hostile-cells"
     shutil.copytree(SUITE, suite)
     for file in ("tasks.yaml", "model-script.yaml"):
-        (suite / file).write_text((suite / file).read_text().replace("@@PORT@@", str(port)))
+        text = (suite / file).read_text().replace("@@PORT@@", str(port))
+        (suite / file).write_text(text.replace("@@FLOOD_READS@@", json.dumps(FLOOD_READS)))
     return project
 
 
@@ -68,7 +72,9 @@ def attacked(tmp_path_factory):
     key = f"sk-hostile-{uuid.uuid4().hex}"
     project = hostile_project(tmp_path_factory, "hostile-cells", listener.port)
     try:
-        project.snakemake(config=config("single", "baseline", SINGLE), env={"ANTHROPIC_API_KEY": key})
+        # One systemic failure would stop every later cell of the run: nothing the agents do here may count as one.
+        single = config("single", "baseline", SINGLE, agent={"attempts": 2, "outage_streak": 1})
+        project.snakemake(config=single, env={"ANTHROPIC_API_KEY": key})
         project.snakemake(config=config("phased", "workflow", [*PHASED, HONEST]), env={"ANTHROPIC_API_KEY": key})
     finally:
         listener.close()
@@ -129,11 +135,13 @@ def test_programs_planted_for_the_clis_git_never_see_the_key(attacked):
     from_bash = bash_output(calls, "dotfiles-done")
     assert "-exit=0" not in from_bash and from_bash.count("Read-only file system") == 4, from_bash
     for line in loot.splitlines():
-        if line.startswith(("env-anthropic=", "proc-anthropic=")):
+        # The second /proc of each sandbox (/run/skillbench-proc) is its own PID namespace's, like /proc.
+        if line.startswith(("env-anthropic=", "proc-anthropic=", "proc-copy-anthropic=")):
             assert line.endswith("=0"), line
         if line.startswith(("b64=", "hex=", "rev=")):
             assert line.endswith("="), line
     assert "net=connected" not in loot and attacked["listener"].connections == 0
+    assert "proc-copy-anthropic=0" in loot.splitlines()  # the planted program looked there, and found nothing
     assert "the sessions changed the clone's git metadata" in diagnostics(row)
     assert ".git/config" in diagnostics(row) and ".git/info/attributes" in diagnostics(row)
     assert row["error_kind"] == "oracle-failed" and row["plan_produced"] is True
@@ -210,6 +218,25 @@ def test_folders_nested_past_the_recursion_limit_end_as_oversized(attacked):
     assert record["attempt"] == 1  # the cell's folder was removed: no cleanup-failure
 
 
+def test_a_flood_of_tool_output_stops_the_cli_and_is_the_agents_counted_output_limit(attacked):
+    """Eighty ordinary reads outgrow the 8 MiB capture of the CLI's event stream: the CLI is stopped, the stream is
+    kept as far as it got, and the row is the agent's (not excluded, not retried, no outage)."""
+    from skillbench.base.records import SYSTEMIC_ERROR_KINDS
+
+    row, calls, run_dir, record = cell(attacked, "flood")
+    assert row["error_kind"] == "output-limit-exceeded" and row["resolved"] is False
+    assert row["error_kind"] not in SYSTEMIC_ERROR_KINDS and record["attempt"] == 1
+    assert "8388608-byte capture" in row["error_detail"] and "stopped" in row["error_detail"]
+    (transcript,) = row["transcript_artifacts"]
+    kept = run_dir / transcript["path"]
+    assert 4 << 20 < kept.stat().st_size <= 8 << 20  # most of the flood, never more than the capture
+    reads = [call for call in calls if call["name"] == "Read"]
+    assert len(reads) == len(FLOOD_READS) and "flood-ready" in bash_output(calls, "flood-ready")
+    assert sum(call["output"] is not None for call in reads) < len(reads)  # cut before the last results
+    assert "the event stream was cut at its 8388608-byte capture" in diagnostics(row)
+    assert row["cost_usd"] and row["cost_usd"] > 0  # what it spent is in the row (the gateway's ledger)
+
+
 def test_a_huge_sparse_file_from_a_plan_session_is_a_recorded_agent_error(attacked):
     row, calls, _run_dir, record = cell(attacked, "bigfile")
     sizes = bash_output(calls, "big-exit=")
@@ -221,13 +248,14 @@ def test_a_huge_sparse_file_from_a_plan_session_is_a_recorded_agent_error(attack
 
 @pytest.fixture(scope="module")
 def exhausted(tmp_path_factory):
-    """A fork bomb and a memory hog in one cell while another cell works next to it."""
+    """A fork bomb and a memory hog in one cell while another cell works next to it: each cell in a cgroup of
+    200 processes and 1 GiB (512 MiB of memory, and its 512 MiB disk quota, which is memory too)."""
     listener = Listener()
     project = hostile_project(tmp_path_factory, "hostile-resources", listener.port)
-    limits = {"limits": {"processes": 200, "memory_mb": 1024}}
+    limits = {"limits": {"processes": 200, "memory_mb": 512, "disk_mb": 512}}
     try:
         project.snakemake(
-            config=config("exhaust", "baseline", ["forkbomb", "calm"], sandbox=limits, agent={"attempts": 1}),
+            config=config("exhaust", "baseline", ["forkbomb", "calm"], sandbox=limits, agent={"attempts": 2}),
         )
     finally:
         listener.close()
@@ -249,7 +277,12 @@ def test_a_fork_bomb_and_a_memory_hog_stay_in_their_own_cell(exhausted):
     failures = int(bomb.split("fork-failures=")[1].split()[0])
     assert failures > 0  # the bomb ran into the cell's process limit
     hog = bash_output(calls["forkbomb"], "hog-done")
-    assert "MemoryError" in hog and "allocated" not in hog.replace("print('allocated')", "")
+    assert "allocated" not in hog.replace("print('allocated')", "")  # the kernel killed it at the cell's limit
+    # The row says so, read from the cell's cgroup (its OOM kill counter), not guessed; counted, not retried.
+    row = rows["forkbomb"]
+    assert row["error_kind"] == "memory-limit-exceeded" and row["resolved"] is False
+    assert "killed 1 process(es) of the cell at its memory limit (1024 MiB" in row["error_detail"]
+    assert records["forkbomb"]["attempt"] == 1
+    # The neighbour's row is what it is without the hog: resolved, no error, every step of its work done.
     assert rows["calm"]["resolved"] is True and rows["calm"]["error_kind"] is None
     assert all(f"calm-{step}" in bash_output(calls["calm"], f"calm-{step}") for step in range(1, 5))
-    assert rows["forkbomb"]["error_kind"] not in EXCLUDED  # recorded, counted

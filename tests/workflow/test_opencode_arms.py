@@ -3,7 +3,8 @@
 One snakemake run of four opencode arms on one demo task whose project snapshot carries a hostile opencode.json,
 opencode.jsonc and .opencode/ (an MCP server, plugins, a hook, widened permissions, a redirected provider):
 a session that proves its skill, one that skips it, a baseline without skills and a read-only session that tries
-to edit. Every assertion reads that one run.
+to edit; and two hostile sessions beside them: an opencode session whose reads flood its event stream, and a Claude
+Code session whose model the run's price table cannot price. Every assertion reads that one run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ EXPERIMENT = "octest"
 MODEL = "claude-sonnet-4-5"  # in opencode's bundled catalog, so the CLI prices it too
 PINNED = pinned_version("opencode-ai")
 MARKERS = ("PLUGIN-RAN", "MCP-RAN", "MCP2-RAN", "MCP3-RAN", "HOOK-RAN", "PLAN-WROTE", "BASH-WROTE")
+# The flood: 100 reads of 50 KB files in one turn (opencode keeps each read's output, up to 50 KB, in its stream).
+FLOOD_FILES = 100
+FLOOD_READS = [
+    {"name": "Read", "input": {"file_path": f"/tmp/flood/part{part:03d}.txt"}} for part in range(FLOOD_FILES)
+]
+# The model of the run's Claude Code arm (model.name): the run's price table prices only opencode's.
+UNPRICED_MODEL = "claude-unpriced-test-1"
 
 
 CLI = AgentArms(
@@ -26,6 +34,12 @@ CLI = AgentArms(
     EXPERIMENT,
     MODEL,
     {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_write_1h": 6.0, "cache_read": 0.3},
+    extra_arms=(
+        ("oc_flood", {"agent": "opencode", "sessions": [{"role": "flood", "prompt": "baseline"}]}),
+        ("cc_unpriced", {"agent": "claude-code", "sessions": [{"role": "unpriced", "prompt": "baseline"}]}),
+    ),
+    script_fill=(("@@FLOOD_READS@@", json.dumps(FLOOD_READS)), ("@@FLOOD_FILES@@", str(FLOOD_FILES))),
+    model_name=UNPRICED_MODEL,
 )
 _rows, _cell = CLI.rows, CLI.cell
 
@@ -54,8 +68,8 @@ def _bash_outputs(project: Project, arm: str) -> str:
 
 def test_rows_carry_the_agent_its_version_and_no_offered_skills(run: Project) -> None:
     rows = _rows(run)
-    assert set(rows) == {"oc_skill", "oc_skip", "oc_baseline", "oc_readonly"}
-    for row in rows.values():
+    assert set(rows) == {"oc_skill", "oc_skip", "oc_baseline", "oc_readonly", "oc_flood", "cc_unpriced"}
+    for row in (rows[arm] for arm in (*CLI.arms, "oc_flood")):
         assert row["agent"] == "opencode" and row["cli_version"] == PINNED and row["model"] == MODEL
         # opencode lists its skills only in its system prompt, never in its stream.
         assert row["offered_skills"] is None
@@ -111,7 +125,7 @@ def test_the_repositorys_own_opencode_config_plugins_and_mcp_servers_stay_inert(
         # The agent's commands run without the CLI's environment, in a PID namespace of their own.
         assert "env-vars=0" in outputs.splitlines() and "proc-env=0" in outputs.splitlines(), (arm, outputs)
         assert "markers=0" in outputs.splitlines(), (arm, outputs)
-    for arm, row in rows.items():
+    for arm, row in ((arm, rows[arm]) for arm in CLI.arms):
         patch = (_cell(run, arm) / "patch.diff").read_text()
         assert not [marker for marker in MARKERS if marker in patch], (arm, patch[:2000])
         assert "opencode" not in patch, (arm, patch[:2000])  # the covers leave the repository's files as they were
@@ -120,3 +134,30 @@ def test_the_repositorys_own_opencode_config_plugins_and_mcp_servers_stay_inert(
         (session,) = ledger["sessions"]
         assert session["requests"] and all(entry["outcome"] == "ok" for entry in session["requests"]), arm
         assert row["error_kind"] in (None, "skill-not-invoked", "no-work-produced", "oracle-failed"), row
+
+
+def test_a_flood_of_reads_stops_opencode_and_is_the_agents_counted_output_limit(run: Project) -> None:
+    from skillbench.base.records import EXCLUDED_ERROR_KINDS, SYSTEMIC_ERROR_KINDS
+
+    row = _rows(run)["oc_flood"]
+    assert row["error_kind"] == "output-limit-exceeded" and row["resolved"] is False, row["error_detail"]
+    assert row["error_kind"] not in EXCLUDED_ERROR_KINDS | SYSTEMIC_ERROR_KINDS  # counted, never retried or an outage
+    assert json.loads((_cell(run, "oc_flood") / "record.json").read_text())["attempt"] == 1
+    (transcript,) = row["transcript_artifacts"]
+    kept = _cell(run, "oc_flood") / transcript["path"]
+    assert 4 << 20 < kept.stat().st_size <= 8 << 20  # most of the flood, never more than the capture
+    reads = [status for tool, status, _text in _tools(run, "oc_flood") if tool == "read"]
+    assert reads and set(reads) == {"completed"} and len(reads) < FLOOD_FILES  # cut before the last of them
+    assert "flood-ready" in _bash_outputs(run, "oc_flood")
+
+
+def test_a_request_for_a_model_the_price_table_cannot_price_is_refused_and_the_row_counts_it(run: Project) -> None:
+    row = _rows(run)["cc_unpriced"]
+    assert row["agent"] == "claude-code" and row["model"] == UNPRICED_MODEL
+    assert row["error_kind"] == "model-unpriced" and UNPRICED_MODEL in row["error_detail"], row["error_detail"]
+    assert json.loads((_cell(run, "cc_unpriced") / "record.json").read_text())["attempt"] == 1
+    ledger = json.loads((_cell(run, "cc_unpriced") / "ledger.json").read_text())
+    (session,) = ledger["sessions"]
+    # Refused before anything went upstream: nothing spent, nothing unmeasured.
+    assert session["requests"] and {entry["refused"] for entry in session["requests"]} == {"model-unpriced"}
+    assert row["cost_usd"] == 0.0

@@ -114,11 +114,21 @@ wildcard_constraints:
     cellset=sb_layout.CELLSET_PATTERN,
 
 
+def session_cap():
+    """How many sessions may run at once: the agent_sessions cap, or the cores when they are fewer (None: no cap)."""
+    caps = [workflow.global_resources.get(name) for name in ("agent_sessions", "_cores")]
+    caps = [int(getattr(cap, "value", cap)) for cap in caps if getattr(cap, "value", cap)]
+    return min(caps) if caps else None
+
+
 def prepare_run():
     """Fail closed before any session: containment must work. Then reset the outage breaker and take over
     Ctrl-C (runs after Snakemake's scheduler installed its own SIGTERM handler, which the first Ctrl-C uses)."""
     if config["sandbox"]["backend"] == "bwrap":
         sb_preflight.check_containment(config)
+        if workflow.local_exec:
+            # Cluster jobs run on nodes of their own: there, the job's allocation (mem_mb) bounds its cells.
+            sb_preflight.check_host_memory(config, session_cap() or 1)
     else:
         print(
             "WARNING: sandbox.backend is none: sessions, setup, verify and the oracle run on the host "

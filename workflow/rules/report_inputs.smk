@@ -55,8 +55,6 @@ def summary_page_labels(wildcards, input):
 
 def write_progress_plan():
     """The run plan progress.json is computed against: which cells this run may do, and the session cap."""
-    caps = [workflow.global_resources.get(name) for name in ("agent_sessions", "_cores")]
-    caps = [int(getattr(cap, "value", cap)) for cap in caps if getattr(cap, "value", cap)]
     plan = sb_progress.run_plan(
         experiment=EXPERIMENT,
         task_ids=TASK_IDS,
@@ -64,7 +62,7 @@ def write_progress_plan():
         candidate_arms=CANDIDATE_ARMS,
         runs=RUN_DESIGN["max"],
         generations=GENERATIONS,
-        session_cap=min(caps) if caps else None,
+        session_cap=session_cap(),
         started_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     sb_progress.write_plan(RESULTS, plan)

@@ -30,7 +30,8 @@ CANCEL = threading.Event()
 # Set (with CANCEL) when the snakemake process that started this job is gone.
 ORPHANED = threading.Event()
 
-STATES = ("ok", "failed", "timeout", "killed", "cancelled")
+# "overflow": stopped because its stdout outgrew the capture (`run_managed(stop_on_overflow=True)`).
+STATES = ("ok", "failed", "timeout", "killed", "cancelled", "overflow")
 READ_CHUNK_BYTES = 8192
 CANCEL_POLL_S = 0.1
 GROUP_POLL_S = 0.02
@@ -99,6 +100,8 @@ class _Sink:
         self.tail = bytearray()
         self.capture = bytearray() if capture_bytes is not None else None
         self.overflow = False
+        # Set once the capture overflowed: the supervisor may stop the process then (`stop_on_overflow`).
+        self.overflowed = threading.Event()
 
     def feed(self, chunk: bytes) -> None:
         with self.lock:
@@ -109,6 +112,7 @@ class _Sink:
                 room = self.capture_bytes - len(self.capture)
                 if len(chunk) > room:
                     self.overflow = True
+                    self.overflowed.set()
                 self.capture.extend(chunk[: max(room, 0)])
         if self.observer is not None:
             try:
@@ -232,11 +236,13 @@ def run_managed(
     terminate_grace: float = 5.0,
     tail_bytes: int = 65536,
     cancel: threading.Event | None = None,
+    stop_on_overflow: bool = False,
 ) -> ProcessResult:
     """Run ``argv`` in its own process group and return how it ended; never raises for child behaviour.
 
     ``cancel`` defaults to the module-wide `CANCEL` event; tests and callers with their own scope may
-    pass another one.
+    pass another one. With ``stop_on_overflow`` a process whose stdout outgrows ``capture_stdout_bytes`` is
+    stopped like a timed-out one (state "overflow"): what it would still write is no evidence anyway.
     """
     if not argv:
         raise ValueError("run_managed needs a non-empty argv")
@@ -246,6 +252,8 @@ def run_managed(
         raise ValueError("timeout and tail_bytes must be positive and terminate_grace non-negative")
     if capture_stdout_bytes is not None and capture_stdout_bytes <= 0:
         raise ValueError("capture_stdout_bytes must be positive when given")
+    if stop_on_overflow and capture_stdout_bytes is None:
+        raise ValueError("stop_on_overflow needs capture_stdout_bytes")
     cancel_event = CANCEL if cancel is None else cancel
     started = time.monotonic()
 
@@ -282,11 +290,31 @@ def run_managed(
         return result(
             "failed", None, f"could not start {argv[0]}: {type(exc).__name__}: {exc}", stdout_sink, stderr_sink
         )
+    if capture_stdout_bytes is not None and proc.stdout is not None:
+        _widen_pipe(proc.stdout.fileno())
     try:
-        return _supervise(proc, stdin_data, stdout_sink, stderr_sink, timeout, terminate_grace, cancel_event, result)
+        overflowed = stdout_sink.overflowed if stop_on_overflow else None
+        return _supervise(
+            proc, stdin_data, stdout_sink, stderr_sink, timeout, terminate_grace, (cancel_event, overflowed), result
+        )
     except BaseException:
         _abort(proc)
         raise
+
+
+# Linux's fcntl that sets a pipe's capacity (F_SETPIPE_SZ); and the capacity a captured stdout pipe asks for.
+_F_SETPIPE_SZ = 1031
+CAPTURE_PIPE_BYTES = 1 << 20
+
+
+def _widen_pipe(descriptor: int) -> None:
+    """Give a captured stdout a pipe of `CAPTURE_PIPE_BYTES` (64 KiB by default): a CLI whose writes find the pipe
+    full queues them in its own memory, and one that exits then (a Bun program does) loses what was queued. What the
+    machine does not allow (`/proc/sys/fs/pipe-max-size`) leaves the pipe as it is."""
+    try:
+        fcntl.fcntl(descriptor, _F_SETPIPE_SZ, CAPTURE_PIPE_BYTES)
+    except OSError:
+        pass
 
 
 def _supervise(
@@ -296,9 +324,10 @@ def _supervise(
     stderr_sink: _Sink,
     timeout: float,
     grace: float,
-    cancel_event: threading.Event,
+    stops: tuple[threading.Event, threading.Event | None],
     result: Callable[[str, int | None, str | None, _Sink, _Sink], ProcessResult],
 ) -> ProcessResult:
+    """`stops`: the cancel event, and the event that stops the process on a capture overflow (None: it runs on)."""
     assert proc.stdout is not None and proc.stderr is not None
     readers = [
         threading.Thread(target=stdout_sink.drain, args=(proc.stdout,), daemon=True),
@@ -312,7 +341,7 @@ def _supervise(
         writer = threading.Thread(target=_write_stdin, args=(proc.stdin, stdin_data, stdin_errors), daemon=True)
         writer.start()
 
-    interrupted = _wait_for_exit(proc, timeout, cancel_event)
+    interrupted = _wait_for_exit(proc, timeout, *stops)
     if interrupted is not None:
         state, details = _stop_interrupted(proc, interrupted, timeout, grace)
     else:
@@ -324,18 +353,25 @@ def _supervise(
     return result(state, proc.returncode, "; ".join(details) or None, stdout_sink, stderr_sink)
 
 
-def _wait_for_exit(proc: subprocess.Popen[bytes], timeout: float, cancel_event: threading.Event) -> str | None:
-    """Wait for the main process; "cancelled" or "timeout" when it had to be given up on, else None.
+def _wait_for_exit(
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    cancel_event: threading.Event,
+    overflowed: threading.Event | None = None,
+) -> str | None:
+    """Wait for the main process; "cancelled", "overflow" or "timeout" when it had to be given up on, else None.
 
     The kernel says when the process ends (a pidfd becomes readable), so a cell does not lose the tens of
-    milliseconds per process that `Popen.wait`'s sleep-and-retry loop would; cancellation is checked between
-    waits of at most CANCEL_POLL_S."""
+    milliseconds per process that `Popen.wait`'s sleep-and-retry loop would; cancellation and an overflowed
+    capture are checked between waits of at most CANCEL_POLL_S."""
     deadline = time.monotonic() + timeout
     exited = _ExitWaiter(proc)
     try:
         while True:
             if cancel_event.is_set():
                 return "cancelled"
+            if overflowed is not None and overflowed.is_set():
+                return "overflow"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
@@ -378,8 +414,12 @@ class _ExitWaiter:
 def _stop_interrupted(
     proc: subprocess.Popen[bytes], interrupted: str, timeout: float, grace: float
 ) -> tuple[str, list[str]]:
-    """Take the process group of a cancelled or timed-out process down; (state, details)."""
-    details = ["cancelled" if interrupted == "cancelled" else f"timed out after {timeout:g}s"]
+    """Take the process group of a cancelled, overflowing or timed-out process down; (state, details)."""
+    details = [
+        {"cancelled": "cancelled", "overflow": "stopped: its stdout outgrew the capture"}.get(
+            interrupted, f"timed out after {timeout:g}s"
+        )
+    ]
     if _terminate_group(proc, grace):
         details.append(f"process group still alive {grace:g}s after SIGTERM; sent SIGKILL")
     return interrupted, details
@@ -618,6 +658,46 @@ def watch_parent(interval: float = PARENT_POLL_S, stream: IO[str] | None = None)
     thread = threading.Thread(target=watch, name="skillbench-parent-watch", daemon=True)
     thread.start()
     return thread
+
+
+# ─── What a killed job leaves behind ────────────────────────────────────────
+
+# A process stamp (`process_stamp`), as a pattern with its three parts named.
+STAMP_PATTERN = r"(?P<namespace>[0-9a-f]+)-(?P<pid>[0-9a-f]+)-(?P<start>[0-9a-f]+)"
+
+
+def _start_time(pid: int | str) -> int | None:
+    """When process `pid` ("self" too) started, in clock ticks since boot; None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the command's closing parenthesis: state is field 3 of stat(5), starttime field 22.
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def process_stamp() -> str | None:
+    """`<pid namespace>-<pid>-<start time>` in hex: this process among every process of this boot (None when /proc
+    does not say). What a job names after it (a private root, a cgroup) can be told apart from what a process that is
+    gone left (`stamp_orphaned`). Short, because a Unix socket's path has at most 107 bytes."""
+    start = _start_time("self")
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+    return f"{namespace:x}-{os.getpid():x}-{start:x}" if start is not None else None
+
+
+def stamp_orphaned(namespace: str, pid: str, start: str) -> bool:
+    """Whether the process a stamp's parts (hex) name is gone, or its pid is another process's now. False for a stamp
+    of another pid namespace: its process cannot be seen from here, so what it left must be left alone."""
+    try:
+        if int(namespace, 16) != os.stat("/proc/self/ns/pid").st_ino:
+            return False
+    except OSError:
+        return False
+    return _start_time(int(pid, 16)) != int(start, 16)
 
 
 # ─── One writer per folder ──────────────────────────────────────────────────

@@ -26,8 +26,12 @@ ErrorKind = Literal[
     "workspace-oversized",
     "workspace-tampered",
     "disk-quota-exceeded",
+    "memory-limit-exceeded",
+    "process-limit-exceeded",
+    "output-limit-exceeded",
     "session-timeout",
     "session-cap-reached",
+    "model-unpriced",
     "budget-exhausted",
     "infra-error",
     "cleanup-failure",
@@ -512,3 +516,18 @@ EXCLUDED_ERROR_KINDS = frozenset(
 
 
 SYSTEMIC_ERROR_KINDS = frozenset({"session-error", "infra-error", "cleanup-failure"})
+
+
+# The limits a run can run into by what its agent did (a kernel limit of its cell, its capture, its clock, its disk,
+# its spend cap, the price table): counted outcomes of the agent like any failed check, never excluded or retried.
+LIMIT_ERROR_KINDS = frozenset(
+    {
+        "memory-limit-exceeded",
+        "process-limit-exceeded",
+        "output-limit-exceeded",
+        "disk-quota-exceeded",
+        "session-timeout",
+        "session-cap-reached",
+        "model-unpriced",
+    }
+)

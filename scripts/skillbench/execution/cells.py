@@ -1,10 +1,11 @@
 """One cell — (task, arm, run) — end to end: clone, setup, sessions, grading, record.
 
 A cell works in a fresh private folder: a copy of the task's sanitized template, a private
-home and tmp, everything run through the cell's sandbox (its own host uid and resource
-limits). The result row follows `schemas/result-row.schema.json`; the record adds timing.
-How the workspace the sessions left is judged is the cell's `Grader` (`CellContext.grader`),
-which the rule step picks by the task's class (`skillbench.grading.graders`).
+home and tmp, everything run through the cell's sandbox (its own host uid, a cgroup of its own
+for its memory and processes: `execution.cgroups`, and a disk quota: `execution.quota`). The
+result row follows `schemas/result-row.schema.json`; the record adds timing. How the workspace
+the sessions left is judged is the cell's `Grader` (`CellContext.grader`), which the rule step
+picks by the task's class (`skillbench.grading.graders`).
 
 What the agent controls never decides the verdict, and never makes the run look like the
 harness failed:
@@ -16,7 +17,10 @@ harness failed:
   large files end the cell as `workspace-oversized`, a workspace the harness's git cannot read
   as `workspace-tampered` — counted outcomes of the agent, neither excluded nor systemic;
 * a verify or oracle run that times out or leaves processes behind is a failed check, not an
-  infra error.
+  infra error;
+* a session that runs into its cell's memory or process limit, floods its event stream past the
+  capture, runs its clock out, passes its spend cap or asks for a model without a price ends with
+  that counted outcome (`sessions.session_record`), like a full disk quota.
 
 Session, infra and cleanup failures (the harness's own) are raised as `RetryableCellFailure`
 until the last attempt, so Snakemake retries the job; the last attempt records the excluded
@@ -39,7 +43,7 @@ from skillbench.base.artifacts import ArtifactError, read_regular_file, utc_time
 from skillbench.base.process import CANCEL
 from skillbench.base.records import SYSTEMIC_ERROR_KINDS, CellRecord, CellTiming, ResultRow, SessionWindow, TaskBinding
 from skillbench.base.redaction import redact_text
-from skillbench.execution import access, agents, breaker, plugins, quota, replay, repo, sessions
+from skillbench.execution import access, agents, breaker, cgroups, plugins, quota, replay, repo, sessions
 from skillbench.execution.access import ModelAccess
 from skillbench.execution.agents.base import AgentAdapter
 from skillbench.execution.failures import AgentWorkspaceError, CellCancelled, InfraError, RetryableCellFailure
@@ -438,8 +442,11 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
     return record
 
 
-def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> ResultRow:
-    """The cell's work; raises InfraError/SandboxError/OSError/ValueError for harness failures."""
+def execute_cell(
+    cell: Cell, context: CellContext, private_root: Path, cgroup: cgroups.CellCgroup | None = None
+) -> ResultRow:
+    """The cell's work, its processes in `cgroup` (when given); raises InfraError/SandboxError/OSError/ValueError for
+    harness failures."""
     settings = context.settings
     clone = private_root / "workspace"
     repo.clone_template(context.template, clone)
@@ -451,6 +458,7 @@ def execute_cell(cell: Cell, context: CellContext, private_root: Path) -> Result
         agent_install=context.agent_install,
         read_only_paths=[context.skills_root],
         limits=SandboxLimits.of(settings.sandbox.limits),
+        cgroup=cgroup,
     )
     try:
         with access.model_access(
@@ -607,11 +615,19 @@ def prepare_workspace(work: CellWork) -> None:
 
 def _run_setup(work: CellWork) -> None:
     started = time.monotonic()
+    cgroup = work.sandbox.cgroup
+    before = cgroup.events() if cgroup is not None else None
     result = work.sandbox.run(["/bin/sh", "-lc", work.cell.task["setup"]], timeout=work.settings.agent.setup_timeout_s)
     work.context.timings["setup"] = time.monotonic() - started
     if work.disk_mb and quota.is_full(work.private_root):
         raise InfraError(
             f"task setup filled the cell's {work.disk_mb} MB disk quota; raise sandbox.limits.disk_mb for this suite"
+        )
+    hit = cgroups.limit_hit(cgroup.events().since(before), cgroup.limits) if cgroup and before else None
+    if hit is not None:
+        # The task's own step, before any agent: the limits are too small for the suite, not the agent's doing.
+        raise InfraError(
+            f"task setup ran into the cell's limits ({hit[1]}); raise them in sandbox.limits for this suite"
         )
     if not result.ok:
         raise InfraError(
@@ -800,7 +816,16 @@ def _harness_git_step(git: repo.GitRunner, orig_sha: str, step: Callable[[repo.G
         raise
 
 
-HARNESS_FAILURES = (InfraError, SandboxError, quota.QuotaError, OSError, ValueError, ArtifactError, repo.GitError)
+HARNESS_FAILURES = (
+    InfraError,
+    SandboxError,
+    quota.QuotaError,
+    cgroups.CgroupError,
+    OSError,
+    ValueError,
+    ArtifactError,
+    repo.GitError,
+)
 
 
 def run_one_cell(cell: Cell, context: CellContext, *, attempt: int, attempts: int, breaker_state: Path) -> CellRecord:
@@ -862,12 +887,13 @@ def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
     label = cell.label
     scratch = ExitStack()
     try:
-        private_root = scratch.enter_context(
-            quota.private_root("skillbench-cell-", quota.disk_quota_mb(context.settings.sandbox))
-        )
+        disk_mb = quota.disk_quota_mb(context.settings.sandbox)
+        private_root = scratch.enter_context(quota.private_root("skillbench-cell-", disk_mb))
+        # Entered after the quota, so closed first: its processes are gone before the quota is unmounted.
+        cgroup = scratch.enter_context(cgroups.cell_cgroup(cgroups.cell_limits(context.settings.sandbox, disk_mb)))
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted before it started")
-        row = execute_cell(cell, context, private_root)
+        row = execute_cell(cell, context, private_root, cgroup)
         if CANCEL.is_set():
             raise CellCancelled(f"{label} interrupted; no record is written, so the next run does this cell again")
     except HARNESS_FAILURES as exc:
@@ -886,7 +912,7 @@ def _row_of_attempt(cell: Cell, context: CellContext) -> ResultRow:
         cleanup_error: Exception | None = None
         try:
             scratch.close()
-        except (OSError, quota.QuotaError) as exc:
+        except (OSError, quota.QuotaError, cgroups.CgroupError) as exc:
             cleanup_error = exc
     if cleanup_error is not None:
         primary = f"primary={row['error_kind']}: {row['error_detail']}"

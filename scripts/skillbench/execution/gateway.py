@@ -16,11 +16,17 @@ What it answers:
 * the wire's metered routes (`POST /v1/messages`, `POST /v1/responses`,
   `POST /v1beta/models/<model>:streamGenerateContent` and `:generateContent`): admitted against the
   caps, forwarded, streamed back as it arrives (SSE is never buffered whole), metered;
-* the wire's free routes (`POST /v1/messages/count_tokens`, `:countTokens`): forwarded, never capped,
-  recorded;
-* anything else: 404; a missing, unknown or revoked token, or one in another wire's place: 401 (after
-  draining the body, so a keep-alive connection stays in step). Error bodies have the wire's shape
-  (the session's, or without a session the wire whose route the path is, else Anthropic's).
+* the wire's free routes (`POST /v1/messages/count_tokens`, `:countTokens`): admitted against the same caps,
+  forwarded, recorded in the same ledger (cost 0);
+* anything else: 404; a missing, unknown or revoked token, or one in another wire's place: 401, found
+  before the body is read: a body over 64 KiB is never read, and the connection then closes (an unread
+  body cannot be skipped). Error bodies have the wire's shape (the session's, or without a session the
+  wire whose route the path is, else Anthropic's).
+
+A request that names a model the price table has no price for (`pricing.model_price`) is refused before it
+goes upstream, and it ends its session: every later request of the session is refused the same way
+(`refused: model-unpriced`, the session's row `model-unpriced`, naming the model). The gateway could neither
+meter nor cap it.
 
 Every refusal the gateway makes itself carries `x-should-retry: false`, and the status of a cap refusal
 is chosen per wire so that its CLI does not retry it (each wire module says what its CLI retries):
@@ -40,8 +46,8 @@ own ledger for `max_usd`, and this gateway's total plus `spent_elsewhere()` (the
 never including this gateway's sessions) for `budget_usd`. At or over a cap, the request is
 refused and nothing is forwarded. A request is never cut off mid-way, so a cap can be passed by
 the request that crosses it (and any others already in flight). Requests whose cost is
-unmeasured (`cost_usd` null, e.g. an unpriced model) count 0 towards a cap: a capped run needs a
-priced model.
+unmeasured (`cost_usd` null: an answer without usage, or served by a model without a price) count 0
+towards a cap.
 
 The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.schema.json`, `$defs/session`):
 
@@ -64,7 +70,7 @@ The ledger (`ledger(token)`, plain JSON-serialisable dicts; `schemas/ledger.sche
       "status": int | null,          # HTTP status sent to the session (null while in flight or if none was sent)
       "outcome": "in-flight" | "ok" | "refused" | "upstream-error" | "upstream-failure" | "client-gone"
                  | "gateway-error",
-      "refused": "session-cap" | "budget" | null,
+      "refused": "session-cap" | "budget" | "model-unpriced" | null,
       "failure": str | null,         # what went wrong, for every outcome but ok and in-flight
       "request_id": str | null,      # the upstream's request-id header
       "response_id": str | null,     # the response's own id (message id, Responses id, Gemini responseId)
@@ -134,7 +140,7 @@ from skillbench.base.artifacts import utc_timestamp
 from skillbench.base.errors import SkillbenchError
 from skillbench.base.redaction import redact_text
 from skillbench.base.serving import KeepAliveHandler, Serving
-from skillbench.execution.pricing import request_cost
+from skillbench.execution.pricing import model_price, request_cost
 from skillbench.execution.wires import DEFAULT_WIRE, WIRES, WireApi, base, wire
 from skillbench.execution.wires.anthropic import (
     CACHE_SPLIT,
@@ -180,6 +186,8 @@ __all__ = [
 TOKEN_PREFIX = "sbx-session-"
 UPSTREAM_FAILURE_STATUS = 502
 MAX_REQUEST_BYTES = 32 * 1024 * 1024  # the Messages API's own request limit
+# The most of a request's body the gateway reads when the request has no live session's token.
+UNAUTHORIZED_DRAIN_BYTES = 64 * 1024
 # sockaddr_un's sun_path holds 108 bytes, its terminating NUL included.
 MAX_SOCKET_PATH_BYTES = 107
 RELAY_CHUNK_BYTES = 64 * 1024
@@ -331,6 +339,8 @@ class _Session:
     wire: WireApi
     closed_at: str | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Why the gateway ended the session (it asked for a model it cannot price): every later request is refused.
+    ended: str | None = None
 
     @property
     def measured_spend(self) -> float:
@@ -548,6 +558,21 @@ class ModelGateway:
         with self._lock:
             self._unauthorized += 1
 
+    def _unpriced(self, session: _Session, model: str | None) -> str | None:
+        """Why `session` may not send this request: it names a model the price table cannot price (the gateway could
+        neither meter nor cap it), or an earlier one did; that ends the session. None when it may."""
+        with self._lock:
+            if session.ended is not None:
+                return session.ended
+            if self._price(model) is not None:
+                return None
+            named = f"the model {model!r}" if model else "no model"
+            session.ended = (
+                f"skillbench gateway: this session's request names {named}, which has no price in the price table "
+                "(agent.prices.usd_per_mtok): the gateway can neither meter nor cap it, so the session is ended"
+            )
+            return session.ended
+
     def _admission(self, session: _Session) -> tuple[str, str] | None:
         """(refusal reason, message) when a cap is already reached, else None."""
         with self._lock:
@@ -585,8 +610,8 @@ class ModelGateway:
         if self.on_settled is not None:
             self.on_settled(session.label, final)
 
-    def _price(self, model: str | None) -> Any:
-        return self.prices.get(model) if model is not None else None
+    def _price(self, model: str | None) -> Mapping[str, Any] | None:
+        return model_price(self.prices, model)
 
     def _redact(self, text: str) -> str:
         return redact_text(text, [self._key])
@@ -675,11 +700,21 @@ class _GatewayHandler(KeepAliveHandler):
         return None
 
     def _unauthorized(self) -> None:
+        """401, having read at most a small body (`UNAUTHORIZED_DRAIN_BYTES`, so a keep-alive connection stays in
+        step): a larger one, or a chunked one, is never read (bounded by 32 MiB for a session only), and the
+        connection closes after the answer, since its unread body cannot be skipped."""
         self.gateway._count_unauthorized()
         answer = _wire_of_route(split_path(self.path)[0]).gateway_error(
             "unauthorized", "skillbench gateway: no live session token"
         )
-        self._error(answer)
+        length = self.headers.get("Content-Length") or "0"
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        if not chunked and length.isdigit() and int(length) <= UNAUTHORIZED_DRAIN_BYTES:
+            self.rfile.read(int(length))
+            self._error(answer)
+            return
+        self.close_connection = True
+        self.send_payload(answer.status, answer.body, headers=[*answer.headers, ("Connection", "close")])
 
     # -- verbs ----------------------------------------------------------------------------------
 
@@ -692,25 +727,27 @@ class _GatewayHandler(KeepAliveHandler):
             self.send_payload(404, b"")
 
     def _other(self) -> None:
-        self.read_body()  # keep a keep-alive connection in step
         session = self._session()
         if session is None:
             self._unauthorized()
-        else:
-            self._error(session.wire.gateway_error("not-found", f"skillbench gateway: no route for {self.command}"))
+            return
+        self.read_body()  # keep a keep-alive connection in step
+        self._error(session.wire.gateway_error("not-found", f"skillbench gateway: no route for {self.command}"))
 
     do_GET = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
 
     def do_POST(self) -> None:
-        raw = self.read_body()
+        # The token first: a request without a live session's token is refused before a byte of its body is read.
         session = self._session()
-        route = split_path(self.path)[0]
-        if raw is None:
-            api = session.wire if session is not None else _wire_of_route(route)
-            self._error(api.gateway_error("too-large", "skillbench gateway: unreadable or oversized request body"))
-            return
         if session is None:
             self._unauthorized()
+            return
+        raw = self.read_body()
+        route = split_path(self.path)[0]
+        if raw is None:
+            self._error(
+                session.wire.gateway_error("too-large", "skillbench gateway: unreadable or oversized request body")
+            )
             return
         kind = session.wire.route(route)
         if kind is None:
@@ -775,8 +812,15 @@ class _GatewayHandler(KeepAliveHandler):
         # ledger says what it was (the session may end and be read at once).
         gateway = self.gateway
         api = session.wire
+        unpriced = gateway._unpriced(session, entry["model"])
+        if unpriced is not None:
+            answer = api.gateway_error("refused", unpriced)
+            done(status=answer.status, outcome="refused", refused="model-unpriced", failure=unpriced, cost_usd=0.0)
+            self._error(answer)
+            return
         try:
-            refusal = gateway._admission(session) if kind == "messages" else None
+            # Every request, a free count of tokens too, is admitted against the caps: none goes upstream past one.
+            refusal = gateway._admission(session)
         except Exception as exc:
             message = f"skillbench gateway: the spend so far could not be read ({type(exc).__name__})"
             answer = api.gateway_error("gateway-error", message)

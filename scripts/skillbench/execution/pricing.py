@@ -1,7 +1,9 @@
-"""Prices: what one model response costs under the price table (config `agent.prices`).
+"""Prices: a model's price (`model_price`, the one lookup) and what one model response costs (`request_cost`) under
+the price table (config `agent.prices`).
 
-The gateway prices every response it relays with `request_cost`, so a row's cost is measured the same way
-for every agent CLI; a CLI's own reported cost is only the cross-check. Unmeasured is None, never 0.
+The gateway refuses a request for a model `model_price` cannot price, and prices every response it relays with
+`request_cost`, so a row's cost is measured the same way for every agent CLI; a CLI's own reported cost is only the
+cross-check. Unmeasured is None, never 0.
 
 The table is the config's own `usd_per_mtok`, over the pinned community table `agent.prices.source` names
 (`execution.price_tables`): `price_book` looks a model up in the first, then in the second, and says which one
@@ -71,6 +73,17 @@ def _tier_rates(price: Mapping[str, Any], prompt_tokens: int) -> dict[str, float
                 if rate is not None:
                     rates[field] = rate
     return rates
+
+
+def model_price(prices: Mapping[str, Any], model: str | None) -> Mapping[str, Any] | None:
+    """The price-table entry of `model` under `prices` (model id -> entry), as the table states it (what
+    `request_cost` prices a response at), or None when the table has no complete price for it (`price_rates`) or the
+    request names no model. Every price lookup goes through here: the gateway's refusal of an unpriced model and
+    its meter alike."""
+    if not isinstance(model, str):
+        return None
+    entry = prices.get(model)
+    return entry if price_rates(entry) is not None else None
 
 
 def request_cost(usage: Mapping[str, int | None] | None, price: Any) -> float | None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from skillbench.base.artifacts import remove_tree
 from skillbench.base.errors import SkillbenchError
-from skillbench.base.process import run_managed
+from skillbench.base.process import STAMP_PATTERN, process_stamp, run_managed, stamp_orphaned
 from skillbench.execution.sandbox import PREFLIGHT_TIMEOUT_S
 from skillbench.experiment.settings import SandboxSettings
 
@@ -112,7 +112,7 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
             "sandbox.limits.disk_mb needs the job's private mount namespace (enter_private_mounts); "
             "set it to 0 to run without a disk quota"
         )
-    stamp = _process_stamp()
+    stamp = process_stamp()
     if stamp is not None:
         sweep_orphaned_roots(prefix)
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{stamp}-" if stamp is not None else prefix))
@@ -133,52 +133,26 @@ def private_root(prefix: str, disk_mb: int) -> Iterator[Path]:
         remove_tree(folder)
 
 
-def _start_time(pid: int | str) -> int | None:
-    """When process `pid` started (clock ticks since boot), or None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    # After the command's closing parenthesis: state is field 3 of stat(5), starttime field 22.
-    return int(fields[19]) if len(fields) > 19 else None
-
-
-def _process_stamp() -> str | None:
-    """`<pid namespace>-<pid>-<start time>` in hex: this process among every process of this boot (None when
-    /proc does not say, and then no root is named or swept by it). Short, because the gateway's socket lives in
-    the private root and a socket's path has at most 107 bytes."""
-    start = _start_time("self")
-    try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return None
-    return f"{namespace:x}-{os.getpid():x}-{start:x}" if start is not None else None
-
-
 def sweep_orphaned_roots(prefix: str, folder: Path | None = None) -> list[Path]:
     """Remove the private roots named `prefix…` under `folder` (the system tmp) that a killed job left: this
-    user's folders whose process, in this pid namespace, is gone or is another process now. A root of another
-    pid namespace is left alone: from here its job's live quota looks like an empty folder, and removing that
-    folder would unmount the quota under the job. What cannot be removed is left for the next sweep."""
+    user's folders whose process, in this pid namespace, is gone or is another process now (`stamp_orphaned`). A
+    root of another pid namespace is left alone: from here its job's live quota looks like an empty folder, and
+    removing that folder would unmount the quota under the job. What cannot be removed is left for the next sweep."""
     tmp = folder or Path(tempfile.gettempdir())
-    stamped = re.compile(re.escape(prefix) + r"([0-9a-f]+)-([0-9a-f]+)-([0-9a-f]+)-[^/]+")
+    stamped = re.compile(re.escape(prefix) + STAMP_PATTERN + r"-[^/]+")
     uid = os.geteuid()
     removed: list[Path] = []
     try:
-        namespace = os.stat("/proc/self/ns/pid").st_ino
         entries = list(os.scandir(tmp))
     except OSError:
         return removed
     for entry in entries:
         match = stamped.fullmatch(entry.name)
-        if match is None or int(match[1], 16) != namespace:
+        if match is None or not stamp_orphaned(match["namespace"], match["pid"], match["start"]):
             continue
         try:
             if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != uid:
                 continue
-            if _start_time(int(match[2], 16)) == int(match[3], 16):
-                continue  # its job is alive
             remove_tree(Path(entry.path))
         except OSError:
             continue

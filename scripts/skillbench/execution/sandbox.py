@@ -8,10 +8,13 @@ here. Under `bwrap`:
   no_new_privs). Each Sandbox takes a free id from `HOST_ID_BASE`…`+HOST_ID_SLOTS` and holds a
   lock on it while it lives, so concurrent cells never share a uid (and so never share
   RLIMIT_NPROC); its private folders and clone are handed to that id;
-* resource limits (`SandboxLimits`, config `sandbox.limits`) are set with `prlimit` on every
-  sandbox: processes (per host uid) and file size always; address space on everything the
-  agent starts (Bash tool commands, git, setup, verify, oracle) but not on the CLI process
-  itself, whose JavaScript engine reserves more address space than it uses;
+* a cell's sandbox starts every command in the cell's cgroup (`execution.cgroups`: memory and
+  processes of the whole cell, the CLI included) and shows every process of the cell (nested
+  sandboxes too) the cell's `/proc/meminfo`; `prlimit` adds the file size limit. A sandbox without
+  a cgroup (the proposer's, a task check's) gets per-process limits (`SandboxLimits`, config
+  `sandbox.limits`) with `prlimit` instead: processes (per host uid) and file size always; address
+  space on everything the agent starts (Bash tool commands, git, setup, verify, oracle) but not on
+  the CLI process itself, whose JavaScript engine reserves more address space than it uses;
 * inside, the process is `agent` (uid/gid 1000) in new user, PID, IPC, UTS and cgroup
   namespaces with every capability dropped, `--die-with-parent` and `--new-session`;
 * the clone is `/workspace` (the only writable project tree; skill roots are bound read-only
@@ -68,7 +71,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -79,6 +82,7 @@ from skillbench.experiment.settings import LimitSettings, default_limits
 
 if TYPE_CHECKING:
     # Types only: repo's runners are what git() hands out; repo itself is imported where a runner is built.
+    from skillbench.execution.cgroups import CellCgroup
     from skillbench.execution.repo import GitRunner, ScriptRunner
 
 SANDBOX_WORKSPACE = "/workspace"
@@ -88,6 +92,12 @@ SANDBOX_TOOLS = "/opt/claude"
 SANDBOX_SHELL_PREFIX = f"{SANDBOX_TOOLS}/shell-prefix"
 SANDBOX_BWRAP = f"{SANDBOX_TOOLS}/bwrap"
 SANDBOX_GIT_WRAPPER = f"{SANDBOX_TOOLS}/git"
+# The cell's /proc/meminfo (`cgroups.synthetic_meminfo`), bound over /proc/meminfo in every sandbox of the cell.
+SANDBOX_MEMINFO = f"{SANDBOX_TOOLS}/meminfo"
+# A second /proc of each sandbox, with no file bound over it. The kernel mounts a fresh /proc (a nested sandbox's)
+# only beside one that hides nothing; the real /proc, with the cell's meminfo bound over it, hides its file. Each
+# nested sandbox mounts its own here too, over its parent's, so none shows another PID namespace's processes.
+SANDBOX_PROC_COPY = "/run/skillbench-proc"
 # Where each MCP server's launcher appears: the CLI runs `<launcher>` through the shell prefix, which starts
 # exactly these (and nothing else) with the servers' mounts visible.
 SANDBOX_MCP_LAUNCHERS = f"{SANDBOX_TOOLS}/mcp"
@@ -143,10 +153,11 @@ class SandboxError(SkillbenchError, RuntimeError):
 class SandboxLimits:
     """Per-sandbox resource limits (config `sandbox.limits`); 0 switches a limit off.
 
-    `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread of the
-    cell, the CLI included); `memory_mb` is RLIMIT_AS of each process the agent starts (not the
-    CLI); `file_mb` is RLIMIT_FSIZE (the largest file any process of the cell can write); `disk_mb`
-    is the cell's disk quota (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
+    In a cell, `processes` and `memory_mb` are its cgroup's (`execution.cgroups`). In a sandbox without a
+    cgroup, `processes` is RLIMIT_NPROC of the sandbox's own host uid (every process and thread, the CLI
+    included) and `memory_mb` RLIMIT_AS of each process the agent starts (not the CLI). `file_mb` is
+    RLIMIT_FSIZE (the largest file any process of the cell can write); `disk_mb` is the cell's disk quota
+    (`skillbench.execution.quota`: one tmpfs over workspace, homes and tmp).
     """
 
     processes: int
@@ -327,13 +338,17 @@ def closing_args(*, chdir: str, argv: Sequence[str]) -> list[str]:
     return ["--remount-ro", "/", "--chdir", chdir, "--", *argv]
 
 
-def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = False) -> list[str]:
+def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = False, meminfo: bool = False) -> list[str]:
     """The nested sandbox of one Bash tool command: same files, own PID namespace and /proc, no network.
 
     `hidden` are paths of the cell's sandbox the agent's commands must not see (an MCP server's mounts, which
     only the server reads): each is covered with an empty tmpfs. `real_shells` puts the real shells back
-    where a contained CLI sees the harness's wrappers (see `contained_shell_script`)."""
+    where a contained CLI sees the harness's wrappers (see `contained_shell_script`). `meminfo` shows the cell's
+    /proc/meminfo (its memory limit) instead of the host's, with a /proc of the nested sandbox's own at
+    `SANDBOX_PROC_COPY` over its parent's (so a sandbox nested in this one can still mount its /proc)."""
     args = [*namespace_args(network=False), "--dev-bind", "/", "/", "--proc", "/proc"]
+    if meminfo:
+        args += ["--proc", SANDBOX_PROC_COPY, "--ro-bind", SANDBOX_MEMINFO, "/proc/meminfo"]
     for path in CLI_STATE_PATHS:
         args += ["--ro-bind-try", path, path]
     for path in hidden:
@@ -345,113 +360,79 @@ def nested_namespace_args(hidden: Sequence[str] = (), *, real_shells: bool = Fal
     return [*args, *hide_bridge_args()]
 
 
-def _credential_free_exec(
-    command: str,
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str | None,
-    prlimit: list[str] | None,
-    hidden: Sequence[str] = (),
-) -> str:
-    """The `exec` line of a wrapper script: `command` with the tool environment only, in the nested
-    sandbox when `nested_bwrap` is given, under `prlimit` (argv of a prlimit call) when given. Inside
-    the nested sandbox the shells are the real ones, whether or not the CLI's are contained."""
-    variables = " ".join(f"{name}={value}" for name, value in tool_environment(home=home, tmp=tmp, path=path).items())
-    if nested_bwrap:
-        nested = nested_namespace_args(hidden, real_shells=True)
-        command = f"{nested_bwrap} {' '.join(nested)} -- {command}"
-    if prlimit:
-        command = f"{' '.join(prlimit)} -- {command}"
-    return f"exec /usr/bin/env -i {variables} {command}\n"
+@dataclass(frozen=True)
+class ToolExec:
+    """How a wrapper script starts what it wraps: with the tool environment only (`home`, `tmp`, `path`), in the
+    nested sandbox when `nested_bwrap` is given (less the `hidden` paths; with the cell's /proc/meminfo when
+    `meminfo`), under `prlimit` (argv of a prlimit call) when given. Inside the nested sandbox the shells are the
+    real ones, whether or not the CLI's are contained."""
+
+    home: str
+    tmp: str
+    path: str
+    nested_bwrap: str | None = None
+    prlimit: list[str] | None = None
+    hidden: Sequence[str] = ()
+    meminfo: bool = False
+
+    def line(self, command: str) -> str:
+        """The `exec` line of a wrapper script that runs `command` so."""
+        environment = tool_environment(home=self.home, tmp=self.tmp, path=self.path)
+        variables = " ".join(f"{name}={value}" for name, value in environment.items())
+        if self.nested_bwrap:
+            nested = nested_namespace_args(self.hidden, real_shells=True, meminfo=self.meminfo)
+            command = f"{self.nested_bwrap} {' '.join(nested)} -- {command}"
+        if self.prlimit:
+            command = f"{' '.join(self.prlimit)} -- {command}"
+        return f"exec /usr/bin/env -i {variables} {command}\n"
 
 
-def shell_prefix_script(
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str | None = None,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-    launchers: Sequence[str] = (),
-    interpreter: str = "/bin/sh",
-) -> str:
+def shell_prefix_script(tool_exec: ToolExec, *, launchers: Sequence[str] = (), interpreter: str = "/bin/sh") -> str:
     """Claude Code runs every Bash tool command as `<prefix> <command>`; this restarts it with an empty environment.
 
-    So a command the model writes never sees the session's token or anything else the CLI holds. With
-    `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
+    So a command the model writes never sees the session's token or anything else the CLI holds (`tool_exec`). With
+    its `nested_bwrap` (the bwrap backend) the command also runs in a nested Bubblewrap: a PID namespace
     and /proc of its own (the CLI's /proc/<pid>/environ and memory are out of reach) and no network.
     The nested sandbox binds the sandbox's own root (`/`), which never holds more than the outer
     sandbox shows, less the `hidden` paths (an MCP server's mounts). The CLI starts its MCP servers
     through this prefix too: a command that is exactly one of the harness's `launchers` runs with the
     hidden paths visible (the launcher starts the server in its own sandbox); nothing else does.
-    `prlimit` (argv of a prlimit call) adds the address-space limit the CLI itself does not get.
+    Its `prlimit` adds the address-space limit the CLI itself does not get (a sandbox without a cgroup), its
+    `meminfo` shows a command the cell's /proc/meminfo.
     """
     server_case = ""
-    if launchers and hidden:
-        server_exec = _credential_free_exec(
-            '"$1"', home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit
-        ).strip()
+    if launchers and tool_exec.hidden:
+        server_exec = replace(tool_exec, hidden=()).line('"$1"').strip()
         server_case = f'case "$1" in\n  {"|".join(launchers)}) {server_exec} ;;\nesac\n'
     return (
         f"#!{interpreter}\n"
         "# skillbench: run one Bash tool command with a fixed, credential-free environment.\n"
         'if [ "$#" -ne 1 ]; then echo "shell-prefix: expected exactly one command argument" >&2; exit 64; fi\n'
         + server_case
-        + _credential_free_exec(
-            '/bin/bash -c "$1"',
-            home=home,
-            tmp=tmp,
-            path=path,
-            nested_bwrap=nested_bwrap,
-            prlimit=prlimit,
-            hidden=hidden,
-        )
+        + tool_exec.line('/bin/bash -c "$1"')
     )
 
 
-def git_wrapper_script(
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    git: str,
-    nested_bwrap: str | None = None,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-    interpreter: str = "/bin/sh",
-) -> str:
+def git_wrapper_script(tool_exec: ToolExec, *, git: str, interpreter: str = "/bin/sh") -> str:
     """`git` for the CLI and for tool commands: the real git with an empty environment, contained.
 
     The CLI runs git itself (status, log, config) with its session token in its environment; a hook,
     fsmonitor, filter or pager planted in the clone's `.git` would inherit it. This wrapper is
     first on the sandbox's PATH, so every git the CLI or a tool command starts gets the tool
-    environment (no key), and with `nested_bwrap` its own PID namespace and /proc and no network.
+    environment (no key), and with `tool_exec`'s `nested_bwrap` its own PID namespace and /proc and no network.
     """
     command = f'{git} -c core.hooksPath=/dev/null -c core.fsmonitor=false "$@"'
     return (
         f"#!{interpreter}\n"
         "# skillbench: git with a fixed, credential-free environment, in a nested sandbox without network.\n"
-        + _credential_free_exec(
-            command, home=home, tmp=tmp, path=path, nested_bwrap=nested_bwrap, prlimit=prlimit, hidden=hidden
-        )
+        + tool_exec.line(command)
     )
 
 
-def contained_shell_script(
-    shell: str,
-    *,
-    home: str,
-    tmp: str,
-    path: str,
-    nested_bwrap: str,
-    prlimit: list[str] | None = None,
-    hidden: Sequence[str] = (),
-) -> str:
+def contained_shell_script(shell: str, tool_exec: ToolExec) -> str:
     """`shell` (/usr/bin/bash or /usr/bin/dash) as a CLI without a shell-prefix hook sees it: the real shell,
-    with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network).
+    with the tool environment only, in a nested sandbox (PID namespace and /proc of its own, no network):
+    `tool_exec`, whose `nested_bwrap` is set.
 
     Such a CLI starts its agent's commands as `bash -c …` or `sh -c …` (by name or absolute path) with its
     session token in its environment and in its own PID namespace, where a command could read the CLI's
@@ -463,15 +444,7 @@ def contained_shell_script(
     return (
         f"#!{SANDBOX_REAL_SHELLS}/dash\n"
         f"# skillbench: {name} for the CLI: the real {name}, credential-free, in a nested sandbox.\n"
-        + _credential_free_exec(
-            f'{shell} "$@"',
-            home=home,
-            tmp=tmp,
-            path=path,
-            nested_bwrap=nested_bwrap,
-            prlimit=prlimit,
-            hidden=hidden,
-        )
+        + tool_exec.line(f'{shell} "$@"')
     )
 
 
@@ -680,6 +653,9 @@ class Sandbox:
     agent_install: AgentInstall | None = None
     read_only_paths: list[str] = field(default_factory=list)
     limits: SandboxLimits = field(default_factory=SandboxLimits.default)
+    # The cell's cgroup (`execution.cgroups`, bwrap only): every command joins it, and it, not per-process limits,
+    # bounds the memory and processes of everything the sandbox runs, the CLI included.
+    cgroup: CellCgroup | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -702,11 +678,15 @@ class Sandbox:
             self._prepare_bubblewrap()
         else:
             self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        if self.backend != "bwrap":
+            self.cgroup = None
         # RLIMIT_NPROC counts per uid: without a uid of its own the sandbox would share the count
-        # with the harness and everything else the user runs.
-        self._limit_processes = bool(self.launcher)
+        # with the harness and everything else the user runs. A cell's cgroup counts its processes and memory
+        # itself (pids.max, memory.max), so then no per-process limit but the file size is set.
+        self._limit_processes = bool(self.launcher) and self.cgroup is None
+        self._limit_memory = self.cgroup is None
         wanted = self.backend == "bwrap" and bool(
-            self.limits.prlimit_args(memory=True, processes=self._limit_processes)
+            self.limits.prlimit_args(memory=self._limit_memory, processes=self._limit_processes)
         )
         self.prlimit = resolve_prlimit() if wanted else None
         self._write_tools()
@@ -733,53 +713,47 @@ class Sandbox:
             self.host_uid, self.host_gid = os.geteuid(), os.getegid()
 
     def _write_tools(self) -> None:
-        """The shell-prefix and git wrappers, the synthetic passwd and group, and the empty file, in `tools_host`."""
+        """The shell-prefix and git wrappers, the synthetic passwd and group, the empty file and (with a memory limit)
+        the cell's /proc/meminfo, in `tools_host`."""
         self._write_wrappers()
         (self.tools_host / "passwd").write_text(SYNTHETIC_PASSWD)
         (self.tools_host / "group").write_text(SYNTHETIC_GROUP)
         (self.tools_host / "empty").write_bytes(b"")
+        if self._meminfo:
+            from skillbench.execution.cgroups import MEMINFO, synthetic_meminfo
+
+            assert self.cgroup is not None and self.cgroup.limits.memory_bytes is not None
+            (self.tools_host / "meminfo").write_text(
+                synthetic_meminfo(MEMINFO.read_text(), self.cgroup.limits.memory_bytes)
+            )
+
+    @property
+    def _meminfo(self) -> bool:
+        """Whether the sandbox shows its processes the cell's /proc/meminfo (a cell with a memory limit)."""
+        return self.cgroup is not None and self.cgroup.limits.memory_bytes is not None
 
     def _write_wrappers(self) -> None:
         """The shell-prefix and git wrappers (replaced whole: the sandbox's host id may own the old ones)."""
         nested = SANDBOX_BWRAP if self.backend == "bwrap" else None
-        inner_limits = self._inner_memory_limit()
-        hidden = self.hidden_from_tools
         launchers = [f"{SANDBOX_MCP_LAUNCHERS}/{name}" for name in sorted(self._launchers)]
         # Under bwrap the wrappers run on the real dash: a contained CLI's /bin/sh is itself a wrapper.
         interpreter = f"{SANDBOX_REAL_SHELLS}/dash" if nested else "/bin/sh"
+        tool_exec = ToolExec(
+            home=self.home,
+            tmp=self.tmp,
+            path=self.path,
+            nested_bwrap=nested,
+            prlimit=self._inner_memory_limit(),
+            hidden=self.hidden_from_tools,
+            meminfo=self._meminfo,
+        )
         scripts = {
-            "shell-prefix": shell_prefix_script(
-                home=self.home,
-                tmp=self.tmp,
-                path=self.path,
-                nested_bwrap=nested,
-                prlimit=inner_limits,
-                hidden=hidden,
-                launchers=launchers,
-                interpreter=interpreter,
-            ),
-            "git": git_wrapper_script(
-                home=self.home,
-                tmp=self.tmp,
-                path=self.path,
-                git=self.git_executable,
-                nested_bwrap=nested,
-                prlimit=inner_limits,
-                hidden=hidden,
-                interpreter=interpreter,
-            ),
+            "shell-prefix": shell_prefix_script(tool_exec, launchers=launchers, interpreter=interpreter),
+            "git": git_wrapper_script(tool_exec, git=self.git_executable, interpreter=interpreter),
         }
         if nested:
             for shell in CONTAINED_SHELLS:
-                scripts[f"contained-{Path(shell).name}"] = contained_shell_script(
-                    shell,
-                    home=self.home,
-                    tmp=self.tmp,
-                    path=self.path,
-                    nested_bwrap=nested,
-                    prlimit=inner_limits,
-                    hidden=hidden,
-                )
+                scripts[f"contained-{Path(shell).name}"] = contained_shell_script(shell, tool_exec)
         for name, text in scripts.items():
             path = self.tools_host / name
             path.unlink(missing_ok=True)
@@ -961,14 +935,14 @@ class Sandbox:
     def _inner_memory_limit(self) -> list[str] | None:
         """The prlimit call (argv before `--`) that gives a process the agent starts inside the sandbox
         the address-space limit, or None when there is none."""
-        if self.prlimit and self.limits.memory_mb > 0:
+        if self.prlimit and self._limit_memory and self.limits.memory_mb > 0:
             return [self.prlimit, *self.limits.prlimit_args(memory=True, processes=False)]
         return None
 
     def _limit_prefix(self, memory: bool) -> list[str]:
         if not self.prlimit:
             return []
-        args = self.limits.prlimit_args(memory=memory, processes=self._limit_processes)
+        args = self.limits.prlimit_args(memory=memory and self._limit_memory, processes=self._limit_processes)
         return [self.prlimit, *args, "--"] if args else []
 
     def command(
@@ -988,11 +962,14 @@ class Sandbox:
 
         Every cell sandbox has a network namespace of its own with nothing in it but loopback: a session reaches
         its model only through the gateway's socket bound in (`sessions.bridged_command`). `limit_memory` adds
-        the address-space limit (everything but the CLI process itself).
+        the address-space limit (everything but the CLI process itself) to a sandbox without a cgroup. With a cgroup,
+        the command joins it first, and with a memory limit it reads the cell's /proc/meminfo (`SANDBOX_PROC_COPY`
+        says why a second /proc comes with it).
         """
         if self.backend == "none":
             return list(argv)
         return [
+            *(self.cgroup.join_argv() if self.cgroup is not None else []),
             *self._limit_prefix(limit_memory),
             *self.launcher,
             self.bwrap,
@@ -1000,10 +977,12 @@ class Sandbox:
             *system_mount_args(),
             *account_file_args(str(self.tools_host / "passwd"), str(self.tools_host / "group")),
             *kernel_filesystem_args("/run"),
+            *(["--proc", SANDBOX_PROC_COPY] if self._meminfo else []),
             *self._cell_binds(read_only_workspace),
             *(self._contained_shell_binds() if contain_shells else []),
             *self._skill_root_binds(),
             *self._extra_binds(extra_read_only, extra_writable),
+            *(["--ro-bind", str(self.tools_host / "meminfo"), "/proc/meminfo"] if self._meminfo else []),
             *closing_args(chdir=SANDBOX_WORKSPACE, argv=argv),
         ]
 
@@ -1029,6 +1008,7 @@ class Sandbox:
             "--ro-bind",
             self.bwrap,
             SANDBOX_BWRAP,
+            *(["--ro-bind", str(self.tools_host / "meminfo"), SANDBOX_MEMINFO] if self._meminfo else []),
         ]
         if self.agent_install is not None:
             args += ["--ro-bind", str(self.agent_install.host_path.resolve()), self.agent_install.sandbox_path]

@@ -21,25 +21,28 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from skillbench.base.artifacts import utc_timestamp
+from skillbench.base.artifacts import ArtifactError, read_regular_file, utc_timestamp
 from skillbench.base.process import ProcessResult, run_managed
-from skillbench.base.records import USAGE_FIELDS
+from skillbench.base.records import USAGE_FIELDS, ErrorKind
 from skillbench.base.redaction import redact_text, redact_value
-from skillbench.execution import gateway, mcp
+from skillbench.execution import cgroups, gateway, mcp
 from skillbench.execution.agents import claude_code
 from skillbench.execution.agents.base import AgentAdapter, SessionRequest, StreamReading
 from skillbench.execution.pricing import price_label
 from skillbench.execution.streams import (
     MAX_TRANSCRIPT_BYTES,
     SESSION_ID,
+    TRUNCATED_SESSION,
     count,
     measured_cost,
     nonnegative,
     persist_transcript,
     redact_stream_tail,
+    truncated_events,
 )
 from skillbench.experiment.settings import PriceSettings, SessionJobSettings
 
@@ -207,15 +210,17 @@ def session_record(
     finished_at: str,
     ledger: dict[str, Any] | None = None,
     installed_skills: Sequence[str] = (),
+    limit_hit: tuple[ErrorKind, str] | None = None,
 ) -> dict[str, Any]:
     """The record of one session, from its process outcome, its adapter's `reading` of the parent-captured stdout
     and the gateway's ledger.
 
     The token counts and `cost_usd` are the ledger's (every request the session made, priced by the
-    gateway); `cli_cost_usd` is what the CLI reported, the cross-check. The ledger also decides whose a
-    failure is (`_ledger_verdict`). The record counts each MCP server's tool uses and semantic errors, and a
+    gateway); `cli_cost_usd` is what the CLI reported, the cross-check. The ledger, the capture and the cell's
+    cgroup (`limit_hit`: the kind and detail of a kernel limit the session ran into, `cgroups.limit_hit`) decide
+    whose a failure is (`_verdict`). The record counts each MCP server's tool uses and semantic errors, and a
     server the CLI did not connect makes the session an `infra-error` (the harness's, excluded) whose
-    `mcp_failed` names it.
+    `mcp_failed` names it. A stream cut at the capture's limit is kept as far as it got (`_keep_truncated`).
     """
     stream_error = reading.stream_error
     reasons = _failure_reasons(result, reading)
@@ -245,9 +250,12 @@ def session_record(
     if ledger is not None:
         totals = ledger["totals"]
         record.update({field: totals[field] for field in USAGE_FIELDS}, cost_usd=totals["cost_usd"])
-        _ledger_verdict(record, result, ledger)
+    _verdict(record, result, ledger, limit_hit)
     _mark_mcp_failure(record, mcp_failed)
     if expected_skill is None and transcript_dir is None:
+        return record
+    if result.stdout_capture_overflow and record["error_kind"] != "cancelled":
+        _keep_truncated(record, result, expected_skill, transcript_dir, transcript_prefix, secrets)
         return record
     if stream_error is not None:
         diagnostics = [f"unverifiable event stream: {stream_error}"]
@@ -266,50 +274,145 @@ def session_record(
         record,
         diagnostics,
         expected_skill=expected_skill,
-        already_failed=session_error or bool(mcp_failed),
+        # A verdict of its own (a limit, a refusal, a timeout) stands even when the CLI exited cleanly after it.
+        already_failed=not record["ok"],
         secrets=secrets,
     )
     return record
 
 
-def _ledger_verdict(record: dict[str, Any], result: ProcessResult, ledger: dict[str, Any]) -> None:
-    """What the gateway saw decides whose a failed session is.
+# The ledger's refusal reasons (`gateway`), as the session's error kind.
+REFUSAL_KINDS: dict[str, ErrorKind] = {
+    "budget": "budget-exhausted",
+    "session-cap": "session-cap-reached",
+    "model-unpriced": "model-unpriced",
+}
+# A model request that has had no answer (not even its status line) for this long was stalled by the model API:
+# a clock that runs out then is not the agent's. Long enough for any answer's head to arrive, streamed or not.
+STALLED_REQUEST_S = 120.0
 
-    A request refused at a spend cap ends the session: past the run's budget it is `budget-exhausted` (the
-    run's doing: excluded, never retried); past the session's own cap it is `session-cap-reached` (the
-    agent spent it: counted). A session whose clock ran out is `session-timeout`, the agent's counted
-    outcome, unless the gateway had a request waiting on the model then or saw the model API fail: then it
-    is a `session-error` (excluded, retried).
+
+def _verdict(
+    record: dict[str, Any],
+    result: ProcessResult,
+    ledger: dict[str, Any] | None,
+    limit_hit: tuple[ErrorKind, str] | None,
+) -> None:
+    """Whose a failed session is: the agent's counted outcome, or (only) the harness's or the model API's.
+
+    In this order, the first that holds decides:
+
+    * the run was interrupted: `cancelled` (the cell writes no record);
+    * the session ran into a limit of its cell's cgroup: `memory-limit-exceeded` (the kernel killed a process at the
+      cell's memory limit) or `process-limit-exceeded` (a fork was refused at its process limit) — the agent's;
+    * the gateway refused a request: past the run's budget `budget-exhausted` (the run's doing: excluded, never
+      retried); past the session's own cap `session-cap-reached`; naming a model without a price `model-unpriced`
+      (both the agent's, counted);
+    * its stdout outgrew the capture: `output-limit-exceeded` (the agent's flood; the CLI was stopped);
+    * its clock ran out: `session-timeout` (the agent's), unless the ledger shows the model API failing or stalling
+      then (`upstream_trouble`): a `session-error`;
+    * any other failure (the CLI failed or broke its stream, the prompt was not delivered, the process did not
+      start) stays a `session-error`: the harness's, excluded, retried and counted by the outage breaker.
     """
     if result.state == "cancelled":
         return
-    refused = [entry for entry in ledger["requests"] if entry["outcome"] == "refused"]
-    if refused:
-        kind = "budget-exhausted" if refused[-1]["refused"] == "budget" else "session-cap-reached"
-        record.update(ok=False, error_kind=kind, error_detail=refused[-1]["failure"])
-        return
-    if result.state != "timeout":
-        return
-    totals = ledger["totals"]
-    trouble = totals["in_flight"] + totals["client_gone"] + totals["upstream_failures"] + totals["gateway_errors"]
-    if trouble:
+    refused = [entry for entry in (ledger or {}).get("requests", []) if entry["outcome"] == "refused"]
+    if limit_hit is not None:
+        record.update(ok=False, error_kind=limit_hit[0], error_detail=limit_hit[1])
+    elif refused:
+        record.update(ok=False, error_kind=REFUSAL_KINDS[refused[-1]["refused"]], error_detail=refused[-1]["failure"])
+    elif result.stdout_capture_overflow:
         record.update(
             ok=False,
-            error_kind="session-error",
+            error_kind="output-limit-exceeded",
             error_detail=(
-                f"the session's clock ran out while the model API was slow or failing ({trouble} of its "
-                f"{totals['requests']} model requests were in flight or failed at the gateway)"
+                f"the CLI's event stream outgrew the {MAX_TRANSCRIPT_BYTES}-byte capture (the agent's tool output "
+                "flooded it); the CLI was stopped and the stream kept as far as it got"
             ),
         )
-    else:
-        record.update(
-            ok=False,
-            error_kind="session-timeout",
-            error_detail=(
-                f"the session ran its clock out in its own work ({result.detail or 'timed out'}); the model "
-                "answered every request it sent"
-            ),
-        )
+    elif result.state == "timeout":
+        trouble = upstream_trouble(ledger) if ledger is not None else None
+        if trouble is not None:
+            record.update(
+                ok=False,
+                error_kind="session-error",
+                error_detail=f"the session's clock ran out while the model API was failing or stalling: {trouble}",
+            )
+        else:
+            record.update(
+                ok=False,
+                error_kind="session-timeout",
+                error_detail=(
+                    f"the session ran its clock out in its own work ({result.detail or 'timed out'}); the model "
+                    "API neither failed nor stalled"
+                ),
+            )
+
+
+def _waited_s(entry: dict[str, Any], closed_at: str | None) -> float:
+    """How long a request had waited for its answer when the session ended (0 when the ledger cannot say)."""
+    if entry["duration_s"] is not None:
+        return float(entry["duration_s"])
+    if closed_at is None:
+        return 0.0
+    try:
+        return (datetime.fromisoformat(closed_at) - datetime.fromisoformat(entry["started_at"])).total_seconds()
+    except ValueError:
+        return 0.0
+
+
+def upstream_trouble(ledger: dict[str, Any]) -> str | None:
+    """What in a session's ledger shows the model API (or the gateway) failing or stalling, or None.
+
+    Trouble is: a request the upstream could not answer (`upstream-failure`), a gateway failure, an error status the
+    API gives when it is down or overloaded (5xx, 429), or a request that got no answer at all — not even its
+    status line — for `STALLED_REQUEST_S`. A request still being answered, or waiting briefly, when the clock ran
+    out is the agent's: its session spent its time on its own work and turns."""
+    found = []
+    for entry in ledger["requests"]:
+        status = entry["status"]
+        if entry["outcome"] in ("upstream-failure", "gateway-error"):
+            found.append(f"request {entry['seq']} {entry['outcome']} ({entry['failure']})")
+        elif entry["outcome"] == "upstream-error" and status is not None and (status >= 500 or status == 429):
+            found.append(f"request {entry['seq']} answered {status}")
+        elif entry["outcome"] in ("in-flight", "client-gone") and status is None:
+            waited = _waited_s(entry, ledger.get("closed_at"))
+            if waited >= STALLED_REQUEST_S:
+                found.append(f"request {entry['seq']} had no answer after {waited:.0f}s")
+    if not found:
+        return None
+    return f"{len(found)} of its {len(ledger['requests'])} model requests: " + "; ".join(found[:3])
+
+
+def _keep_truncated(
+    record: dict[str, Any],
+    result: ProcessResult,
+    expected_skill: str | None,
+    transcript_dir: Path | None,
+    transcript_prefix: str,
+    secrets: Sequence[str],
+) -> None:
+    """A stream cut at the capture's limit is no proof of anything (skill use unverifiable), but it is the
+    evidence of what the agent did: its complete events are kept as the session's transcript."""
+    if expected_skill is not None:
+        record["skill_invoked"] = None
+    kept = truncated_events(result.stdout_capture or b"")
+    events = kept.count(b"\n")
+    diagnostics = [f"the event stream was cut at its {MAX_TRANSCRIPT_BYTES}-byte capture"]
+    if transcript_dir is not None:
+        try:
+            record["transcript_artifact"] = persist_transcript(
+                kept,
+                directory=transcript_dir,
+                prefix=transcript_prefix,
+                session_id=TRUNCATED_SESSION,
+                secrets=secrets,
+            )
+            diagnostics[0] += f"; its transcript keeps the first {events} complete events"
+        except (OSError, ValueError) as exc:
+            record["transcript_missing"] = True
+            diagnostics.append(f"unverifiable transcript persistence: {exc}")
+    record["evidence_diagnostics"] = [redact_text(diagnostic, secrets) for diagnostic in diagnostics]
 
 
 def _utc_now() -> str:
@@ -455,6 +558,8 @@ def launch_session(
     argv = agent.command(sandbox.agent_executable, request)
     configured_skills = agent.configured_skills(sandbox.clone / agent.skills_dir, request)
     installed = installed_skills(sandbox.clone / agent.skills_dir)
+    # As the session will see them (read-only to it): what a read of a SKILL.md must show to prove its skill.
+    texts = skill_texts(sandbox.clone / agent.skills_dir, installed)
     sandbox.hide_from_tools(surface.hidden_from_tools)
     write_home_files(sandbox, agent.home_files(request))
     with ExitStack() as stack:
@@ -480,6 +585,8 @@ def launch_session(
             read_only_workspace=shape.read_only_workspace or surface.read_only_workspace,
         )
         started_at = _utc_now()
+        cgroup = sandbox.cgroup
+        events_before = cgroup.events() if cgroup is not None else None
         try:
             outcome = run_managed(
                 command,
@@ -489,14 +596,19 @@ def launch_session(
                 stdin_data=prompt.encode("utf-8"),
                 capture_stdout_bytes=MAX_TRANSCRIPT_BYTES,
                 stdout_observer=progress.observe,
+                stop_on_overflow=True,
             )
         finally:
             ledger = access.gateway.close_session(token)
+        hit = None
+        if cgroup is not None and events_before is not None:
+            hit = cgroups.limit_hit(cgroup.events().since(events_before), cgroup.limits)
         reading = agent.read_stream(
             outcome.stdout_capture,
             overflow=outcome.stdout_capture_overflow,
             limit=MAX_TRANSCRIPT_BYTES,
             mcp_servers=surface.mcp_servers,
+            skill_texts=texts,
         )
         if reading.offered_skills is None:
             reading.offered_skills = configured_skills
@@ -511,8 +623,27 @@ def launch_session(
             finished_at=_utc_now(),
             ledger=ledger,
             installed_skills=installed,
+            limit_hit=hit,
         )
     return record, ledger
+
+
+# The most of one SKILL.md the harness reads to check a read of it (`skill_texts`).
+MAX_SKILL_TEXT_BYTES = 1 << 20
+
+
+def skill_texts(skills_root: Path, skills: Sequence[str]) -> dict[str, str]:
+    """Each of `skills`' SKILL.md under the clone's skills root as UTF-8 text (read-only during sessions, so as the
+    session saw it): what a read of the file must have output to prove the skill. A file that cannot be read, is
+    not UTF-8 or is larger than `MAX_SKILL_TEXT_BYTES` is left out, and then proves nothing."""
+    texts = {}
+    for skill in skills:
+        try:
+            raw = read_regular_file(skills_root / skill / "SKILL.md", MAX_SKILL_TEXT_BYTES, what="skill file")
+            texts[skill] = raw.decode("utf-8")
+        except (ArtifactError, OSError, UnicodeDecodeError):
+            continue
+    return texts
 
 
 def installed_skills(skills_root: Path) -> list[str]:
@@ -583,6 +714,8 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 MAX_PROGRESS_LINE_BYTES = 1024 * 1024
+# The most stdout the reader thread queues for the progress lines between two heartbeat ticks.
+MAX_QUEUED_BYTES = 16 * 1024 * 1024
 MAX_PENDING = 256
 MAX_PREVIEW_CHARS = 800
 _PREVIEWED_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob"})
@@ -622,8 +755,10 @@ class SessionProgress:
     """Live, redacted metadata about a running session: turns, tool calls, retries, and a heartbeat.
 
     Model prose is never logged; tool inputs/results of a few read-only tools are shown as bounded,
-    redacted previews. `observe` runs on the stdout reader thread, so it only queues messages; the
-    heartbeat thread (and exit) prints them.
+    redacted previews. `observe` runs on the stdout reader thread, so it only queues the chunk: a reader that
+    parsed and redacted every event itself would fall behind a CLI that writes fast, and a CLI that exits with
+    output still queued for a full pipe loses it. The heartbeat thread (and exit) reads the chunks and prints
+    the messages.
     """
 
     def __init__(
@@ -647,6 +782,9 @@ class SessionProgress:
         self._in_gemini_turn = False
         self._last_activity = "starting"
         self._queue: collections.deque[str] = collections.deque(maxlen=MAX_PENDING)
+        # Stdout chunks the reader thread handed over, not read yet (None: a gap where the queue was full).
+        self._queue_chunks: list[bytes | None] = []
+        self._queued_bytes = 0
         self._dropped = 0
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -663,6 +801,7 @@ class SessionProgress:
         if self._thread is not None:
             self._thread.join(timeout=2)
             self._thread = None
+        self._digest()
         self._flush()
 
     def _elapsed(self) -> str:
@@ -692,6 +831,7 @@ class SessionProgress:
     def _heartbeat(self) -> None:
         tick = min(1.0, max(self.heartbeat_s / 2, 0.01))
         while not self._done.wait(tick):
+            self._digest()
             with self._lock:
                 if time.monotonic() - self._last_spoke >= self.heartbeat_s:
                     mcp = f" ({self.mcp_calls} MCP)" if self.mcp_calls else ""
@@ -702,7 +842,30 @@ class SessionProgress:
             self._flush()
 
     def observe(self, chunk: bytes) -> None:
-        """Consume one stdout chunk. Never raises, never blocks on I/O."""
+        """Queue one stdout chunk for the heartbeat thread. Never raises, never blocks on I/O."""
+        try:
+            with self._lock:
+                if self._queued_bytes + len(chunk) > MAX_QUEUED_BYTES:
+                    self._queue_chunks.append(None)  # a gap: the line it falls in cannot be read
+                    return
+                self._queue_chunks.append(bytes(chunk))
+                self._queued_bytes += len(chunk)
+        except Exception:
+            pass
+
+    def _digest(self) -> None:
+        """Read the queued chunks (the heartbeat thread, and exit). Never raises."""
+        with self._lock:
+            chunks, self._queue_chunks, self._queued_bytes = self._queue_chunks, [], 0
+        for chunk in chunks:
+            if chunk is None:
+                with self._lock:
+                    self._buffer.clear()
+                    self._skipping = True
+                continue
+            self._consume(chunk)
+
+    def _consume(self, chunk: bytes) -> None:
         try:
             with self._lock:
                 self._buffer.extend(chunk)

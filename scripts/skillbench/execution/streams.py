@@ -23,6 +23,8 @@ MAX_TRANSCRIPT_BYTES = 8 * 1024 * 1024
 
 
 TRANSCRIPT_SOURCE = "parent-captured-stream-json"
+# What a transcript cut at the capture's limit is named after (its session id may be in the part that was cut).
+TRUNCATED_SESSION = "truncated"
 
 
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -88,6 +90,13 @@ def captured_events(capture: bytes | None, *, overflow: bool, limit: int) -> lis
     if overflow:
         raise ValueError(f"captured event stream exceeds {limit} bytes")
     return parse_event_stream(capture)
+
+
+def truncated_events(capture: bytes) -> bytes:
+    """The complete lines of a capture cut at its limit: everything up to its last newline (the rest is an event
+    the cut broke)."""
+    end = capture.rfind(b"\n")
+    return capture[: end + 1] if end >= 0 else b""
 
 
 def nonnegative(raw: Any) -> float | None:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from skillbench.base import layout
-from skillbench.base.records import USAGE_FIELDS
+from skillbench.base.records import LIMIT_ERROR_KINDS, USAGE_FIELDS
 from skillbench.decision.aggregate import (
     REVIEW_MEANS,
     ReviewSummary,
@@ -699,6 +699,14 @@ def render_report(
         lines += [
             f"{excluded} run(s) hit session/infra/cleanup errors, were cancelled, or had unverifiable evidence "
             "and were excluded from medians and resolve denominators — see error_kind in results.jsonl.",
+            "",
+        ]
+    limited = sorted(row["error_kind"] for row in rows if row["error_kind"] in LIMIT_ERROR_KINDS)
+    if limited:
+        kinds = ", ".join(f"{md_text(kind)}×{limited.count(kind)}" for kind in sorted(set(limited)))
+        lines += [
+            f"{len(limited)} run(s) ended at a limit their agent ran into ({kinds}): they count as unresolved runs of "
+            "their arm, never excluded or retried — see error_detail in results.jsonl.",
             "",
         ]
     if missing:

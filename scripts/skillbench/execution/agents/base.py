@@ -136,9 +136,17 @@ class AgentAdapter(Protocol):
         ...
 
     def read_stream(
-        self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
+        self,
+        capture: bytes | None,
+        *,
+        overflow: bool,
+        limit: int,
+        mcp_servers: Sequence[str],
+        skill_texts: Mapping[str, str] | None = None,
     ) -> StreamReading:
-        """The strict reading of a session's stdout (`capture`, None when it was not captured)."""
+        """The strict reading of a session's stdout (`capture`, None when it was not captured). `skill_texts` (skill
+        -> its SKILL.md as the session's clone holds it) is for a CLI whose skill proof is a read of the file: only a
+        read that output the whole file proves the skill."""
         ...
 
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:

@@ -22,7 +22,8 @@ without Skill gets no skill listing and an empty skills folder.
 
 Codex has no skill tool: it lists the skills it finds in `.agents/skills` (the adapter's `skills_dir`) in its
 prompt and the model reads a SKILL.md with its shell. A skill's use is proven by a completed `command_execution`
-item with exit code 0 whose command is exactly one read of `<skills_dir>/<skill>/SKILL.md` (`skill_read`).
+item with exit code 0 whose command is exactly one read of `<skills_dir>/<skill>/SKILL.md` (`skill_read`) and whose
+output is the file's whole text (a read of its first line showed the model only `---`).
 
 Its stdout is one JSON object per line (`thread.started`, `turn.started`, `item.started|updated|completed`,
 `turn.completed` with the usage, `turn.failed`, `error`); `read_stream` reads it strictly.
@@ -34,7 +35,7 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -404,18 +405,28 @@ def skill_read(command: str, skill: str) -> bool:
     return len(operands) == 1 and _skill_path(operands[0], skill)
 
 
-def skill_was_invoked(window: list[dict[str, Any]], skill: str) -> bool:
-    """Whether a completed command item with exit code 0 is exactly a read of the skill's SKILL.md (`skill_read`)."""
+def skill_was_invoked(window: list[dict[str, Any]], skill: str, text: str | None) -> bool:
+    """Whether a completed command item with exit code 0 is exactly a read of the skill's SKILL.md (`skill_read`)
+    whose output is the whole file, `text` (a read of its first lines, `sed -n '1,1p'`, showed the model only part
+    of the skill; None: the file's text is unknown, so nothing proves it)."""
     expected = skill.strip()
     if not expected or "/" in expected or expected in (".", ".."):
         raise ValueError("the expected skill has no well-formed name")
+    if text is None or not text.strip():
+        return False
     return any(
         item["type"] == "command_execution"
         and item.get("status") == "completed"
         and item.get("exit_code") == 0
         and skill_read(item["command"], expected)
+        and _whole_text(item.get("aggregated_output"), text)
         for item in completed_items(window)
     )
+
+
+def _whole_text(output: Any, text: str) -> bool:
+    """Whether a command's output is the file's whole text (a final newline either side aside)."""
+    return isinstance(output, str) and output.rstrip("\n") == text.rstrip("\n")
 
 
 def tool_use_counts(window: list[dict[str, Any]]) -> dict[str, int]:
@@ -472,8 +483,16 @@ def _failures(window: list[dict[str, Any]]) -> list[str]:
     return failures
 
 
-def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]) -> StreamReading:
-    """A Codex `exec --json` capture, strictly (see `evidence_window`)."""
+def read_stream(
+    capture: bytes | None,
+    *,
+    overflow: bool,
+    limit: int,
+    mcp_servers: Sequence[str],
+    skill_texts: Mapping[str, str] | None = None,
+) -> StreamReading:
+    """A Codex `exec --json` capture, strictly (see `evidence_window`); `skill_texts` (skill -> its SKILL.md as the
+    session's clone holds it) is what a read must have output to prove a skill (`skill_was_invoked`)."""
     try:
         window = evidence_window(captured_events(capture, overflow=overflow, limit=limit))
     except ValueError as exc:
@@ -492,7 +511,7 @@ def read_stream(capture: bytes | None, *, overflow: bool, limit: int, mcp_server
         cli_cost_usd=None,  # Codex reports tokens, never a price: the cost is the gateway ledger's
         cli_usage=usage,
         offered_skills=None,  # Codex lists its skills only in its prompt, never in its stream
-        skill_invoked=lambda skill: skill_was_invoked(window, skill),
+        skill_invoked=lambda skill: skill_was_invoked(window, skill, (skill_texts or {}).get(skill)),
     )
 
 
@@ -543,6 +562,12 @@ class Codex:
         return tool_form(name, tool_input)
 
     def read_stream(
-        self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
+        self,
+        capture: bytes | None,
+        *,
+        overflow: bool,
+        limit: int,
+        mcp_servers: Sequence[str],
+        skill_texts: Mapping[str, str] | None = None,
     ) -> StreamReading:
-        return read_stream(capture, overflow=overflow, limit=limit, mcp_servers=mcp_servers)
+        return read_stream(capture, overflow=overflow, limit=limit, mcp_servers=mcp_servers, skill_texts=skill_texts)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -387,6 +387,13 @@ class OpenCode:
         return tool_form(name, tool_input)
 
     def read_stream(
-        self, capture: bytes | None, *, overflow: bool, limit: int, mcp_servers: Sequence[str]
+        self,
+        capture: bytes | None,
+        *,
+        overflow: bool,
+        limit: int,
+        mcp_servers: Sequence[str],
+        skill_texts: Mapping[str, str] | None = None,
     ) -> StreamReading:
+        # The skill tool's own success is the proof: what the skill file holds adds nothing to it.
         return read_stream(capture, overflow=overflow, limit=limit, mcp_servers=mcp_servers)
