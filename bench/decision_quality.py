@@ -219,6 +219,8 @@ def scenarios() -> tuple[Scenario, ...]:
             goal="≤ 10 %",
             goal_max=0.10,
         ),
+        # The design the old t recommended for P1, for the power table's before and after.
+        Scenario("P6", "power, old recommended design", "15 % cheaper, all resolve", 34, 3, 0.15, generation=1),
     )
 
 
@@ -1902,6 +1904,17 @@ def spend_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     return [], {**counts, "seconds": finish_part(args, body, started, (SPEND_START, SPEND_END))}
 
 
+PARTS: dict[str, Callable[[argparse.Namespace], tuple[list[str], dict]]] = {
+    "rules": rules_part,
+    "sequential": sequential_part,
+    "agents": agents_part,
+    "review": review_part,
+    "trigger": trigger_part,
+    "spend": spend_part,
+    "noise": noise_part,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2000, help="simulated experiments per row and rule")
@@ -1915,7 +1928,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", help="the noise part's rows to run (default: all; for a quick look)")
     parser.add_argument("--before", type=Path, help="an earlier run's --json (main's gate): the noise table's before")
     parser.add_argument(
-        "--part", choices=("all", "rules", "sequential", "agents", "review", "trigger", "noise", "spend"), default="all"
+        "--part",
+        nargs="+",
+        choices=("all", *PARTS),
+        default=["all"],
+        help="the parts to run, in this order (default: all, in the order listed)",
     )
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
@@ -1928,34 +1945,10 @@ def main(argv: list[str] | None = None) -> int:
         FIXED_DESIGNS.update(json.loads(args.designs.read_text())["designs"])
     missed: list[str] = []
     raw: dict = {}
-    if args.part in ("all", "rules"):
-        found, counts = rules_part(args)
+    for part in PARTS if "all" in args.part else args.part:
+        found, counts = PARTS[part](args)
         missed += found
-        raw["rules"] = counts
-    if args.part in ("all", "sequential"):
-        found, counts = sequential_part(args)
-        missed += found
-        raw["sequential"] = counts
-    if args.part in ("all", "agents"):
-        found, counts = agents_part(args)
-        missed += found
-        raw["agents"] = counts
-    if args.part in ("all", "review"):
-        found, counts = review_part(args)
-        missed += found
-        raw["review"] = counts
-    if args.part in ("all", "trigger"):
-        found, counts = trigger_part(args)
-        missed += found
-        raw["trigger"] = counts
-    if args.part in ("all", "spend"):
-        found, counts = spend_part(args)
-        missed += found
-        raw["spend"] = counts
-    if args.part in ("all", "noise"):
-        found, counts = noise_part(args)
-        missed += found
-        raw["noise"] = counts
+        raw[part] = counts
     if args.json:
         scenarios()  # fills FIXED_DESIGNS in this process
         document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}
