@@ -249,3 +249,15 @@ def test_the_within_margin_test_needs_both_tests_and_a_dearer_pair_is_not_within
     assert shown["margin_pct"] == 10.0 and shown["p_within_margin"] <= 0.0225
     assert stats.cost_within_pct(shown, 10.0) == shown["p_within_margin"]
     assert stats.cost_test(dearer, alpha=0.0225, floor_pct=5.0, margin_pct=10.0)["p_within_margin"] > 0.5
+
+
+def test_the_advice_after_a_run_with_capped_sessions_does_not_ask_to_rerun_them():
+    """Capped sessions are counted outcomes, not excluded runs: the closing advice never tells the user to rerun
+    them (only the run's own budget, budget-exhausted rows, is a reason to run the same command again)."""
+    from skillbench.experiment.configcheck import next_step
+
+    capped = {(f"t{index:02d}", 0): 8.0 for index in range(12)}
+    decision = decide(capped_suite(capped))
+    config = {"gate": {"min_runs": 3}, "runs": 5}
+    advice = next_step(config, 12, decision["reasons"])
+    assert "run the same command again" not in advice and "excluded" not in advice
