@@ -676,7 +676,7 @@ def test_the_cost_test_is_a_t_test_across_tasks_with_each_tasks_run_noise():
     """per_task: the mean of the per-task mean log differences; total_spend: the log ratio of the totals, each task
     weighted by its spend. Either way the variance is sum w² (the task's run noise + the spread between tasks beyond
     it), with Welch-Satterthwaite degrees of freedom, and the sign-flip test must reject too (seven tasks reach it)."""
-    from math import exp, expm1, fsum, log, sqrt
+    from math import exp, fsum, log, sqrt
 
     from scipy import stats
 
@@ -714,7 +714,10 @@ def test_the_cost_test_is_a_t_test_across_tasks_with_each_tasks_run_noise():
     shares = [(a + b) / fsum(a + b for a, b in means.values()) for a, b in means.values()]
     spend_ratios = [log(a / b) for a, b in means.values()]
     estimate = log(fsum(a for a, _ in means.values()) / fsum(b for _, b in means.values()))
-    relative = [((expm1(stats.tvar(inc)) / 3, 2), (expm1(stats.tvar(cand)) / 3, 2)) for inc, cand in logs.values()]
+    relative = [
+        tuple((stats.tvar(values(task, arm)) / (fsum(values(task, arm)) / 3) ** 2 / 3, 2) for arm in (INC, CAND))
+        for task in tasks
+    ]
     p_t, se, df = reference(spend_ratios, shares, relative, estimate)
     spend = decide_noisy(rows)["tests"]["cost"]
     assert spend["objective"] == "total_spend"

@@ -201,20 +201,24 @@ class RunNoise:
 
 
 def run_noise(cells: Cells, objective: str) -> RunNoise | None:
-    """Per task the variance of its log ratio that its runs show, from the log-scale variance of each arm's runs
-    (zeros floored): ``total_spend`` the relative variance of an arithmetic mean of lognormal runs,
-    (exp(s²) - 1) / n; ``per_task`` s² / n; summed over the arms, with Welch-Satterthwaite degrees of freedom. The log
-    scale keeps one runaway session from swinging it the way a raw variance of costs would. None when a cell has
-    fewer than two runs (nothing to measure: the spread between tasks alone is the yardstick)."""
-    logs = log_cells(cells) if cells else None
-    if logs is None or any(len(inc) < 2 or len(cand) < 2 for inc, cand in logs):
+    """Per task the variance of its log ratio that its runs show, summed over the arms with Welch-Satterthwaite
+    degrees of freedom: ``total_spend`` each arm's variance of its mean relative to the mean squared, s² / (n x̄²)
+    (the delta method for the log of a mean: a runaway session raises it as much as it moves the mean); ``per_task``
+    the log metric's s² / n. Zeros floored (``floor_zeros``). None when a cell has fewer than two runs (nothing to
+    measure: the spread between tasks alone is the yardstick)."""
+    positive = floor_zeros(cells) if cells else None
+    if positive is None or any(len(inc) < 2 or len(cand) < 2 for inc, cand in positive):
         return None
+    logs = log_cells(positive)
+    assert logs is not None
     variances, dofs = [], []
-    for arms in logs:
+    for raw, logged in zip(positive, logs, strict=True):
         terms = []
-        for values in arms:
-            spread = _sample_variance(values)
-            relative = math.expm1(min(spread, _EXP_LIMIT)) if objective == "total_spend" else spread
+        for values, log_values in zip(raw, logged, strict=True):
+            if objective == "total_spend":
+                relative = _sample_variance(values) / _mean(values) ** 2
+            else:
+                relative = _sample_variance(log_values)
             terms.append((relative / len(values), len(values) - 1))
         total = math.fsum(term for term, _ in terms)
         denominator = math.fsum(term * term / dof for term, dof in terms)
@@ -486,10 +490,7 @@ def cost_within_pct(test: dict[str, Any], margin_pct: float) -> float | None:
 
 POWER_DRAWS = 2048
 POWER_SEED = 20261204
-# The sign-flip test's discreteness costs power only near its floor: where fewer than this many of the 2^K flips may
-# reach the observed statistic (alpha * 2^K), ``cost_power`` simulates it; above, it costs a point or two (the bench
-# measures it) and is left out.
-SIGN_FLIP_SIMULATED_BELOW = 32
+POWER_FLIPS = 1024  # the sign-flip test's flips in a simulated suite: every one up to this many, else this many drawn
 
 
 @lru_cache(maxsize=4096)
@@ -525,7 +526,8 @@ def _simulated_power(
     flips_apply = 2.0**-tasks <= alpha
     run_part = run_mean = None
     if runs >= 2:
-        arms = np.expm1(logs.var(axis=3, ddof=1)) / runs
+        costs = np.exp(logs)
+        arms = costs.var(axis=3, ddof=1) / costs.mean(axis=3) ** 2 / runs
         per_task = arms.sum(axis=2)
         run_part = (weights * weights * per_task).sum(axis=1)
         run_mean = per_task.mean(axis=1)
@@ -541,8 +543,13 @@ def _simulated_power(
         df = np.full(POWER_DRAWS, float(tasks - 1))
     critical = stats.t.isf(alpha, np.maximum(df, 1.0))
     passes = (estimates / np.sqrt(variance) >= critical) & (estimates >= floor)
-    if flips_apply and alpha * 2**tasks < SIGN_FLIP_SIMULATED_BELOW:
-        kept = (next(_flip_signs(tasks, 2**tasks, True)) > 0).astype(float)
+    if flips_apply:
+        # Every flip where the test enumerates them; above, POWER_FLIPS random ones (the gate draws more, for a
+        # p-value of its own; the chance of rejecting is what counts here).
+        exact = 2**tasks <= POWER_FLIPS
+        kept = (np.vstack(list(_flip_signs(tasks, POWER_FLIPS, exact))) > 0).astype(float)
+        if not exact:
+            kept[0] = 1.0  # the observed suite itself
         signs = 2 * kept - 1
         candidates = np.flatnonzero(passes)  # only a draw the t passes can need the sign-flip test too
         for start in range(0, len(candidates), 128):  # blocks of draws: a draw's flips are 2^K statistics
@@ -563,17 +570,26 @@ def _simulated_power(
             with np.errstate(divide="ignore", invalid="ignore"):
                 statistic = np.where(flipped_variance > 0, flipped / np.sqrt(flipped_variance), np.inf)
             observed = statistic[:, :1]
-            share = (statistic >= observed - 1e-9 * np.maximum(1.0, np.abs(observed))).mean(axis=1)
+            reached = (statistic >= observed - 1e-9 * np.maximum(1.0, np.abs(observed))).sum(axis=1)
+            share = reached / len(kept) if exact else reached / (len(kept) + 1)
             passes[block] &= share <= alpha
     return float(np.mean(passes))
 
 
 def task_levels(tasks: int, spend_efficiency: float) -> tuple[float, ...]:
-    """Usual costs of ``tasks`` tasks, lognormal quantiles with (mean cost)² / mean(cost²) = ``spend_efficiency``
-    (1: equal costs): the suite ``cost_power`` simulates."""
-    spread = math.sqrt(max(0.0, -math.log(min(1.0, spend_efficiency))))
-    quantiles = stats.norm.ppf((np.arange(tasks) + 0.5) / tasks)
-    return tuple(round(float(value), 9) for value in np.exp(spread * quantiles))
+    """Usual costs of ``tasks`` tasks, evenly spread on the log scale over ±h with (mean cost)² / mean(cost²) =
+    ``spend_efficiency`` (1: equal costs; 0.76: h = 1, tasks up to e² ≈ 7× apart): the suite ``cost_power``
+    simulates."""
+    target = min(1.0, spend_efficiency)
+
+    def efficiency(half: float) -> float:
+        return 1.0 if half < 1e-9 else (math.sinh(half) / half) ** 2 / (math.sinh(2 * half) / (2 * half))
+
+    low, high = 0.0, 20.0
+    for _ in range(60):  # the efficiency falls as the spread grows: bisection
+        middle = (low + high) / 2
+        low, high = (middle, high) if efficiency(middle) > target else (low, middle)
+    return tuple(round(float(value), 9) for value in np.exp(np.linspace(-low, low, tasks)))
 
 
 def cost_power(
@@ -592,8 +608,8 @@ def cost_power(
     A per-task log ratio varies by 2 * (shared_sd² + run_variance / runs): what a (task, arm)'s runs share
     does not average away over more runs. ``spend_efficiency`` is the effective share of the tasks the
     weights leave (1 for equal weights; (mean cost)² / mean(cost²) for spend weights): the simulation
-    (``_simulated_power``) runs lognormal task costs of that efficiency. The sign-flip test is simulated near its
-    floor (``SIGN_FLIP_SIMULATED_BELOW``); with more tasks it costs a point or two and is left out."""
+    (``_simulated_power``) spreads the task costs evenly on the log scale at that efficiency, and runs the sign-flip
+    test on every simulated suite the t passes."""
     if tasks < 2:
         return 0.0
     return _simulated_power(
