@@ -293,9 +293,11 @@ def rule_policy(rule: str):
     return resolve_policy({"rule": rule})
 
 
-def decide(rows: list[dict], rule: str, generation: int) -> str:
+def decision_of(rows: list[dict], rule: str, generation: int) -> dict:
+    """The gate's decision (``evaluate_candidate``) on simulated rows of the bench's pair, under the rule's default
+    policy."""
     keywords = {"generation": generation} if GENERATIONS_AWARE else {}
-    decision = evaluate_candidate(
+    return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INCUMBENT,
         candidate_arm=CANDIDATE,
@@ -304,7 +306,10 @@ def decide(rows: list[dict], rule: str, generation: int) -> str:
         rows=rows,
         **keywords,
     )
-    return decision["decision"]
+
+
+def decide(rows: list[dict], rule: str, generation: int) -> str:
+    return decision_of(rows, rule, generation)["decision"]
 
 
 def run_row(job: tuple[str, str, int, int]) -> dict[str, int]:
@@ -1562,15 +1567,7 @@ def _noise_decision(rows: list[dict], scenario: NoiseScenario, generation: int) 
             design=run_design(dict(SEQUENTIAL_RUNS)),
             **keywords,
         )
-    return evaluate_candidate(
-        aggregate_by_task(rows),
-        incumbent_arm=INCUMBENT,
-        candidate_arm=CANDIDATE,
-        model="simulated-model",
-        policy=rule_policy("noise_aware"),
-        rows=rows,
-        **keywords,
-    )
+    return decision_of(rows, "noise_aware", generation)
 
 
 def _runs_taken(decision: dict, scenario: NoiseScenario) -> int:
