@@ -15,11 +15,15 @@ standard error and the paid sessions per decision.
     .venv/bin/python bench/decision_quality.py --part agents       # one candidate across three agent CLIs
     .venv/bin/python bench/decision_quality.py --part review       # review cases: weighted F1, blockers, controls
     .venv/bin/python bench/decision_quality.py --part trigger      # trigger suites: recall, restraint per skill
+    .venv/bin/python bench/decision_quality.py --part noise        # arm moments (cached vs anchor), runaways, caps
+    .venv/bin/python bench/decision_quality.py --part spend        # the candidate spend tests on the same draws
     .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
+    .venv/bin/python bench/decision_quality.py --before old.json   # a "before" column from an older gate's --json
 
 It exits non-zero when a goal is missed. The draws are seeded, so a rerun prints the same table. The bench
-also runs against an older gate (``PYTHONPATH=<old checkout>/scripts``): it then tests every generation at
-the policy's alpha, as the old gate did.
+also runs against an older gate (``PYTHONPATH=<old checkout>/scripts``, ``--designs`` from the newer run's
+``--json`` so both see the same designs; the spend part needs the newer gate): its ``--json`` is then the
+``--before`` of the newer run.
 """
 
 from __future__ import annotations
@@ -204,6 +208,19 @@ def scenarios() -> tuple[Scenario, ...]:
         ),
         Scenario("Q2", "worse everywhere", "30 % cheaper, resolve 90 % / 75 %", 10, 5, 0.30, 0.9, 0.75),
         Scenario("R1", "dearer, resolves more", "15 % dearer, resolve 80 % / 95 %", 10, 5, -0.15, 0.8, 0.95),
+        Scenario(
+            "Q3",
+            "one task given up",
+            "15 % cheaper; one task of 6 resolves 100 % → 75 %",
+            6,
+            10,
+            0.15,
+            dropped_task=0.75,
+            goal="≤ 10 %",
+            goal_max=0.10,
+        ),
+        # The design the old t recommended for P1, for the power table's before and after.
+        Scenario("P6", "power, old recommended design", "15 % cheaper, all resolve", 34, 3, 0.15, generation=1),
     )
 
 
@@ -276,9 +293,11 @@ def rule_policy(rule: str):
     return resolve_policy({"rule": rule})
 
 
-def decide(rows: list[dict], rule: str, generation: int) -> str:
+def decision_of(rows: list[dict], rule: str, generation: int) -> dict:
+    """The gate's decision (``evaluate_candidate``) on simulated rows of the bench's pair, under the rule's default
+    policy."""
     keywords = {"generation": generation} if GENERATIONS_AWARE else {}
-    decision = evaluate_candidate(
+    return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INCUMBENT,
         candidate_arm=CANDIDATE,
@@ -287,7 +306,10 @@ def decide(rows: list[dict], rule: str, generation: int) -> str:
         rows=rows,
         **keywords,
     )
-    return decision["decision"]
+
+
+def decide(rows: list[dict], rule: str, generation: int) -> str:
+    return decision_of(rows, rule, generation)["decision"]
 
 
 def run_row(job: tuple[str, str, int, int]) -> dict[str, int]:
@@ -329,8 +351,13 @@ def met(scenario: Scenario, count: int, trials: int) -> bool | None:
 RULES = ("noise_aware", "upstream")
 
 
-def table(results: dict[tuple[str, str], dict[str, int]], trials: int) -> tuple[str, list[str]]:
+def table(
+    results: dict[tuple[str, str], dict[str, int]], trials: int, before: dict | None = None
+) -> tuple[str, list[str]]:
+    """The rules table; ``before``: an earlier run's counts (main's gate, ``--before``) for a column beside."""
     header = ["row", "scenario", "truth", "design", "sessions", "noise_aware", "upstream", "goal (noise_aware)"]
+    if before:
+        header.insert(5, "noise_aware, before")
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
     missed = []
     for scenario in scenarios():
@@ -350,6 +377,9 @@ def table(results: dict[tuple[str, str], dict[str, int]], trials: int) -> tuple[
             rate_text(counts["upstream"]["promoted"], trials),
             goal,
         ]
+        if before:
+            old = before.get(f"{scenario.name}/noise_aware")
+            cells.insert(5, rate_text(old["promoted"], trials) if old else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines), missed
 
@@ -409,7 +439,8 @@ def rules_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     started = time.monotonic()
     counts = _pool_map(run_row, jobs, args.workers)
     results = {(job[0], job[1]): count for job, count in zip(jobs, counts, strict=True)}
-    body_table, missed = table(results, args.trials)
+    before = json.loads(args.before.read_text()).get("rules") if args.before else None
+    body_table, missed = table(results, args.trials, before)
     generations = (
         f"generation {POWER_GENERATION} of a two-generation experiment for the P rows (alpha/4), generation 0 "
         "(alpha/2) for the others"
@@ -541,13 +572,22 @@ def agent_scenarios() -> tuple[AgentScenario, ...]:
     null = ("≤ 5 %", 0.05, None)
     return (
         AgentScenario("A1", "null: every agent identical", (0.0, 0.0, 0.0), 12, 3, {"all": null, "any": null}),
-        AgentScenario("A2", "two agents 15 % cheaper, one 15 % dearer", (0.15, 0.15, -0.15), 12, 3, {"all": null}),
+        AgentScenario(
+            "A2", "two agents 15 % cheaper, one 15 % dearer", (0.15, 0.15, -0.15), 12, 3, {"all": null, "any": null}
+        ),
         # The intersection-union test's least favourable case: two agents surely promote, so all's rate is the third
         # (identical) pair's false-promotion rate alone, which its own test keeps at most alpha.
         AgentScenario("A3", "two agents 30 % cheaper, one identical", (0.3, 0.3, 0.0), k_power, n_power, {"all": null}),
         AgentScenario("A4", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), 12, 3, {"all": null}),
         AgentScenario("A5", "one agent 15 % cheaper, two identical", (0.15, 0.0, 0.0), k_power, n_power, {"all": null}),
         AgentScenario("A6", "every agent 15 % cheaper", (0.15, 0.15, 0.15), k_power, n_power),
+        # any's no-worse guard on spend: one agent dearer by the spend margin (10 %) or more must not slip through.
+        AgentScenario(
+            "A7", "two agents 30 % cheaper, one 10 % dearer", (0.3, 0.3, -0.10), k_power, n_power, {"any": null}
+        ),
+        AgentScenario(
+            "A8", "two agents 30 % cheaper, one 15 % dearer", (0.3, 0.3, -0.15), k_power, n_power, {"any": null}
+        ),
     )
 
 
@@ -597,6 +637,9 @@ def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     started = time.monotonic()
     counts = run_named_rows(run_agents_row, [s.name for s in rows], trials, (args.seed, 104729), args.workers)
     header = ["row", "truth (per agent)", "design per agent", "sessions", "all", "any", "goal"]
+    before = json.loads(args.before.read_text()).get("agents") if args.before else None
+    if before:
+        header[4:6] = ["all", "all, before", "any", "any, before"]
     lines = []
     missed: list[str] = []
     for scenario in rows:
@@ -614,6 +657,10 @@ def agents_part(args: argparse.Namespace) -> tuple[list[str], dict]:
             rate_text(count["any"], trials),
             "; ".join(goals) or "—",
         ]
+        if before:
+            old = before.get(scenario.name)
+            cells[5:5] = [rate_text(old["all"], trials) if old else "—"]
+            cells[7:7] = [rate_text(old["any"], trials) if old else "—"]
         lines.append(cells)
     body = "\n".join(
         [
@@ -656,6 +703,8 @@ class ReviewScenario:
     lost_blocker: float | None = None  # defect case 0's candidate chance instead
     clean: tuple[float, float] = (1.0, 1.0)  # chance a run passes a clean control (incumbent, candidate)
     margin: float | None = None  # review_f1_margin (None: the default)
+    f1_moment: float = 0.0  # sd of an F1 effect every case of one arm's batch shares (the moment it ran in)
+    design: str = "cached"  # the F1 moment: each arm its own (cached incumbent) or one for both (anchor)
     goal: str = "—"
     goal_max: float | None = None
     goal_min: float | None = None
@@ -705,6 +754,21 @@ def review_scenarios() -> tuple[ReviewScenario, ...]:
         ReviewScenario(
             "M4", "margin 0.15: 20 % cheaper, F1 0.15 lower", f1_effect=-0.15, margin=0.15, **cheaper, **null
         ),
+        # At the margin with an F1 moment (sd 0.05) each arm's cells share: the old design (each arm its own moment:
+        # the incumbent's cached cells ran at another time) and the anchor (both arms' cells in one moment).
+        *(
+            ReviewScenario(
+                f"V{13 + index}",
+                f"20 % cheaper, F1 0.10 lower (at the margin); F1 moment sd 0.05, {design} design",
+                defect_cases=cases,
+                f1_effect=-0.10,
+                f1_moment=0.05,
+                design=design,
+                **cheaper,
+                **(null if design == "anchor" else {}),
+            )
+            for index, (design, cases) in enumerate((("cached", 8), ("cached", 16), ("anchor", 8), ("anchor", 16)))
+        ),
     )
 
 
@@ -739,6 +803,10 @@ def draw_review_rows(rng: np.random.Generator, scenario: ReviewScenario) -> list
     cases = [("defect", k) for k in range(scenario.defect_cases)] + [("clean", k) for k in range(scenario.clean_cases)]
     levels = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, len(cases))
     f1_levels = rng.uniform(*F1_LEVELS, len(cases))
+    moments = (0.0, 0.0)
+    if scenario.f1_moment:
+        drawn = rng.normal(0.0, scenario.f1_moment, 2)
+        moments = (float(drawn[0]), float(drawn[0] if scenario.design == "anchor" else drawn[1]))
     rows = []
     for index, (case, k) in enumerate(cases):
         for side, arm in enumerate((REVIEW_INCUMBENT, REVIEW_CANDIDATE)):
@@ -754,7 +822,11 @@ def draw_review_rows(rng: np.random.Generator, scenario: ReviewScenario) -> list
             for run in range(scenario.runs):
                 cost = math.exp(levels[index] + math.log(1 - saving) + cost_shared + rng.normal(0.0, SIGMA))
                 if case == "defect":
-                    f1 = float(np.clip(f1_levels[index] + shift + f1_shared + rng.normal(0.0, F1_SIGMA), 0.0, 1.0))
+                    f1 = float(
+                        np.clip(
+                            f1_levels[index] + shift + f1_shared + moments[side] + rng.normal(0.0, F1_SIGMA), 0.0, 1.0
+                        )
+                    )
                     found, passed, fp = bool(rng.random() < blocker), True, int(rng.poisson(0.5))
                     resolved = found
                 else:
@@ -937,6 +1009,7 @@ class TriggerScenario:
     shared: bool = True  # the cell and moment effects (False: independent runs, the tests' own assumption)
     generations: int = 1  # > 1: that many candidates against one cached incumbent (the experiment's rate)
     margin: float | None = None  # trigger_margin_pct (None: the default)
+    design: str = "cached"  # cached: one incumbent (and its moment) for every generation; anchor: fresh beside each
     skills: int = len(TRIGGER_SKILLS)  # the suite's skills: the first this many of TRIGGER_SKILLS
     goal: str = "—"
     goal_max: float | None = None
@@ -1048,6 +1121,18 @@ def trigger_scenarios() -> tuple[TriggerScenario, ...]:
             skills=2,
             **alpha,
         ),
+        # The pipeline's design since the anchor: G1's three generations, each against fresh incumbent cells that ran
+        # in its candidate's moment.
+        TriggerScenario(
+            "G1a",
+            "three generations as G1; the anchor design (fresh incumbent cells beside each candidate's)",
+            runs=32,
+            recall=-0.20,
+            generations=3,
+            design="anchor",
+            goal="≤ 5 % per experiment",
+            goal_max=0.05,
+        ),
     )
 
 
@@ -1095,14 +1180,22 @@ def candidate_chances(suite: TriggerSuite, scenario: TriggerScenario, skill: int
 
 
 def draw_trigger_arm(
-    rng: np.random.Generator, suite: TriggerSuite, chances: np.ndarray, scenario: TriggerScenario, *, candidate: bool
+    rng: np.random.Generator,
+    suite: TriggerSuite,
+    chances: np.ndarray,
+    scenario: TriggerScenario,
+    *,
+    candidate: bool,
+    moment: float | None = None,
 ) -> list[dict]:
-    """One arm's rows: the arm's moment and each cell's own effect on the logit scale, shared by the cell's runs,
-    then an independent invocation draw per (run, skill); a session costs more for every skill it invoked."""
+    """One arm's rows: the arm's moment (drawn, or ``moment``: the batch's, which an anchor shares) and each cell's
+    own effect on the logit scale, shared by the cell's runs, then an independent invocation draw per (run, skill);
+    a session costs more for every skill it invoked."""
     prompts, runs = len(suite.labels), scenario.runs
     logits = np.log(chances / (1 - chances))
     if scenario.shared:
-        logits = logits + rng.normal(0.0, TRIGGER_MOMENT_SD) + rng.normal(0.0, TRIGGER_CELL_SD, (prompts, 1))
+        arm_moment = rng.normal(0.0, TRIGGER_MOMENT_SD) if moment is None else moment
+        logits = logits + arm_moment + rng.normal(0.0, TRIGGER_CELL_SD, (prompts, 1))
     invoked = rng.random((prompts, scenario.skills, runs)) < (1 / (1 + np.exp(-logits)))[:, :, None]
     saving = math.log(1 - scenario.saving) if candidate else 0.0
     log_costs = (
@@ -1164,7 +1257,12 @@ def run_trigger_row(job: tuple[str, int, int]) -> dict[str, int]:
         incumbent = draw_trigger_arm(rng, suite, suite.chances, scenario, candidate=False)
         for generation in range(scenario.generations):
             chances = candidate_chances(suite, scenario, generation % scenario.skills)
-            rows = incumbent + draw_trigger_arm(rng, suite, chances, scenario, candidate=True)
+            moment = None
+            if scenario.design == "anchor":
+                # Fresh incumbent cells beside the candidate's: one moment for both arms of the batch.
+                moment = float(rng.normal(0.0, TRIGGER_MOMENT_SD))
+                incumbent = draw_trigger_arm(rng, suite, suite.chances, scenario, candidate=False, moment=moment)
+            rows = incumbent + draw_trigger_arm(rng, suite, chances, scenario, candidate=True, moment=moment)
             decision = evaluate_candidate(
                 aggregate_by_task(rows),
                 incumbent_arm=TRIGGER_INCUMBENT,
@@ -1236,6 +1334,584 @@ def trigger_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     return missed, {**counts, "seconds": finish_part(args, body, started, (TRIGGER_START, TRIGGER_END))}
 
 
+# ─── Noise every cell of an arm shares, runaways, caps, a noisy dominant task ─
+
+NOISE_START, NOISE_END = "<!-- noise:start -->", "<!-- noise:end -->"
+RUNAWAY_FACTORS = (5.0, 10.0)  # a runaway session costs this many times its task's usual, uniformly
+SESSION_CAP_USD = 6.0  # budget.max_session_usd in the capped rows: six times the median task's usual session
+DESIGNS = {
+    "cached": "old design: the incumbent's cells are cached (one moment for every generation and look), the "
+    "candidate's run fresh in each",
+    "anchor": "anchor design: fresh incumbent cells beside the candidate's in every generation and look (one "
+    "moment per batch, shared by both arms)",
+}
+
+
+@dataclass(frozen=True)
+class NoiseScenario:
+    """A simulated experiment whose noise is more than per-cell: an arm moment (``moment``: the sd of a log-cost
+    effect every cell of one batch shares), runaway sessions, a spend cap, a noisy dominant task."""
+
+    name: str
+    truth: str
+    tasks: int
+    runs: int  # per cell; a sequential row's max
+    designs: tuple[str, ...] = ("anchor",)
+    moment: float = 0.0
+    generations: int = 1
+    sequential: bool = False
+    saving: float = 0.0  # on every usual (not runaway) session
+    runaways: tuple[float, float] = (0.0, 0.0)  # share of sessions that run away (incumbent, candidate)
+    cap: float | None = None  # the session cap in USD: a session past it stops there, session-cap-reached
+    capped_resolves: bool = False  # a capped session left work that passes verify and the oracle
+    dominant: float | None = None  # task 0 costs this many times the others (the others at level 0)
+    dominant_sigma: float = SIGMA  # task 0's run noise
+    dominant_effect: float | None = None  # task 0's candidate change (the others then keep the total equal)
+    ks: bool = False  # collect generation 0's cost p-values for the Kolmogorov-Smirnov check
+    goal: str = "—"
+    goal_max: float | None = None
+
+
+def noise_scenarios() -> tuple[NoiseScenario, ...]:
+    """The noise table's rows: arm moments under both designs (six generations; fixed and sequential), then the
+    noises the anchor cannot remove (runaways, caps, a noisy dominant task), each at generation 0."""
+    moments = []
+    for eta in (0.05, 0.1, 0.2):
+        for tasks, runs in ((12, 5), (34, 3)):
+            moments.append(
+                NoiseScenario(
+                    f"E{len(moments) + 1}",
+                    f"identical; arm moment η = {eta:g}; six generations",
+                    tasks,
+                    runs,
+                    designs=("cached", "anchor"),
+                    moment=eta,
+                    generations=6,
+                    goal="≤ 5 % per experiment, ≤ α per generation (anchor)",
+                    goal_max=0.05,
+                )
+            )
+    sequential = [
+        NoiseScenario(
+            f"S{index + 1}",
+            f"identical; arm moment η = {eta:g}; six generations, sequential looks",
+            12,
+            SEQUENTIAL_RUNS["max"],
+            designs=("cached", "anchor"),
+            moment=eta,
+            generations=6,
+            sequential=True,
+            goal="≤ 5 % per experiment, ≤ α per generation (anchor)",
+            goal_max=0.05,
+        )
+        for index, eta in enumerate((0.05, 0.1, 0.2))
+    ]
+    alpha0 = {"goal": "≤ α (2.5 %), p uniform", "goal_max": 0.025, "ks": True}
+    return (
+        *moments,
+        *sequential,
+        NoiseScenario("R1", "identical; 5 % of sessions run away (5–10×)", 12, 5, runaways=(0.05, 0.05), **alpha0),
+        NoiseScenario("R2", "identical; 5 % of sessions run away (5–10×)", 34, 3, runaways=(0.05, 0.05), **alpha0),
+        NoiseScenario(
+            "R3",
+            "identical; one task 30× the others and noisier (σ 0.8), 5 % runaways also there",
+            12,
+            5,
+            runaways=(0.05, 0.05),
+            dominant=30.0,
+            dominant_sigma=0.8,
+            **alpha0,
+        ),
+        NoiseScenario(
+            "D2",
+            "identical; one task 30× the others and noisier (σ 0.8 against 0.3)",
+            12,
+            5,
+            dominant=30.0,
+            dominant_sigma=0.8,
+            **alpha0,
+        ),
+        NoiseScenario(
+            "D3",
+            "equal total spend: the 30× task (σ 0.8) +10 %, the other eleven −27.3 %",
+            12,
+            5,
+            dominant=30.0,
+            dominant_sigma=0.8,
+            dominant_effect=0.10,
+            goal="≤ α (2.5 %)",
+            goal_max=0.025,
+        ),
+        NoiseScenario(
+            "C1",
+            f"15 % cheaper per usual session, runaways 10 % against 5 % (+5.9 % uncapped); capped at "
+            f"${SESSION_CAP_USD:g}: +0.3 %; a capped session resolves",
+            34,
+            3,
+            saving=0.15,
+            runaways=(0.05, 0.10),
+            cap=SESSION_CAP_USD,
+            capped_resolves=True,
+            goal="≤ α (2.5 %)",
+            goal_max=0.025,
+        ),
+        NoiseScenario(
+            "C2",
+            "the same; a capped session resolves nothing (the row: session-cap-reached)",
+            34,
+            3,
+            saving=0.15,
+            runaways=(0.05, 0.10),
+            cap=SESSION_CAP_USD,
+            goal="≤ α (2.5 %)",
+            goal_max=0.025,
+        ),
+        NoiseScenario(
+            "C3",
+            "power: 15 % cheaper, runaways 5 % in both arms, capped at "
+            f"${SESSION_CAP_USD:g} (a capped session resolves nothing)",
+            34,
+            3,
+            saving=0.15,
+            runaways=(0.05, 0.05),
+            cap=SESSION_CAP_USD,
+        ),
+    )
+
+
+def _noise_levels(rng: np.random.Generator, scenario: NoiseScenario) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Task log-cost levels, the candidate's per-task log effect and each task's run noise."""
+    sigmas = np.full(scenario.tasks, SIGMA)
+    effects = np.full(scenario.tasks, math.log(1 - scenario.saving))
+    if scenario.dominant is None:
+        return rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, scenario.tasks), effects, sigmas
+    base = np.zeros(scenario.tasks)
+    base[0] = math.log(scenario.dominant)
+    sigmas[0] = scenario.dominant_sigma
+    if scenario.dominant_effect is not None:
+        # The others change so that the suite's total spend does not: a weak null, with the heavy task dearer.
+        rest = scenario.tasks - 1
+        others = (scenario.dominant + rest - scenario.dominant * (1 + scenario.dominant_effect)) / rest
+        effects[:] = math.log(others)
+        effects[0] = math.log(1 + scenario.dominant_effect)
+    return base, effects, sigmas
+
+
+def _noise_rows(
+    rng: np.random.Generator,
+    scenario: NoiseScenario,
+    arm: str,
+    levels: np.ndarray,
+    sigmas: np.ndarray,
+    moments: list[float],
+    batch: str,
+    runaway: float,
+) -> list[dict]:
+    """One arm's rows over its batches of runs (``moments``: one per run, the moment of the batch it ran in):
+    lognormal runs at the task's level, a share that runs away, a cap that stops a session at its USD value."""
+    runs = len(moments)
+    log_costs = (
+        levels[:, None] + np.asarray(moments)[None, :] + sigmas[:, None] * rng.normal(0.0, 1.0, (len(levels), runs))
+    )
+    costs = np.exp(log_costs)
+    ran_away = rng.random(costs.shape) < runaway
+    costs = np.where(ran_away, costs * rng.uniform(*RUNAWAY_FACTORS, costs.shape), costs)
+    capped = costs > scenario.cap if scenario.cap is not None else np.zeros(costs.shape, dtype=bool)
+    if scenario.cap is not None:
+        costs = np.minimum(costs, scenario.cap)
+    rows = []
+    for task in range(len(levels)):
+        for run in range(runs):
+            stopped = bool(capped[task, run])
+            resolved = scenario.capped_resolves or not stopped
+            rows.append(
+                {
+                    "task": f"t{task:02d}",
+                    "class": "simulated",
+                    "arm": arm,
+                    "run": run,
+                    "resolved": resolved,
+                    "error_kind": "session-cap-reached" if stopped and not resolved else None,
+                    "cost_usd": float(costs[task, run]),
+                    "sandbox_backend": "bwrap",
+                    "batch": f"{batch}/b{_batch_of(scenario, run)}",
+                }
+            )
+    return rows
+
+
+def _batch_of(scenario: NoiseScenario, run: int) -> int:
+    """The batch a run belongs to: 0 for a fixed design; a sequential design's first look is ``min`` runs, then one
+    batch per ``step``."""
+    if not scenario.sequential:
+        return 0
+    return max(0, (run - SEQUENTIAL_RUNS["min"]) // SEQUENTIAL_RUNS["step"] + 1)
+
+
+def _batch_moments(rng: np.random.Generator, scenario: NoiseScenario) -> list[float]:
+    """One moment per batch, repeated over the batch's runs."""
+    batches = [_batch_of(scenario, run) for run in range(scenario.runs)]
+    drawn = rng.normal(0.0, scenario.moment, max(batches) + 1) if scenario.moment else np.zeros(max(batches) + 1)
+    return [float(drawn[batch]) for batch in batches]
+
+
+def _noise_decision(rows: list[dict], scenario: NoiseScenario, generation: int) -> dict:
+    keywords = {"generation": generation} if GENERATIONS_AWARE else {}
+    if scenario.sequential:
+        return sequential_decision(
+            rows,
+            incumbent_arm=INCUMBENT,
+            candidate_arm=CANDIDATE,
+            model="simulated-model",
+            policy=rule_policy("noise_aware"),
+            design=run_design(dict(SEQUENTIAL_RUNS)),
+            **keywords,
+        )
+    return decision_of(rows, "noise_aware", generation)
+
+
+def _runs_taken(decision: dict, scenario: NoiseScenario) -> int:
+    return decision["looks"][-1]["runs"] if scenario.sequential and decision.get("looks") else scenario.runs
+
+
+def run_noise_row(job: tuple[str, int, int]) -> dict:
+    """Per design: experiments promoted in any generation, promotions per generation, paid sessions, and (``ks``
+    rows) generation 0's cost p-values, over ``trials`` seeded experiments of one scenario. Every generation is
+    decided (a promotion does not stop the experiment here), so each generation's rate is its own; the designs
+    see the same task levels, run noise and moments: only who shares which moment differs."""
+    name, trials, seed = job
+    scenario = next(s for s in noise_scenarios() if s.name == name)
+    rng = np.random.default_rng(seed)
+    counts: dict = {
+        design: {"promoted": 0, "by_generation": [0] * scenario.generations, "sessions": 0, "p_values": []}
+        for design in scenario.designs
+    }
+    for _ in range(trials):
+        base, effects, sigmas = _noise_levels(rng, scenario)
+        # The cached incumbent ran once, in its own moment; each generation's candidate batches in theirs.
+        cached_moment = rng.normal(0.0, scenario.moment) if scenario.moment else 0.0
+        cached = _noise_rows(
+            rng, scenario, INCUMBENT, base, sigmas, [cached_moment] * scenario.runs, "sweep", scenario.runaways[0]
+        )
+        generations = []
+        for generation in range(scenario.generations):
+            moments = _batch_moments(rng, scenario)
+            candidate = _noise_rows(
+                rng, scenario, CANDIDATE, base + effects, sigmas, moments, f"gen{generation}", scenario.runaways[1]
+            )
+            anchor = _noise_rows(
+                rng, scenario, INCUMBENT, base, sigmas, moments, f"gen{generation}", scenario.runaways[0]
+            )
+            generations.append((candidate, anchor))
+        for design in scenario.designs:
+            count = counts[design]
+            promoted_any, furthest = False, 0
+            for generation, (candidate, anchor) in enumerate(generations):
+                incumbent = anchor if design == "anchor" else cached
+                decision = _noise_decision(incumbent + candidate, scenario, generation)
+                runs = _runs_taken(decision, scenario)
+                furthest = max(furthest, runs)
+                count["sessions"] += scenario.tasks * runs * (2 if design == "anchor" else 1)
+                if scenario.ks and generation == 0:
+                    count["p_values"].append(decision["tests"]["cost"]["p_value"])
+                if decision["decision"] == "promote":
+                    count["by_generation"][generation] += 1
+                    promoted_any = True
+            count["promoted"] += promoted_any
+            if design == "cached":
+                count["sessions"] += scenario.tasks * furthest  # the cached incumbent's cells, paid once
+    return counts
+
+
+def ks_text(p_values: list[float | None]) -> tuple[str, bool]:
+    """The Kolmogorov-Smirnov check that null p-values are not too small (one-sided: the empirical distribution
+    above the uniform's), and P(p ≤ 0.05); met when that test's p-value is at least 0.01."""
+    from scipy import stats
+
+    values = [1.0 if value is None else float(value) for value in p_values]
+    test = stats.kstest(values, "uniform", alternative="greater")
+    small = 100 * sum(value <= 0.05 for value in values) / len(values)
+    return f"D⁺ {test.statistic:.3f} (p {test.pvalue:.2f}); P(p ≤ 0.05) {small:.1f} %", test.pvalue >= 0.01
+
+
+def noise_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The noises a per-cell model leaves out, under the old (cached incumbent) and the anchor design."""
+    trials, rows = args.noise_trials, noise_scenarios()
+    if args.only:
+        rows = tuple(scenario for scenario in rows if scenario.name in args.only)
+    started = time.monotonic()
+    # Row i of the full table draws from seed + (i + 1) × 49979687, so a quick look at a few rows sees their draws.
+    index = {scenario.name: number for number, scenario in enumerate(noise_scenarios())}
+    jobs = [(scenario.name, trials, args.seed + 49979687 * (index[scenario.name] + 1)) for scenario in rows]
+    counts = dict(zip([job[0] for job in jobs], _pool_map(run_noise_row, jobs, args.workers), strict=True))
+    before = json.loads(args.before.read_text())["noise"] if args.before else {}
+    policy = resolve_policy(None)
+    header = [
+        "row",
+        "truth",
+        "design",
+        "tasks × runs",
+        "sessions per decision",
+        "promoted, before",
+        "promoted, after",
+        "per generation, after (0 … 5)",
+        "p-values, after",
+        "goal (after)",
+    ]
+    lines, missed = [], []
+    for scenario in rows:
+        for design in scenario.designs:
+            count = counts[scenario.name][design]
+            cells_ok, goal = True, scenario.goal
+            verdict = met(Scenario(scenario.name, "", "", 1, 1, goal_max=scenario.goal_max), count["promoted"], trials)
+            per_generation = "—"
+            if scenario.generations > 1:
+                per_generation = " / ".join(f"{100 * value / trials:.1f}" for value in count["by_generation"])
+                if design == "anchor":
+                    for generation, value in enumerate(count["by_generation"]):
+                        alpha = generation_alpha_of(policy, generation)
+                        bound = Scenario("", "", "", 1, 1, goal_max=alpha)
+                        cells_ok = cells_ok and bool(met(bound, value, trials))
+            p_text = "—"
+            if scenario.ks:
+                p_text, uniform = ks_text(count["p_values"])
+                cells_ok = cells_ok and uniform
+            if design == "cached" or scenario.goal_max is None:
+                goal_cell_text = "—"
+            else:
+                ok = bool(verdict) and cells_ok
+                if not ok:
+                    missed.append(f"{scenario.name}/{design}")
+                goal_cell_text = f"{goal} {'met' if ok else 'MISSED'}"
+            old = before.get(scenario.name, {}).get(design)
+            lines.append(
+                [
+                    scenario.name,
+                    scenario.truth,
+                    design,
+                    f"{scenario.tasks} × {'{2…6}' if scenario.sequential else scenario.runs}",
+                    f"{count['sessions'] / trials / scenario.generations:.0f}",
+                    rate_text(old["promoted"], trials) if old else "—",
+                    rate_text(count["promoted"], trials),
+                    per_generation,
+                    p_text,
+                    goal_cell_text,
+                ]
+            )
+    body = "\n".join(
+        [
+            f"Identical (or, where the row says, no better) candidates decided by `gate.evaluate_candidate` "
+            f"(S rows: `gate.sequential_decision`, runs {{min {SEQUENTIAL_RUNS['min']}, max {SEQUENTIAL_RUNS['max']}, "
+            f"step {SEQUENTIAL_RUNS['step']}}}) under the default policy; {trials} simulated experiments per row, seed "
+            f"{args.seed}. Task log-cost levels uniform over ±{BASELINE_SPREAD:g} (D and R3 rows: one task 30× "
+            f"eleven at one level), lognormal run noise σ = {SIGMA:g}; an arm moment η is the sd of a log-cost effect "
+            "every cell of one batch shares. Designs: "
+            + "; ".join(f"**{key}**: {text}" for key, text in DESIGNS.items())
+            + ". E and S rows decide all six generations of an experiment (generation g at α/2^(g+1)); the other "
+            "rows one generation at α/2. Promoted: experiments promoted in any generation, in percent ± its "
+            "Monte-Carlo standard error; before: main's gate on the same draws (its `--json` given with "
+            "`--before`); per generation: each generation's own rate. Sessions per decision: both arms' paid "
+            "sessions — the cached incumbent's counted once over the experiment's generations, the anchor's in "
+            "every generation. p-values: generation 0's cost-test p-values against the uniform (one-sided "
+            "Kolmogorov–Smirnov, p-values too small; met at p ≥ 0.01). A goal is met within two Monte-Carlo "
+            "standard errors.",
+            "",
+            markdown_table(header, lines),
+        ]
+    )
+    raw = {
+        name: {design: {k: v for k, v in c.items() if k != "p_values"} for design, c in by.items()}
+        for name, by in counts.items()
+    }
+    return missed, {**raw, "seconds": finish_part(args, body, started, (NOISE_START, NOISE_END))}
+
+
+def generation_alpha_of(policy, generation: int) -> float:
+    """Generation ``generation``'s alpha under the policy (an older gate without halving: the policy's alpha)."""
+    try:
+        from skillbench.decision.policy import generation_alpha
+    except ImportError:
+        return 0.05
+    return generation_alpha(policy, generation)
+
+
+# ─── Choosing the spend test: candidate tests on the same draws ─────────────
+
+SPEND_START, SPEND_END = "<!-- spend-tests:start -->", "<!-- spend-tests:end -->"
+SPEND_TESTS = {
+    "t": "the old t: spread between tasks, s·√Σw², K − 1 df",
+    "sandwich": "linearised (sandwich) variance of the ratio of totals, K/(K − 1)·Σ(a_i/A − b_i/B)², K − 1 df",
+    "cr2": "CR2 cluster-robust variance of the weighted mean ratio, Bell–McCaffrey df",
+    "t+flip": "the old t AND the studentized sign-flip test (same standard error)",
+    "runs": "run-aware t: Σw²(u_i + τ²) (each task's run noise plus the spread beyond it), Welch–Satterthwaite df",
+    "runs+flip": "the run-aware t AND the sign-flip test studentized by it — the gate's (`stats.cost_test`)",
+}
+
+
+@dataclass(frozen=True)
+class SpendScenario:
+    name: str
+    truth: str
+    tasks: int
+    runs: int
+    alpha: float  # the cost test's level: 0.0225 at generation 0, 0.01125 at generation 1
+    saving: float = 0.0
+    runaways: float = 0.0
+    dominant: float | None = None
+    dominant_sigma: float = SIGMA
+    total_change: float | None = None  # with a dominant task +10 %: the others keep the total at this ratio
+    shared_sd: float = 0.0
+    power: bool = False
+
+
+def spend_scenarios() -> tuple[SpendScenario, ...]:
+    return (
+        SpendScenario("T1", "identical", 12, 3, 0.0225),
+        SpendScenario("T2", "identical; (task, arm) effects τ = 0.2", 6, 10, 0.0225, shared_sd=0.2),
+        SpendScenario("T3", "identical; 5 % runaways (5–10×)", 12, 5, 0.0225, runaways=0.05),
+        SpendScenario("T4", "identical; 5 % runaways (5–10×)", 34, 3, 0.0225, runaways=0.05),
+        SpendScenario(
+            "T5", "identical; one task 30× and noisier (σ 0.8)", 12, 5, 0.0225, dominant=30.0, dominant_sigma=0.8
+        ),
+        SpendScenario(
+            "T6",
+            "equal total: the 30× task (σ 0.8) +10 %, the others −27 %",
+            12,
+            5,
+            0.0225,
+            dominant=30.0,
+            dominant_sigma=0.8,
+            total_change=1.0,
+        ),
+        SpendScenario(
+            "T7",
+            "5 % dearer in total: the 30× task (σ 0.8) +10 %, the others −8.6 %",
+            12,
+            5,
+            0.0225,
+            dominant=30.0,
+            dominant_sigma=0.8,
+            total_change=1.05,
+        ),
+        SpendScenario("W1", "15 % cheaper", 34, 3, 0.01125, saving=0.15, power=True),
+        SpendScenario("W2", "15 % cheaper", 12, 5, 0.01125, saving=0.15, power=True),
+        SpendScenario("W3", "15 % cheaper", 6, 21, 0.0225, saving=0.15, power=True),
+        SpendScenario("W4", "15 % cheaper; 5 % runaways", 34, 3, 0.01125, saving=0.15, runaways=0.05, power=True),
+    )
+
+
+def _spend_draw(rng: np.random.Generator, scenario: SpendScenario) -> tuple[np.ndarray, np.ndarray]:
+    """Both arms' run costs, (tasks, runs) each."""
+    tasks = scenario.tasks
+    sigmas = np.full(tasks, SIGMA)
+    effects = np.full(tasks, math.log(1 - scenario.saving))
+    if scenario.dominant is None:
+        base = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, tasks)
+    else:
+        base = np.zeros(tasks)
+        base[0] = math.log(scenario.dominant)
+        sigmas[0] = scenario.dominant_sigma
+        if scenario.total_change is not None:
+            rest = tasks - 1
+            total = scenario.dominant + rest
+            effects[:] = math.log((total * scenario.total_change - scenario.dominant * 1.1) / rest)
+            effects[0] = math.log(1.1)
+    arms = []
+    for effect in (np.zeros(tasks), effects):
+        logs = (base + effect)[:, None] + rng.normal(0.0, scenario.shared_sd, (tasks, 1)) * bool(scenario.shared_sd)
+        costs = np.exp(logs + sigmas[:, None] * rng.normal(0.0, 1.0, (tasks, scenario.runs)))
+        if scenario.runaways:
+            hit = rng.random(costs.shape) < scenario.runaways
+            costs = np.where(hit, costs * rng.uniform(*RUNAWAY_FACTORS, costs.shape), costs)
+        arms.append(costs)
+    return arms[0], arms[1]
+
+
+def spend_p_values(incumbent: np.ndarray, candidate: np.ndarray, alpha: float) -> dict[str, float]:
+    """Each candidate spend test's one-sided p-value of "no saving" in total spend on one drawn suite."""
+    from scipy import stats as sps
+    from skillbench.decision import stats as gate_stats
+
+    tasks = incumbent.shape[0]
+    a, b = incumbent.mean(axis=1), candidate.mean(axis=1)
+    ratios, weights = np.log(a / b), (a + b) / (a + b).sum()
+    estimate = math.log(a.sum() / b.sum())
+    squares = float(np.dot(weights, weights))
+    old_se = math.sqrt(ratios.var(ddof=1) * squares)
+    values = {"t": float(sps.t.sf(estimate / old_se, tasks - 1))}
+    influence = a / a.sum() - b / b.sum()
+    values["sandwich"] = float(
+        sps.t.sf(estimate / math.sqrt(tasks / (tasks - 1) * np.dot(influence, influence)), tasks - 1)
+    )
+    # CR2 (Bell-McCaffrey) for the weighted mean of the ratios, the weights taken as fixed.
+    residuals = ratios - np.dot(weights, ratios)
+    adjust = weights * weights / (1 - 2 * weights + squares)
+    projector = np.eye(tasks) - np.outer(np.ones(tasks), weights)
+    matrix = projector.T @ np.diag(adjust) @ projector
+    cr2_df = np.trace(matrix) ** 2 / np.trace(matrix @ matrix)
+    values["cr2"] = float(sps.t.sf(estimate / math.sqrt(np.dot(adjust, residuals**2)), cr2_df))
+    cells = [(list(inc), list(cand)) for inc, cand in zip(incumbent, candidate, strict=True)]
+    plain = gate_stats.sign_flip_test(list(ratios), list(weights), objective="total_spend", alpha=alpha)
+    values["t+flip"] = max(values["t"], plain["p_value"]) if plain["applies"] else values["t"]
+    test = gate_stats.cost_test(cells, alpha=alpha, floor_pct=0.0)
+    values["runs"] = test["t_p_value"]
+    values["runs+flip"] = test["p_value"]
+    return values
+
+
+def run_spend_row(job: tuple[str, int, int]) -> dict[str, int]:
+    name, trials, seed = job
+    scenario = next(s for s in spend_scenarios() if s.name == name)
+    rng = np.random.default_rng(seed)
+    counts = dict.fromkeys(SPEND_TESTS, 0)
+    for _ in range(trials):
+        for test, p_value in spend_p_values(*_spend_draw(rng, scenario), scenario.alpha).items():
+            counts[test] += p_value <= scenario.alpha
+    return counts
+
+
+def spend_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """The spend tests the gate could use, on the same draws: rejection rates at the cost test's level."""
+    trials, rows = args.spend_trials, spend_scenarios()
+    started = time.monotonic()
+    counts = run_named_rows(run_spend_row, [s.name for s in rows], trials, (args.seed, 67867967), args.workers)
+    header = ["row", "truth", "tasks × runs", "level", *SPEND_TESTS]
+    lines = []
+    for scenario in rows:
+        count = counts[scenario.name]
+        cells = [scenario.name, scenario.truth, f"{scenario.tasks} × {scenario.runs}", f"{scenario.alpha:g}"]
+        for test in SPEND_TESTS:
+            text = rate_text(count[test], trials)
+            if not scenario.power and count[test] / trials > scenario.alpha + 2 * math.sqrt(scenario.alpha / trials):
+                text = f"**{text}**"
+            cells.append(text)
+        lines.append(cells)
+    body = "\n".join(
+        [
+            f'Rejection rate of "no saving" in total spend, in percent ± its Monte-Carlo standard error, at the cost '
+            f"test's level (generation 0: 0.0225; W1, W2, W4 generation 1: 0.01125); {trials} simulated suites per "
+            f"row, seed {args.seed}; every column sees the same draws. T rows: candidates no cheaper in total (a rate "
+            "above the level by more than two standard errors in bold); W rows: power. Tests: "
+            + "; ".join(f"**{key}**: {text}" for key, text in SPEND_TESTS.items())
+            + ".",
+            "",
+            markdown_table(header, lines),
+        ]
+    )
+    return [], {**counts, "seconds": finish_part(args, body, started, (SPEND_START, SPEND_END))}
+
+
+PARTS: dict[str, Callable[[argparse.Namespace], tuple[list[str], dict]]] = {
+    "rules": rules_part,
+    "sequential": sequential_part,
+    "agents": agents_part,
+    "review": review_part,
+    "trigger": trigger_part,
+    "spend": spend_part,
+    "noise": noise_part,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=2000, help="simulated experiments per row and rule")
@@ -1244,7 +1920,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent-trials", type=int, default=400, help="simulated generations per three-agent row")
     parser.add_argument("--review-trials", type=int, default=400, help="simulated experiments per review row")
     parser.add_argument("--trigger-trials", type=int, default=400, help="simulated experiments per trigger row")
-    parser.add_argument("--part", choices=("all", "rules", "sequential", "agents", "review", "trigger"), default="all")
+    parser.add_argument("--noise-trials", type=int, default=400, help="simulated experiments per noise row")
+    parser.add_argument("--spend-trials", type=int, default=2000, help="simulated suites per spend-test row")
+    parser.add_argument("--only", nargs="+", help="the noise part's rows to run (default: all; for a quick look)")
+    parser.add_argument("--before", type=Path, help="an earlier run's --json (main's gate): the noise table's before")
+    parser.add_argument(
+        "--part",
+        nargs="+",
+        choices=("all", *PARTS),
+        default=["all"],
+        help="the parts to run, in this order (default: all, in the order listed)",
+    )
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--docs", type=Path, default=DOCS, help="Markdown file whose marked tables are rewritten")
@@ -1256,26 +1942,10 @@ def main(argv: list[str] | None = None) -> int:
         FIXED_DESIGNS.update(json.loads(args.designs.read_text())["designs"])
     missed: list[str] = []
     raw: dict = {}
-    if args.part in ("all", "rules"):
-        found, counts = rules_part(args)
+    for part in PARTS if "all" in args.part else args.part:
+        found, counts = PARTS[part](args)
         missed += found
-        raw["rules"] = counts
-    if args.part in ("all", "sequential"):
-        found, counts = sequential_part(args)
-        missed += found
-        raw["sequential"] = counts
-    if args.part in ("all", "agents"):
-        found, counts = agents_part(args)
-        missed += found
-        raw["agents"] = counts
-    if args.part in ("all", "review"):
-        found, counts = review_part(args)
-        missed += found
-        raw["review"] = counts
-    if args.part in ("all", "trigger"):
-        found, counts = trigger_part(args)
-        missed += found
-        raw["trigger"] = counts
+        raw[part] = counts
     if args.json:
         scenarios()  # fills FIXED_DESIGNS in this process
         document = {"trials": args.trials, "designs": FIXED_DESIGNS, **raw}

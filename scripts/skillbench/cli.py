@@ -501,7 +501,7 @@ def _design_lines(
     if best is not None:
         lines.append(
             f"    cheapest: {best['tasks']} tasks × {best['runs']} runs per (task, arm) (power {best['power']:.2f}); "
-            "the task is the unit of replication, so more tasks beat more runs"
+            "only more tasks average away what a (task, arm)'s runs share: with --shared-sd, more tasks beat more runs"
         )
     if not measured:
         lines.append("    (run a small sweep first to measure the noise: the recommendation then uses it)")

@@ -27,16 +27,20 @@ PAIRS = [(arm, f"candidate_{arm}") for arm in AGENTS.values()]
 NOISE = [1.0, 1.12, 0.9, 1.05, 0.95]
 
 
-def agent_rows(agent: str, *, saving: float, tasks: int = 12, runs: int = 3, resolved: bool = True) -> list[dict]:
-    """One agent's incumbent and candidate rows: ``tasks`` tasks at four cost levels with run noise, the candidate
-    ``saving`` cheaper on each (negative: dearer); ``resolved`` False makes the candidate fail every other run."""
+def agent_rows(
+    agent: str, *, saving: float, tasks: int = 12, runs: int = 3, resolved: bool = True, spread: float = 1.0
+) -> list[dict]:
+    """One agent's incumbent and candidate rows: ``tasks`` tasks at four cost levels with run noise (``spread``: its
+    power, so 2 doubles the log noise), the candidate ``saving`` cheaper on each (negative: dearer); ``resolved``
+    False makes the candidate fail every other run."""
     incumbent = AGENTS[agent]
+    noise = [value**spread for value in NOISE]
     rows = []
     for index in range(tasks):
         scale = 1 + 0.25 * (index % 4)
         for run in range(runs):
             rows.append(
-                make_row(f"t{index:02d}", incumbent, run, agent=agent, cost_usd=scale * NOISE[(run + index) % 5])
+                make_row(f"t{index:02d}", incumbent, run, agent=agent, cost_usd=scale * noise[(run + index) % 5])
             )
             candidate_resolved = resolved or run % 2 == 0
             rows.append(
@@ -46,7 +50,7 @@ def agent_rows(agent: str, *, saving: float, tasks: int = 12, runs: int = 3, res
                     run,
                     agent=agent,
                     resolved=candidate_resolved,
-                    cost_usd=scale * (1 - saving) * NOISE[(run + index + 1) % 5],
+                    cost_usd=scale * (1 - saving) * noise[(run + index + 1) % 5],
                 )
             )
     return rows
@@ -121,6 +125,27 @@ def test_any_promotes_one_agents_saving_when_the_others_are_no_worse_and_all_doe
     assert some["agents"]["decision"] == "promote" and is_promoted(some)
     # The pairs' own decisions are the same under both rules: only how they combine differs.
     assert [d["decision"] for d in some["decisions"]] == [d["decision"] for d in every["decisions"]]
+
+
+def test_any_needs_every_other_agents_spend_shown_within_the_margin_not_merely_not_shown_dearer():
+    """An agent 8 % dearer whose noisy runs cannot show it dearer is no evidence that it is not: under any, every
+    pair must show its total spend within resolution_cost_margin_pct (10 %) of the incumbent's."""
+    rows = [
+        *agent_rows("claude-code", saving=0.2),
+        *agent_rows("opencode", saving=0.0),
+        *agent_rows("copilot", saving=-0.08, spread=3.0),
+    ]
+    document = grade(rows, across_agents="any")
+    copilot = next(v for v in document["agents"]["verdicts"] if v["agent"] == "copilot")
+    cost = next(d for d in document["decisions"] if d["candidate_arm"] == "candidate_cp_workflow")["tests"]["cost"]
+    assert cost["p_higher"] > 0.05  # not credibly dearer: the old guard let it through
+    assert cost["margin_pct"] == 10.0 and cost["p_within_margin"] > 0.025
+    assert copilot["no_worse"] is False and copilot["verdict"] == "keep_incumbent"
+    assert document["agents"]["decision"] == "keep_incumbent"
+    assert "total spend shown within the spend margin" in document["agents"]["statement"]
+    # With the margin null (any price), the old guard — not credibly dearer — is what any asks.
+    priced = grade(rows, across_agents="any", resolution_cost_margin_pct=None)
+    assert verdicts(priced)["copilot"] == "no_worse"
 
 
 def test_any_holds_each_agents_cost_claim_to_holms_correction():

@@ -8,6 +8,7 @@ import pytest
 from rowfactory import MODEL, make_binding, make_row
 from skillbench.base.artifacts import ArtifactError, load_schema, validate
 from skillbench.base.errors import SkillbenchError
+from skillbench.decision import stats as gate_stats
 from skillbench.decision.aggregate import aggregate_by_task
 from skillbench.decision.gate import (
     MAIN_LOOP_ONLY_METRICS,
@@ -671,8 +672,10 @@ def test_the_generations_of_an_experiment_share_alpha():
     }
 
 
-def test_the_cost_test_is_scipys_t_test_across_tasks():
-    """per_task: a one-sample t-test of the per-task mean log differences; total_spend: the same spread, weighted."""
+def test_the_cost_test_is_a_t_test_across_tasks_with_each_tasks_run_noise():
+    """per_task: the mean of the per-task mean log differences; total_spend: the log ratio of the totals, each task
+    weighted by its spend. Either way the variance is sum w² (the task's run noise + the spread between tasks beyond
+    it), with Welch-Satterthwaite degrees of freedom, and the sign-flip test must reject too (seven tasks reach it)."""
     from math import exp, fsum, log, sqrt
 
     from scipy import stats
@@ -683,23 +686,45 @@ def test_the_cost_test_is_scipys_t_test_across_tasks():
     def values(task, arm):
         return [row["cost_usd"] for row in rows if row["task"] == task and row["arm"] == arm]
 
-    logs = [fsum(map(log, values(task, INC))) / 3 - fsum(map(log, values(task, CAND))) / 3 for task in tasks]
-    reference = stats.ttest_1samp(logs, 0.0, alternative="greater")
+    def reference(ratios, weights, run_terms, estimate):
+        # run_terms: per task, each arm's (variance of its mean, dof)
+        runs = [a + b for (a, _), (b, _) in run_terms]
+        excess = max(0.0, stats.tvar(ratios) - fsum(runs) / len(runs))
+        squares = fsum(w * w for w in weights)
+        terms = [w * w * u for w, u in zip(weights, runs, strict=True)]
+        variance = fsum(terms) + excess * squares
+        dofs = [(a + b) ** 2 / (a * a / da + b * b / db) for (a, da), (b, db) in run_terms]
+        denominator = fsum(t * t / d for t, d in zip(terms, dofs, strict=True)) + (excess * squares) ** 2 / 6
+        df = variance**2 / denominator
+        return stats.t.sf(estimate / sqrt(variance), df), sqrt(variance), df
+
+    logs = {task: ([log(v) for v in values(task, INC)], [log(v) for v in values(task, CAND)]) for task in tasks}
+    ratios = [fsum(inc) / 3 - fsum(cand) / 3 for inc, cand in logs.values()]
+    terms = [((stats.tvar(inc) / 3, 2), (stats.tvar(cand) / 3, 2)) for inc, cand in logs.values()]
+    p_t, se, df = reference(ratios, [1 / 7] * 7, terms, fsum(ratios) / 7)
     per_task = decide_noisy(rows, objective="per_task")["tests"]["cost"]
-    assert per_task["p_value"] == pytest.approx(reference.pvalue, rel=1e-5)
-    assert per_task["df"] == 6 and per_task["tasks"] == 7 and per_task["effective_tasks"] == 7.0
-    assert per_task["estimate_pct"] == round(100 * (1 - exp(-fsum(logs) / 7)), 1)
+    assert per_task["t_p_value"] == pytest.approx(p_t, rel=1e-5)
+    assert per_task["se_log"] == pytest.approx(se, abs=1e-6) and per_task["df"] == round(df, 1)
+    assert per_task["sign_flip"]["applies"] and per_task["sign_flip"]["flips"] == 2**7
+    assert per_task["p_value"] == max(per_task["t_p_value"], per_task["sign_flip"]["p_value"])
+    assert per_task["tasks"] == 7 and per_task["effective_tasks"] == 7.0
+    assert per_task["estimate_pct"] == round(100 * (1 - exp(-fsum(ratios) / 7)), 1)
 
     means = {task: (fsum(values(task, INC)) / 3, fsum(values(task, CAND)) / 3) for task in tasks}
     shares = [(a + b) / fsum(a + b for a, b in means.values()) for a, b in means.values()]
-    ratios = [log(a / b) for a, b in means.values()]
+    spend_ratios = [log(a / b) for a, b in means.values()]
     estimate = log(fsum(a for a, _ in means.values()) / fsum(b for _, b in means.values()))
-    se = stats.tstd(ratios) * sqrt(fsum(w * w for w in shares))
+    relative = [
+        tuple((stats.tvar(values(task, arm)) / (fsum(values(task, arm)) / 3) ** 2 / 3, 2) for arm in (INC, CAND))
+        for task in tasks
+    ]
+    p_t, se, df = reference(spend_ratios, shares, relative, estimate)
     spend = decide_noisy(rows)["tests"]["cost"]
     assert spend["objective"] == "total_spend"
     assert spend["estimate_pct"] == round(100 * (1 - exp(-estimate)), 1)
     assert spend["se_log"] == pytest.approx(se, abs=1e-6)
-    assert spend["p_value"] == pytest.approx(stats.t.sf(estimate / se, 6), rel=1e-5)
+    assert spend["t_p_value"] == pytest.approx(p_t, rel=1e-5)
+    assert spend["p_value"] == max(spend["t_p_value"], spend["sign_flip"]["p_value"])
     # The expensive task that got dearer weighs its share of the spend: the total saves less than the average task.
     assert spend["estimate_pct"] < per_task["estimate_pct"]
 
@@ -828,11 +853,29 @@ def test_an_all_failed_task_beside_gated_ones_is_evidence_but_not_gated():
     assert result["tests"]["design"]["tasks"] == 12
 
 
-def test_zero_metric_is_insufficient_under_the_noise_aware_rule():
-    rows = arm_rows("t1", INC, num_turns=[5, 0, 5]) + arm_rows("t1", CAND, num_turns=4)
-    result = decide_noisy(rows, metric="num_turns")
-    assert result["decision"] == "insufficient_evidence"
-    assert "t1: num_turns is zero on some run; choose a metric with signal" in result["reasons"]
+def test_a_run_that_cost_nothing_is_a_cheap_observation_not_a_gap():
+    """A session that exits at once costs $0 and resolves nothing: the pair is still decided, the zero counted at half
+    the task's cheapest measured run on the log scale, the failure counted by the resolution test."""
+    rows = suite(12)
+    gone = next(row for row in rows if (row["task"], row["arm"], row["run"]) == ("t03", CAND, 1))
+    gone.update(cost_usd=0.0, resolved=False, oracle_passed=False, error_kind="no-work-produced")
+    result = decide_noisy(rows)
+    assert result["decision"] != "insufficient_evidence"
+    assert result["tests"]["cost"]["noise_measured"] is True
+    assert result["tests"]["quality"]["candidate_resolved"] == 35
+    check = next(task for task in result["tasks"] if task["task"] == "t03")["checks"]
+    assert check["saving_pct"] is not None and check["regression_pct"] is not None
+    # The zero enters at half the task's cheapest measured run, in either arm.
+    assert gate_stats.floor_zeros([([1.0, 2.0], [0.0, 2.0])]) == [([1.0, 2.0], [0.5, 2.0])]
+    assert gate_stats.floor_zeros([([0.0, 0.4], [0.8, 1.0])]) == [([0.2, 0.4], [0.8, 1.0])]
+    # A metric that is zero on every run of both arms of a task has no scale: no cost test, named as such.
+    none = suite(3)
+    for row in none:
+        if row["task"] == "t01":
+            row["num_turns"] = 0
+    kept = decide_noisy(none, metric="num_turns")
+    assert kept["decision"] == "insufficient_evidence"
+    assert kept["reasons"][0].startswith("the num_turns test could not be computed (a gated task has no measured run")
 
 
 def fail(rows: list[dict], task: str, run: int, arm: str = CAND) -> None:
@@ -843,15 +886,27 @@ def fail(rows: list[dict], task: str, run: int, arm: str = CAND) -> None:
 def test_one_failure_in_many_runs_is_within_the_margin_but_not_in_few():
     many = suite(16, runs=4)
     fail(many, "t03", 2)
+    # Both arms fail a run now and then elsewhere: the one failure is noise, within the margin.
+    for task in ("t05", "t09"):
+        fail(many, task, 0, arm=INC)
     result = decide_noisy(many)
     assert result["decision"] == "promote"
     assert result["tests"]["quality"]["conclusion"] == "not_worse"
-    assert result["tests"]["quality"]["difference_pct"] == round(-100 / 64, 1)
+    assert result["tests"]["quality"]["difference_pct"] == round(100 / 64, 1)
     # The upstream rule keeps the incumbent for that one failure.
     assert decide(many)["decision"] == "keep_incumbent"
+    # Where no other run of the pair ever fails, the same one failure is a drop on its task: the only task the
+    # candidate resolved less often, tested at alpha (a task given up is caught from its first failure).
+    clean = suite(16, runs=4)
+    fail(clean, "t03", 2)
+    kept = decide_noisy(clean)
+    assert kept["decision"] == "keep_incumbent"
+    check = next(task for task in kept["tasks"] if task["task"] == "t03")["checks"]
+    assert check["resolution_dropped"] and check["resolution_drop_adjusted_p"] == check["resolution_drop_p_value"]
 
     few = suite(6)
     fail(few, "t01", 0)
+    fail(few, "t04", 1, arm=INC)
     small = decide_noisy(few)
     assert small["decision"] == "keep_incumbent"
     assert small["tests"]["quality"]["conclusion"] == "inconclusive"

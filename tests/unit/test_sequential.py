@@ -317,6 +317,12 @@ def test_a_look_that_would_promote_while_a_tasks_resolution_fell_takes_more_runs
     assert decide(rows)["decision"] == "promote"
     failed = next(row for row in rows if (row["task"], row["arm"], row["run"]) == ("t07", CAND, 1))
     failed.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
+    # Where no other run ever fails, that one failure is already a credible drop (the per-task check keeps the
+    # incumbent at once); where the incumbent fails now and then too, it is not yet, and the look asks for more runs.
+    assert decide(rows)["decision"] == "keep_incumbent"
+    for index in range(20, 30):
+        flaky = next(row for row in rows if (row["task"], row["arm"], row["run"]) == (f"t{index:02d}", INC, 0))
+        flaky.update(resolved=False, oracle_passed=False, error_kind="oracle-failed")
     decision = decide(rows)
     assert [look["decision"] for look in decision["looks"]] == ["continue"]
     assert decision["looks"][0]["reason"] == "resolution fell on t07: more runs before a promotion"

@@ -63,16 +63,43 @@ def test_holm_adjusts_step_down_and_keeps_the_order():
     assert gate_stats.holm([]) == []
 
 
-def test_cost_power_is_the_noncentral_t_without_a_floor():
-    for tasks, runs, shared in ((10, 5, 0.0), (20, 3, 0.2), (6, 10, 0.1)):
-        variance = 0.09
-        se = math.sqrt(2 * (shared**2 + variance / runs)) / math.sqrt(tasks)
-        critical = stats.t.isf(0.0225, tasks - 1)
-        expected = stats.nct.sf(critical, tasks - 1, -math.log(0.85) / se)
-        power = gate_stats.cost_power(
-            saving_pct=15.0, tasks=tasks, runs=runs, run_variance=variance, shared_sd=shared, alpha=0.0225
+def test_the_known_variance_bound_is_the_normal_power_and_the_simulated_power_stays_below_it():
+    """cost_power simulates cost_test itself (run noise estimated from the runs, the sign-flip test near its
+    floor); a z-test that knew the variance is its ceiling, up to the simulation's own error."""
+    for tasks, runs, shared in ((10, 5, 0.0), (20, 3, 0.2), (6, 10, 0.1), (34, 3, 0.0)):
+        se = math.sqrt(2 * (shared**2 + 0.09 / runs) / tasks)
+        bound = gate_stats.known_variance_power(
+            saving_pct=15.0, tasks=tasks, runs=runs, run_variance=0.09, shared_sd=shared, alpha=0.0225
         )
-        assert power == pytest.approx(expected, abs=1e-6)
+        assert bound == pytest.approx(stats.norm.sf(stats.norm.isf(0.0225) - -math.log(0.85) / se), abs=1e-9)
+        power = gate_stats.cost_power(
+            saving_pct=15.0, tasks=tasks, runs=runs, run_variance=0.09, shared_sd=shared, alpha=0.0225
+        )
+        assert 0.0 < power <= bound + 0.03
+        # The same design always gets the same power; more runs, no less.
+        again = gate_stats.cost_power(
+            saving_pct=15.0, tasks=tasks, runs=runs, run_variance=0.09, shared_sd=shared, alpha=0.0225
+        )
+        more = gate_stats.cost_power(
+            saving_pct=15.0, tasks=tasks, runs=runs + 4, run_variance=0.09, shared_sd=shared, alpha=0.0225
+        )
+        assert again == power <= more + 0.01
+
+
+def test_cost_power_of_an_identical_candidate_is_at_most_alpha():
+    for tasks, runs in ((12, 3), (6, 10)):
+        null = gate_stats.cost_power(
+            saving_pct=0.0, tasks=tasks, runs=runs, run_variance=0.09, shared_sd=0.1, alpha=0.0225
+        )
+        assert null <= 0.0225 + 2 * math.sqrt(0.0225 / gate_stats.POWER_DRAWS)
+
+
+def test_six_tasks_pay_for_the_sign_flip_tests_floor_and_five_do_not_need_it():
+    """At generation 0's cost alpha (0.0225) six tasks can reach the sign-flip test only when every task is cheaper
+    (its floor 1/64): the same design has less power than the t alone would give it."""
+    common = {"saving_pct": 15.0, "runs": 10, "run_variance": 0.09, "shared_sd": 0.0, "alpha": 0.0225}
+    six = gate_stats.cost_power(tasks=6, **common)
+    assert six < gate_stats.known_variance_power(tasks=6, **common) - 0.05
 
 
 def test_shared_cell_effects_make_more_tasks_beat_more_runs():

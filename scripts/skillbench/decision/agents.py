@@ -56,7 +56,8 @@ def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], poli
     without any correction; a pair that keeps the incumbent or lacks evidence keeps the candidate out.
 
     ``any``: every pair's no-worse guards must hold (its per-task checks, the resolution shown within the margin,
-    the total spend not credibly higher; a pair without evidence gives insufficient_evidence), and at least one
+    the total spend shown within ``resolution_cost_margin_pct`` of the incumbent's — not merely not shown dearer,
+    which a small per-agent design never shows; a pair without evidence gives insufficient_evidence), and at least one
     pair's promotion claim must survive Holm's correction across the pairs: the cost route's p-values at the cost
     test's alpha, the resolution route's at its own. A pair whose guards hold but whose claim does not is
     ``no_worse``. Pure: the decisions (and their rows, for each pair's agent) in, the block out.
@@ -91,7 +92,7 @@ def across_agents(decisions: Sequence[Decision], rows: Sequence[ResultRow], poli
             else:
                 verdict = "no_worse"
                 shown = quality["conclusion"].replace("_", " ")
-                reason = f"no worse (resolution {shown}, spend not credibly higher); {reason}"
+                reason = f"no worse (resolution {shown}, {_spend_shown_text(policy)}); {reason}"
         verdicts.append(
             {
                 "agent": agent,
@@ -142,6 +143,11 @@ def _across_outcome(rule: str, verdicts: list[dict[str, Any]]) -> tuple[str, str
     )
 
 
+def _spend_shown_text(policy: GatePolicy) -> str:
+    margin = policy.resolution_cost_margin_pct
+    return "spend not credibly higher" if margin is None else f"spend shown within {margin:g}% of the incumbent's"
+
+
 def _across_statement(rule: str, pairs: int) -> str:
     if rule == "all":
         return (
@@ -152,6 +158,7 @@ def _across_statement(rule: str, pairs: int) -> str:
     return (
         f"across_agents any: at least one of the {pairs} agent pair(s) must show its saving (or better resolution) "
         "after Holm's correction across the pairs, and every pair its no-worse guards (per-task checks, resolution "
-        "within the margin, total spend not credibly higher): promoting a candidate no agent finds better has "
-        "probability at most alpha"
+        "within the margin, total spend shown within the spend margin, resolution_cost_margin_pct): promoting a "
+        "candidate no agent finds better, or one that is dearer by the margin on some agent, has probability at most "
+        "alpha"
     )

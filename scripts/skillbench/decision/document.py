@@ -25,7 +25,8 @@ QUALITY_RULES = {
         "over all paired runs of the gated tasks, stratified by task, the candidate's resolution rate must be "
         "shown (one-sided, at the generation's alpha, with the variance at the margin) to be no more than "
         "quality_margin_pct points below the incumbent's; no gated task may show a resolution drop at alpha "
-        "(Holm over the gated tasks; a z-test whose variance borrows the pair's pooled resolution rate); the "
+        "(an exact binomial test against the pair's other runs' failure rate, Holm over the gated tasks the "
+        "candidate resolved less often); the "
         "candidate may not skip the skill under test more often than the incumbent; a promotion on resolution "
         "alone needs the total spend shown to be within resolution_cost_margin_pct of the incumbent's"
     ),

@@ -42,15 +42,15 @@ def _noise_aware_task_checks(
             )
         return
     verdict.lacking(task_run_counts(task, policy.min_runs))
+    # A run that measured zero (a session that exited at once) is a cheap observation, floored on the log scale by
+    # the cost test (stats.floor_zeros), not a gap in the evidence.
     if task.run_unmeasured:
         verdict.lacking([unmeasured_reason(name, metric)])
-    elif task.run_non_positive:
-        verdict.lacking([f"{name}: {metric} is zero on some run; choose a metric with signal"])
     if check["resolution_dropped"]:
         verdict.regression(
             f"{name}: resolution fell from {row['incumbent_resolved']} to {row['candidate_resolved']} "
-            f"(one-sided p {p_text(check['resolution_drop_p_value'])}, Holm-adjusted over the gated tasks "
-            f"{p_text(check['resolution_drop_adjusted_p'])}, alpha {alpha:g})"
+            f"(one-sided p {p_text(check['resolution_drop_p_value'])}, Holm-adjusted over the tasks it resolved "
+            f"less often {p_text(check['resolution_drop_adjusted_p'])}, alpha {alpha:g})"
         )
     skips_inc, skips_cand = task.skipped_skill
     if skips_inc < skips_cand:
@@ -237,13 +237,26 @@ def noise_aware_decision(
     return record, verdict.regressed
 
 
-def _not_worse_on_tests(tests: dict[str, Any], policy: GatePolicy) -> bool:
-    """The no-worse guards a test gives: the resolution shown within the margin (or better), and the total spend not
-    credibly higher (one-sided, at the policy's alpha: a guard that can only keep the incumbent)."""
+def spend_shown_within_margin(tests: dict[str, Any], policy: GatePolicy) -> bool:
+    """Whether a pair's total spend is shown not dearer: within ``resolution_cost_margin_pct`` (one-sided at the
+    generation's alpha, the t and the sign-flip test: ``stats.cost_within_pct``), or — with the margin null, any
+    price — not credibly higher (one-sided at the policy's alpha)."""
     spend = tests["cost"] if tests["cost"]["objective"] == "total_spend" else tests["cost_alternative"]
-    dearer = spend["p_higher"] is not None and spend["p_higher"] <= policy.alpha
+    margin = policy.resolution_cost_margin_pct
+    if margin is None:
+        return spend["p_higher"] is None or spend["p_higher"] > policy.alpha
+    p_within = gate_stats.cost_within_pct(spend, margin)
+    return p_within is not None and p_within <= tests["quality"]["alpha"]
+
+
+def _not_worse_on_tests(tests: dict[str, Any], policy: GatePolicy) -> bool:
+    """The no-worse guards a test gives (``across_agents: any`` asks them of every pair): the resolution shown within
+    the margin (or better), the weighted F1 too where there are review cases, and the total spend shown within the
+    spend margin (``spend_shown_within_margin``): a pair that merely could not show itself dearer is no evidence
+    that it is not."""
     review = tests.get("review")
     review_shown = (
         review is None or not review["defect_cases"] or (review["weighted_f1"]["conclusion"] in ("not_worse", "better"))
     )
-    return tests["quality"]["conclusion"] in ("not_worse", "better") and not dearer and review_shown
+    shown = tests["quality"]["conclusion"] in ("not_worse", "better")
+    return shown and spend_shown_within_margin(tests, policy) and review_shown

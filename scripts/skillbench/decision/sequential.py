@@ -138,9 +138,9 @@ def _futility(
     cost_boundary, quality_boundary = _final_boundaries(decision, design, alphas)
     scale = math.sqrt(runs / design["max"])
     if cost["estimate_pct"] is not None and cost["se_log"]:
-        estimate = -math.log(1 - cost["estimate_pct"] / 100)
+        estimate = gate_stats.log_of_saving(cost["estimate_pct"])
         # The last look needs the estimate past both its boundary (at the final standard error) and the floor.
-        threshold = max(cost_boundary * cost["se_log"] * scale, -math.log(1 - policy.min_improvement_pct / 100))
+        threshold = max(cost_boundary * cost["se_log"] * scale, gate_stats.log_of_saving(policy.min_improvement_pct))
         powers["cost"] = round(
             gate_stats.conditional_power(
                 estimate, cost["se_log"], runs=runs, max_runs=design["max"], threshold=threshold
@@ -224,6 +224,11 @@ def _fallen_tasks(decision: Decision) -> list[str]:
     return fallen
 
 
+def _finite(value: float) -> float | None:
+    """A statistic to four decimals; None when it is infinite (a saving of 100 %: nothing left to compare)."""
+    return round(value, 4) if math.isfinite(value) else None
+
+
 def _look_record(
     index: int,
     look: dict[str, Any],
@@ -236,7 +241,7 @@ def _look_record(
     cost = decision["tests"]["cost"]
     statistic = boundary_t = None
     if cost["estimate_pct"] is not None and cost["se_log"]:
-        statistic = round(-math.log(1 - cost["estimate_pct"] / 100) / cost["se_log"], 4)
+        statistic = _finite(gate_stats.log_of_saving(cost["estimate_pct"]) / cost["se_log"])
     if cost["df"] and look["cost"] > 0:
         # The cost test has K - 1 degrees of freedom: the boundary it must reach in t units.
         boundary_t = round(float(gate_stats.stats.t.isf(look["cost"], cost["df"])), 4)

@@ -95,8 +95,16 @@ def candidate_tests(
     measured = [cell for cell in gated_cells if cell is not None] if None not in gated_cells else []
     objective = policy.objective
     other = next(name for name in OBJECTIVES if name != objective)
+    # The total-spend test also says whether the candidate is shown within the spend margin (the resolution route's
+    # guard, and across_agents any's for every pair).
     cost, alternative = (
-        gate_stats.cost_test(measured, alpha=round(cost_alpha, 8), floor_pct=policy.min_improvement_pct, objective=name)
+        gate_stats.cost_test(
+            measured,
+            alpha=round(cost_alpha, 8),
+            floor_pct=policy.min_improvement_pct,
+            objective=name,
+            margin_pct=policy.resolution_cost_margin_pct if name == "total_spend" else None,
+        )
         for name in (objective, other)
     )
     quality = gate_stats.quality_test(
@@ -160,18 +168,22 @@ def _task_checks(
     interval_alpha: float,
 ) -> dict[str, dict[str, Any]]:
     """Per paired task: a credible cost rise above its cap (at alpha / tasks), the resolution-drop test (Holm over
-    the gated tasks), and the task's own saving on the objective's scale with its interval (what a figure draws)."""
+    the gated tasks the candidate resolved a smaller share of), and the task's own saving on the objective's scale
+    with its interval (what a figure draws)."""
     usable = [cell for cell in cells.values() if cell is not None]
     pooled = gate_stats.pooled_log_variance(usable)
     task_alpha = alpha / max(1, len(cells))
     gated_counts = [_resolution_counts(runs, task, arms) for task in gated_tasks]
     drops = dict(zip(gated_tasks, gate_stats.resolution_drops(gated_counts), strict=True))
-    adjusted = dict(zip(gated_tasks, gate_stats.holm(list(drops.values())), strict=True))
+    adjusted = dict(zip(gated_tasks, gate_stats.holm_over_drops(gated_counts, list(drops.values())), strict=True))
+    differences = {name: gate_stats.mean_log_difference(*cell) for name, cell in cells.items() if cell is not None}
     checks: dict[str, dict[str, Any]] = {}
     for task, cell in cells.items():
         cap = policy.max_task_regression_pct if task in gated_tasks else policy.max_failed_task_regression_pct
         # The spread between the other tasks: the task under test must not widen the yardstick it is judged by.
-        between = gate_stats.between_task_variance([other for name, other in cells.items() if name != task and other])
+        between = gate_stats.spread_between(
+            [value for name, value in differences.items() if name != task and value is not None]
+        )
         regression = (
             gate_stats.task_regression(cell[0], cell[1], pooled=pooled, alpha=task_alpha, cap_pct=cap, between=between)
             if cell is not None
@@ -218,7 +230,10 @@ def cost_sentence(cost: dict[str, Any], metric: str, design: str) -> str:
     conclusion = cost["conclusion"]
     if conclusion == "not_computable":
         if cost["estimate_pct"] is None:
-            return f"the {metric} test could not be computed (no measured run in some gated task)"
+            return (
+                f"the {metric} test could not be computed (a gated task has no measured run, or measured zero on "
+                "every run of both arms)"
+            )
         if cost["tasks"] < 2:
             return (
                 f"{what} {pct_text(cost['estimate_pct'])} on one gated task: the test needs at least two, since "
@@ -231,7 +246,7 @@ def cost_sentence(cost: dict[str, Any], metric: str, design: str) -> str:
     interval = f"{cost['confidence']:.0%} CI {pct_text(cost['ci_low_pct'])} to {pct_text(cost['ci_high_pct'])}"
     found = (
         f"{what} {pct_text(cost['estimate_pct'])} ({interval}; one-sided p {p_text(cost['p_value'])}, alpha "
-        f"{cost['alpha']:g}, {cost['df']} df across tasks)"
+        f"{cost['alpha']:g}, {cost['df']:g} df across tasks)"
     )
     if conclusion == "cheaper":
         return f"{found}, at least the {cost['floor_pct']:.1f}% floor"
