@@ -14,5 +14,6 @@ with rule_log(snakemake.log[0]):
         baseline_arms=dict(snakemake.params.baseline_arms),
         arm_order=list(snakemake.params.arms),
         promotion=snakemake.input.get("promotion"),
+        sweep=snakemake.input.get("sweep"),
         out=snakemake.output.report,
     )

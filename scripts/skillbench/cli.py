@@ -279,12 +279,21 @@ def _estimate(args: argparse.Namespace) -> int:
         return 1
     generations = work["generations"]
     print(f"experiment {config['experiment']}: {len(work['tasks'])} task(s) × {work['runs']} run(s)")
-    print(f"  incumbent arms {', '.join(work['incumbent_arms'])}: {len(work['incumbent_cells'])} cells")
+    cached = [arm for arm in work["incumbent_arms"] if arm not in work["anchor_arms"]]
+    if cached:
+        print(
+            f"  incumbent arms {', '.join(cached)} (the cache, shared by generations): "
+            f"{len(work['incumbent_cells'])} cells"
+        )
     if generations:
+        anchors = ", ".join(work["anchor_arms"])
         print(
             f"  up to {generations} generation(s) of {', '.join(work['candidate_arms'])}: "
-            f"{len(work['candidate_cells_per_generation'])} cells each, {work['proposer_sessions']} proposer "
-            "session(s); the chain stops at the first promotion"
+            f"{len(work['candidate_cells_per_generation'])} candidate cells each, beside an anchor of "
+            f"{len(work['anchor_cells_per_generation'])} fresh cells of {anchors} "
+            f"({work['anchor_sessions_per_generation']} sessions per generation; generation 0's anchor is the "
+            f"sweep's cells of {anchors}); {work['proposer_sessions']} proposer session(s); the chain stops at the "
+            "first promotion"
         )
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
     for line in progress.budget_lines(config["budget"], work["sessions"]):
@@ -306,12 +315,16 @@ def _estimate(args: argparse.Namespace) -> int:
                 *(["--configfile", *files] if files else []),
                 "--config",
                 "runs=1",
+                # A plain sweep: every arm's cells go to the cache; a generation's anchor runs later, beside its
+                # candidate.
+                *(["evolution={generations: 0}"] if work["generations"] else []),
             ]
         )
         again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
             f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
-            f"first (their cells are kept for the real run):\n    {sweep}\n  then estimate again: {again}\n"
+            "first (a plain sweep; the cache keeps its cells, and each generation runs its anchor afresh beside its "
+            f"candidate):\n    {sweep}\n  then estimate again: {again}\n"
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:

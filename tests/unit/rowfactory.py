@@ -10,8 +10,11 @@ MODEL = "claude-test-model"
 
 
 def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fields) -> dict:
-    """A complete, schema-valid result row; ``fields`` override any column."""
+    """A complete, schema-valid result row; ``fields`` override any column. Rows are of batch ``gen0`` (a candidate
+    and its anchor side by side) unless ``batch`` says otherwise; ``batch=None`` makes a row of before batches were
+    recorded (no batch, block, position or start)."""
     resolved = fields.pop("resolved", True)
+    batch = fields.pop("batch", "gen0")
     error_kind = fields.pop("error_kind", None if resolved else "oracle-failed")
     row = {
         "schema": "result-row/v1",
@@ -66,6 +69,10 @@ def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fie
         "sandbox_backend": "bwrap",
         "recorded_at": "2026-01-01T00:00:00Z",
     }
+    if batch is not None:
+        cached = batch == "cache"
+        row.update(batch=batch, block=None if cached else run, position=None if cached else 0)
+        row["started_at"] = "2026-01-01T00:00:00Z"
     row.update(fields)
     return validate(row, "result-row")
 
