@@ -306,24 +306,21 @@ def _estimate(args: argparse.Namespace) -> int:
     if estimate is None:
         prices = config["agent"]["prices"]["usd_per_mtok"].get(config["model"]["name"])
         files = [str(path) for path in args.configfile]
+        # Run 0 of every incumbent arm, in the cache (rule sample_costs): no proposer, and no generation's anchor
+        # runs before its candidate.
         sweep = shlex.join(
             [
                 progress.command_beside(sys.argv[0], "snakemake"),
-                layout.rows(layout.results_root(config["experiment"]), None),
+                "sample_costs",
                 "--cores",
                 "2",
                 *(["--configfile", *files] if files else []),
-                "--config",
-                "runs=1",
-                # A plain sweep: every arm's cells go to the cache; a generation's anchor runs later, beside its
-                # candidate.
-                *(["evolution={generations: 0}"] if work["generations"] else []),
             ]
         )
         again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
             f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
-            "first (a plain sweep; the cache keeps its cells, and each generation runs its anchor afresh beside its "
+            "first (their cells are kept in the cache; each generation still runs its anchor afresh beside its "
             f"candidate):\n    {sweep}\n  then estimate again: {again}\n"
             "  (or pass --results results/<an earlier experiment>)"
         )

@@ -412,9 +412,8 @@ def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allo
     assert "budget.max_sessions 200: the plan needs up to 119 sessions; the plan fits in it" in out
     assert "budget.max_usd 1: looks start no batch whose projected cost passes it" in out
     # No rows yet: the sweep to run first is a command that works (a target, then top-level --config only).
-    # A plain sweep (generations 0), so its cells go to the cache and no generation's anchor runs before its candidate.
-    sweep = f"results/estimate-probe/sweep/results.jsonl --cores 2 --configfile {capped} --config runs=1 "
-    assert sweep + "'evolution={generations: 0}'" in out, out
+    # Run 0 of every incumbent arm in the cache (rule sample_costs): no proposer, no anchor before its candidate.
+    assert f"snakemake sample_costs --cores 2 --configfile {capped}\n" in out, out
     assert re.search(rf"then estimate again: \S*skillbench estimate --configfile {re.escape(str(capped))}\n", out), out
 
 

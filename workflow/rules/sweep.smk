@@ -37,6 +37,16 @@ use rule collect_results as collect_generation_results with:
         design=config["runs"],
 
 
+# What `skillbench estimate` prices a run from when nothing has run yet: run 0 of every incumbent arm on every task,
+# in the cache. A run keeps those cells (the cache's arms reuse them); a generation's anchor runs afresh beside its
+# candidate, whatever the cache holds.
+rule sample_costs:
+    input:
+        cell_records(INCUMBENT_ARMS, runs=1),
+    message:
+        "one run of every incumbent arm on every task, in the cache: skillbench estimate prices the experiment from them"
+
+
 rule render_report:
     input:
         results=sb_layout.rows(RESULTS, None),
