@@ -197,3 +197,27 @@ def make_trigger_row(
     }
     defaults.update(fields)
     return make_row(task, arm, run, **defaults)
+
+
+def write_cell_record(folder, row: dict, started_at: str = "2026-01-01T11:00:00Z") -> str:
+    """A cell's record.json (``row`` and a one-second timing from ``started_at``) in run folder ``folder``, which is
+    made; returns its path."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True)
+    timing = {
+        "started_at": started_at,
+        "finished_at": started_at,
+        "wall_s": 1.0,
+        "sessions_s": 0.5,
+        "setup_s": 0.1,
+        "verify_s": 0.1,
+        "oracle_s": 0.1,
+        "overhead_s": 0.2,
+        "sessions": [],
+    }
+    record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
+    (folder / "record.json").write_text(json.dumps(record))
+    return str(folder / "record.json")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from rowfactory import make_binding, make_row
+from rowfactory import make_binding, make_row, write_cell_record
 from skillbench.base import layout
 from skillbench.base.artifacts import validate
 from skillbench.decision.document import summarize_gate
@@ -109,22 +109,7 @@ def test_a_later_look_records_the_continuing_pairs_cells_in_the_order_their_prio
 
 
 def _write_record(root: Path, cellset: str, row: dict, started: str) -> str:
-    folder = Path(layout.cell_dir(root, cellset, row["task"], row["arm"], row["run"]))
-    folder.mkdir(parents=True)
-    timing = {
-        "started_at": started,
-        "finished_at": started,
-        "wall_s": 1.0,
-        "sessions_s": 0.5,
-        "setup_s": 0.1,
-        "verify_s": 0.1,
-        "oracle_s": 0.1,
-        "overhead_s": 0.2,
-        "sessions": [],
-    }
-    record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
-    (folder / layout.RECORD).write_text(json.dumps(record))
-    return str(folder / layout.RECORD)
+    return write_cell_record(layout.cell_dir(root, cellset, row["task"], row["arm"], row["run"]), row, started)
 
 
 def test_collected_rows_name_their_batch_block_position_and_start(tmp_path):
@@ -267,24 +252,13 @@ def test_a_sequential_pair_compares_every_look_batch_both_arms_ran_in():
 
 
 def test_the_report_shows_what_the_anchor_cost_and_how_far_it_moved_since_the_sweep():
-    from skillbench.reporting.report import render_report
-
     rows = _pair("gen1", incumbent_cost=1.0, candidate_cost=0.7)
     sweep = [
         make_row(row["task"], INC, row["run"], cost_usd=round(row["cost_usd"] / 1.1, 6), batch="gen0")
         for row in rows
         if row["arm"] == INC
     ]
-    text = render_report(
-        rows,
-        title="gen1",
-        task_order=TASKS,
-        arm_order=[INC, CAND],
-        provenance={},
-        promotion=_document(rows),
-        earlier=sweep,
-    )
-    lines = text.splitlines()
+    lines = _report(rows, sweep).splitlines()
     spent = {arm: sum(row["cost_usd"] for row in rows if row["arm"] == arm) for arm in (INC, CAND)}
     assert (
         "- candidate_workflow ran beside its anchor, fresh cells of workflow (batch gen1): anchor 24 cells, "
@@ -296,16 +270,22 @@ def test_the_report_shows_what_the_anchor_cost_and_how_far_it_moved_since_the_sw
     assert "| 24/24 | 24/24 |" in total
     # Generation 0's anchor is the sweep's cells: nothing earlier to compare with.
     zero = _pair("gen0", incumbent_cost=1.0, candidate_cost=0.7)
-    text = render_report(
-        zero,
-        title="gen0",
+    text = _report(zero, [row for row in zero if row["arm"] == INC])
+    assert "workflow: the sweep's cells are this generation's anchor" in text
+
+
+def _report(rows: list[dict], earlier: list[dict]) -> str:
+    from skillbench.reporting.report import render_report
+
+    return render_report(
+        rows,
+        title="generation",
         task_order=TASKS,
         arm_order=[INC, CAND],
         provenance={},
-        promotion=_document(zero),
-        earlier=[row for row in zero if row["arm"] == INC],
+        promotion=_document(rows),
+        earlier=earlier,
     )
-    assert "workflow: the sweep's cells are this generation's anchor" in text
 
 
 # ─── Sizes, budgets and a capped session ───────────────────────────────────

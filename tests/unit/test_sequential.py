@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rowfactory import MODEL, make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row, write_cell_record
 from skillbench.base.artifacts import validate
 from skillbench.decision import stats
 from skillbench.decision.gate import promotion_document, resolve_policy, run_design, sequential_decision
@@ -232,25 +232,9 @@ def test_planned_work_of_a_sequential_design_counts_up_to_max():
 
 def _write_records(root: Path, rows: list[dict]) -> list[str]:
     """Cell records of generation 0's first batch (the candidate's and its anchor's, in gen0/cells)."""
-    paths = []
-    for row in rows:
-        folder = root / "gen0" / "cells" / row["task"] / row["arm"] / f"run{row['run']}"
-        folder.mkdir(parents=True)
-        timing = {
-            "started_at": "2026-01-01T11:00:00Z",
-            "finished_at": "2026-01-01T11:00:01Z",
-            "wall_s": 1.0,
-            "sessions_s": 0.5,
-            "setup_s": 0.1,
-            "verify_s": 0.1,
-            "oracle_s": 0.1,
-            "overhead_s": 0.2,
-            "sessions": [],
-        }
-        record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
-        (folder / "record.json").write_text(json.dumps(record))
-        paths.append(str(folder / "record.json"))
-    return paths
+    return [
+        write_cell_record(root / "gen0" / "cells" / row["task"] / row["arm"] / f"run{row['run']}", row) for row in rows
+    ]
 
 
 @pytest.mark.parametrize(
