@@ -56,7 +56,8 @@ def _cell_entries(root: Path) -> Iterable[tuple[Path, tuple[int | None, str, str
 
 def cells(folder: str | Path) -> pd.DataFrame:
     """One row per finished cell: where it lives (``generation`` None for a cell of the cache, which every generation
-    shares; a generation's candidate and anchor cells under its number), its attempt, its timing and what its row says about it (resolved, cost, error kind)."""
+    shares; a generation's candidate and anchor cells under its number), its attempt, its timing and what its row
+    says about it (resolved, cost, error kind)."""
     collected = []
     for _, (generation, task, arm, run), record in _cell_entries(Path(folder)):
         timing = {key: value for key, value in record["timing"].items() if key != "sessions"}
