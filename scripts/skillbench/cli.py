@@ -381,7 +381,7 @@ def _check(args: argparse.Namespace) -> int:
         arms = ", ".join(config["selected_arms"] or list(config["arms"]))
         print(
             f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
-            f"{config['evolution']['generations']} generation(s)"
+            f"{config['evolution']['generations']} generation(s)" + _anchor_text(config, selected)
         )
     for problem in found.problems:
         print(problem)
@@ -398,6 +398,21 @@ def _check(args: argparse.Namespace) -> int:
         return 1
     print(f"check: no problems in {source}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return 0
+
+
+def _anchor_text(config: dict[str, Any], selected: list[dict[str, Any]]) -> str:
+    """What each generation's batch costs beside its candidates: the anchor's sessions (none without evolution)."""
+    from skillbench.reporting import progress
+
+    work = progress.planned_work(config, [task["id"] for task in selected])
+    if not work["generations"] or not work["anchor_arms"]:
+        return ""
+    candidate = sum(cell["sessions"] for cell in work["candidate_cells_per_generation"])
+    return (
+        f"; each generation's candidates ({candidate} sessions at most) run beside an anchor of "
+        f"{work['anchor_sessions_per_generation']} sessions of {', '.join(work['anchor_arms'])} "
+        "(generation 0's is the sweep's)"
+    )
 
 
 def _layers(configfiles: list[Path]) -> list[Path]:

@@ -354,3 +354,18 @@ def test_the_summary_says_capped_cells_count_and_keeps_the_budget_advice_for_bud
     assert "**Session cap reached:** 3 cell(s) had a session stopped at `budget.max_session_usd`" in text
     assert "running them again" in text and "not gaps" in text
     assert "2 cell(s) were cut short (rows `budget-exhausted`, excluded)" in text
+
+
+def test_check_states_what_each_generations_anchor_costs(monkeypatch):
+    from skillbench.cli import DEFAULT_CONFIG, _anchor_text
+    from skillbench.experiment import configcheck
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    config = configcheck.load_config(DEFAULT_CONFIG)
+    tasks = [{"id": task} for task in ("money-thousands", "bulk-discount-threshold", "sku-normalization")]
+    # 3 tasks × 16 runs of workflow's two sessions, beside the candidate's as many.
+    assert _anchor_text(config, tasks) == (
+        "; each generation's candidates (96 sessions at most) run beside an anchor of 96 sessions of workflow "
+        "(generation 0's is the sweep's)"
+    )
+    assert _anchor_text({**config, "evolution": {**config["evolution"], "generations": 0}}, tasks) == ""
