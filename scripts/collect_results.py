@@ -9,4 +9,6 @@ with rule_log(snakemake.log[0]):
         bindings=snakemake.input.bindings,
         arm_order=list(snakemake.params.arms),
         out=snakemake.output.results,
+        design=snakemake.params.design,
+        schedules=list(snakemake.input.schedules),
     )

@@ -8,6 +8,7 @@ with rule_log(snakemake.log[0]):
     gate_look(
         arm_sessions=dict(snakemake.params.arm_sessions),
         records=list(snakemake.input.records),
+        schedules=list(snakemake.input.schedules),
         pairs=[tuple(pair) for pair in snakemake.params.pairs],
         policy=dict(snakemake.params.policy),
         design=snakemake.params.design,

@@ -15,5 +15,6 @@ with rule_log(snakemake.log[0]):
         arm_order=list(snakemake.params.arms),
         promotion=snakemake.input.get("promotion"),
         candidate_diff=snakemake.input.get("diff"),
+        sweep=snakemake.input.get("sweep"),
         out=snakemake.output.report,
     )

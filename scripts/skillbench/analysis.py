@@ -35,8 +35,9 @@ def _generations(root: Path) -> list[int]:
 def rows(folder: str | Path) -> pd.DataFrame:
     """Every row of the sweep's and each generation's ``results.jsonl``, with ``generation`` (None for the sweep).
 
-    A generation's rows include the incumbent cells it compared against, so an incumbent row appears once per
-    generation that used it (drop duplicates on ``task, arm, run`` for one row per cell)."""
+    Each row names its ``batch`` (``cache``, ``gen<N>``, ``gen<N>/look<k>``): a generation's candidates and its
+    anchor share one. The cache's rows appear once per generation that shows them, and generation 0's anchor in the
+    sweep too (drop duplicates on ``batch, task, arm, run`` for one row per cell)."""
     root = Path(folder)
     collected: list[dict[str, Any]] = []
     for generation in [None, *_generations(root)]:
@@ -54,8 +55,9 @@ def _cell_entries(root: Path) -> Iterable[tuple[Path, tuple[int | None, str, str
 
 
 def cells(folder: str | Path) -> pd.DataFrame:
-    """One row per finished cell: where it lives (``generation`` None for a cell every generation shares), its
-    attempt, its timing and what its row says about it (resolved, cost, error kind)."""
+    """One row per finished cell: where it lives (``generation`` None for a cell of the cache, which every generation
+    shares; a generation's candidate and anchor cells under its number), its attempt, its timing and what its row
+    says about it (resolved, cost, error kind)."""
     collected = []
     for _, (generation, task, arm, run), record in _cell_entries(Path(folder)):
         timing = {key: value for key, value in record["timing"].items() if key != "sessions"}

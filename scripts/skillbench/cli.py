@@ -320,12 +320,21 @@ def _estimate(args: argparse.Namespace) -> int:
         return 1
     generations = work["generations"]
     print(f"experiment {config['experiment']}: {len(work['tasks'])} task(s) × {work['runs']} run(s)")
-    print(f"  incumbent arms {', '.join(work['incumbent_arms'])}: {len(work['incumbent_cells'])} cells")
+    cached = [arm for arm in work["incumbent_arms"] if arm not in work["anchor_arms"]]
+    if cached:
+        print(
+            f"  incumbent arms {', '.join(cached)} (the cache, shared by generations): "
+            f"{len(work['incumbent_cells'])} cells"
+        )
     if generations:
+        anchors = ", ".join(work["anchor_arms"])
         print(
             f"  up to {generations} generation(s) of {', '.join(work['candidate_arms'])}: "
-            f"{len(work['candidate_cells_per_generation'])} cells each, {work['proposer_sessions']} proposer "
-            "session(s); the chain stops at the first promotion"
+            f"{len(work['candidate_cells_per_generation'])} candidate cells each, beside an anchor of "
+            f"{len(work['anchor_cells_per_generation'])} fresh cells of {anchors} "
+            f"({work['anchor_sessions_per_generation']} sessions per generation; generation 0's anchor is the "
+            f"sweep's cells of {anchors}); {work['proposer_sessions']} proposer session(s); the chain stops at the "
+            "first promotion"
         )
     print(f"  at most {work['cells']} cells, {work['sessions']} agent sessions")
     for line in progress.budget_lines(config["budget"], work["sessions"]):
@@ -338,21 +347,22 @@ def _estimate(args: argparse.Namespace) -> int:
     if estimate is None:
         prices, table = _model_price(config)
         files = [str(path) for path in args.configfile]
+        # Run 0 of every incumbent arm, in the cache (rule sample_costs): no proposer, and no generation's anchor
+        # runs before its candidate.
         sweep = shlex.join(
             [
                 progress.command_beside(sys.argv[0], "snakemake"),
-                layout.rows(layout.results_root(config["experiment"]), None),
+                "sample_costs",
                 "--cores",
                 "2",
                 *(["--configfile", *files] if files else []),
-                "--config",
-                "runs=1",
             ]
         )
         again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
             f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
-            f"first (their cells are kept for the real run):\n    {sweep}\n  then estimate again: {again}\n"
+            "first (their cells are kept in the cache; each generation still runs its anchor afresh beside its "
+            f"candidate):\n    {sweep}\n  then estimate again: {again}\n"
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
@@ -410,7 +420,7 @@ def _check(args: argparse.Namespace) -> int:
         arms = ", ".join(config["selected_arms"] or list(config["arms"]))
         print(
             f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
-            f"{config['evolution']['generations']} generation(s)"
+            f"{config['evolution']['generations']} generation(s)" + _anchor_text(config, selected)
         )
     for problem in found.problems:
         print(problem)
@@ -427,6 +437,21 @@ def _check(args: argparse.Namespace) -> int:
         return 1
     print(f"check: no problems in {source}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
     return 0
+
+
+def _anchor_text(config: dict[str, Any], selected: list[dict[str, Any]]) -> str:
+    """What each generation's batch costs beside its candidates: the anchor's sessions (none without evolution)."""
+    from skillbench.reporting import progress
+
+    work = progress.planned_work(config, [task["id"] for task in selected])
+    if not work["generations"] or not work["anchor_arms"]:
+        return ""
+    candidate = sum(cell["sessions"] for cell in work["candidate_cells_per_generation"])
+    return (
+        f"; each generation's candidates ({candidate} sessions at most) run beside an anchor of "
+        f"{work['anchor_sessions_per_generation']} sessions of {', '.join(work['anchor_arms'])} "
+        "(generation 0's is the sweep's)"
+    )
 
 
 def _layers(configfiles: list[Path]) -> list[Path]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillbench.base import layout
 from skillbench.base.artifacts import ArtifactError
 from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import check_policy_design, run_design
@@ -190,6 +191,23 @@ def check_initial_overlay(config: dict[str, Any], repository: str = ".") -> list
     return overlayreview.flag_warnings(checked.review.flags, accepted, source)
 
 
+def check_seed_results(config: dict[str, Any]) -> None:
+    """``evolution.seed_results`` must name another experiment's folder: this experiment's sweep holds generation
+    0's anchor (it runs beside generation 0's candidate, which the seed's proposer writes), and its generations
+    come after it, so seeding from either would make the run wait for itself."""
+    seed = config["evolution"]["seed_results"]
+    if not seed or not config["evolution"]["generations"]:
+        return
+    own = Path(layout.results_root(config["experiment"])).resolve()
+    folder = Path(seed).resolve()
+    if folder == own or own in folder.parents:
+        raise ValueError(
+            f"config evolution.seed_results: {seed} is inside this experiment's own results ({own}); generation 0's "
+            "proposer must be fed from an earlier experiment: run the sweep under another `experiment` name and "
+            "name its sweep folder here"
+        )
+
+
 def check_containment(config: dict[str, Any]) -> None:
     """Once per run, before any session: the sandbox, the per-cell disk quota and the cell's cgroup (its memory and
     process limits) work on this machine."""
@@ -344,6 +362,7 @@ def experiment_checks(
         found.warnings += configcheck.design_warnings(config, len(selection.tasks))
     if suite is not None and candidates is not None:
         found.warnings += attempt(lambda: check_initial_overlay(config, repository)) or []
+    attempt(lambda: check_seed_results(config))
     if selection is not None and incumbent is not None and candidates is not None and design is not None:
         task_ids = [task["id"] for task in selection.tasks]
         attempt(lambda: check_budget(config, task_ids, incumbent, candidates, design["looks"][0]))

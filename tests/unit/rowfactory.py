@@ -10,8 +10,11 @@ MODEL = "claude-test-model"
 
 
 def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fields) -> dict:
-    """A complete, schema-valid result row; ``fields`` override any column."""
+    """A complete, schema-valid result row; ``fields`` override any column. Rows are of batch ``gen0`` (a candidate
+    and its anchor side by side) unless ``batch`` says otherwise; ``batch=None`` makes a row of before batches were
+    recorded (no batch, block, position or start)."""
     resolved = fields.pop("resolved", True)
+    batch = fields.pop("batch", "gen0")
     error_kind = fields.pop("error_kind", None if resolved else "oracle-failed")
     row = {
         "schema": "result-row/v1",
@@ -66,6 +69,10 @@ def make_row(task: str = "demo-task", arm: str = "workflow", run: int = 0, **fie
         "sandbox_backend": "bwrap",
         "recorded_at": "2026-01-01T00:00:00Z",
     }
+    if batch is not None:
+        cached = batch == "cache"
+        row.update(batch=batch, block=None if cached else run, position=None if cached else 0)
+        row["started_at"] = "2026-01-01T00:00:00Z"
     row.update(fields)
     return validate(row, "result-row")
 
@@ -190,3 +197,27 @@ def make_trigger_row(
     }
     defaults.update(fields)
     return make_row(task, arm, run, **defaults)
+
+
+def write_cell_record(folder, row: dict, started_at: str = "2026-01-01T11:00:00Z") -> str:
+    """A cell's record.json (``row`` and a one-second timing from ``started_at``) in run folder ``folder``, which is
+    made; returns its path."""
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True)
+    timing = {
+        "started_at": started_at,
+        "finished_at": started_at,
+        "wall_s": 1.0,
+        "sessions_s": 0.5,
+        "setup_s": 0.1,
+        "verify_s": 0.1,
+        "oracle_s": 0.1,
+        "overhead_s": 0.2,
+        "sessions": [],
+    }
+    record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
+    (folder / "record.json").write_text(json.dumps(record))
+    return str(folder / "record.json")

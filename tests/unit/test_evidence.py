@@ -230,12 +230,23 @@ def test_read_learnings_skips_bad_lines_keeps_evolvable_skills_and_the_latest_ca
     assert read_learnings(tmp_path / "missing.jsonl", ["plan"]) == []
 
 
-def test_run_folder_maps_candidate_arms_into_their_generation(tmp_path):
-    assert run_folder(tmp_path, make_row("t", INC, 2), 3) == tmp_path / "cells" / "t" / INC / "run2"
-    assert run_folder(tmp_path, make_row("t", "baseline", 0), None) == tmp_path / "cells" / "t" / "baseline" / "run0"
-    assert run_folder(tmp_path, make_row("t", CAND, 1), 3) == tmp_path / "gen3" / "cells" / "t" / CAND / "run1"
+def test_run_folder_maps_each_row_into_the_folder_of_its_batch(tmp_path):
+    # A generation's anchor and candidates live in its folder, the cache's arms in cells/.
+    assert (
+        run_folder(tmp_path, make_row("t", INC, 2, batch="gen3"), 3) == tmp_path / "gen3" / "cells" / "t" / INC / "run2"
+    )
+    cached = make_row("t", "baseline", 0, batch="cache")
+    assert run_folder(tmp_path, cached, None) == tmp_path / "cells" / "t" / "baseline" / "run0"
+    assert run_folder(tmp_path, make_row("t", CAND, 1, batch="gen3/look1"), None) == (
+        tmp_path / "gen3" / "cells" / "t" / CAND / "run1"
+    )
+    # Rows of before batches were recorded: candidates in the generation given, other arms in the cache.
+    assert run_folder(tmp_path, make_row("t", INC, 2, batch=None), 3) == tmp_path / "cells" / "t" / INC / "run2"
+    assert (
+        run_folder(tmp_path, make_row("t", CAND, 1, batch=None), 3) == tmp_path / "gen3" / "cells" / "t" / CAND / "run1"
+    )
     with pytest.raises(EvidenceError, match="no generation"):
-        run_folder(tmp_path, make_row("t", CAND, 1), None)
+        run_folder(tmp_path, make_row("t", CAND, 1, batch=None), None)
     for bad in ({"task": "..", "arm": INC, "run": 0}, {"task": "a/b", "arm": INC, "run": 0}):
         with pytest.raises(EvidenceError, match="single safe path component"):
             run_folder(tmp_path, bad, None)
@@ -645,7 +656,7 @@ def test_a_symlinked_patch_is_refused(tmp_path, root):
 
 def test_a_symlinked_run_folder_component_is_refused(tmp_path, root):
     real = tmp_path / "real-cells"
-    row = write_cell(real, make_row("t", INC, 0), transcripts=(stream("x"),))
+    row = write_cell(real, make_row("t", INC, 0, batch="cache"), transcripts=(stream("x"),))
     (root / "cells").symlink_to(real / "cells")
     _refused(tmp_path, root, row, "must be a real directory")
 
@@ -720,7 +731,7 @@ def test_a_duplicate_transcript_reference_is_refused(tmp_path, root):
 
 
 def test_a_candidate_row_is_read_from_its_generation_folder_only(tmp_path, root):
-    row = write_cell(root, make_row("t", CAND, 0), generation=1, transcripts=(stream("candidate"),))
+    row = write_cell(root, make_row("t", CAND, 0, batch="gen1"), generation=1, transcripts=(stream("candidate"),))
     manifest, destination = stage(tmp_path, root=root, rows_path=write_rows(root, [row]), generation=1)
     assert (destination / "transcript-0-0.jsonl").read_bytes() == stream("candidate")
     # The same row filed under the shared cells/ folder is not evidence of generation 1.

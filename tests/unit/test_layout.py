@@ -53,11 +53,20 @@ def test_records_on_disk_are_the_incumbent_and_candidate_cells_only(tmp_path):
     assert layout.cell_records_on_disk(tmp_path) == sorted(made)
 
 
-def test_a_row_of_a_candidate_arm_lives_in_its_generation():
-    shared = layout.row_cell_dir("r", "t", "workflow", 1, 2, candidate=False)
-    candidate = layout.row_cell_dir("r", "t", "candidate_workflow", 1, 2, candidate=True)
+def test_a_row_lives_in_the_folder_of_its_batch():
+    anchor = {"task": "t", "arm": "workflow", "run": 1, "batch": "gen2/look3"}
+    cached = {"task": "t", "arm": "baseline", "run": 1, "batch": layout.CACHE_BATCH}
+    assert layout.row_cell_dir("r", anchor, 2, candidate=False) == layout.cell_dir(
+        "r", "gen2/cells", "t", "workflow", 1
+    )
+    assert layout.row_cell_dir("r", cached, 2, candidate=False) == layout.cell_dir("r", "cells", "t", "baseline", 1)
+    # A row of before batches were recorded: a candidate's under the generation given, any other arm's in the cache.
+    shared = layout.row_cell_dir("r", {"task": "t", "arm": "workflow", "run": 1}, 2, candidate=False)
+    candidate = layout.row_cell_dir("r", {"task": "t", "arm": "candidate_workflow", "run": 1}, 2, candidate=True)
     assert shared == layout.cell_dir("r", layout.cellset(None), "t", "workflow", 1)
     assert candidate == layout.cell_dir("r", layout.cellset(2), "t", "candidate_workflow", 1)
+    assert [layout.batch_generation(name) for name in ("gen0", "gen12/look2", "cache", "gen1/x")] == [0, 12, None, None]
+    assert layout.batch_name(3, None) == "gen3" and layout.batch_name(3, 2) == "gen3/look2"
     assert layout.generation_of_folder(Path(layout.generation_dir("r", 2)).name) == 2
     assert layout.generation_of_folder(layout.SWEEP) is None
 

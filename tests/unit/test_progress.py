@@ -246,9 +246,13 @@ def test_planned_work_counts_cells_and_sessions(monkeypatch):
     monkeypatch.setattr(arms, "arm_skills", lambda config, arm: ["change-work"] if arm == "workflow" else [])
     work = progress.planned_work(CONFIG, ["alpha", "beta", "gamma"])
     assert work["candidate_arms"] == ["candidate_workflow"]
-    assert len(work["incumbent_cells"]) == 3 * 2 * 2 and len(work["candidate_cells_per_generation"]) == 3 * 2
-    assert work["cells"] == 12 + 2 * 6
-    assert work["sessions"] == (3 * 2 * (2 + 1)) + 2 * (3 * 2 * 2) + 2  # incumbent + candidates + proposers
+    # The cache holds baseline; each generation's batch is the candidate's cells and its anchor's (workflow), as
+    # many; generation 0's anchor is the sweep's workflow cells.
+    assert work["anchor_arms"] == ["workflow"]
+    assert len(work["incumbent_cells"]) == 3 * 2 and len(work["candidate_cells_per_generation"]) == 3 * 2
+    assert len(work["anchor_cells_per_generation"]) == 3 * 2 and work["anchor_sessions_per_generation"] == 3 * 2 * 2
+    assert work["cells"] == 6 + 2 * (6 + 6)
+    assert work["sessions"] == (3 * 2 * 1) + 2 * (3 * 2 * 2 + 3 * 2 * 2) + 2  # cache + batches + proposers
     no_proposer = progress.planned_work(
         {**CONFIG, "evolution": {**CONFIG["evolution"], "generations": 1, "initial_overlay": "overlay/"}}, ["alpha"]
     )
@@ -373,9 +377,13 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
             write_record(earlier, "cells", task, arm, 0, cost=0.25)
     assert main(["estimate", "--results", str(earlier)]) == 0
     out = capsys.readouterr().out
-    assert "at most 192 cells, 338 agent sessions" in out  # 96 incumbent + 2 × 48 candidate cells
-    # 192 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
-    assert "expected cost $48.00 (range $48.00 – $48.00)" in out and "proposer sessions not priced" in out
+    # 48 baseline cells in the cache, then two generations of 48 candidate cells beside an anchor of 48 fresh cells
+    # of workflow (two sessions each: 96 per generation); generation 0's anchor is the sweep's workflow cells.
+    assert "at most 240 cells, 434 agent sessions" in out
+    assert "incumbent arms baseline (the cache, shared by generations): 48 cells" in out
+    assert "48 candidate cells each, beside an anchor of 48 fresh cells of workflow (96 sessions per generation" in out
+    # 240 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
+    assert "expected cost $60.00 (range $60.00 – $60.00)" in out and "proposer sessions not priced" in out
     # One run per cell measures no noise: the design is recommended for an assumed one, and says so.
     assert "design for a 15% saving at 80% power in generation 1 (alpha 0.0125; run-to-run sd 0.31 assumed" in out
     assert "with these 3 tasks: out of reach within 30 runs per (task, arm); add tasks" in out
@@ -404,10 +412,12 @@ def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allo
     )
     assert main(["estimate", "--configfile", str(capped)]) == 0
     out = capsys.readouterr().out
-    assert "budget.max_sessions 200: the plan needs up to 92 sessions; the plan fits in it" in out
+    # 9 baseline cells in the cache; two generations of 27 candidate sessions beside an anchor of 27; two proposers.
+    assert "budget.max_sessions 200: the plan needs up to 119 sessions; the plan fits in it" in out
     assert "budget.max_usd 1: looks start no batch whose projected cost passes it" in out
     # No rows yet: the sweep to run first is a command that works (a target, then top-level --config only).
-    assert f"results/estimate-probe/sweep/results.jsonl --cores 2 --configfile {capped} --config runs=1" in out, out
+    # Run 0 of every incumbent arm in the cache (rule sample_costs): no proposer, no anchor before its candidate.
+    assert f"snakemake sample_costs --cores 2 --configfile {capped}\n" in out, out
     assert re.search(rf"then estimate again: \S*skillbench estimate --configfile {re.escape(str(capped))}\n", out), out
 
 

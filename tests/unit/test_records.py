@@ -12,6 +12,8 @@ RECORDS = [
     (records.CellRecord, "cell-record", ()),
     (records.CellTiming, "cell-record", ("properties", "timing")),
     (records.SessionWindow, "cell-record", ("properties", "timing", "properties", "sessions", "items")),
+    (records.Schedule, "schedule", ()),
+    (records.ScheduledCell, "schedule", ("properties", "cells", "items")),
     (records.TaskBinding, "task-binding", ()),
     (records.OracleFileBinding, "task-binding", ("properties", "oracle_files", "items")),
     (records.TaskBindings, "task-bindings", ()),

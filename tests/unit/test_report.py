@@ -248,7 +248,13 @@ def test_candidate_vs_incumbent_section():
         "Bootstrap 95% CI of the median improvement (10000 task resamples, seed 20261129): "
         "[10.0%, 12.0%] (excludes zero)." in lines
     )
-    assert text.endswith("(excludes zero).\n")
+    # The candidate against the anchor that ran beside it, and what the anchor cost.
+    assert "Compared: the candidate was compared with the incumbent's cells that ran beside it (batch gen0)" in text
+    anchor = lines.index("## The anchor")
+    assert anchor > start and lines[anchor + 4] == (
+        "- candidate_workflow ran beside its anchor, fresh cells of workflow (batch gen0): anchor 6 cells, "
+        "6 sessions, $6.00; candidate 6 cells, 6 sessions, $5.34."
+    )
 
 
 def _noisy_rows(candidate_costs: dict[str, list[float]], runs: int = 3) -> list[dict]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rowfactory import MODEL, make_binding, make_row
+from rowfactory import MODEL, make_binding, make_row, write_cell_record
 from skillbench.base.artifacts import validate
 from skillbench.decision import stats
 from skillbench.decision.gate import promotion_document, resolve_policy, run_design, sequential_decision
@@ -231,26 +231,10 @@ def test_planned_work_of_a_sequential_design_counts_up_to_max():
 
 
 def _write_records(root: Path, rows: list[dict]) -> list[str]:
-    paths = []
-    for row in rows:
-        cellset = "gen0/cells" if row["arm"].startswith("candidate_") else "cells"
-        folder = root / cellset / row["task"] / row["arm"] / f"run{row['run']}"
-        folder.mkdir(parents=True)
-        timing = {
-            "started_at": "2026-01-01T11:00:00Z",
-            "finished_at": "2026-01-01T11:00:01Z",
-            "wall_s": 1.0,
-            "sessions_s": 0.5,
-            "setup_s": 0.1,
-            "verify_s": 0.1,
-            "oracle_s": 0.1,
-            "overhead_s": 0.2,
-            "sessions": [],
-        }
-        record = {"schema": "cell-record/v1", "row": row, "attempt": 1, "timing": timing}
-        (folder / "record.json").write_text(json.dumps(record))
-        paths.append(str(folder / "record.json"))
-    return paths
+    """Cell records of generation 0's first batch (the candidate's and its anchor's, in gen0/cells)."""
+    return [
+        write_cell_record(root / "gen0" / "cells" / row["task"] / row["arm"] / f"run{row['run']}", row) for row in rows
+    ]
 
 
 @pytest.mark.parametrize(
@@ -266,14 +250,30 @@ def _write_records(root: Path, rows: list[dict]) -> list[str]:
 )
 def test_a_look_starts_the_next_batch_only_within_the_budget(tmp_path, budget, status):
     from skillbench.experiment.arms import session_counts
+    from skillbench.experiment.schedule import schedule_document
     from skillbench.steps.gate import gate_look
 
     rows = pair_rows(2, saving=0.15, sigma=0.15, seed=5)
     paths = _write_records(tmp_path, rows)
     out = tmp_path / "gen0" / "looks" / "look1.json"
+    schedule = tmp_path / "gen0" / "schedule" / "look1.json"
+    schedule.parent.mkdir(parents=True)
+    tasks = sorted({row["task"] for row in rows})
+    layout_of_batch = schedule_document(
+        experiment="seq",
+        generation=0,
+        look=1,
+        sequential=True,
+        tasks=tasks,
+        pairs=[(INC, CAND)],
+        running=[(INC, CAND)],
+        runs=range(2),
+    )
+    schedule.write_text(json.dumps(layout_of_batch))
     document = gate_look(
         arm_sessions=session_counts(_config()),
         records=paths,
+        schedules=[str(schedule)],
         pairs=[(INC, CAND)],
         policy={},
         design={"min": 2, "max": 6, "step": 2},

@@ -58,6 +58,27 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
         "candidate_workflow_direct",
         "baseline",
     ]
+    # Generation 0's batch: both candidates beside their anchor (fresh cells of their incumbent arms, which are the
+    # sweep's too), started in the order its schedule recorded; baseline, paired with no candidate, is the cache's.
+    assert {row["arm"]: row["batch"] for row in rows} == {
+        "workflow": "gen0",
+        "candidate_workflow": "gen0",
+        "workflow_direct": "gen0",
+        "candidate_workflow_direct": "gen0",
+        "baseline": "cache",
+    }
+    schedule = json.loads(project.results("manual", "gen0", "schedule", "look1.json").read_text())
+    batch = sorted((row for row in rows if row["batch"] == "gen0"), key=lambda row: row["position"])
+    assert [(row["task"], row["arm"], row["run"]) for row in batch] == [
+        (cell["task"], cell["arm"], cell["run"]) for cell in schedule["cells"]
+    ]
+    starts = [row["started_at"] for row in batch]
+    inversions = sum(later < earlier for index, earlier in enumerate(starts) for later in starts[index + 1 :])
+    assert inversions <= 2, starts  # started in their drawn order (two slots; a second's rounding aside)
+    assert sorted(row["task"] for row in project.rows("manual", "sweep") if row["arm"] == "workflow") == sorted(
+        row["task"] for row in rows if row["arm"] == "workflow"
+    )
+    assert all(row["batch"] == "gen0" for row in project.rows("manual", "sweep") if row["arm"] != "baseline")
     for row in rows:
         if row["arm"].startswith("candidate_"):
             assert row["candidate_overlay_digest"] == overlay["digest"]
@@ -74,6 +95,7 @@ def test_manual_overlay_is_benchmarked_gated_and_regraded_offline(project):
     decided = promotion(project, "manual", 0)
     assert decided["run_status"] == "complete"
     assert [d["decision"] for d in decided["decisions"]] == ["promote", "promote"]
+    assert [d["concurrency"]["batches"] for d in decided["decisions"]] == [["gen0"], ["gen0"]]
     assert decided["candidate_overlay_digest"] == overlay["digest"]
     assert decided["target_base_digests"] == overlay["target_base_digests"]
     for decision in decided["decisions"]:
@@ -172,8 +194,9 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project):
     process.wait()
 
     finished = {path: path.stat().st_mtime_ns for path in project.results("evo").rglob("record.json")}
-    incumbent_before = {path for path in finished if "/gen" not in str(path)}
-    assert len(incumbent_before) == 2
+    # Generation 0's batch (the candidate and its anchor, which the sweep shows too) had finished; nothing is cached.
+    assert len({path for path in finished if "/gen0/cells/" in str(path)}) == 4
+    assert not any("/gen" not in str(path) for path in finished)
     project.snakemake("--unlock", config=config)
     resumed = project.snakemake(config=config)
     output = resumed.stdout + resumed.stderr
@@ -192,11 +215,22 @@ def test_evolution_loop_promotes_resumes_after_sigkill_and_applies(project):
         (1, "candidate_workflow_direct", "promote"),
     ]
     assert not project.results("evo", "gen2").exists()
-    # Incumbent cells ran once and both generations reuse them: identical rows, same sessions.
-    incumbent_rows = [
+    # Each generation ran its own anchor beside its candidate: fresh sessions, the gate comparing only those. The
+    # scripted model plays a (task, arm, run) alike whenever it runs, so the anchors cost what the sweep's did.
+    anchors = [
         [row for row in project.rows("evo", f"gen{gen}") if not row["arm"].startswith("candidate_")] for gen in (0, 1)
     ]
-    assert incumbent_rows[0] == incumbent_rows[1] == project.rows("evo", "sweep")
+    assert anchors[0] == project.rows("evo", "sweep")
+    assert [row["batch"] for row in anchors[0] + anchors[1]] == ["gen0", "gen0", "gen1", "gen1"]
+    assert [row["cost_usd"] for row in anchors[0]] == [row["cost_usd"] for row in anchors[1]]
+    assert not {s for row in anchors[0] for s in row["session_ids"]} & {
+        s for row in anchors[1] for s in row["session_ids"]
+    }
+    assert promotion(project, "evo", 1)["decisions"][0]["concurrency"]["batches"] == ["gen1"]
+    # Generation 1's report: what its anchor cost, and how far it moved since the sweep's cells (not at all here).
+    report = project.results("evo", "gen1", "report.md").read_text()
+    assert "## The anchor" in report and "fresh cells of workflow_direct (batch gen1): anchor 2 cells" in report
+    assert "| workflow_direct | all tasks (sum of task means) | gen0 |" in report and "| +0.0 |" in report
     # Generation 1's proposer saw generation 0's rejection.
     staged = project.results("evo", "gen1", "evidence", "gate-summary.json").read_text()
     assert "keep_incumbent" in staged

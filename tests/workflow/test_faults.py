@@ -109,7 +109,9 @@ def wait_until(predicate, timeout: float, step: float = 0.2) -> bool:
 # The fault tasks that need no setting of their own (one arm, one attempt, the bwrap sandbox) run together, once,
 # with the model key a canary; each test reads its own cell.
 SHARED = "shared"
-SHARED_TASKS = ["burst-500", "no-skill", "work-edits-skill", "canary"]
+SHARED_TASKS = ["burst-500", "no-skill", "work-edits-skill", "canary", "capped"]
+# A session cap no healthy session of the fault suite reaches (each costs under $0.02); task `capped` passes it.
+SESSION_CAP_USD = 0.05
 
 
 @dataclass
@@ -124,7 +126,8 @@ def shared(tmp_path_factory) -> SharedRun:
     project = copy_project(tmp_path_factory.mktemp("faults") / "project")
     suite = copy_suite(project)
     secret = f"canary{uuid.uuid4().hex}"
-    result = project.snakemake(config=fault_config(SHARED, suite, SHARED_TASKS), env={"ANTHROPIC_API_KEY": secret})
+    config = fault_config(SHARED, suite, SHARED_TASKS, budget={"max_session_usd": SESSION_CAP_USD})
+    result = project.snakemake(config=config, env={"ANTHROPIC_API_KEY": secret})
     return SharedRun(project, secret, result)
 
 
@@ -140,6 +143,31 @@ def test_500_burst_is_retried_by_the_cli_and_the_cell_survives(shared):
     ]
     assert [event["error_status"] for event in retries] == [500, 500]
     assert "API retry" in cell_log(project, SHARED, "burst-500")
+
+
+def test_a_session_stopped_at_its_spend_cap_is_a_counted_censored_observation(shared):
+    """The capped session's next request is refused at the gateway: the row is the agent's counted outcome, censored
+    at the spend the cap let through, graded on what the session left (its work passes verify and the oracle), never
+    excluded and never run again; the summary and the closing lines say so."""
+    project = shared.project
+    cell = record(project, SHARED, "capped")
+    row = cell["row"]
+    assert row["error_kind"] == "session-cap-reached" and row["censored"] is True
+    assert "spend cap of $0.0500 is reached" in json.dumps(row["error_detail"])
+    assert row["ok"] is False and row["resolved"] is True
+    assert row["authored_tests_passed"] is True and row["oracle_passed"] is True
+    assert row["cost_usd"] >= SESSION_CAP_USD
+    assert cell["attempt"] == 1, "a capped session is counted, never retried"
+    for other in ("burst-500", "canary"):
+        assert record(project, SHARED, other)["row"]["censored"] is False
+    report = project.results(SHARED, "sweep", "report.md").read_text()
+    assert "| capped | fault | workflow_direct | 1/1 |" in report
+    summary = json.loads(project.results(SHARED, "summary.json").read_text())
+    assert summary["capped_cells"] == 1
+    assert "**Session cap reached:** 1 cell(s)" in project.results(SHARED, "summary.md").read_text()
+    output = shared.result.stdout + shared.result.stderr
+    assert "capped:    1 cell(s) reached budget.max_session_usd" in output
+    assert "raise it and run the same command again" not in output
 
 
 def test_bad_request_is_retried_then_recorded_as_an_excluded_row(project, suite):

@@ -79,8 +79,10 @@ def first_batch(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = copy_project(tmp_path_factory.mktemp("seq-first") / "project")
     project.snakemake("--until", "run_cell", config=sequential_config(project, EXPERIMENT))
     assert not project.results(EXPERIMENT, "gen0", "looks").exists()
-    # Every pair's first two runs on the three tasks: the incumbents' under cells/, the candidates' under gen0/.
+    # Every pair's first two runs on the three tasks, the candidates' beside their anchor (generation 0's, the
+    # sweep's cells of the incumbent arms), all under gen0/cells.
     assert len(records(project, EXPERIMENT)) == len(TASKS) * 2 * 4
+    assert all(cell.startswith("gen0/cells/") for cell in records(project, EXPERIMENT))
     return project
 
 
@@ -157,13 +159,28 @@ def test_looks_stop_early_or_continue_resume_after_sigkill_and_regrade_offline(f
     # Only the batches that ran: a third run for the workflow pair (both arms), none for the direct pair.
     cells = records(project, "seq")
     for task in TASKS:
-        assert f"cells/{task}/workflow/run2" in cells and f"gen0/cells/{task}/candidate_workflow/run2" in cells
-        assert f"cells/{task}/workflow_direct/run2" not in cells
+        assert f"gen0/cells/{task}/workflow/run2" in cells and f"gen0/cells/{task}/candidate_workflow/run2" in cells
+        assert f"gen0/cells/{task}/workflow_direct/run2" not in cells
         assert f"gen0/cells/{task}/candidate_workflow_direct/run2" not in cells
         assert not any(cell.endswith("run3") for cell in cells)
     rows = project.rows("seq", "gen0")
     counts = Counter((row["task"], row["arm"], row["run"]) for row in rows)
     assert max(counts.values()) == 1 and len(rows) == len(cells)
+    # Each look's batch is its own: the first holds both pairs' first two runs, the second the workflow pair's third
+    # run, its candidate beside its anchor; each decision compared both batches the pair ran.
+    assert {(row["arm"], row["run"], row["batch"]) for row in rows if row["task"] == TASKS[0]} == {
+        *(
+            (arm, run, "gen0/look1")
+            for arm in ("workflow", "candidate_workflow", "workflow_direct", "candidate_workflow_direct")
+            for run in (0, 1)
+        ),
+        ("workflow", 2, "gen0/look2"),
+        ("candidate_workflow", 2, "gen0/look2"),
+    }
+    second_batch = json.loads(project.results("seq", "gen0", "schedule", "look2.json").read_text())
+    assert second_batch["pairs"] == [["workflow", "candidate_workflow"]] and len(second_batch["cells"]) == 6
+    assert decided["candidate_workflow"]["concurrency"]["batches"] == ["gen0/look1", "gen0/look2"]
+    assert decided["candidate_workflow_direct"]["concurrency"]["batches"] == ["gen0/look1"]
 
     # Offline regrade of the stored rows replays the same looks and decisions.
     regraded = tmp_path / "regraded.json"

@@ -1,7 +1,8 @@
 # Cells: one (task, arm, run) = a fresh clone, the arm's headless Claude Code sessions in
-# the sandbox, the task's verify, and the hidden oracle. Incumbent and baseline cells live in
-# the results' shared cells folder and every generation reuses them while their inputs are
-# unchanged; candidate cells of generation N live in that generation's folder (skillbench.base.layout).
+# the sandbox, the task's verify, and the hidden oracle. Generation N's batch (its candidate
+# cells and its anchor, fresh cells of their incumbent arms started in one drawn order) lives in
+# that generation's folder; the other incumbent arms' cells live in the cache (cells/), which every
+# generation reuses while their inputs are unchanged (skillbench.base.layout).
 
 
 rule run_cell:

@@ -25,6 +25,7 @@ from skillbench import preflight as sb_preflight  # noqa: E402
 from skillbench.base import process as sb_process  # noqa: E402
 from skillbench.reporting import progress as sb_progress  # noqa: E402
 from skillbench.experiment import runrecord as sb_runrecord  # noqa: E402
+from skillbench.experiment import schedule as sb_schedule  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
 from skillbench.experiment import suite as sb_tasks  # noqa: E402
 from skillbench.experiment import overlayreview as sb_review  # noqa: E402
@@ -94,6 +95,11 @@ GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
 CANDIDATE_ARMS = sb_arms.candidate_arms(config)
 GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
+# Each generation runs its anchor, fresh cells of every candidate's incumbent arm, beside its candidates (one batch
+# per look, in gen<N>/cells); the gate compares a candidate only with them. Generation 0's anchor is the sweep's
+# cells of those arms. The other incumbent arms live in the cache (cells/), shared by every generation.
+ANCHOR_ARMS = sb_arms.anchor_arms(config)
+CACHED_ARMS = sb_arms.cached_arms(config)
 # The steps that unblock a generation (stage_evidence, propose_overlay, freeze_overlay, the gates) go before any
 # cell that is ready at the same time, so no slot idles on the critical path while the other cells run.
 GENERATION_PRIORITY = 10
@@ -172,12 +178,30 @@ def get_cell_runtime(wildcards):
     return cell_runtime(wildcards.arm)
 
 
+@cache
+def batch_priorities(gen, look):
+    """Each cell's priority in generation `gen`'s batch before look `look`: its drawn start order
+    (skillbench.experiment.schedule), over every pair of the experiment."""
+    sequential_look = look if SEQUENTIAL else None
+    order = sb_schedule.batch_order(
+        seed=sb_schedule.batch_seed(EXPERIMENT, gen, sequential_look),
+        tasks=TASK_IDS,
+        arms=[arm for pair in candidate_pairs() for arm in pair],
+        runs=sb_schedule.look_runs(RUN_DESIGN["looks"], look),
+    )
+    return sb_schedule.start_priorities(order)
+
+
 def get_cell_priority(wildcards):
-    """Run-major order among ready cells: run 0 of every task and arm before run 1, and so on, so the arms of a
-    pair finish their runs together (a stopped run, or a look, finds whole pairs) and a generation's incumbent
-    and candidate cells interleave. Always below GENERATION_PRIORITY: the steps that unblock a generation go
-    first."""
-    return 1 - int(wildcards.run) / (RUN_DESIGN["max"] + 1)
+    """A generation's cells (its candidates' and its anchor's) start in their batch's drawn order, blocked by task
+    (gen<N>/schedule/look<k>.json records it). The cache's cells go run-major: run 0 of every task and arm before
+    run 1. Always below GENERATION_PRIORITY: the steps that unblock a generation go first."""
+    gen = sb_layout.cellset_generation(wildcards.cellset)
+    run = int(wildcards.run)
+    if gen is None:
+        return 1 - run / (RUN_DESIGN["max"] + 1)
+    look = sb_schedule.look_of_run(RUN_DESIGN["looks"], run)
+    return batch_priorities(int(gen), look)[(wildcards.task, wildcards.arm, run)]
 
 
 def get_proposer_runtime(wildcards):
@@ -254,7 +278,8 @@ def session_prompts(arm):
 
 
 def cell_records(arms, gen=None, runs=None):
-    """Record paths in canonical order: task-file order, run-major, arm-minor (candidate arms: of generation `gen`)."""
+    """Record paths in canonical order: task-file order, run-major, arm-minor (in the cache, or of generation `gen`'s
+    batch)."""
     return [
         sb_layout.cell_record(RESULTS, sb_layout.cellset(gen), task, arm, run)
         for task in TASK_IDS
@@ -268,17 +293,22 @@ def candidate_pairs():
     return [(sb_arms.incumbent_of(candidate), candidate) for candidate in CANDIDATE_ARMS]
 
 
+def sweep_records():
+    """The sweep's cells: the cache's arms, and in an evolution run generation 0's anchor (its first batch), which
+    runs beside generation 0's candidates."""
+    return cell_records(CACHED_ARMS) + cell_records(ANCHOR_ARMS, 0)
+
+
+def sweep_schedules():
+    return [sb_layout.schedule(RESULTS, 0, 1)] if ANCHOR_ARMS else []
+
+
 def pair_records(gen, pair_runs):
-    """Records a sequential generation needs: each pair's cells up to its runs; other incumbent arms at `min`.
-    An incumbent arm shared by pairs runs as far as the furthest of them (its cells serve all)."""
-    incumbent_runs = {arm: len(RUNS) for arm in INCUMBENT_ARMS}
-    for (incumbent, _), runs in pair_runs.items():
-        incumbent_runs[incumbent] = max(incumbent_runs[incumbent], runs)
-    records = []
-    for arm, runs in incumbent_runs.items():
-        records += cell_records([arm], runs=runs)
-    for (_, candidate), runs in pair_runs.items():
-        records += cell_records([candidate], gen, runs=runs)
+    """Records a sequential generation needs: both arms of each pair (its candidate and its anchor) up to its runs;
+    the cache's arms at `min`."""
+    records = cell_records(CACHED_ARMS)
+    for pair, runs in pair_runs.items():
+        records += cell_records(list(pair), gen, runs=runs)
     return records
 
 
@@ -296,8 +326,23 @@ def look_pair_runs(gen, look):
     }
 
 
-def get_look_records(wildcards):
-    return pair_records(wildcards.gen, look_pair_runs(wildcards.gen, int(wildcards.look)))
+def get_look_inputs(wildcards):
+    """A look reads every pair's cells so far and the schedules of the batches they ran in."""
+    look = int(wildcards.look)
+    return {
+        "records": pair_records(wildcards.gen, look_pair_runs(wildcards.gen, look)),
+        "schedules": [sb_layout.schedule(RESULTS, wildcards.gen, k) for k in range(1, look + 1)],
+    }
+
+
+def get_previous_look(wildcards):
+    """The look before a batch: which pairs continue into it (none before the first)."""
+    look = int(wildcards.look)
+    return [] if look == 1 else [sb_layout.look(RESULTS, wildcards.gen, look - 1)]
+
+
+def get_schedule_runs(wildcards):
+    return list(sb_schedule.look_runs(RUN_DESIGN["looks"], int(wildcards.look)))
 
 
 def look_chain(gen):
@@ -327,8 +372,13 @@ def get_gate_inputs(wildcards):
 def cell_inputs(cellset, task, arm):
     candidate = sb_arms.is_candidate(arm)
     generation = sb_layout.cellset_generation(cellset)
-    if candidate != (generation is not None):
+    if candidate and generation is None:
         raise ValueError(f"arm {arm} cannot run under {cellset}: candidate arms live in gen<N>/cells")
+    if generation is not None and not candidate and arm not in ANCHOR_ARMS:
+        raise ValueError(
+            f"arm {arm} cannot run under {cellset}: a generation runs its candidates and its anchor "
+            f"({', '.join(ANCHOR_ARMS) or 'none'}); other arms live in cells/"
+        )
     if sb_arms.incumbent_of(arm) not in INCUMBENT_ARMS:
         raise ValueError(f"arm {arm} is not benchmarked (selected arms: {INCUMBENT_ARMS})")
     get_task(task)
@@ -342,12 +392,15 @@ def cell_inputs(cellset, task, arm):
     }
     # Every cell names an overlay input (an incumbent's is empty), so its shell command has one shape.
     inputs["overlay"] = sb_layout.overlay(RESULTS, generation) if candidate else []
+    # An anchor cell does not load the candidate, but waits for it and reruns with it: the anchor runs beside the
+    # candidate it is compared with, never before (a new candidate is a new batch).
+    inputs["batch"] = sb_layout.overlay(RESULTS, generation) if generation is not None and not candidate else []
     return inputs
 
 
 def get_cell_inputs(wildcards):
-    """A cell's inputs; candidate arms (only under gen<N>/cells) also get their generation's frozen overlay. The same
-    for every run of a (cellset, task, arm)."""
+    """A cell's inputs; a generation's cells (candidate arms, and the anchor's incumbent arms) also get its frozen
+    overlay: the candidates load it. The same for every run of a (cellset, task, arm)."""
     return cell_inputs(wildcards.cellset, wildcards.task, wildcards.arm)
 
 
@@ -357,13 +410,19 @@ def read_json(path):
 
 
 def generation_records(gen):
+    """A generation's cells: its batch (candidates and anchor) and, for context, the cache's arms."""
     if SEQUENTIAL:
         return pair_records(gen, look_chain(gen)[1])
-    return cell_records(INCUMBENT_ARMS) + cell_records(CANDIDATE_ARMS, gen)
+    return cell_records(CACHED_ARMS) + cell_records(ANCHOR_ARMS + CANDIDATE_ARMS, gen)
 
 
-def get_generation_records(wildcards):
-    return generation_records(wildcards.gen)
+def generation_schedules(gen):
+    looks = look_chain(gen)[0] if SEQUENTIAL else 1
+    return [sb_layout.schedule(RESULTS, gen, look) for look in range(1, looks + 1)]
+
+
+def get_generation_inputs(wildcards):
+    return {"records": generation_records(wildcards.gen), "schedules": generation_schedules(wildcards.gen)}
 
 
 def get_overlay_source(wildcards):
@@ -433,7 +492,7 @@ def get_final_targets(wildcards):
         sb_layout.summary_markdown(RESULTS),
         sb_layout.rows(RESULTS, None),
         sb_layout.report(RESULTS, None),
-        *cell_records(INCUMBENT_ARMS),
+        *sweep_records(),
     ]
     for gen in generation_chain():
         targets += generation_records(gen)

@@ -1,6 +1,6 @@
 # Candidate overlays and the promotion gate. A generation freezes its candidate overlay,
-# benchmarks the experiment's candidate arms next to the shared incumbent cells, and the
-# gate writes promotion.json. Two checkpoints steer the DAG: gate_look (one per sequential
+# benchmarks the experiment's candidate arms beside fresh cells of their incumbent arms (the
+# anchor, started in one randomised order), and the gate writes promotion.json. Two checkpoints steer the DAG: gate_look (one per sequential
 # look: whether a generation needs more runs) and gate_promotion (whether another generation
 # exists). These steps unblock a generation: they run first when slots are free (GENERATION_PRIORITY).
 
@@ -41,13 +41,39 @@ rule freeze_overlay:
         "../../scripts/freeze_overlay.py"
 
 
+# The start order of a generation's batch (the cells the look reads first; the only look of a fixed design): its
+# candidates' cells and its anchor's, blocked by task, drawn from a seed that names the batch. The cells' priorities
+# follow the same draw (get_cell_priority); this file records it and each collected row's place in it.
+rule schedule_batch:
+    input:
+        overlay=sb_layout.overlay(RESULTS, "{gen}"),
+        # Which pairs continue into this batch.
+        previous=get_previous_look,
+    output:
+        schedule=sb_layout.schedule(RESULTS, "{gen}", "{look}"),
+    log:
+        sb_layout.log(EXPERIMENT, "schedule_batch", sb_layout.generation_name("{gen}"), "look{look}"),
+    priority: GENERATION_PRIORITY
+    localrule: True
+    conda:
+        "../envs/skillbench.yaml"
+    params:
+        experiment=EXPERIMENT,
+        tasks=TASK_IDS,
+        pairs=[list(pair) for pair in candidate_pairs()],
+        runs=get_schedule_runs,
+        sequential=SEQUENTIAL,
+    script:
+        "../../scripts/schedule_batch.py"
+
+
 # An interim look of a sequential design (runs: {min, max, step}): per candidate pair promote, keep
 # the incumbent or continue. One checkpoint with a look wildcard, walked by look_chain(), so later
 # batches enter the DAG only when a look says continue and a resumed run re-enters at the first
 # missing look.
 checkpoint gate_look:
     input:
-        records=get_look_records,
+        unpack(get_look_inputs),
         overlay=sb_layout.overlay(RESULTS, "{gen}"),
         bindings=sb_layout.bindings(RESULTS),
     output:

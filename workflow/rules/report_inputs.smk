@@ -35,7 +35,7 @@ def get_report_targets(wildcards):
     """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run, and the
     page of every cell behind them."""
     pages = [sb_layout.report_page(RESULTS, None), sb_layout.summary_page(RESULTS)]
-    records = cell_records(INCUMBENT_ARMS)
+    records = sweep_records()
     for gen in generation_chain():
         pages.append(sb_layout.report_page(RESULTS, gen))
         records += generation_records(gen)
@@ -59,6 +59,7 @@ def write_progress_plan():
         experiment=EXPERIMENT,
         task_ids=TASK_IDS,
         arms=INCUMBENT_ARMS,
+        anchor_arms=ANCHOR_ARMS,
         candidate_arms=CANDIDATE_ARMS,
         runs=RUN_DESIGN["max"],
         generations=GENERATIONS,

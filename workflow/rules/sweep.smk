@@ -1,10 +1,12 @@
-# Collecting rows and rendering reports, for the plain sweep (evolution.generations: 0) and
-# for every generation (incumbent arms plus the generation's candidate arms).
+# Collecting rows and rendering reports, for the sweep (the incumbent arms: the cache, and in an evolution run
+# generation 0's anchor) and for every generation (its batch, candidates and anchor, and the cache's arms). Each row
+# names its batch, time block and start position (the batch's schedule).
 
 
 rule collect_results:
     input:
-        records=cell_records(INCUMBENT_ARMS),
+        records=sweep_records(),
+        schedules=sweep_schedules(),
         bindings=sb_layout.bindings(RESULTS),
     output:
         results=sb_layout.rows(RESULTS, None),
@@ -15,13 +17,15 @@ rule collect_results:
         "../envs/skillbench.yaml"
     params:
         arms=INCUMBENT_ARMS,
+        # Which look's batch a run belongs to.
+        design=config["runs"],
     script:
         "../../scripts/collect_results.py"
 
 
 use rule collect_results as collect_generation_results with:
     input:
-        records=get_generation_records,
+        unpack(get_generation_inputs),
         bindings=sb_layout.bindings(RESULTS),
     output:
         results=sb_layout.rows(RESULTS, "{gen}"),
@@ -30,6 +34,17 @@ use rule collect_results as collect_generation_results with:
     localrule: True
     params:
         arms=GENERATION_ARMS,
+        design=config["runs"],
+
+
+# What `skillbench estimate` prices a run from when nothing has run yet: run 0 of every incumbent arm on every task,
+# in the cache. A run keeps those cells (the cache's arms reuse them); a generation's anchor runs afresh beside its
+# candidate, whatever the cache holds.
+rule sample_costs:
+    input:
+        cell_records(INCUMBENT_ARMS, runs=1),
+    message:
+        "one run of every incumbent arm on every task, in the cache: skillbench estimate prices the experiment from them"
 
 
 rule render_report:
@@ -61,6 +76,8 @@ use rule render_report as render_generation_report with:
         bindings=sb_layout.bindings(RESULTS),
         promotion=sb_layout.promotion(RESULTS, "{gen}"),
         diff=sb_layout.candidate_diff(RESULTS, "{gen}"),
+        # The anchor against the incumbent's earlier cells (the sweep's): how far it moved since.
+        sweep=sb_layout.rows(RESULTS, None),
     output:
         report=sb_layout.report(RESULTS, "{gen}"),
     log:

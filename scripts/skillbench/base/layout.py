@@ -5,9 +5,13 @@ results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json, checks.json
   cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/ (and each one's .atif.json), harbor/ (a Harbor
                                trial folder), oracle.log (review-output.json), cell.html, …
-                               incumbent and baseline cells, shared by every generation
+                               the cache: cells of the incumbent arms no generation pairs with a candidate (all of
+                               them in a plain sweep), shared by every generation; never compared with a candidate
   gen<N>/                      one generation of the evolution chain
-    cells/<task>/<candidate arm>/run<i>/…                       its candidate cells
+    cells/<task>/<arm>/run<i>/…                                 its batch: the candidate cells and the anchor (fresh
+                               cells of each candidate's incumbent arm, run beside them; generation 0's is the sweep's)
+    schedule/look<k>.json      the order the cells of the batch before look k were started in (batch gen<N>, or
+                               gen<N>/look<k> in a sequential design)
     evidence/  proposal.md  proposer-session.json  proposer-prompt.md  transcripts/
     overlay/ (the proposer's draft)  overlay.json  frozen-overlay/ (read-only; overlay.json holds its digest)
     candidate.diff (the candidate's whole diff against the incumbent)
@@ -29,7 +33,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 RESULTS = "results"
 LOGS = "logs"
@@ -37,8 +43,12 @@ CELLS = "cells"
 SWEEP = "sweep"
 FIGURES = "figures"
 FROZEN_OVERLAY = "frozen-overlay"
-# A Snakemake wildcard constraint: the folder a cell lives in (incumbent cells, or a generation's candidate cells).
+# A Snakemake wildcard constraint: the folder a cell lives in (the cache, or a generation's batch).
 CELLSET_PATTERN = r"cells|gen\d+/cells"
+# The batch of a cell of the cache (`cells/`); a generation's cells are batch `gen<N>` (`gen<N>/look<k>` in a
+# sequential design, one batch per look).
+CACHE_BATCH = "cache"
+BATCH_NAME = re.compile(r"gen([0-9]+)(?:/look([0-9]+))?")
 GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 # Every finished cell's record under a results root, incumbent and candidate (globs relative to the root).
 RECORD = "record.json"
@@ -170,6 +180,25 @@ def promotion(root: Root, gen: int | str) -> str:
     return _join(generation_dir(root, gen), PROMOTION)
 
 
+def schedule(root: Root, gen: int | str, look: int | str) -> str:
+    """The recorded start order of a generation's batch (the cells look ``look`` reads for the first time)."""
+    return _join(generation_dir(root, gen), "schedule", f"look{look}.json")
+
+
+# ─── Batches: the cells that ran together ─────────────────────────────────────
+
+
+def batch_name(gen: int | str, look: int | None) -> str:
+    """``gen<N>`` (a fixed design: one batch), or ``gen<N>/look<k>`` (the batch before look k of a sequential one)."""
+    return generation_name(gen) if look is None else f"{generation_name(gen)}/look{look}"
+
+
+def batch_generation(batch: str) -> int | None:
+    """The generation whose folder holds a batch's cells; None for the cache (and for a name that is no batch)."""
+    match = BATCH_NAME.fullmatch(batch)
+    return int(match.group(1)) if match else None
+
+
 # ─── Cells ──────────────────────────────────────────────────────────────────
 
 
@@ -229,9 +258,15 @@ def cell_page_of_record(record: Root) -> str:
     return str(Path(record).parent / "cell.html")
 
 
-def row_cell_dir(root: Root, task: str, arm: str, run: int, gen: int | str | None, *, candidate: bool) -> str:
-    """Where a result row's cell wrote its artifacts: candidate arms under their generation, others shared."""
-    return cell_dir(root, cellset(gen if candidate else None), task, arm, run)
+def row_cell_dir(root: Root, row: Mapping[str, Any], gen: int | str | None, *, candidate: bool) -> str:
+    """Where a result row's cell wrote its artifacts: the folder of its batch. A row from before rows recorded their
+    batch (no ``batch`` field) is a ``candidate``'s under generation ``gen``, any other arm's in the cache."""
+    batch = row.get("batch")
+    if isinstance(batch, str):
+        folder = cellset(batch_generation(batch))
+    else:
+        folder = cellset(gen if candidate else None)
+    return cell_dir(root, folder, row["task"], row["arm"], row["run"])
 
 
 def parse_cell_record(relative: Path) -> tuple[int | None, str, str, int] | None:

@@ -159,6 +159,14 @@ ResultRow = TypedDict(
         "oracle_manifest_digest": str,
         "sandbox_backend": SandboxBackend,
         "recorded_at": str,
+        # A spend cap stopped a session: a censored observation, counted (`skillbench.execution.cells`).
+        "censored": NotRequired[bool],
+        # The batch the cell ran in, its time block and start position, and its start: set when rows are collected
+        # (`skillbench.experiment.schedule`); absent in rows collected before batches were recorded.
+        "batch": NotRequired[str],
+        "block": NotRequired[int | None],
+        "position": NotRequired[int | None],
+        "started_at": NotRequired[str],
     },
 )
 ResultRow.__doc__ = "One (task, arm, run) outcome: `schemas/result-row.schema.json`."
@@ -189,6 +197,31 @@ class CellRecord(TypedDict):
     row: ResultRow
     attempt: int
     timing: CellTiming
+
+
+class ScheduledCell(TypedDict):
+    """One cell of a batch in start order: its position, its block (one run of one task, every arm) and itself."""
+
+    position: int
+    block: int
+    task: str
+    arm: str
+    run: int
+
+
+class Schedule(TypedDict):
+    """`gen<N>/schedule/look<k>.json`, the start order of one batch: `schemas/schedule.schema.json`."""
+
+    schema: Literal["schedule/v1"]
+    generation: int
+    look: int
+    batch: str
+    seed: str
+    method: str
+    tasks: list[str]
+    runs: list[int]
+    pairs: list[list[str]]
+    cells: list[ScheduledCell]
 
 
 class OracleFileBinding(TypedDict):
@@ -465,8 +498,10 @@ class Decision(DecisionFields, total=False):
     """The gate's verdict on one candidate arm: the decision of `schemas/promotion.schema.json`.
 
     ``looks`` and ``sequential`` come with a sequential design, ``plugins`` when either arm loaded one; ``no_worse``
-    says whether every no-worse guard held (what ``across_agents: any`` asks of every agent's pair)."""
+    says whether every no-worse guard held (what ``across_agents: any`` asks of every agent's pair); ``concurrency``
+    which rows the pair compared (the batches both arms ran in: the candidate beside its anchor)."""
 
+    concurrency: dict[str, Any]
     looks: list[dict[str, Any]]
     plugins: dict[str, list[dict[str, Any]]]
     sequential: dict[str, Any]

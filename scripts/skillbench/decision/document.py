@@ -121,13 +121,21 @@ def hold_flagged(
         "unaccepted": missing,
         "held": held,
     }
+def _concurrency_tail(decision: Mapping[str, Any]) -> str:
+    """A decision made on rows that did not run side by side says so on its summary line."""
+    concurrency = decision.get("concurrency")
+    if isinstance(concurrency, dict) and not concurrency.get("concurrent"):
+        return " (NOT CONCURRENT: the incumbent's rows did not run beside the candidate's)"
+    return ""
 
 
 def summarize_gate(promotion: Mapping[str, Any]) -> list[str]:
-    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>`` — for proposers and logs, and
+    """One line per decision — ``<candidate_arm>: <decision> — <first three reasons>``, marked when its rows did not
+    run side by side — for proposers and logs, and
     with several decisions a last line on the verdict across agents (what decides whether the generation promotes)."""
     lines = [
         f"{decision.get('candidate_arm')}: {decision.get('decision')} — {'; '.join(decision.get('reasons', [])[:3])}"
+        + _concurrency_tail(decision)
         for decision in promotion.get("decisions", [])
     ]
     agents = promotion.get("agents")

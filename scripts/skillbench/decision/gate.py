@@ -37,6 +37,7 @@ from skillbench.decision.pairs import (
     ByTask,
     check_unique_rows,
     comparability_reasons,
+    concurrent_rows,
     metric_value,
     metric_warning,
     pair_evidence,
@@ -90,6 +91,7 @@ __all__ = [
     "candidate_tests",
     "check_policy_design",
     "comparability_reasons",
+    "concurrent_rows",
     "cost_sentence",
     "error_control",
     "evaluate_candidate",
@@ -158,9 +160,11 @@ def promotion_document(
 ) -> PromotionDocument:
     """The ``promotion/v1`` document: one decision per (incumbent, candidate) pair, bound to its evidence.
 
-    With a sequential ``design`` (``run_design``) every decision replays its pair's looks over
-    the rows (``sequential_decision``) and carries ``looks`` and ``sequential``; a pair named in
-    ``cut_short`` (candidate arm → why, e.g. the budget) whose next look could not run is
+    Each pair compares the candidate's rows with the incumbent's of the same batches (``concurrent_rows``: the
+    anchor that ran beside it) and records which in ``concurrency``; rows that record no batch are all compared,
+    and the decision says they were not concurrent. With a sequential ``design`` (``run_design``) every decision
+    replays its pair's looks over those rows (``sequential_decision``) and carries ``looks`` and ``sequential``; a
+    pair named in ``cut_short`` (candidate arm → why, e.g. the budget) whose next look could not run is
     insufficient_evidence with that reason.
 
     ``binding`` supplies exactly the fields in ``BINDING_FIELDS``; its
@@ -176,9 +180,10 @@ def promotion_document(
     policy = policy if policy is not None else resolve_policy(None)
     check_promotion_inputs(pairs, binding, run_status, generated_at)
     check_unique_rows(rows)
-    by_task = aggregate_by_task(rows)
     decisions = []
     for incumbent_arm, candidate_arm in pairs:
+        # The candidate against what ran beside it: its batch's anchor, never the cache or another generation.
+        pair_rows, concurrency = concurrent_rows(rows, incumbent_arm, candidate_arm)
         pair: dict[str, Any] = {
             "incumbent_arm": incumbent_arm,
             "candidate_arm": candidate_arm,
@@ -187,13 +192,16 @@ def promotion_document(
             "generation": generation,
         }
         if design is not None and design["kind"] == "sequential":
-            decision = sequential_decision(rows, **pair, design=design)
+            decision = sequential_decision(pair_rows, **pair, design=design)
             why = (cut_short or {}).get(candidate_arm)
             if decision["sequential"]["status"] == "continue" and why is not None:
                 decision["sequential"]["cut_short"] = True
                 decision["reasons"].insert(0, f"cut short: {why}")
         else:
-            decision = evaluate_candidate(by_task, **pair, rows=rows)
+            decision = evaluate_candidate(aggregate_by_task(pair_rows), **pair, rows=pair_rows)
+        decision["concurrency"] = concurrency
+        if not concurrency["concurrent"]:
+            decision["reasons"].append(f"not concurrent: {concurrency['note']}")
         if run_status != "complete":
             decision["decision"] = "insufficient_evidence"
             decision["reasons"] = [ABORTED_REASON, *decision["reasons"]]

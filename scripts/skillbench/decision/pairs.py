@@ -1,10 +1,11 @@
 """The evidence of one (incumbent, candidate) pair and the checks both rules run on it.
 
-Owns what the gate gathers from the rows and their aggregates (``pair_evidence``: a ``TaskEvidence`` per paired
-task, the tasks one arm lacks), the pair's guards (a named model, sandboxed runs, comparable rows: one agent CLI,
-one CLI version, one model), the per-task run counts, the evidence base (enough gated tasks), the ``Verdict`` a rule
-builds, and the decision record both rules write; also the metric a row is ranked on and the refusal of duplicate
-rows.
+Owns which rows a pair compares (``concurrent_rows``: the candidate's and the incumbent's of the same batches, the
+anchor that ran beside it), what the gate gathers from the rows and their aggregates (``pair_evidence``: a
+``TaskEvidence`` per paired task, the tasks one arm lacks), the pair's guards (a named model, sandboxed runs,
+comparable rows: one agent CLI, one CLI version, one model), the per-task run counts, the evidence base (enough gated
+tasks), the ``Verdict`` a rule builds, and the decision record both rules write; also the metric a row is ranked on
+and the refusal of duplicate rows.
 """
 
 from __future__ import annotations
@@ -39,17 +40,75 @@ ByTask = dict[str, dict[str, dict[str, Any]]]
 
 
 def check_unique_rows(rows: Sequence[ResultRow]) -> None:
-    """Refuse rows that hold one (task, arm, run) twice: naming each, since the gate cannot tell which to count."""
-    seen: dict[tuple[str, str, int], int] = {}
+    """Refuse rows that hold one (task, arm, run) of one batch twice: naming each, since the gate cannot tell which to
+    count. The same (task, arm, run) may come from two batches (the cache's cell and a generation's anchor)."""
+    seen: dict[tuple[str, str, str, int], int] = {}
     for row in rows:
-        key = (row["task"], row["arm"], row["run"])
+        key = (str(row.get("batch") or ""), row["task"], row["arm"], row["run"])
         seen[key] = seen.get(key, 0) + 1
     duplicated = sorted(key for key, count in seen.items() if count > 1)
     if duplicated:
         named = "; ".join(
-            f"task {task}, arm {arm}, run {run} ({seen[(task, arm, run)]} rows)" for task, arm, run in duplicated
+            f"task {task}, arm {arm}, run {run} ({seen[(batch, task, arm, run)]} rows)"
+            for batch, task, arm, run in duplicated
         )
-        raise GateInputError(f"duplicate result rows: {named}; each (task, arm, run) must appear once")
+        raise GateInputError(f"duplicate result rows: {named}; each (task, arm, run) must appear once in a batch")
+
+
+NOT_CONCURRENT_NOTE = (
+    "the rows record no batch (collected before skillbench ran an anchor beside each candidate): the incumbent's "
+    "cells may have run hours or days before the candidate's, so a shift between them (the provider's prompt cache, "
+    "its backend, its prices, the time of day) would read as a saving; every row was compared"
+)
+
+
+def concurrent_rows(
+    rows: Sequence[ResultRow], incumbent_arm: str, candidate_arm: str
+) -> tuple[list[ResultRow], dict[str, Any]]:
+    """The rows a pair compares, and the decision's ``concurrency`` record.
+
+    A pair compares the candidate with what ran beside it: of the two arms' rows, those of the batches both arms
+    ran in (a generation's candidates and its anchor, `batch` gen<N> or gen<N>/look<k>). The incumbent's cells of
+    other batches — the cache, another generation — are left out, and so are candidate rows no incumbent row ran
+    beside; other arms' rows are kept as they are. Rows that record no batch (collected before batches were) are
+    all compared, and the record says they were not concurrent."""
+    arms = (incumbent_arm, candidate_arm)
+    own = [row for row in rows if row["arm"] in arms]
+    if any("batch" not in row for row in own):
+        return list(rows), {
+            "concurrent": False,
+            "batches": [],
+            "left_out": {"incumbent": 0, "candidate": 0},
+            "window": None,
+            "note": NOT_CONCURRENT_NOTE,
+        }
+    batches = {arm: {row["batch"] for row in own if row["arm"] == arm} for arm in arms}
+    shared = sorted(batches[incumbent_arm] & batches[candidate_arm])
+    kept = [row for row in rows if row["arm"] not in arms or row["batch"] in shared]
+    left_out = {
+        side: sum(1 for row in own if row["arm"] == arm and row["batch"] not in shared)
+        for side, arm in zip(("incumbent", "candidate"), arms, strict=True)
+    }
+    starts = sorted(row["started_at"] for row in kept if row["arm"] in arms and "started_at" in row)
+    if shared:
+        note = f"the candidate was compared with the incumbent's cells that ran beside it (batch {', '.join(shared)})"
+        if left_out["incumbent"]:
+            note += f"; {left_out['incumbent']} incumbent row(s) of other batches were left out"
+        if left_out["candidate"]:
+            note += f"; {left_out['candidate']} candidate row(s) no incumbent cell ran beside were left out"
+    else:
+        note = (
+            f"no incumbent cell ran beside the candidate (the candidate's batches: "
+            f"{', '.join(sorted(batches[candidate_arm])) or 'none'}; the incumbent's: "
+            f"{', '.join(sorted(batches[incumbent_arm])) or 'none'}); cells of another batch are never compared"
+        )
+    return kept, {
+        "concurrent": bool(shared),
+        "batches": shared,
+        "left_out": left_out,
+        "window": [starts[0], starts[-1]] if starts else None,
+        "note": note,
+    }
 
 
 def metric_warning(metric: str) -> str | None:

@@ -281,8 +281,8 @@ def _component(value: Any, what: str) -> str:
 def run_folder(results_root: Path, row: dict[str, Any], generation: int | None) -> Path:
     """Where a row's cell wrote its artifacts.
 
-    Candidate arms (``candidate_…``) ran in generation ``generation`` (their cells live in its folder);
-    every other arm's cells are shared across generations (``layout.row_cell_dir``).
+    A row that names its batch lives in that batch's folder; an older row of a candidate arm (``candidate_…``) ran in
+    generation ``generation``, any other arm's in the cache (``layout.row_cell_dir``).
     """
     task = _component(row.get("task"), "task")
     arm = _component(row.get("arm"), "arm")
@@ -290,13 +290,17 @@ def run_folder(results_root: Path, row: dict[str, Any], generation: int | None) 
     if not isinstance(run, int) or isinstance(run, bool) or run < 0:
         raise EvidenceError(f"result row run {run!r} is not an integer >= 0")
     base = Path(results_root)
-    if arm.startswith(CANDIDATE_PREFIX):
+    if arm.startswith(CANDIDATE_PREFIX) and "batch" not in row:
         if generation is None:
             raise EvidenceError(
                 f"row {task}/{arm}/run{run} is a candidate arm but no generation was given; "
                 "pass the generation whose results.jsonl the rows came from"
             )
-    return Path(layout.row_cell_dir(base, task, arm, run, generation, candidate=arm.startswith(CANDIDATE_PREFIX)))
+    return Path(
+        layout.row_cell_dir(
+            base, {**row, "task": task, "arm": arm}, generation, candidate=arm.startswith(CANDIDATE_PREFIX)
+        )
+    )
 
 
 def _real_subdirectory(root: Path, folder: Path, *, owner_only_last: bool = False) -> bool:

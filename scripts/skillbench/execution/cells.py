@@ -543,6 +543,13 @@ class SessionsOutcome:
     workspace_error: AgentWorkspaceError | None = None
 
 
+def graded_as_finished(row: ResultRow) -> bool:
+    """Whether what the sessions left can resolve the cell: they finished, or a session's spend cap stopped them
+    (a censored observation, ``censored``: its work is graded as it is, and counted at the spend the cap let
+    through; never excluded, never rerun)."""
+    return bool(row["ok"] or row.get("censored"))
+
+
 def _execute(work: CellWork) -> ResultRow:
     """The cell's steps: prepare the workspace, measure it, run the arm's sessions, grade what they left."""
     row = base_row(work.cell, work.context)
@@ -552,6 +559,9 @@ def _execute(work: CellWork) -> ResultRow:
     row["variant_head_sha"] = baseline.head
     outcome = run_sessions(work)
     _record_sessions(row, outcome, work.settings.agent.prices)
+    # The session's own cap (budget.max_session_usd) stopped it: the agent spent that much, so the row counts, at
+    # that spend, and is graded on what it left. Not the run's budget (budget-exhausted), which is the run's doing.
+    row["censored"] = row["error_kind"] == CAPPED_ERROR_KIND
     work.skills_invoked = _skills_invoked(outcome.records)
     if not arm_config.arm_skills(work.sections, work.cell.arm):
         row["skill_invoked"] = None
@@ -743,6 +753,10 @@ SUMMED_ROW_FIELDS = (
     "offered_skills",
     "error_detail",
 )
+
+
+# A session stopped at its own spend cap: the cell is a censored observation.
+CAPPED_ERROR_KIND = "session-cap-reached"
 
 
 def _record_sessions(row: ResultRow, outcome: SessionsOutcome, prices: PriceSettings) -> None:

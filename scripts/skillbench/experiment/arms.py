@@ -117,6 +117,20 @@ def candidate_arms(config: dict[str, Any]) -> list[str]:
     return [candidate_of(arm) for arm in evolution_arms(config)]
 
 
+def anchor_arms(config: dict[str, Any]) -> list[str]:
+    """The incumbent arms each generation runs afresh beside its candidates (its anchor): every candidate's paired
+    arm, in the candidates' order; none when the experiment does not evolve."""
+    return [incumbent_of(arm) for arm in candidate_arms(config)]
+
+
+def cached_arms(config: dict[str, Any]) -> list[str]:
+    """The incumbent arms whose cells live in the cache (`cells/`, shared by every generation): those no candidate
+    is paired with, or every selected arm in a plain sweep. A generation shows them beside its batch for context;
+    no gate compares a candidate with them."""
+    anchored = set(anchor_arms(config))
+    return [arm for arm in selected_arms(config) if arm not in anchored]
+
+
 def selected_arm_skills(config: dict[str, Any]) -> dict[str, list[str]]:
     """Each selected incumbent arm (config order) and the skills its sessions invoke."""
     selected = selected_arms(config)

@@ -30,7 +30,7 @@ from skillbench.base import layout
 from skillbench.base.artifacts import ArtifactError, read_regular_file, write_exclusive
 from skillbench.base.records import ResultRow, TriggerMetrics
 from skillbench.base.redaction import redact_text
-from skillbench.execution.cells import CellContext, CellWork, Grader
+from skillbench.execution.cells import CellContext, CellWork, Grader, graded_as_finished
 from skillbench.execution.failures import AgentWorkspaceError, InfraError
 from skillbench.execution.workspace import workspace_snapshot
 from skillbench.experiment.suite import (
@@ -108,7 +108,7 @@ class OracleGrader:
         context.timings["oracle"] = oracle_elapsed
         row["oracle_passed"] = oracle_passed
         row["oracle_output"] = "hidden oracle passed" if oracle_passed else "hidden oracle failed"
-        row["resolved"] = bool(row["ok"] and verify.passed and oracle_passed)
+        row["resolved"] = bool(graded_as_finished(row) and verify.passed and oracle_passed)
         if row["error_kind"] is None and not row["resolved"]:
             row["error_kind"] = "verify-failed" if not verify.passed else "oracle-failed"
 
@@ -223,7 +223,7 @@ class ReviewGrader:
         passed = review.review_resolved(metrics)
         row["oracle_passed"] = passed
         row["oracle_output"] = "hidden oracle passed" if passed else "hidden oracle failed"
-        row["resolved"] = bool(row["ok"] and passed and not edited)
+        row["resolved"] = bool(graded_as_finished(row) and passed and not edited)
         if row["error_kind"] is not None or row["resolved"]:
             return
         if edited:
@@ -299,7 +299,7 @@ class TriggerGrader:
         row["trigger"] = metrics
         row["oracle_passed"] = metrics["correct"]
         row["oracle_output"] = "hidden oracle passed" if metrics["correct"] else "hidden oracle failed"
-        row["resolved"] = bool(row["ok"] and metrics["correct"])
+        row["resolved"] = bool(graded_as_finished(row) and metrics["correct"])
         if row["error_kind"] is not None or row["resolved"]:
             return
         if metrics["false_triggers"]:

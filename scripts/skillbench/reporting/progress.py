@@ -57,13 +57,18 @@ def run_plan(
     generations: int,
     session_cap: int | None,
     started_at: str,
+    anchor_arms: list[str] | None = None,
 ) -> dict[str, Any]:
-    """What a run will do, fixed when it starts: the cells of every arm and the generations it may run."""
+    """What a run will do, fixed when it starts: the cells of every arm and the generations it may run.
+
+    ``arms`` are the incumbent arms; ``anchor_arms`` those each generation runs afresh beside its candidates (their
+    cells live in the generation's folder, generation 0's serving the sweep too), the others live in the cache."""
     return {
         "schema": "progress-plan/v1",
         "experiment": experiment,
         "tasks": list(task_ids),
         "arms": list(arms),
+        "anchor_arms": list(anchor_arms or []),
         "candidate_arms": list(candidate_arms),
         "runs": runs,
         "generations": generations,
@@ -82,26 +87,37 @@ def write_plan(results_dir: str | Path, plan: dict[str, Any]) -> None:
         entry.unlink(missing_ok=True)
 
 
+def _anchor_arms(plan: dict[str, Any]) -> list[str]:
+    """A plan's anchor arms (none in a plan written before anchors ran)."""
+    return list(plan.get("anchor_arms") or [])
+
+
 def incumbent_cell_count(plan: dict[str, Any]) -> int:
-    return len(plan["tasks"]) * plan["runs"] * len(plan["arms"])
+    """The cache's cells: the incumbent arms no generation runs as its anchor."""
+    cached = [arm for arm in plan["arms"] if arm not in _anchor_arms(plan)]
+    return len(plan["tasks"]) * plan["runs"] * len(cached)
 
 
 def candidate_cell_count(plan: dict[str, Any]) -> int:
-    return len(plan["tasks"]) * plan["runs"] * len(plan["candidate_arms"])
+    """One generation's batch: its candidates' cells and its anchor's."""
+    return len(plan["tasks"]) * plan["runs"] * (len(plan["candidate_arms"]) + len(_anchor_arms(plan)))
 
 
 def planned_cells(plan: dict[str, Any], generations: int) -> Callable[[tuple[int | None, str, str, int]], bool]:
     """Whether a cell, by its (generation or None, task, arm, run), is one the plan may run in ``generations``
     generations (sets made once: a snapshot asks for every record of the run)."""
-    tasks, arms, candidates, runs = set(plan["tasks"]), set(plan["arms"]), set(plan["candidate_arms"]), plan["runs"]
+    tasks, candidates, runs = set(plan["tasks"]), set(plan["candidate_arms"]), plan["runs"]
+    anchors = set(_anchor_arms(plan))
+    cached = set(plan["arms"]) - anchors
+    batch = candidates | anchors
 
     def planned(key: tuple[int | None, str, str, int]) -> bool:
         generation, task, arm, run = key
         if task not in tasks or run >= runs:
             return False
         if generation is None:
-            return arm in arms
-        return generation < generations and arm in candidates
+            return arm in cached
+        return generation < generations and arm in batch
 
     return planned
 
@@ -581,6 +597,11 @@ def closing_lines(
         f"  reports:   {', '.join(str(path) for path in reports)}",
         f"  HTML:      {report_command}   (figures, every report and a page per cell; open it in a browser)",
     ]
+    if summary.get("capped_cells"):
+        lines.append(
+            f"  capped:    {summary['capped_cells']} cell(s) reached budget.max_session_usd: counted as censored "
+            "observations at the cap (rows session-cap-reached), not run again"
+        )
     if summary["outcome"] == "promoted":
         promoted = layout.report(root, summary["promoted_generation"])
         lines += [
@@ -599,43 +620,49 @@ def closing_lines(
 
 
 def planned_work(config: dict[str, Any], task_ids: list[str]) -> dict[str, Any]:
-    """Cells and agent sessions a config implies, per arm; candidate cells and proposer sessions per generation."""
+    """Cells and agent sessions a config implies: the cache's cells (the incumbent arms no generation anchors on),
+    then per generation its batch — the candidates' cells and the anchor's (fresh cells of each candidate's
+    incumbent arm, as many runs; generation 0's are the sweep's cells of those arms) — and its proposer session."""
     from skillbench.experiment import arms as arm_config
 
     incumbent = arm_config.selected_arms(config)
     generations = config["evolution"]["generations"]
     candidates = arm_config.candidate_arms(config)
+    anchors = arm_config.anchor_arms(config)
     # A sequential design (runs: {min, max, step}) may run up to max.
     runs = config["runs"] if isinstance(config["runs"], int) else config["runs"]["max"]
 
     def sessions_of(arm: str) -> int:
         return len(arm_config.arm_definition(config, arm)["sessions"])
 
-    cells: list[dict[str, Any]] = [
-        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
-        for task in task_ids
-        for run in range(runs)
-        for arm in incumbent
-    ]
-    candidate_cells: list[dict[str, Any]] = [
-        {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
-        for task in task_ids
-        for run in range(runs)
-        for arm in candidates
-    ]
+    def cells_of(arms: list[str]) -> list[dict[str, Any]]:
+        return [
+            {"task": task, "arm": arm, "run": run, "sessions": sessions_of(arm)}
+            for task in task_ids
+            for run in range(runs)
+            for arm in arms
+        ]
+
+    cells = cells_of(arm_config.cached_arms(config))
+    candidate_cells = cells_of(candidates)
+    anchor_cells = cells_of(anchors)
     proposers = max(generations - (1 if config["evolution"]["initial_overlay"] else 0), 0)
+    per_generation = candidate_cells + anchor_cells
     return {
         "tasks": list(task_ids),
         "incumbent_arms": incumbent,
+        "anchor_arms": anchors,
         "candidate_arms": candidates,
         "runs": runs,
         "generations": generations,
         "incumbent_cells": cells,
         "candidate_cells_per_generation": candidate_cells,
+        "anchor_cells_per_generation": anchor_cells,
+        "anchor_sessions_per_generation": sum(c["sessions"] for c in anchor_cells),
         "proposer_sessions": proposers,
-        "cells": len(cells) + generations * len(candidate_cells),
+        "cells": len(cells) + generations * len(per_generation),
         "sessions": sum(c["sessions"] for c in cells)
-        + generations * sum(c["sessions"] for c in candidate_cells)
+        + generations * sum(c["sessions"] for c in per_generation)
         + proposers,
     }
 
@@ -664,7 +691,8 @@ def cost_estimate(
         )
         return min(found), statistics.median(found), max(found)
 
-    cells = work["incumbent_cells"] + work["generations"] * work["candidate_cells_per_generation"]
+    batch = work["candidate_cells_per_generation"] + work.get("anchor_cells_per_generation", [])
+    cells = work["incumbent_cells"] + work["generations"] * batch
     priced = [price(cell) for cell in cells]
     proposer = (
         (min(proposer_costs), statistics.median(proposer_costs), max(proposer_costs))
@@ -811,9 +839,10 @@ def earlier_costs(results_dir: Path) -> tuple[list[dict[str, Any]], list[float]]
 def check_budget(
     config: dict[str, Any], task_ids: list[str], incumbent_arms: list[str], candidate_arms: list[str], first_runs: int
 ) -> None:
-    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells and the
-    first generation's candidate cells at the first look's runs): caps act between batches, so a cap below the
-    first batch would be passed before any look could stop it."""
+    """Fail at parse time when ``budget.max_sessions`` cannot pay for the first batch (the sweep's cells — the
+    cache's and generation 0's anchor, one cell of every incumbent arm per task and run — and the first
+    generation's candidate cells at the first look's runs): caps act between batches, so a cap below the first
+    batch would be passed before any look could stop it."""
     from skillbench.experiment import arms as arm_config
 
     cap = config["budget"]["max_sessions"]
@@ -824,10 +853,12 @@ def check_budget(
         for arm in [*incumbent_arms, *candidate_arms]
     )
     if sessions > cap:
+        anchors = [arm_config.incumbent_of(arm) for arm in candidate_arms]
+        anchored = f", generation 0's anchor ({', '.join(anchors)}) included" if anchors else ""
         raise ValueError(
             f"config budget.max_sessions: {cap} is below the first batch's {sessions} agent sessions "
-            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}); "
-            "raise the cap, or lower runs (runs.min) or the tasks/arms selected"
+            f"({len(task_ids)} task(s) x {first_runs} run(s) of arms {', '.join([*incumbent_arms, *candidate_arms])}"
+            f"{anchored}); raise the cap, or lower runs (runs.min) or the tasks/arms selected"
         )
 
 

@@ -517,6 +517,7 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
                 ]
             )
         )
+    lines += _concurrency_lines(decision)
     lines += _tests_lines(decision)
     sign = decision["statistics"]["sign_test"]
     boot = decision["statistics"]["bootstrap"]
@@ -544,6 +545,163 @@ def _decision_lines(decision: dict[str, Any]) -> list[str]:
     if decision.get("metric_warning"):
         lines += ["", md_prose(decision["metric_warning"])]
     return lines
+
+
+def _concurrency_lines(decision: dict[str, Any]) -> list[str]:
+    """Which rows the pair compared: the anchor that ran beside the candidate, or a note that they did not."""
+    concurrency = decision.get("concurrency")
+    if not concurrency:
+        return []
+    text = f"Compared: {md_prose(concurrency['note'])}"
+    if concurrency["window"]:
+        first, last = concurrency["window"]
+        text += f"; their cells started from {md_text(first)} to {md_text(last)}"
+    prefix = "" if concurrency["concurrent"] else "**Not concurrent.** "
+    return ["", prefix + text + "."]
+
+
+def anchor_lines(rows: Sequence[Mapping[str, Any]], promotion: Mapping[str, Any]) -> list[str]:
+    """What the anchor cost: per pair, the incumbent's cells that ran beside the candidate (its batch's) — cells,
+    agent sessions and measured spend — next to the candidate's."""
+    lines: list[str] = []
+    for decision in promotion.get("decisions", []):
+        concurrency = decision.get("concurrency")
+        if not concurrency or not concurrency["concurrent"]:
+            continue
+        batches = set(concurrency["batches"])
+        sides = []
+        for arm in (decision["incumbent_arm"], decision["candidate_arm"]):
+            own = [row for row in rows if row["arm"] == arm and row.get("batch") in batches]
+            spend = sum(row["cost_usd"] or 0.0 for row in own)
+            sessions = sum(len(row["session_ids"]) for row in own)
+            sides.append(f"{len(own)} cells, {sessions} sessions, ${spend:.2f}")
+        lines.append(
+            f"- {md_text(decision['candidate_arm'])} ran beside its anchor, fresh cells of "
+            f"{md_text(decision['incumbent_arm'])} (batch {md_text(', '.join(concurrency['batches']))}): anchor "
+            f"{sides[0]}; candidate {sides[1]}."
+        )
+    if not lines:
+        return []
+    return [
+        "## The anchor",
+        "",
+        "Each candidate is compared only with the incumbent's cells that ran beside it, in one randomised order "
+        "blocked by task (`schedule/look<k>.json`): whatever moved while they ran moved both. The anchor runs as "
+        "many runs as the candidate (a balanced comparison) and costs what it says here:",
+        "",
+        *lines,
+    ]
+
+
+def drift_lines(
+    rows: Sequence[Mapping[str, Any]], earlier: Sequence[Mapping[str, Any]], task_order: list[str], metric: str
+) -> list[str]:
+    """The drift diagnostic: each anchor arm (an incumbent arm with rows of a generation's batch) against its earlier
+    cells of other batches (the sweep's): how far the incumbent itself moved between them. Per task the mean metric
+    over valid measured runs and the resolution; over all tasks the change of the sum of the task means (the total
+    spend's view). Never a test of a candidate: no gate compares a candidate with cells of another batch."""
+    anchors: dict[str, set[str]] = {}
+    for row in rows:
+        batch = row.get("batch")
+        if batch and layout.batch_generation(batch) is not None and not str(row["arm"]).startswith("candidate_"):
+            anchors.setdefault(row["arm"], set()).add(batch)
+    if not anchors:
+        return []
+    table = [
+        _table_line(
+            [
+                "arm",
+                "task",
+                "earlier batch",
+                f"earlier {md_text(metric)} (mean)",
+                f"anchor {md_text(metric)} (mean)",
+                "change %",
+                "earlier resolved",
+                "anchor resolved",
+            ]
+        ),
+        _table_line(["---"] * 8),
+    ]
+    same = []
+    for arm, batches in anchors.items():
+        now = [row for row in rows if row["arm"] == arm and row.get("batch") in batches]
+        before = [row for row in earlier if row["arm"] == arm and row.get("batch") not in batches]
+        if not before:
+            same.append(arm)
+            continue
+        earlier_batches = ", ".join(sorted({str(row.get("batch") or "unrecorded") for row in before}))
+        totals = [0.0, 0.0]
+        complete = True
+        for task in _ordered(task_order, sorted({row["task"] for row in now} | {row["task"] for row in before})):
+            means = [_mean_metric([r for r in side if r["task"] == task], metric) for side in (before, now)]
+            resolved = [_resolved_share([r for r in side if r["task"] == task]) for side in (before, now)]
+            if means[0] is None or means[1] is None:
+                complete = False
+            else:
+                totals = [totals[0] + means[0], totals[1] + means[1]]
+            table.append(
+                _table_line(
+                    [
+                        md_text(arm),
+                        md_text(task),
+                        md_text(earlier_batches),
+                        _metric_value(metric, means[0]),
+                        _metric_value(metric, means[1]),
+                        _change(means[0], means[1]),
+                        resolved[0],
+                        resolved[1],
+                    ]
+                )
+            )
+        table.append(
+            _table_line(
+                [
+                    md_text(arm),
+                    "all tasks (sum of task means)" + ("" if complete else ", tasks measured in both"),
+                    md_text(earlier_batches),
+                    _metric_value(metric, totals[0]),
+                    _metric_value(metric, totals[1]),
+                    _change(totals[0], totals[1]),
+                    _resolved_share(before),
+                    _resolved_share(now),
+                ]
+            )
+        )
+    lines = [
+        "## Drift: the anchor against the incumbent's earlier cells",
+        "",
+        "Not a test of the candidate. The anchor (the incumbent's cells of this generation's batch) against the same "
+        "arm's earlier cells, of another batch (the sweep's): how far the incumbent itself moved between them — "
+        "the provider's prompt cache, its backend, its prices, the time of day. A comparison with those earlier "
+        "cells would have read this change as the candidate's effect, which is why the gate never makes one.",
+        "",
+    ]
+    if len(table) > 2:
+        lines += table
+    if same:
+        lines += [
+            *([""] if len(table) > 2 else []),
+            f"{', '.join(map(md_text, same))}: the sweep's cells are this generation's anchor (generation 0's "
+            "batch), so there is nothing earlier to compare with.",
+        ]
+    return lines
+
+
+def _mean_metric(rows: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    values = [row.get(metric) for row in rows if is_valid(row)]
+    measured = [float(value) for value in values if value is not None]
+    return statistics.fmean(measured) if measured and len(measured) == len(values) else None
+
+
+def _resolved_share(rows: Sequence[Mapping[str, Any]]) -> str:
+    valid = [row for row in rows if is_valid(row)]
+    return f"{sum(bool(row['resolved']) for row in valid)}/{len(valid)}"
+
+
+def _change(before: float | None, after: float | None) -> str:
+    if before is None or after is None or before <= 0:
+        return "n/a"
+    return f"{(after / before - 1) * 100:+.1f}"
 
 
 def _promotion_lines(promotion: dict[str, Any]) -> list[str]:
@@ -662,6 +820,7 @@ def render_report(
     baseline_arm: str = DEFAULT_BASELINE_ARM,
     baseline_arms: dict[str, str] | None = None,
     candidate_diff: str | None = None,
+    earlier: list[dict[str, Any]] | None = None,
 ) -> str:
     """The whole ``report.md`` as one string (a generation's ends with its candidate's flags and whole diff,
     ``candidate_diff``); savings rows compare every arm with the baseline arm of its own agent:
@@ -672,7 +831,8 @@ def render_report(
     ``provenance`` keys (each optional; missing ones fall back to the distinct values in the
     rows): model, proposer_model, provider, effort, cli_version, sandbox_backends,
     selected_tasks, skipped_tasks, runs, run_status; ``tools`` (the sessions' allowed tools) decides,
-    with the rows' tool use, whether the subagent warning applies.
+    with the rows' tool use, whether the subagent warning applies. With a ``promotion``, the report says what each
+    candidate's anchor cost; with ``earlier`` rows (the sweep's), how far each anchor moved since them (drift).
     """
     by_task = aggregate_by_task(rows)
     resolved_only = resolved_by_task(rows)
@@ -723,6 +883,13 @@ def render_report(
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
     if promotion is not None:
         lines += ["", *_promotion_lines(promotion)]
+        anchor = anchor_lines(rows, promotion)
+        if anchor:
+            lines += ["", *anchor]
+        metric = str(promotion.get("policy", {}).get("metric", "cost_usd"))
+        drift = drift_lines(rows, earlier or [], task_order, metric) if earlier is not None else []
+        if drift:
+            lines += ["", *drift]
         candidate = candidate_section(promotion, candidate_diff)
         if candidate:
             lines += ["", *candidate]
@@ -1031,6 +1198,14 @@ def render_summary(summary: dict[str, Any]) -> str:
             "",
             f"**Budget reached:** the model gateway refused every request past `budget.max_usd`; "
             f"{summary['budget_exhausted_cells']} cell(s) were cut short (rows `budget-exhausted`, excluded).",
+        ]
+    if summary.get("capped_cells"):
+        lines += [
+            "",
+            f"**Session cap reached:** {summary['capped_cells']} cell(s) had a session stopped at "
+            "`budget.max_session_usd`: each is a censored observation (rows `session-cap-reached`, `censored`), "
+            "counted at the spend the cap let through and resolved only if verify and the oracle passed on what it "
+            "left. They are evidence as they are, not gaps: running them again would only drop the expensive runs.",
         ]
     if summary["broken_incumbent_arms"]:
         broken = ", ".join(map(md_text, summary["broken_incumbent_arms"]))

@@ -104,11 +104,14 @@ class HarnessHealthError(SkillbenchError, RuntimeError):
     """An incumbent arm resolved nothing on every task: the environment, not the skills, is broken."""
 
 
-def budget_cut_cells(results_root: Path) -> int:
-    """How many cells of the run the budget cut short (their records say `budget-exhausted`)."""
-    return sum(
-        artifacts.read_artifact(path, "cell-record")["row"]["error_kind"] == "budget-exhausted"
-        for path in layout.cell_records_on_disk(results_root)
+def stopped_cells(results_root: Path) -> tuple[int, int]:
+    """How many cells of the run the run's budget cut short (their records say `budget-exhausted`: excluded, run
+    again once the budget is raised), and how many a session's own spend cap stopped (`censored`: counted as they
+    are, never run again)."""
+    rows = [artifacts.read_artifact(path, "cell-record")["row"] for path in layout.cell_records_on_disk(results_root)]
+    return (
+        sum(row["error_kind"] == "budget-exhausted" for row in rows),
+        sum(bool(row.get("censored")) for row in rows),
     )
 
 
@@ -144,7 +147,7 @@ def summarize_run(
     outcome, promoted = report.run_outcome(generations_requested, generations)
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arms)
-    cut = budget_cut_cells(Path(summary_out).parent)
+    cut, capped = stopped_cells(Path(summary_out).parent)
     advice = None
     if cut:
         advice = (
@@ -172,6 +175,7 @@ def summarize_run(
         "promoted_generation": promoted,
         "broken_incumbent_arms": broken,
         "budget_exhausted_cells": cut,
+        "capped_cells": capped,
         "next_step": advice,
     }
     artifacts.write_artifact(Path(summary_out), summary, "summary")

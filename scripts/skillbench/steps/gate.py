@@ -1,20 +1,62 @@
-"""Steps of the gate's checkpoints: an interim look of a sequential design, and promotion.json."""
+"""Steps of a generation's batch and the gate's checkpoints: the batch's start order, an interim look of a
+sequential design, and promotion.json."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from skillbench.base import artifacts, layout
 from skillbench.base.records import Decision, PromotionDocument
 from skillbench.decision import gate, promotion
+from skillbench.experiment.schedule import schedule_document
 from skillbench.reporting.progress import BatchBudget
+from skillbench.steps.sweep import batch_rows
+
+
+def schedule_batch(
+    *,
+    experiment: str,
+    generation: int,
+    look: int,
+    sequential: bool,
+    tasks: list[str],
+    pairs: list[tuple[str, str]],
+    runs: list[int],
+    previous_look: str | None,
+    out: str,
+) -> None:
+    """The start order of generation ``generation``'s batch before look ``look`` → schedule/look<k>.json: every
+    pair's cells at the first look, the pairs the previous look let continue at a later one."""
+    running = pairs
+    if previous_look is not None:
+        document = artifacts.read_artifact(Path(previous_look), "look")
+        going_on = {
+            (pair["incumbent_arm"], pair["candidate_arm"]) for pair in document["pairs"] if pair["status"] == "continue"
+        }
+        running = [pair for pair in pairs if pair in going_on]
+    schedule = schedule_document(
+        experiment=experiment,
+        generation=generation,
+        look=look,
+        sequential=sequential,
+        tasks=tasks,
+        pairs=pairs,
+        running=running,
+        runs=runs,
+    )
+    artifacts.write_artifact(Path(out), schedule, "schedule")
+    print(
+        f"{schedule['batch']}: {len(schedule['cells'])} cells of {len(running)} pair(s) (candidate and anchor), "
+        f"blocked by task, seed {schedule['seed']!r}"
+    )
 
 
 def gate_look(
     *,
     arm_sessions: dict[str, int],
     records: list[str],
+    schedules: list[str],
     pairs: list[tuple[str, str]],
     policy: dict[str, Any],
     design: Any,
@@ -31,12 +73,14 @@ def gate_look(
     The next batch's price: each missing cell costs its arm's sessions (`arm_sessions`), and the mean recorded
     cost per finished cell so far. Pairs are admitted in config order, so the first pairs keep their batches."""
     run_design = gate.run_design(design)
-    rows = [artifacts.read_artifact(Path(path), "cell-record")["row"] for path in records]
-    planner = BatchBudget.from_disk(results_root, arm_sessions, budget, present=rows)
+    rows = batch_rows(records, results_root=results_root, design=design, schedules=schedules)
+    planner = BatchBudget.from_disk(results_root, arm_sessions, budget, present=cast(list[dict[str, Any]], rows))
     entries = []
     for incumbent, candidate in pairs:
+        # The candidate against the anchor that ran beside it, as the promotion gate compares them.
+        pair_rows, _ = gate.concurrent_rows(rows, incumbent, candidate)
         decision = gate.sequential_decision(
-            rows,
+            pair_rows,
             incumbent_arm=incumbent,
             candidate_arm=candidate,
             model=model,

@@ -76,14 +76,12 @@ def _record_sessions(record_path: Path, record: CellRecord) -> list[dict[str, An
 
 def run_records(results: list[str]) -> list[Path]:
     """The cell records behind the rows of each ``results.jsonl`` (sweep/ or gen<N>/), each once, in row order:
-    incumbent cells are shared, a generation's candidate cells live in its folder (``layout.row_cell_dir``)."""
+    each in the folder of its batch (``layout.row_cell_dir``)."""
     records: dict[Path, None] = {}
     for path in map(Path, results):
         root, generation = path.parent.parent, layout.generation_of_folder(path.parent.name)
         for row in _read_rows(path):
-            cell = layout.row_cell_dir(
-                root, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
-            )
+            cell = layout.row_cell_dir(root, row, generation, candidate=is_candidate(row["arm"]))
             records[Path(cell) / layout.RECORD] = None
     return list(records)
 

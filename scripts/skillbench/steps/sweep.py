@@ -4,20 +4,62 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from skillbench.base import artifacts, layout
+from skillbench.base.records import ResultRow, Schedule
+from skillbench.decision.sequential import run_design
 from skillbench.experiment.arms import is_candidate
+from skillbench.experiment.schedule import batch_fields
 from skillbench.reporting import cellpage, report
 
 
-def collect_results(*, records: list[str], bindings: str, arm_order: list[str], out: str) -> None:
-    task_order = [task["id"] for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]]
+def batch_rows(records: list[str], *, results_root: str, design: Any, schedules: list[str]) -> list[ResultRow]:
+    """The rows of cell records under ``results_root``, each with the batch its cell ran in, its time block and
+    start position (from its batch's schedule, one of ``schedules``) and its start time: what the gate pairs by."""
+    plan = run_design(design)
+    documents: dict[tuple[int, int], Schedule] = {}
+    for path in schedules:
+        document = cast(Schedule, artifacts.read_artifact(Path(path), "schedule"))
+        documents[(document["generation"], document["look"])] = document
     rows = []
     for path in records:
         record = artifacts.read_artifact(Path(path), "cell-record")
-        rows.append(artifacts.validate(record["row"], "result-row", source=f"{path} (row)"))
-    artifacts.write_jsonl(Path(out), report.canonical_order(rows, task_order, arm_order), "result-row")
+        row = artifacts.validate(record["row"], "result-row", source=f"{path} (row)")
+        where = layout.parse_cell_record(Path(path).relative_to(results_root))
+        if where is None:
+            raise ValueError(f"{path} is not a cell record under {results_root}")
+        generation, task, arm, run = where
+        fields = batch_fields(
+            generation,
+            task,
+            arm,
+            run,
+            looks=plan["looks"],
+            sequential=plan["kind"] == "sequential",
+            schedules=documents,
+        )
+        rows.append(cast(ResultRow, {**row, **fields, "started_at": record["timing"]["started_at"]}))
+    return rows
+
+
+def collect_results(
+    *,
+    records: list[str],
+    bindings: str,
+    arm_order: list[str],
+    out: str,
+    design: Any = 1,
+    schedules: list[str] | None = None,
+) -> None:
+    """A sweep's or a generation's rows (``out``, in `sweep/` or `gen<N>/`), each naming its batch (``design``: the
+    config's ``runs``; ``schedules``: the schedule of every generation batch the records ran in)."""
+    task_order = [task["id"] for task in artifacts.read_artifact(Path(bindings), "task-bindings")["tasks"]]
+    rows = batch_rows(
+        records, results_root=str(Path(out).parent.parent), design=design, schedules=list(schedules or [])
+    )
+    ordered = report.canonical_order(cast(list[dict[str, Any]], rows), task_order, arm_order)
+    artifacts.write_jsonl(Path(out), ordered, "result-row")
 
 
 def render_report(
@@ -33,10 +75,12 @@ def render_report(
     baseline_arms: dict[str, str] | None = None,
     promotion: str | None = None,
     candidate_diff: str | None = None,
+    sweep: str | None = None,
     title: str = "skillbench benchmark",
 ) -> None:
-    """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design, and a
-    generation's `candidate_diff` its candidate's whole diff (candidate.diff)."""
+    """report.md of a sweep or a generation; `model` is the config's model section, `runs` its design; a
+    generation's `candidate_diff` is its candidate's whole diff (candidate.diff), and its report also reads the
+    sweep's rows (`sweep`), to show how far its anchor moved since them."""
     rows = artifacts.read_jsonl(Path(results), "result-row")
     bound = artifacts.read_artifact(Path(bindings), "task-bindings")
     promotion_doc = artifacts.read_artifact(Path(promotion), "promotion") if promotion else None
@@ -60,6 +104,7 @@ def render_report(
         baseline_arm=baseline_arm,
         baseline_arms=baseline_arms,
         candidate_diff=Path(candidate_diff).read_text(encoding="utf-8") if candidate_diff else None,
+        earlier=artifacts.read_jsonl(Path(sweep), "result-row") if sweep else None,
     )
     oracle_logs = report.oracle_log_section(oracle_log_links(rows, Path(out)))
     artifacts.atomic_write_text(
@@ -70,11 +115,7 @@ def render_report(
 def _row_cell(rows_folder: Path, row: dict[str, Any]) -> Path:
     """The folder of a row's cell: the report sits in `sweep/` or `gen<N>/` of the results root."""
     generation = layout.generation_of_folder(rows_folder.name)
-    return Path(
-        layout.row_cell_dir(
-            rows_folder.parent, row["task"], row["arm"], row["run"], generation, candidate=is_candidate(row["arm"])
-        )
-    )
+    return Path(layout.row_cell_dir(rows_folder.parent, row, generation, candidate=is_candidate(row["arm"])))
 
 
 def cell_page_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[str, str, int, str]]:
