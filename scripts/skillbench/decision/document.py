@@ -121,6 +121,8 @@ def hold_flagged(
         "unaccepted": missing,
         "held": held,
     }
+
+
 def _concurrency_tail(decision: Mapping[str, Any]) -> str:
     """A decision made on rows that did not run side by side says so on its summary line."""
     concurrency = decision.get("concurrency")

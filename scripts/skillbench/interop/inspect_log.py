@@ -60,9 +60,7 @@ def generations(root: Path) -> list[tuple[str, Path, Path | None]]:
 def cell_trajectories(root: Path, generation: str, row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The cell's ATIF trajectories: its trial folder's, else built from its transcripts and ledger."""
     gen = layout.generation_of_folder(generation)
-    run_dir = Path(
-        layout.row_cell_dir(root, row["task"], row["arm"], row["run"], gen, candidate=is_candidate(row["arm"]))
-    )
+    run_dir = Path(layout.row_cell_dir(root, row, gen, candidate=is_candidate(row["arm"])))
     if (run_dir / layout.HARBOR).is_dir():
         return read_trial(run_dir / layout.HARBOR)[1]
     ledger_path = run_dir / layout.LEDGER

@@ -882,18 +882,27 @@ def render_report(
         lines += [*agents_side_by_side(rows, _ordered(arm_order, list(agent_of))), ""]
     lines += [SESSION_IDS_NOTE, "", *_provenance_lines(rows, provenance, task_order)]
     if promotion is not None:
-        lines += ["", *_promotion_lines(promotion)]
-        anchor = anchor_lines(rows, promotion)
-        if anchor:
-            lines += ["", *anchor]
-        metric = str(promotion.get("policy", {}).get("metric", "cost_usd"))
-        drift = drift_lines(rows, earlier or [], task_order, metric) if earlier is not None else []
-        if drift:
-            lines += ["", *drift]
-        candidate = candidate_section(promotion, candidate_diff)
-        if candidate:
-            lines += ["", *candidate]
+        lines += _generation_lines(rows, promotion, task_order, candidate_diff, earlier)
     return "\n".join(lines) + "\n"
+
+
+def _generation_lines(
+    rows: list[dict[str, Any]],
+    promotion: dict[str, Any],
+    task_order: list[str],
+    candidate_diff: str | None,
+    earlier: list[dict[str, Any]] | None,
+) -> list[str]:
+    """A generation's closing sections: the decision, its anchor's cost, the anchor's drift since the earlier rows,
+    and the candidate's flags and whole diff (each section preceded by a blank line, empty ones left out)."""
+    metric = str(promotion.get("policy", {}).get("metric", "cost_usd"))
+    sections = [
+        _promotion_lines(promotion),
+        anchor_lines(rows, promotion),
+        drift_lines(rows, earlier, task_order, metric) if earlier is not None else [],
+        candidate_section(promotion, candidate_diff),
+    ]
+    return [line for section in sections if section for line in ("", *section)]
 
 
 def arm_agents(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
