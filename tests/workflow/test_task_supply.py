@@ -2,14 +2,16 @@
 into a suite that runs offline (replayed solutions), and each importer's fixture, in its real format, is imported,
 checked and run for one cell.
 
-Kept small for the suite's time budget: one mining run of an eight-commit history (the rejection reasons are unit
-tests too), one sweep of one mined task on a two-phase arm and a baseline, and one cell per importer.
+Kept small for the suite's time budget: one mining run of an eight-commit history (two candidates checked at a
+time; the rejection reasons are unit tests too), and two sweeps: ONE of a mined task and the Harbor, SWE-bench and
+plugin-eval imports on a two-phase arm and a baseline, and one of a trigger query on its own arm.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +52,7 @@ def mined(project: Project) -> dict:
     repo = project.root / "statkit"
     commits = minerepo.make_history(repo)
     before = user_state(repo)
-    result = skillbench(project, "tasks", "mine", "--repo", "statkit", "--out", "tasks/mined")
+    result = skillbench(project, "tasks", "mine", "--repo", "statkit", "--out", "tasks/mined", "--jobs", "2")
     return {"repo": repo, "commits": commits, "before": before, "result": result}
 
 
@@ -84,85 +86,146 @@ def test_mining_turns_the_fixing_commits_into_checked_tasks_and_rejects_the_rest
     assert sized.returncode == 0 and "tasks reach 80% power" in sized.stdout and "the suite has 2" in sized.stdout
 
 
-def test_a_mined_task_runs_offline_by_replaying_its_solution_and_its_oracle_stays_hidden(
-    project: Project, mined: dict
-) -> None:
-    assert mined["result"].returncode == 0
+CODE_SUITE = "tasks/code"
+
+
+@pytest.fixture(scope="module")
+def imported(project: Project, mined: dict) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every importer's fixture, imported and checked (the checks are part of each import)."""
+    instances = project.root / "instances.json"
+    instances.write_text(json.dumps([minerepo.swebench_instance(mined["repo"], mined["commits"])]))
+    evals = FIXTURES / "skill-creator/change-plan/evals/evals.json"
+    return {
+        "harbor": skillbench(
+            project, "tasks", "import", "--harbor", str(FIXTURES / "harbor/word-count"), "--out", "tasks/harbor"
+        ),
+        "swe": skillbench(
+            project, "tasks", "import", "--swebench", "instances.json", "--repo", "statkit", "--out", "tasks/swe"
+        ),
+        "plugin": skillbench(
+            project, "tasks", "import", "--plugin-eval", str(FIXTURES / "plugin-eval/evals"), "--out", "tasks/plugin"
+        ),
+        "triggers": skillbench(project, "tasks", "import", "--skill-creator", str(evals), "--out", "tasks/triggers"),
+    }
+
+
+def merge_suites(project: Project, parts: dict[str, tuple[str, list[str] | None]], out: str) -> None:
+    """One suite holding the tasks of several made suites (each suite's files copied under its own folder, the
+    suite-relative paths moved with them), so one sweep runs them all."""
+    folder = project.root / out
+    tasks: list[dict] = []
+    script: dict = {}
+    for name, (source, only) in parts.items():
+        shutil.copytree(project.root / source, folder / name)
+        model = yaml.safe_load((project.root / source / "model-script.yaml").read_text())
+        script = {**model, "tasks": {**script.get("tasks", {}), **model.get("tasks", {})}}
+        for task in yaml.safe_load((project.root / source / "tasks.yaml").read_text())["tasks"]:
+            if only and task["id"] not in only:
+                continue
+            if "snapshot" in task:
+                task["snapshot"] = f"{name}/{task['snapshot']}"
+            for item in task.get("oracle", {}).get("files", []):
+                item["source"] = f"{name}/{item['source']}"
+            if "patch" in task.get("solution", {}):
+                task["solution"]["patch"] = f"{name}/{task['solution']['patch']}"
+            tasks.append(task)
+    (folder / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}, sort_keys=False))
+    (folder / "model-script.yaml").write_text(yaml.safe_dump(script, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def code_rows(project: Project, mined: dict, imported: dict) -> dict[str, list[dict]]:
+    """ONE offline sweep of a mined task and of the Harbor, SWE-bench and plugin-eval imports, on a two-phase arm
+    and a baseline: rows by task."""
+    assert mined["result"].returncode == 0 and all(result.returncode == 0 for result in imported.values())
     suite = yaml.safe_load((project.root / "tasks/mined/tasks.yaml").read_text())["tasks"]
-    task = next(task for task in suite if task["id"].startswith(mined["commits"]["round-half"][:8]))
+    round_half = next(task["id"] for task in suite if task["id"].startswith(mined["commits"]["round-half"][:8]))
+    merge_suites(
+        project,
+        {
+            "mined": ("tasks/mined", [round_half]),
+            "harbor": ("tasks/harbor", None),
+            "swe": ("tasks/swe", None),
+            "plugin": ("tasks/plugin", None),
+        },
+        CODE_SUITE,
+    )
     config = project.write_config(
         {
-            "experiment": "mined",
-            "tasks": {"suite": "tasks/mined/tasks.yaml", "only": [task["id"]]},
+            "experiment": "code",
+            "tasks": {"suite": f"{CODE_SUITE}/tasks.yaml"},
             "runs": 1,
             "evolution": {"generations": 0},
             "selected_arms": ["workflow", "baseline"],
         }
     )
-    project.snakemake("results/mined/sweep/results.jsonl", "--configfile", str(config))
-    rows = project.rows("mined")
-    assert {(row["arm"], row["resolved"]) for row in rows} == {("workflow", True), ("baseline", True)}
+    project.snakemake("results/code/sweep/results.jsonl", "--configfile", str(config))
+    rows: dict[str, list[dict]] = {}
+    for row in project.rows("code"):
+        rows.setdefault(row["task"], []).append(row)
+    return rows
+
+
+def test_a_mined_task_runs_offline_by_replaying_its_solution_and_its_oracle_stays_hidden(
+    project: Project, mined: dict, code_rows: dict[str, list[dict]]
+) -> None:
+    task_id = next(task for task in code_rows if task.startswith(mined["commits"]["round-half"][:8]))
+    assert {(row["arm"], row["resolved"]) for row in code_rows[task_id]} == {("workflow", True), ("baseline", True)}
     # The hidden oracle's new test is in no template a cell clones, and in no patch a session made.
-    template = project.results("mined", "tasks", task["id"], "template")
+    template = project.results("code", "tasks", task_id, "template")
     assert "keeps_the_fraction" not in (template / "tests" / "test_core.py").read_text()
-    for patch in project.results("mined").glob("cells/*/*/run*/patch.diff"):
+    for patch in project.results("code").glob(f"cells/{task_id}/*/run*/patch.diff"):
         assert "keeps_the_fraction" not in patch.read_text() and "tests/test_core.py" not in patch.read_text()
 
 
-def sweep_one(project: Project, out: str, experiment: str, extra: dict | None = None) -> list[dict]:
-    """Run one cell of an imported suite offline (one task, one run, one arm)."""
-    document = yaml.safe_load((project.root / out / "experiment.yaml").read_text())
-    config = project.write_config({**document, "experiment": experiment, "runs": 1, **(extra or {})})
-    project.snakemake(f"results/{experiment}/sweep/results.jsonl", "--configfile", str(config))
-    return project.rows(experiment)
+def baseline_row(rows: list[dict]) -> dict:
+    [row] = [row for row in rows if row["arm"] == "baseline"]
+    return row
 
 
-def test_a_harbor_task_is_imported_checked_and_run(project: Project) -> None:
-    result = skillbench(
-        project, "tasks", "import", "--harbor", str(FIXTURES / "harbor/word-count"), "--out", "tasks/harbor"
-    )
+def test_a_harbor_task_is_imported_checked_and_run(
+    project: Project, imported: dict, code_rows: dict[str, list[dict]]
+) -> None:
+    result = imported["harbor"]
     assert result.returncode == 0, result.stderr
     assert "word-count: base: oracle fails as expected" in result.stdout
     task = yaml.safe_load((project.root / "tasks/harbor/tasks.yaml").read_text())["tasks"][0]
     assert task["setup"].startswith("python3 -c") and "pytest" in task["setup"]  # the Dockerfile's pip install
     assert "/app" not in task["prompt"]
-    [row] = sweep_one(project, "tasks/harbor", "harbor")
-    assert row["resolved"] is True and row["arm"] == "baseline"
+    assert baseline_row(code_rows[task["id"]])["resolved"] is True
 
 
-def test_swebench_instances_of_a_local_clone_are_imported_checked_and_run(project: Project, mined: dict) -> None:
-    instances = project.root / "instances.json"
-    instances.write_text(json.dumps([minerepo.swebench_instance(mined["repo"], mined["commits"])]))
-    result = skillbench(
-        project, "tasks", "import", "--swebench", "instances.json", "--repo", "statkit", "--out", "tasks/swe"
-    )
-    assert result.returncode == 0, result.stderr
-    [row] = sweep_one(project, "tasks/swe", "swe", {"selected_arms": ["baseline"]})
-    assert row["task"] == "example-statkit-7" and row["resolved"] is True
+def test_swebench_instances_of_a_local_clone_are_imported_checked_and_run(
+    imported: dict, code_rows: dict[str, list[dict]]
+) -> None:
+    assert imported["swe"].returncode == 0, imported["swe"].stderr
+    assert baseline_row(code_rows["example-statkit-7"])["resolved"] is True
 
 
-def test_plugin_eval_cases_are_imported_checked_and_run(project: Project) -> None:
-    result = skillbench(
-        project, "tasks", "import", "--plugin-eval", str(FIXTURES / "plugin-eval/evals"), "--out", "tasks/plugin"
-    )
-    assert result.returncode == 0, result.stderr
+def test_plugin_eval_cases_are_imported_checked_and_run(
+    project: Project, imported: dict, code_rows: dict[str, list[dict]]
+) -> None:
+    assert imported["plugin"].returncode == 0, imported["plugin"].stderr
     task = yaml.safe_load((project.root / "tasks/plugin/tasks.yaml").read_text())["tasks"][0]
     assert task["setup"].startswith("bash -c") and "greeting.txt" in task["verify"]
-    [row] = sweep_one(project, "tasks/plugin", "plugin")
+    row = baseline_row(code_rows[task["id"]])
     # No reference solution to replay: the scripted session does nothing, and the file checks say so.
     assert row["resolved"] is False and row["error_kind"] in ("verify-failed", "no-work-produced")
 
 
-def test_skill_creator_trigger_queries_are_imported_checked_and_run(project: Project) -> None:
-    evals = FIXTURES / "skill-creator/change-plan/evals/evals.json"
-    result = skillbench(project, "tasks", "import", "--skill-creator", str(evals), "--out", "tasks/triggers")
-    assert result.returncode == 0, result.stderr
+def test_skill_creator_trigger_queries_are_imported_checked_and_run(project: Project, imported: dict) -> None:
+    assert imported["triggers"].returncode == 0, imported["triggers"].stderr
     tasks = yaml.safe_load((project.root / "tasks/triggers/tasks.yaml").read_text())["tasks"]
     assert [task["trigger"]["expect"] for task in tasks] == ["change-plan", None]
-    [row] = sweep_one(
-        project,
-        "tasks/triggers",
-        "triggers",
-        {"tasks": {"suite": "tasks/triggers/tasks.yaml", "only": [tasks[0]["id"]]}},
+    document = yaml.safe_load((project.root / "tasks/triggers/experiment.yaml").read_text())
+    config = project.write_config(
+        {
+            **document,
+            "experiment": "triggers",
+            "runs": 1,
+            "tasks": {"suite": "tasks/triggers/tasks.yaml", "only": [tasks[0]["id"]]},
+        }
     )
+    project.snakemake("results/triggers/sweep/results.jsonl", "--configfile", str(config))
+    [row] = project.rows("triggers")
     assert row["resolved"] is True and row["trigger"]["invoked"] == ["change-plan"]
