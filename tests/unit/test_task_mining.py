@@ -276,6 +276,16 @@ def test_a_prompt_that_quotes_an_added_line_leaks_the_fix() -> None:
     assert prompts.leaked_lines("x = 1 is fine; also_moved = compute(things) is old code", patch) == []
 
 
+def test_a_fragment_of_prose_a_docstring_wraps_is_no_leak_but_a_sentence_or_code_is() -> None:
+    patch = (
+        b"--- a/m.py\n+++ b/m.py\n@@ -1,1 +1,4 @@\n+    It will be removed in a future\n+       major release.\n"
+        b"+        raise ValueError\n"
+    )
+    changelog = "callback_iter is deprecated. It will be removed in a future major release. It should raise ValueError."
+    assert prompts.leaked_lines(changelog, patch) == ["It will be removed in a future", "raise ValueError"]
+    assert prompts.leaked_lines("Deprecated: to go in the next major release.", patch) == []
+
+
 def test_an_out_folder_holding_another_suite_is_refused_and_left_alone(tmp_path: Path) -> None:
     (tmp_path / "tasks.yaml").write_text("tasks: []\n")
     with pytest.raises(suitefiles.SuiteFolderError, match="already holds a suite skillbench did not make"):

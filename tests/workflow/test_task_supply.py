@@ -118,10 +118,16 @@ def merge_suites(project: Project, parts: dict[str, tuple[str, list[str] | None]
     for name, (source, only) in parts.items():
         shutil.copytree(project.root / source, folder / name)
         model = yaml.safe_load((project.root / source / "model-script.yaml").read_text())
-        script = {**model, "tasks": {**script.get("tasks", {}), **model.get("tasks", {})}}
+        script = {**model, "tasks": script.get("tasks", {})}
         for task in yaml.safe_load((project.root / source / "tasks.yaml").read_text())["tasks"]:
             if only and task["id"] not in only:
                 continue
+            roles = model["tasks"][task["id"]]
+            if "replay" not in roles:
+                # A task with no solution to replay (a plugin-eval case) does nothing, on every arm's sessions.
+                steps = next(iter(roles.values()))
+                roles = {role: steps for role in ("baseline", "plan", "work")}
+            script["tasks"][task["id"]] = roles
             if "snapshot" in task:
                 task["snapshot"] = f"{name}/{task['snapshot']}"
             for item in task.get("oracle", {}).get("files", []):
