@@ -550,6 +550,7 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
                     oracle_snapshot=Path(scratch) / "oracle",
                     solution=taskcheck.solution_bytes(task, Path(suite), binding),
                     secrets=secrets,
+                    side_by_side=True,
                 )
             except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
                 print(f"{task['id']}: REFUSED — the check could not run: {exc}")

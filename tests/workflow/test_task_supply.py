@@ -2,9 +2,10 @@
 into a suite that runs offline (replayed solutions), and each importer's fixture, in its real format, is imported,
 checked and run for one cell.
 
-Kept small for the suite's time budget: one mining run of an eight-commit history (two candidates checked at a
-time; the rejection reasons are unit tests too), and two sweeps: ONE of a mined task and the Harbor, SWE-bench and
-plugin-eval imports on a two-phase arm and a baseline, and one of a trigger query on its own arm.
+Kept small for the suite's time budget: one mining run over the newest six commits of a small history (one task and
+every kind of rejection, two candidates checked at a time; the rejection reasons are unit tests too), one sweep of
+the mined task on a two-phase arm and a baseline, ONE sweep of the Harbor, SWE-bench and plugin-eval imports on the
+baseline, and one of a trigger query on its own arm.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ def mined(project: Project) -> dict:
     repo = project.root / "statkit"
     commits = minerepo.make_history(repo)
     before = user_state(repo)
-    result = skillbench(project, "tasks", "mine", "--repo", "statkit", "--out", "tasks/mined", "--jobs", "2")
+    # The newest six commits (every kind of rejection, one task): two candidates checked at a time.
+    since = commits["negative-total"]
+    result = skillbench(
+        project, "tasks", "mine", "--repo", "statkit", "--out", "tasks/mined", "--since", since, "--jobs", "2"
+    )
     return {"repo": repo, "commits": commits, "before": before, "result": result}
 
 
@@ -61,8 +66,8 @@ def test_mining_turns_the_fixing_commits_into_checked_tasks_and_rejects_the_rest
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((project.root / "tasks/mined/mining-report.json").read_text())
     commits = mined["commits"]
-    assert (report["scanned"], report["candidates"], report["accepted"]) == (8, 5, 2)
-    assert {task["commit"] for task in report["tasks"]} == {commits["round-half"], commits["negative-total"]}
+    assert (report["scanned"], report["candidates"], report["accepted"]) == (6, 4, 1)
+    assert [task["commit"] for task in report["tasks"]] == [commits["round-half"]]
     reasons = {item["commit"]: item["reason"] for item in report["rejections"]}
     assert reasons[commits["clamp-feature"]] == "only-collection-errors"
     assert reasons[commits["leaky-fix"]] == "prompt-leaked-fix"
@@ -71,7 +76,7 @@ def test_mining_turns_the_fixing_commits_into_checked_tasks_and_rejects_the_rest
     # The user's branches, index and work tree are as they were; the miner's refs are all it added.
     assert user_state(mined["repo"]) == mined["before"]
     refs = minerepo.git(mined["repo"], "for-each-ref", "--format=%(refname)", "refs/skillbench").split()
-    assert len(refs) == 4 and all(ref.startswith("refs/skillbench/mined/") for ref in refs)
+    assert len(refs) == 2 and all(ref.startswith("refs/skillbench/mined/") for ref in refs)
     # The prompts were written by the (offline) issue session, and never quote a line the solution adds.
     suite = yaml.safe_load((project.root / "tasks/mined/tasks.yaml").read_text())["tasks"]
     for task in suite:
@@ -81,12 +86,12 @@ def test_mining_turns_the_fixing_commits_into_checked_tasks_and_rejects_the_rest
     check, estimate = (line.split("next:")[-1].strip() for line in result.stdout.strip().splitlines()[-2:])
     checked = subprocess.run(shlex.split(check), cwd=project.root, capture_output=True, text=True, timeout=RUN_S)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.count("solution: verify and oracle pass") == 2
+    assert checked.stdout.count("solution: verify and oracle pass") == 1
     sized = subprocess.run(shlex.split(estimate), cwd=project.root, capture_output=True, text=True, timeout=RUN_S)
-    assert sized.returncode == 0 and "tasks reach 80% power" in sized.stdout and "the suite has 2" in sized.stdout
+    assert sized.returncode == 0 and "tasks reach 80% power" in sized.stdout and "the suite has 1" in sized.stdout
 
 
-CODE_SUITE = "tasks/code"
+IMPORTS_SUITE = "tasks/imports"
 
 
 @pytest.fixture(scope="module")
@@ -109,25 +114,17 @@ def imported(project: Project, mined: dict) -> dict[str, subprocess.CompletedPro
     }
 
 
-def merge_suites(project: Project, parts: dict[str, tuple[str, list[str] | None]], out: str) -> None:
+def merge_suites(project: Project, parts: dict[str, str], out: str) -> None:
     """One suite holding the tasks of several made suites (each suite's files copied under its own folder, the
-    suite-relative paths moved with them), so one sweep runs them all."""
+    suite-relative paths moved with them, their model scripts joined), so one sweep runs them all."""
     folder = project.root / out
     tasks: list[dict] = []
     script: dict = {}
-    for name, (source, only) in parts.items():
+    for name, source in parts.items():
         shutil.copytree(project.root / source, folder / name)
         model = yaml.safe_load((project.root / source / "model-script.yaml").read_text())
-        script = {**model, "tasks": script.get("tasks", {})}
+        script = {**model, "tasks": {**script.get("tasks", {}), **model["tasks"]}}
         for task in yaml.safe_load((project.root / source / "tasks.yaml").read_text())["tasks"]:
-            if only and task["id"] not in only:
-                continue
-            roles = model["tasks"][task["id"]]
-            if "replay" not in roles:
-                # A task with no solution to replay (a plugin-eval case) does nothing, on every arm's sessions.
-                steps = next(iter(roles.values()))
-                roles = {role: steps for role in ("baseline", "plan", "work")}
-            script["tasks"][task["id"]] = roles
             if "snapshot" in task:
                 task["snapshot"] = f"{name}/{task['snapshot']}"
             for item in task.get("oracle", {}).get("files", []):
@@ -140,47 +137,47 @@ def merge_suites(project: Project, parts: dict[str, tuple[str, list[str] | None]
 
 
 @pytest.fixture(scope="module")
-def code_rows(project: Project, mined: dict, imported: dict) -> dict[str, list[dict]]:
-    """ONE offline sweep of a mined task and of the Harbor, SWE-bench and plugin-eval imports, on a two-phase arm
-    and a baseline: rows by task."""
-    assert mined["result"].returncode == 0 and all(result.returncode == 0 for result in imported.values())
-    suite = yaml.safe_load((project.root / "tasks/mined/tasks.yaml").read_text())["tasks"]
-    round_half = next(task["id"] for task in suite if task["id"].startswith(mined["commits"]["round-half"][:8]))
-    merge_suites(
-        project,
-        {
-            "mined": ("tasks/mined", [round_half]),
-            "harbor": ("tasks/harbor", None),
-            "swe": ("tasks/swe", None),
-            "plugin": ("tasks/plugin", None),
-        },
-        CODE_SUITE,
-    )
+def import_rows(project: Project, imported: dict) -> dict[str, list[dict]]:
+    """ONE offline sweep of the Harbor, SWE-bench and plugin-eval imports on the baseline arm: rows by task."""
+    assert all(imported[kind].returncode == 0 for kind in ("harbor", "swe", "plugin"))
+    merge_suites(project, {"harbor": "tasks/harbor", "swe": "tasks/swe", "plugin": "tasks/plugin"}, IMPORTS_SUITE)
     config = project.write_config(
         {
-            "experiment": "code",
-            "tasks": {"suite": f"{CODE_SUITE}/tasks.yaml"},
+            "experiment": "imports",
+            "tasks": {"suite": f"{IMPORTS_SUITE}/tasks.yaml"},
             "runs": 1,
             "evolution": {"generations": 0},
-            "selected_arms": ["workflow", "baseline"],
+            "selected_arms": ["baseline"],
         }
     )
-    project.snakemake("results/code/sweep/results.jsonl", "--configfile", str(config))
+    project.snakemake("results/imports/sweep/results.jsonl", "--configfile", str(config))
     rows: dict[str, list[dict]] = {}
-    for row in project.rows("code"):
+    for row in project.rows("imports"):
         rows.setdefault(row["task"], []).append(row)
     return rows
 
 
 def test_a_mined_task_runs_offline_by_replaying_its_solution_and_its_oracle_stays_hidden(
-    project: Project, mined: dict, code_rows: dict[str, list[dict]]
+    project: Project, mined: dict
 ) -> None:
-    task_id = next(task for task in code_rows if task.startswith(mined["commits"]["round-half"][:8]))
-    assert {(row["arm"], row["resolved"]) for row in code_rows[task_id]} == {("workflow", True), ("baseline", True)}
+    assert mined["result"].returncode == 0
+    [task] = yaml.safe_load((project.root / "tasks/mined/tasks.yaml").read_text())["tasks"]
+    config = project.write_config(
+        {
+            "experiment": "mined",
+            "tasks": {"suite": "tasks/mined/tasks.yaml"},
+            "runs": 1,
+            "evolution": {"generations": 0},
+            "selected_arms": ["workflow", "baseline"],
+        }
+    )
+    project.snakemake("results/mined/sweep/results.jsonl", "--configfile", str(config))
+    rows = project.rows("mined")
+    assert {(row["arm"], row["resolved"]) for row in rows} == {("workflow", True), ("baseline", True)}
     # The hidden oracle's new test is in no template a cell clones, and in no patch a session made.
-    template = project.results("code", "tasks", task_id, "template")
+    template = project.results("mined", "tasks", task["id"], "template")
     assert "keeps_the_fraction" not in (template / "tests" / "test_core.py").read_text()
-    for patch in project.results("code").glob(f"cells/{task_id}/*/run*/patch.diff"):
+    for patch in project.results("mined").glob("cells/*/*/run*/patch.diff"):
         assert "keeps_the_fraction" not in patch.read_text() and "tests/test_core.py" not in patch.read_text()
 
 
@@ -190,7 +187,7 @@ def baseline_row(rows: list[dict]) -> dict:
 
 
 def test_a_harbor_task_is_imported_checked_and_run(
-    project: Project, imported: dict, code_rows: dict[str, list[dict]]
+    project: Project, imported: dict, import_rows: dict[str, list[dict]]
 ) -> None:
     result = imported["harbor"]
     assert result.returncode == 0, result.stderr
@@ -198,23 +195,23 @@ def test_a_harbor_task_is_imported_checked_and_run(
     task = yaml.safe_load((project.root / "tasks/harbor/tasks.yaml").read_text())["tasks"][0]
     assert task["setup"].startswith("python3 -c") and "pytest" in task["setup"]  # the Dockerfile's pip install
     assert "/app" not in task["prompt"]
-    assert baseline_row(code_rows[task["id"]])["resolved"] is True
+    assert baseline_row(import_rows[task["id"]])["resolved"] is True
 
 
 def test_swebench_instances_of_a_local_clone_are_imported_checked_and_run(
-    imported: dict, code_rows: dict[str, list[dict]]
+    imported: dict, import_rows: dict[str, list[dict]]
 ) -> None:
     assert imported["swe"].returncode == 0, imported["swe"].stderr
-    assert baseline_row(code_rows["example-statkit-7"])["resolved"] is True
+    assert baseline_row(import_rows["example-statkit-7"])["resolved"] is True
 
 
 def test_plugin_eval_cases_are_imported_checked_and_run(
-    project: Project, imported: dict, code_rows: dict[str, list[dict]]
+    project: Project, imported: dict, import_rows: dict[str, list[dict]]
 ) -> None:
     assert imported["plugin"].returncode == 0, imported["plugin"].stderr
     task = yaml.safe_load((project.root / "tasks/plugin/tasks.yaml").read_text())["tasks"][0]
     assert task["setup"].startswith("bash -c") and "greeting.txt" in task["verify"]
-    row = baseline_row(code_rows[task["id"]])
+    row = baseline_row(import_rows[task["id"]])
     # No reference solution to replay: the scripted session does nothing, and the file checks say so.
     assert row["resolved"] is False and row["error_kind"] in ("verify-failed", "no-work-produced")
 
