@@ -13,7 +13,7 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git ripgrep
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk prices browser demo test test-cli clean report-screenshot inspect-screenshot
+.PHONY: setup system python tools mcp-sdk prices browser demo mined-demo test test-cli clean report-screenshot inspect-screenshot
 
 setup: system python tools mcp-sdk prices
 
@@ -91,6 +91,23 @@ browser:
 
 demo: setup
 	$(BIN)/snakemake --cores $(CORES)
+
+# The mined demo (optional, not part of setup or test): a real library's history made from its pinned PyPI sdists
+# (tasks/mined-demo.releases.json: more-itertools 6.0.0 to 11.2.1, one commit per release, the changelog entry as
+# the message; downloaded in Bubblewrap, digests checked, never installed or imported), mined into tasks/mined-demo/
+# by `skillbench tasks mine`, then run offline with config/mined-demo.yaml (whose check_task steps are the task
+# check `skillbench check` runs). Everything lands under tasks/mined-demo/ (gitignored); rerunning keeps the history
+# and the suite already made (remove the folder to mine again). The suite's slowest test (test_primes, half
+# the suite's time from 10.6.0 on) is left out of every mined command.
+MINED_DEMO      := tasks/mined-demo
+MINE_JOBS       ?= 2
+MINED_DEMO_TEST := python3 -m pytest -k 'not test_primes'
+
+mined-demo: setup
+	$(BIN)/python -m skillbench.tasksupply.releases tasks/mined-demo.releases.json $(MINED_DEMO)/more-itertools $(MINED_DEMO)/sdists
+	test -f $(MINED_DEMO)/tasks.yaml || $(BIN)/skillbench tasks mine --repo $(MINED_DEMO)/more-itertools \
+	  --out $(MINED_DEMO) --jobs $(MINE_JOBS) --test-command "$(MINED_DEMO_TEST)"
+	$(BIN)/snakemake --cores $(CORES) --configfile config/mined-demo.yaml
 
 # Test workers: each runs one test file at a time (a file's tests share its runs); the workflow tests'
 # conftest puts the longest files first. TEST_WORKERS=0 runs the suite in one process.

@@ -575,6 +575,7 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
                     oracle_snapshot=Path(scratch) / "oracle",
                     solution=taskcheck.solution_bytes(task, Path(suite), binding),
                     secrets=secrets,
+                    side_by_side=True,
                 )
             except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
                 print(f"{task['id']}: REFUSED — the check could not run: {exc}")
@@ -604,6 +605,7 @@ def _mine(args: argparse.Namespace) -> int:
         paths=tuple(args.paths),
         test_command=args.test_command,
         prompt=args.prompt,
+        jobs=args.jobs,
     )
     try:
         config = configcheck.load_config(*_layers(args.configfile))
@@ -677,6 +679,13 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 or more")
+    return value
+
+
 def _tasks_parser(commands: Any) -> None:
     tasks = commands.add_parser("tasks", help="make task suites: mine a repository's history, or import other formats")
     which = tasks.add_subparsers(dest="tasks_command", required=True)
@@ -699,6 +708,12 @@ def _tasks_parser(commands: Any) -> None:
         choices=["agent", "commit-message"],
         default="agent",
         help="agent: a session writes the issue a user would file (default); commit-message: subject and body",
+    )
+    mine.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="candidates checked at a time (default 1; each runs its base and solution side by side)",
     )
     imports = which.add_parser("import", help="tasks from Harbor, SWE-bench, claude plugin eval or skill-creator files")
     kinds = imports.add_mutually_exclusive_group(required=True)

@@ -190,6 +190,75 @@ def test_a_candidate_is_rejected_with_its_reason(base, solution, suite, extra, r
     assert caught.value.reason == reason
 
 
+def test_a_candidate_with_nothing_to_fix_is_rejected_from_its_own_tests_alone() -> None:
+    # The probe judges the commit's tests before it runs the project's suite: no suite run is needed to reject.
+    passing = run_of({"tests/test_new.py::t": "passed"})
+    with pytest.raises(miner.Rejected) as caught:
+        miner.judge_oracle(["tests/test_new.py"], passing, passing)
+    assert caught.value.reason == "no-fail-to-pass"
+    fixed = miner.judge_oracle(["tests/test_new.py"], run_of({"tests/test_new.py::t": "failed"}), passing)
+    assert fixed == (["tests/test_new.py::t"], ["tests/test_new.py"])
+
+
+def walk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, jobs: int, max_tasks: int | None, accept: set[str]):
+    """`_walk` over commits c0 (newest) … c7 whose checks end in reverse order; which were checked, and the tally."""
+    import threading
+    import time
+
+    shas = [f"c{index}" for index in range(8)]
+    screened = {"c2"}  # no test change: never a candidate
+    checked: list[str] = []
+    lock = threading.Lock()
+    live = {"now": 0, "most": 0}
+
+    def read_commit(_reader, sha, _paths):  # type: ignore[no-untyped-def]
+        tests = [] if sha in screened else [history.FileChange("tests/test_a.py", "", "1", "", "2")]
+        return history.Commit(sha=sha, parent="p", subject=f"subject {sha}", body="", source=["x"], tests=tests)  # type: ignore[list-item]
+
+    def evaluate(_context, candidate):  # type: ignore[no-untyped-def]
+        with lock:
+            live["now"] += 1
+            live["most"] = max(live["most"], live["now"])
+            checked.append(candidate.commit.sha)
+        time.sleep(0.05 * (8 - int(candidate.commit.sha[1:])) / 8)  # older commits finish first
+        with lock:
+            live["now"] -= 1
+        if candidate.commit.sha in accept:
+            return {"id": candidate.task_id}, {"id": candidate.task_id}
+        raise miner.Rejected("no-fail-to-pass", "nothing to fix")
+
+    monkeypatch.setattr(history, "read_commit", read_commit)
+    monkeypatch.setattr(miner, "prepare", lambda context, commit: miner.Candidate(commit, [], [], commit.sha + "-t"))
+    monkeypatch.setattr(miner, "evaluate", evaluate)
+    monkeypatch.setattr(miner, "save", lambda *args, **kwargs: {})
+    options = miner.MineOptions(repo=tmp_path, out=tmp_path / "out", max_tasks=max_tasks, jobs=jobs)
+    context = miner.Context(options, {}, None, "ns", "pytest", None, None, __import__("io").StringIO(), set())  # type: ignore[arg-type]
+    tally = miner.Tally(tasks=[], entries=[], rejections=[])
+    miner._walk(context, tally, shas, origin="o", started=0.0, now=lambda: 0.0, command="skillbench")
+    return checked, tally, live["most"]
+
+
+def test_candidates_checked_at_once_are_reported_in_history_order(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    one = walk(monkeypatch, tmp_path, jobs=1, max_tasks=None, accept={"c1", "c4", "c6"})
+    three = walk(monkeypatch, tmp_path, jobs=3, max_tasks=None, accept={"c1", "c4", "c6"})
+    assert three[2] == 3 and one[2] == 1  # three checks ran at once
+    for _checked, tally, _most in (one, three):
+        assert [task["id"] for task in tally.tasks] == ["c1-t", "c4-t", "c6-t"]
+        assert [item["commit"] for item in tally.rejections] == ["c0", "c2", "c3", "c5", "c7"]
+        assert (tally.scanned, tally.candidates) == (8, 7)
+
+
+def test_no_candidate_is_checked_only_to_be_thrown_away_under_max(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    checked, tally, most = walk(monkeypatch, tmp_path, jobs=4, max_tasks=2, accept={"c0", "c1", "c3"})
+    # c0 and c1 fill --max 2: with two accepted tasks possible, no more than two checks were ever in flight.
+    assert [task["id"] for task in tally.tasks] == ["c0-t", "c1-t"] and checked == ["c0", "c1"] and most == 2
+    assert (tally.scanned, tally.candidates, tally.rejections) == (2, 2, [])
+
+
 def test_a_commit_message_prompt_drops_trailers() -> None:
     text = prompts.message_text("Fix the sum", "It was wrong.\n\nSigned-off-by: A <a@a>\nCo-authored-by: B <b@b>")
     assert text == "Fix the sum\n\nIt was wrong.\n"
@@ -205,6 +274,16 @@ def test_a_prompt_that_quotes_an_added_line_leaks_the_fix() -> None:
         "return max(values) - min(values)"
     ]
     assert prompts.leaked_lines("x = 1 is fine; also_moved = compute(things) is old code", patch) == []
+
+
+def test_a_fragment_of_prose_a_docstring_wraps_is_no_leak_but_a_sentence_or_code_is() -> None:
+    patch = (
+        b"--- a/m.py\n+++ b/m.py\n@@ -1,1 +1,4 @@\n+    It will be removed in a future\n+       major release.\n"
+        b"+        raise ValueError\n"
+    )
+    changelog = "callback_iter is deprecated. It will be removed in a future major release. It should raise ValueError."
+    assert prompts.leaked_lines(changelog, patch) == ["It will be removed in a future", "raise ValueError"]
+    assert prompts.leaked_lines("Deprecated: to go in the next major release.", patch) == []
 
 
 def test_an_out_folder_holding_another_suite_is_refused_and_left_alone(tmp_path: Path) -> None:

@@ -102,7 +102,8 @@ def copy_project(root: Path, *, commit: bool = True) -> Project:
     for name in COPIED:
         source = REPO / name
         if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+            # tasks/mined-demo/ is what `make mined-demo` builds (gitignored, with a repository of its own).
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "mined-demo"))
         else:
             shutil.copy2(source, root / name)
     (root / "tools").symlink_to(REPO / "tools")

@@ -698,6 +698,7 @@ def check_imported(task: dict[str, Any], suite_file: Path, config: dict[str, Any
             template=Path(scratch) / "t",
             oracle_snapshot=Path(scratch) / "o",
             solution=taskcheck.solution_bytes(normalised, suite_file, bound.binding),
+            side_by_side=True,
         )
     if not document["ok"]:
         raise ImportRefused(f"task {task['id']} fails the task check: {document['problems'][0].splitlines()[0]}")

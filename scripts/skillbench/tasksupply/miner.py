@@ -24,7 +24,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
@@ -61,6 +63,7 @@ class MineOptions:
     paths: tuple[str, ...] = ()
     test_command: str | None = None
     prompt: str = "agent"
+    jobs: int = 1
 
 
 class Rejected(Exception):
@@ -172,16 +175,16 @@ def verify_command(test_command: str, base: probe.TestRun, solution: probe.TestR
     return command, pass_to_pass
 
 
-def judge_runs(
-    test_command: str,
-    modules: list[str],
-    runs: dict[str, probe.TestRun],
-) -> Probed:
-    """Fail-to-pass, the oracle's arguments and the visible check from the four probe runs."""
+def _timed_out(runs: dict[str, probe.TestRun]) -> None:
     for name, run in runs.items():
         if run.timed_out:
             raise Rejected("timeout", f"the {name} run {run.state} (agent.verify_timeout_s)")
-    base, solution = runs["oracle-on-base"], runs["oracle-on-solution"]
+
+
+def judge_oracle(modules: list[str], base: probe.TestRun, solution: probe.TestRun) -> tuple[list[str], list[str]]:
+    """Fail-to-pass and the oracle's arguments from the commit's tests on the base and on the solution, or Rejected
+    (the suite runs are not needed to reject)."""
+    _timed_out({"oracle-on-base": base, "oracle-on-solution": solution})
     in_modules = {node for node in solution.outcomes if _module(node) in modules}
     fail_to_pass = sorted((solution.passed & in_modules) - base.passed)
     if not fail_to_pass and not (solution.passed & in_modules):
@@ -209,6 +212,18 @@ def judge_runs(
         arguments = sorted(solution.passed & in_modules)
     else:
         arguments = list(modules)
+    return fail_to_pass, arguments
+
+
+def judge_runs(
+    test_command: str,
+    modules: list[str],
+    runs: dict[str, probe.TestRun],
+) -> Probed:
+    """Fail-to-pass, the oracle's arguments and the visible check from the four probe runs."""
+    _timed_out(runs)
+    base = runs["oracle-on-base"]
+    fail_to_pass, arguments = judge_oracle(modules, base, runs["oracle-on-solution"])
     verify, pass_to_pass = verify_command(test_command, runs["suite-on-base"], runs["suite-on-solution"])
     failing = prompts.failing_summary(fail_to_pass, base.messages, base.output)
     return Probed(fail_to_pass, arguments, pass_to_pass, verify, failing)
@@ -225,19 +240,34 @@ def _export(reader: repo.TargetReader, sha: str) -> Callable[[Path], None]:
 def _probe(
     context: Context, refs: history.TaskRefs, files: list[tuple[str, bytes]], modules: list[str]
 ) -> dict[str, probe.TestRun]:
-    runs: dict[str, probe.TestRun] = {}
-    for stage, sha in (("base", refs.base), ("solution", refs.solution)):
-        with probe.sandbox_over(context.config, f"skillbench-mine-{stage}-", _export(context.reader, sha)) as sandbox:
-            runs[f"suite-on-{stage}"] = probe.run_suite(sandbox, context.test_command, timeout=context.timeout)
-            runs[f"oracle-on-{stage}"] = probe.run_overlaid(
-                sandbox,
-                context.test_command,
-                files,
-                modules,
-                timeout=context.timeout,
-                private_root=sandbox.private_root,
+    """The four probe runs, the base's and the solution's side by side: first the commit's tests (a candidate with
+    nothing to fix is rejected there, before the slower whole-suite runs), then the project's suite."""
+    stages = {"base": refs.base, "solution": refs.solution}
+
+    def oracle_run(stage: str) -> probe.TestRun:
+        with probe.sandbox_over(
+            context.config, f"skillbench-mine-{stage}-", _export(context.reader, stages[stage])
+        ) as box:
+            return probe.run_overlaid(
+                box, context.test_command, files, modules, timeout=context.timeout, private_root=box.private_root
             )
-    return runs
+
+    def suite_run(stage: str) -> probe.TestRun:
+        with probe.sandbox_over(
+            context.config, f"skillbench-mine-{stage}-", _export(context.reader, stages[stage])
+        ) as box:
+            return probe.run_suite(box, context.test_command, timeout=context.timeout)
+
+    with ThreadPoolExecutor(2) as pool:
+        base, solution = pool.map(oracle_run, stages)
+        judge_oracle(modules, base, solution)
+        suite_base, suite_solution = pool.map(suite_run, stages)
+    return {
+        "oracle-on-base": base,
+        "oracle-on-solution": solution,
+        "suite-on-base": suite_base,
+        "suite-on-solution": suite_solution,
+    }
 
 
 ORACLE_STEPS = ("oracle-on-base", "oracle-on-solution")
@@ -258,6 +288,7 @@ def check_again(task: dict[str, Any], suite_file: Path, config: dict[str, Any]) 
             template=Path(scratch) / "t",
             oracle_snapshot=Path(scratch) / "o",
             solution=taskcheck.solution_bytes(task, suite_file, bound.binding),
+            side_by_side=True,
         )
     if document["ok"]:
         return document
@@ -328,11 +359,27 @@ def _task_id(context: Context, commit: Commit) -> str:
     return task_id
 
 
-def evaluate(context: Context, commit: Commit) -> tuple[dict[str, Any], dict[str, Any]]:
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate ready to be checked: its commit, its test files (path, bytes), the test modules among them, and
+    the task id it gets if accepted (taken in history order, so ids do not depend on which check ends first)."""
+
+    commit: Commit
+    files: list[tuple[str, bytes]]
+    modules: list[str]
+    task_id: str
+
+
+def prepare(context: Context, commit: Commit) -> Candidate:
+    """The candidate's test files and task id, or Rejected when its test changes hold no test module to run."""
+    files, modules = oracle_files(context.reader, commit)
+    return Candidate(commit, files, modules, _task_id(context, commit))
+
+
+def evaluate(context: Context, candidate: Candidate) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the task, its report entry) for a candidate, or Rejected. A rejected candidate leaves nothing behind."""
     started = time.monotonic()
-    files, modules = oracle_files(context.reader, commit)
-    task_id = _task_id(context, commit)
+    commit, files, modules, task_id = candidate.commit, candidate.files, candidate.modules, candidate.task_id
     try:
         refs = history.task_refs(context.reader, commit, context.namespace, task_id)
     except (repo.GitError, MiningError) as exc:
@@ -458,6 +505,84 @@ def _screen(commit: Commit) -> str | None:
     return None
 
 
+def _walk(
+    context: Context,
+    tally: Tally,
+    commits: list[str],
+    *,
+    origin: str,
+    started: float,
+    now: Callable[[], float],
+    command: str,
+) -> None:
+    """Check the candidates newest first, up to `--jobs` at a time, and take their outcomes in history order, so the
+    suite, the report and the task ids are those of a one-at-a-time run. No more candidates are in flight than
+    accepted tasks may still be added under `--max`, so none is checked only to be thrown away."""
+    options, log = context.options, context.log
+    remaining = iter(commits)
+    # In history order: (commit, why it is no candidate | a candidate's outcome | its check in flight).
+    queue: deque[tuple[Commit, str | Rejected | Future[tuple[dict[str, Any], dict[str, Any]]]]] = deque()
+    in_flight = 0
+
+    def top_up(pool: ThreadPoolExecutor) -> None:
+        nonlocal in_flight
+        while in_flight < options.jobs and (
+            options.max_tasks is None or len(tally.tasks) + in_flight < options.max_tasks
+        ):
+            sha = next(remaining, None)
+            if sha is None:
+                return
+            commit = history.read_commit(context.reader, sha, options.paths)
+            reason = _screen(commit)
+            if reason:
+                queue.append((commit, reason))
+                continue
+            try:
+                candidate = prepare(context, commit)
+            except Rejected as rejected:
+                queue.append((commit, rejected))
+                continue
+            queue.append((commit, pool.submit(evaluate, context, candidate)))
+            in_flight += 1
+
+    with ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="mine") as pool:
+        top_up(pool)
+        while queue:
+            if options.max_tasks is not None and len(tally.tasks) >= options.max_tasks:
+                break
+            commit, outcome = queue.popleft()
+            tally.scanned += 1
+            if isinstance(outcome, str):
+                tally.rejections.append(
+                    {"commit": commit.sha, "subject": commit.subject, "reason": outcome, "detail": ""}
+                )
+                top_up(pool)
+                continue
+            tally.candidates += 1
+            try:
+                if isinstance(outcome, Rejected):
+                    raise outcome
+                in_flight -= 1
+                task, entry = outcome.result()
+            except Rejected as rejected:
+                tally.rejections.append(
+                    {
+                        "commit": commit.sha,
+                        "subject": commit.subject,
+                        "reason": rejected.reason,
+                        "detail": rejected.detail,
+                    }
+                )
+                print(f"[mine] {commit.short} rejected ({rejected.reason}): {rejected.detail[:160]}", file=log)
+                top_up(pool)
+                continue
+            tally.tasks.append(task)
+            tally.entries.append(entry)
+            print(f"[mine] {commit.short} accepted as {task['id']} ({len(tally.tasks)} so far)", file=log)
+            save(context, tally, origin=origin, wall_s=now() - started, skillbench_command=command)
+            top_up(pool)
+
+
 def mine(
     options: MineOptions,
     config: dict[str, Any],
@@ -494,28 +619,7 @@ def mine(
             log=log,
             taken_ids=set(),
         )
-        for sha in commits:
-            if options.max_tasks is not None and len(tally.tasks) >= options.max_tasks:
-                break
-            tally.scanned += 1
-            commit = history.read_commit(reader, sha, options.paths)
-            reason = _screen(commit)
-            if reason:
-                tally.rejections.append({"commit": sha, "subject": commit.subject, "reason": reason, "detail": ""})
-                continue
-            tally.candidates += 1
-            try:
-                task, entry = evaluate(context, commit)
-            except Rejected as rejected:
-                tally.rejections.append(
-                    {"commit": sha, "subject": commit.subject, "reason": rejected.reason, "detail": rejected.detail}
-                )
-                print(f"[mine] {commit.short} rejected ({rejected.reason}): {rejected.detail[:160]}", file=log)
-                continue
-            tally.tasks.append(task)
-            tally.entries.append(entry)
-            print(f"[mine] {commit.short} accepted as {task['id']} ({len(tally.tasks)} so far)", file=log)
-            save(context, tally, origin=origin, wall_s=now() - started, skillbench_command=skillbench_command)
+        _walk(context, tally, commits, origin=origin, started=started, now=now, command=skillbench_command)
     if not tally.candidates:
         raise MiningError(
             f"--repo {options.repo}: none of the {tally.scanned} commit(s) in the range "

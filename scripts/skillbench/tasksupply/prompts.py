@@ -31,8 +31,13 @@ ISSUE_FILE = "issue.md"
 ISSUE_TOOLS = ["Read", "Grep", "Glob", "Write"]
 MAX_ISSUE_BYTES = 64 * 1024
 MAX_FAILURE_CHARS = 3000
-# A quoted line is a leak only when it says something: a line this short ("return x", "else:") is not the fix.
+# A quoted line is a leak only when it says something: a line this short ("return x", "else:") is not the fix, and
+# neither is a fragment of prose a docstring wraps onto its own line ("major release.") that a changelog may also
+# say: a line counts when it looks like code (a bracket, an operator, quotes, a snake_case, CamelCase or dotted
+# name) or holds at least MIN_LEAK_WORDS words.
 MIN_LEAK_CHARS = 12
+MIN_LEAK_WORDS = 4
+_CODE_LIKE = re.compile(r"""[()\[\]{}=<>:'"`]|\w_\w|[a-z][A-Z]|[A-Z][a-z]+[A-Z]|\w\.\w""")
 _TRAILER = re.compile(r"^[A-Z][A-Za-z-]+: .+$")
 _SPACE = re.compile(r"\s+")
 
@@ -67,7 +72,13 @@ def added_lines(solution_patch: bytes) -> list[str]:
             added.append(_normalised(raw[1:]))
         elif raw.startswith("-"):
             removed.add(_normalised(raw[1:]))
-    return [line for line in dict.fromkeys(added) if len(line) >= MIN_LEAK_CHARS and line not in removed]
+    return [
+        line
+        for line in dict.fromkeys(added)
+        if len(line) >= MIN_LEAK_CHARS
+        and line not in removed
+        and (_CODE_LIKE.search(line) or len(line.split()) >= MIN_LEAK_WORDS)
+    ]
 
 
 def leaked_lines(prompt: str, solution_patch: bytes) -> list[str]:
