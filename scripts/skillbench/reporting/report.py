@@ -28,6 +28,7 @@ from skillbench.decision.aggregate import (
     savings,
     trigger_scores,
 )
+from skillbench.experiment.configcheck import GENERATIONS_ADVICE
 from skillbench.reporting.markup import md_code, md_fenced, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -992,7 +993,7 @@ def _outcome_line(summary: dict[str, Any]) -> str:
             f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
             f"Apply it with {md_code('skillbench apply ' + layout.results_root(summary['experiment']))}."
         )
-    advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+    advice = summary.get("next_step") or GENERATIONS_ADVICE
     return (
         f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** "
         f"{md_prose(advice)}"

@@ -130,8 +130,10 @@ def summarize_run(
     `arms` are the incumbent arms, `runs` the design and `min_runs` the gate's (they shape the advice)."""
     generations = []
     held: list[tuple[int, list[str]]] = []
+    last_decisions: list[dict[str, Any]] = []
     for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
         promotion = artifacts.read_artifact(Path(promotion_path), "promotion")
+        last_decisions = list(promotion["decisions"])
         review = promotion.get("content_review")
         if review and review["held"]:
             held.append((artifacts.read_artifact(Path(overlay_path), "overlay")["generation"], review["unaccepted"]))
@@ -160,9 +162,8 @@ def summarize_run(
             "evolution.accept_flags and run the same command again (only the gate reruns)."
         )
     elif outcome == "not_promoted":
-        last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []
         design = {"gate": {"min_runs": min_runs}, "runs": runs}
-        advice = next_step(design, len({row["task"] for row in last_rows}), last_reasons)
+        advice = next_step(design, len({row["task"] for row in last_rows}), last_decisions)
     summary = {
         "schema": "summary/v1",
         "experiment": experiment,
