@@ -23,6 +23,7 @@ import argparse
 import json
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -342,13 +343,14 @@ def _estimate(args: argparse.Namespace) -> int:
                 "2",
                 *(["--configfile", *files] if files else []),
                 "--config",
-                "runs=1",
+                f"runs={PILOT_RUNS}",
             ]
         )
         again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
-            f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
-            f"first (their cells are kept for the real run):\n    {sweep}\n  then estimate again: {again}\n"
+            f"  cost: no earlier measured rows under {source}, so no estimate. Run {PILOT_RUNS} runs of the incumbent "
+            "arms first (their cells are kept for the real run; one run would price the sessions but cannot measure "
+            f"run-to-run noise):\n    {sweep}\n  then estimate again: {again}\n"
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
@@ -379,8 +381,13 @@ def _configfile_args(files: list[str]) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Every check a run makes before its first session, and the task checks: one line per problem, exit 1 on any."""
+    """Every check a run makes before its first session, then the task checks: one line per problem, exit 1 on any.
+
+    Fails fast: the config's problems come first, and the task checks (which run each task's setup, verify and
+    oracle) run only once the config is sound; a task check whose inputs did not change since it passed is
+    reused."""
     from skillbench import preflight
+    from skillbench.base import layout
     from skillbench.experiment import configcheck
     from skillbench.experiment import suite as tasks
 
@@ -391,38 +398,57 @@ def _check(args: argparse.Namespace) -> int:
         print(str(exc))
         print(f"check: {source} cannot be read; a run would stop before any session", file=sys.stderr)
         return 1
-    found = preflight.experiment_checks(config, source=source)
+    found = preflight.experiment_checks(config, source=source, config_files=args.configfile)
     selected: list[dict[str, Any]] = []
-    if "tasks" in config and not any(line.startswith(f"{source}: key") for line in found.problems):
+    if not found.problems and found.suite is not None:
         try:
             selected = tasks.select_tasks(
-                tasks.load_suite(config["tasks"]["suite"]),
+                found.suite,
                 include_expensive=True if args.all else config["tasks"]["include_expensive"],
                 only=args.task or config["tasks"]["only"],
             ).tasks
-        except (artifacts.ArtifactError, ValueError, OSError):
-            selected = []  # the suite's problem is among found.problems
-    if not found.problems:
-        arms = ", ".join(config["selected_arms"] or list(config["arms"]))
+        except (artifacts.ArtifactError, ValueError) as exc:
+            found.problems.append(str(exc))
+    if found.problems:
+        for problem in found.problems:
+            print(problem)
+        for warning in found.warnings:
+            print(f"warning: {warning}")
         print(
-            f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
-            f"{config['evolution']['generations']} generation(s)"
-        )
-    for problem in found.problems:
-        print(problem)
-    warnings = found.warnings + preflight.task_repository_warnings(selected)
-    for warning in warnings:
-        print(f"warning: {warning}")
-    refused = _check_tasks_of(config, selected) if selected else 0
-    problems = len(found.problems) + refused
-    if problems:
-        print(
-            f"check: {problems} problem(s) in {source}; a run would stop on them before any session is paid for",
+            f"check: {_count(len(found.problems), 'problem')} in {source}; a run would stop on them before any "
+            "session is paid for (the task checks run once the config is sound)",
             file=sys.stderr,
         )
         return 1
-    print(f"check: no problems in {source}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    arms = ", ".join(config["selected_arms"] or list(config["arms"]))
+    print(
+        f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
+        f"{config['evolution']['generations']} generation(s)"
+    )
+    warnings = found.warnings + preflight.task_repository_warnings(selected)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    live_problems: list[str] = []
+    if args.live:
+        notes, live_problems = preflight.live_check(config)
+        for line in notes + live_problems:
+            print(line)
+    outcome = _check_tasks_of(config, selected, Path(layout.results_root(config["experiment"])))
+    problems = len(live_problems) + outcome.refused
+    warned = len(warnings) + outcome.warnings
+    if problems:
+        print(
+            f"check: {_count(problems, 'problem')} in {source}; a run would stop on them before any session is "
+            "paid for",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"check: no problems in {source}" + (f" ({_count(warned, 'warning')})" if warned else ""))
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _layers(configfiles: list[Path]) -> list[Path]:
@@ -433,6 +459,8 @@ def _layers(configfiles: list[Path]) -> list[Path]:
 
 # Run-to-run noise assumed when no earlier rows measure it: a relative sd of about 0.3, typical of real sessions.
 ASSUMED_RUN_VARIANCE = 0.094
+# The pilot sweep `estimate` recommends: the fewest runs per (task, arm) that measure how runs differ.
+PILOT_RUNS = 2
 
 
 def _design_lines(
@@ -468,11 +496,16 @@ def _design_lines(
     suite = progress.recommend_design(**common, tasks=len(work["tasks"]))
     best = progress.recommend_design(**common)
     alpha = gate.generation_alpha(policy, generation)
-    noise_text = (
-        f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
-        if noise
-        else f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
-    )
+    if noise:
+        noise_text = f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
+    elif rows:
+        # Rows of one run per (task, arm) price the sessions but say nothing of how runs differ.
+        noise_text = (
+            f"run-to-run sd {variance**0.5:.2f} assumed: the {len(rows)} earlier row(s) under {source} hold one run "
+            "per (task, arm), and one run cannot measure run-to-run noise"
+        )
+    else:
+        noise_text = f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
     lines = [
         f"  design for a {saving_pct:g}% saving at 80% power in generation {generation} (alpha {alpha:.4g}; "
         f"{noise_text}; effects shared by a (task, arm)'s runs sd {shared_sd:g}, --shared-sd):"
@@ -488,32 +521,36 @@ def _design_lines(
             "the task is the unit of replication, so more tasks beat more runs"
         )
     if not measured:
-        lines.append("    (run a small sweep first to measure the noise: the recommendation then uses it)")
+        lines.append(
+            f"    (run a small sweep of {PILOT_RUNS} runs first to measure the noise: the recommendation then uses it)"
+        )
     return lines
 
 
-def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> int:
-    """Bind and check every selected task (as `check_task` does before a run); one line per task. Returns how many
-    tasks were refused."""
+@dataclass(frozen=True)
+class _TaskChecks:
+    """What the task checks found: how many tasks were refused, how many warnings binding them printed."""
+
+    refused: int
+    warnings: int
+
+
+def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]], results_root: Path) -> _TaskChecks:
+    """Bind and check every selected task (as `check_task` does before a run); one line per task. A check that
+    passed with the same inputs (the run's check.json, or an earlier `skillbench check`'s) is reused, not run."""
     import tempfile
 
-    from skillbench import preflight
-    from skillbench.execution import environment, quota
+    from skillbench.base import layout
+    from skillbench.execution import environment
     from skillbench.experiment.settings import check_settings
     from skillbench.grading import taskcheck
     from skillbench.grading.binding import bind_task
 
     suite = config["tasks"]["suite"]
     settings = check_settings(config)
-    try:
-        preflight.check_containment(config)
-        if quota.disk_quota_mb(settings.sandbox):
-            quota.enter_private_mounts()
-    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
-        print(f"sandbox: {exc}")
-        return len(selected)
     secrets = environment.secrets(config["model"]["api_key_env"])
-    refused = 0
+    refused = warned = 0
+    contained: bool | None = None
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
@@ -525,14 +562,26 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
                 )
                 for warning in bound.warnings:
                     print(warning)
+                warned += len(bound.warnings)
                 binding = bound.binding
+                solution = taskcheck.solution_bytes(task, Path(suite), binding)
+                digest = taskcheck.inputs_digest(task, binding, solution, settings)
+                reused = _reusable_check(results_root, task["id"], digest)
+                if reused is not None:
+                    print(f"{reused['summary']} (reused: nothing it depends on changed since {reused['path']})")
+                    continue
+                if contained is None:
+                    contained = _enter_check_sandbox(config)
+                if not contained:
+                    refused += 1
+                    continue
                 document = taskcheck.check_task(
                     task,
                     binding,
                     settings=settings,
                     template=Path(scratch) / "template",
                     oracle_snapshot=Path(scratch) / "oracle",
-                    solution=taskcheck.solution_bytes(task, Path(suite), binding),
+                    solution=solution,
                     secrets=secrets,
                 )
             except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
@@ -544,7 +593,46 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
             refused += 1
             for problem in document["problems"]:
                 print("  " + problem.replace("\n", "\n  "))
-    return refused
+            continue
+        try:
+            target = Path(layout.checked_task(results_root, task["id"]))
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            artifacts.write_artifact(target, document, "task-check", mode=0o600)
+        except OSError:
+            pass  # a check that cannot be kept is run again next time
+    return _TaskChecks(refused, warned)
+
+
+def _reusable_check(results_root: Path, task_id: str, digest: str) -> dict[str, Any] | None:
+    """A passed check of ``task_id`` with inputs ``digest``: the run's own, else an earlier `skillbench check`'s."""
+    from skillbench.base import layout
+
+    for path in (Path(layout.task_check(results_root, task_id)), Path(layout.checked_task(results_root, task_id))):
+        if not path.is_file():
+            continue
+        try:
+            document = artifacts.read_artifact(path, "task-check")
+        except (artifacts.ArtifactError, OSError):
+            continue
+        if document.get("ok") and document.get("inputs_sha256") == digest:
+            return {**document, "path": str(path)}
+    return None
+
+
+def _enter_check_sandbox(config: dict[str, Any]) -> bool:
+    """Before the first task check that runs: the sandbox works here, and the disk quota's mount namespace."""
+    from skillbench import preflight
+    from skillbench.execution import quota
+    from skillbench.experiment.settings import check_settings
+
+    try:
+        preflight.check_containment(config)
+        if quota.disk_quota_mb(check_settings(config).sandbox):
+            quota.enter_private_mounts()
+    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+        print(f"sandbox: {exc}")
+        return False
+    return True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -695,6 +783,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
         check.add_argument("--all", action="store_true", help="include tasks marked expensive")
+        check.add_argument(
+            "--live",
+            action="store_true",
+            help="with a real provider, one minimal request per model through the gateway (a bad key, a missing "
+            "model or no access is one line)",
+        )
     return parser
 
 

@@ -17,6 +17,7 @@ results/<experiment>/
   run.json                     what the run was started with (config files and values, command line, process)
   .outage-breaker.json         the outage breaker shared by concurrent cell jobs
   .progress/plan.json, running/, lock
+  .checks/<task>.json          task checks `skillbench check` ran outside a run (reused while their inputs hold)
 logs/<experiment>/<rule>/…
 ```
 
@@ -316,6 +317,12 @@ def oracle_snapshot(root: Root, task: str) -> str:
 
 def task_check(root: Root, task: str) -> str:
     return _join(task_dir(root, task), "check.json")
+
+
+def checked_task(root: Root, task: str) -> str:
+    """A task check `skillbench check` ran outside a run (0600: it holds oracle output), reused while nothing it
+    depended on changed."""
+    return _join(root, ".checks", f"{task}.json")
 
 
 def bindings(root: Root) -> str:

@@ -18,6 +18,9 @@ prompt) runs only its `setup`.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +122,22 @@ def check_task(
             problems = checks.run(solution)
         finally:
             sandbox.close()
-    return _document(task["id"], steps, problems, solution is not None)
+    document = _document(task["id"], steps, problems, solution is not None)
+    document["inputs_sha256"] = inputs_digest(task, binding, solution, settings)
+    return document
+
+
+def inputs_digest(task: dict[str, Any], binding: TaskBinding, solution: bytes | None, settings: CheckSettings) -> str:
+    """What a task check's outcome depends on, as one SHA-256: the task as written, its binding (the resolved and
+    sanitized commits, the oracle's digests), the reference solution's bytes and the check's settings (timeouts,
+    sandbox). A check.json with the same digest says what a new check would (`skillbench check` reuses it)."""
+    document = {
+        "task": task,
+        "binding": binding,
+        "solution": None if solution is None else hashlib.sha256(solution).hexdigest(),
+        "settings": dataclasses.asdict(settings),
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @dataclass
@@ -275,7 +293,7 @@ def _verify_and_oracle(
     steps.append(_step(f"verify-on-{stage}", task["verify"], verify, expected, met, secrets))
     if not met:
         where = "the untouched code" if stage == "base" else "the reference solution"
-        declared = " although the task declares `verify_on_base: pass`" if stage == "base" else ""
+        declared = f" although the task declares `verify_on_base: {expected}`" if stage == "base" else ""
         verb = "fails" if expected == "pass" else "passes"
         problems.append(_problem(task_id, steps[-1], f"`verify` {verb} on {where}{declared}"))
     command = task["oracle"]["command"]
