@@ -95,6 +95,7 @@ def gate_default(key: str) -> Any:
 def _gate(args: argparse.Namespace) -> int:
     from skillbench.base import layout
     from skillbench.decision import gate, promotion
+    from skillbench.reporting import posthoc
 
     results = args.results.resolve()
     # A generation's rows sit in its folder, beside its overlay.json and looks; the bindings in the results root.
@@ -157,6 +158,11 @@ def _gate(args: argparse.Namespace) -> int:
         policy["require_confidence"] = True
     if args.allow_unsandboxed:
         policy["allow_unsandboxed"] = True
+    try:
+        posthoc.refuse_run_document(args.out, results)
+    except artifacts.ArtifactError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     rows = artifacts.read_jsonl(results, "result-row")
     models = sorted({row["model"] for row in rows})
     efforts = sorted({str(row["effort"]) for row in rows})
@@ -182,7 +188,27 @@ def _gate(args: argparse.Namespace) -> int:
         return 1
     for line in gate.summarize_gate(document):
         print(line)
+    _record_post_hoc(root, results, args.out, document)
     return 0
+
+
+def _record_post_hoc(root: Path, results: Path, out: Path, document: Any) -> None:
+    """A regrade of a run's generation under another policy than the run's: marked post hoc in ``out`` and kept
+    beside the run's decision (never replacing it), and said so."""
+    from skillbench.base import layout
+    from skillbench.reporting import posthoc
+
+    generation = layout.generation_of_folder(results.parent.name)
+    recorded = posthoc.record(root, generation, document) if generation is not None else None
+    if recorded is None:
+        return
+    marked, kept = recorded
+    artifacts.write_artifact(out, dict(marked), "promotion")
+    changed = ", ".join(marked["post_hoc"]["changed"])
+    print(
+        f"post hoc: not the run's decision ({changed} differ from the run's); {out} says so, and it is kept beside "
+        f"the run's promotion.json as {kept} and listed in {layout.summary_markdown(root)}"
+    )
 
 
 def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ documents or config goes through `markup` (`md_text`, `md_code`, `md_prose`), so
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -983,7 +984,27 @@ def _generation_table(summary: dict[str, Any]) -> list[str]:
         lines.append(f"## Generation {generation['generation']}")
         lines.append("")
         lines += [f"- {md_prose(line)}" for line in generation["gate_summary"]]
+        lines += _post_hoc_lines(generation.get("post_hoc") or [])
         lines.append("")
+    return lines
+
+
+def _post_hoc_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """Regrades under another policy than the run's, beside its decision: marked post hoc, never the verdict."""
+    lines = []
+    for entry in entries:
+        changed = "; ".join(
+            f"{key} {json.dumps(values['post_hoc'])} (the run's: {json.dumps(values['run'])})"
+            for key, values in entry["changed"].items()
+        )
+        decisions = "; ".join(
+            f"{decision['candidate_arm']}: {decision['decision']} — {decision['reason']}"
+            for decision in entry["decisions"]
+        )
+        lines.append(
+            f"- **post hoc, not the run's decision** (under {md_text(changed)}; {md_code(entry['document'])}): "
+            f"{md_prose(decisions)}"
+        )
     return lines
 
 

@@ -21,7 +21,7 @@ from skillbench.experiment.configcheck import next_step
 from skillbench.experiment.settings import proposer_settings
 from skillbench.grading import oracle
 from skillbench.preflight import checked_overlay
-from skillbench.reporting import report
+from skillbench.reporting import posthoc, report
 from skillbench.steps.session import job_run_control, start_session_job
 
 
@@ -143,6 +143,10 @@ def summarize_run(
                 promotion, overlay_doc, promoted=is_promoted(promotion), gate_summary=summarize_gate(promotion)
             )
         )
+        # Regrades under another policy, kept beside the decision: a summary made again still lists them.
+        post_hoc = posthoc.entries(Path(summary_out).parent, overlay_doc["generation"])
+        if post_hoc:
+            generations[-1]["post_hoc"] = post_hoc
     outcome, promoted = report.run_outcome(generations_requested, generations)
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arms)
