@@ -313,14 +313,15 @@ def _patch(patch: str | None) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>" + (f'<p class="note">{_e(rest)}</p>' if rest else "")
 
 
-def _oracle(row: ResultRow, oracle_log: str | None, author_only: bool) -> str:
+def _oracle(row: ResultRow, oracle_log: str | None, author_only: bool, author_page: str) -> str:
     passed = row["oracle_passed"]
     outcome = "passed" if passed else "failed" if row["oracle_output"] == "hidden oracle failed" else "did not run"
     text = f'<p>hidden oracle: <span class="verdict {"yes" if passed else "no"}">{_e(outcome)}</span></p>'
     if not author_only:
         return text + (
             '<p class="note">Its output is kept out of every shared report: the owner-only page '
-            '<a href="cell-author.html">cell-author.html</a> beside this one (and oracle.log) holds it.</p>'
+            f"<code>{_e(author_page)}</code> under the results folder (and oracle.log beside the cell's record) "
+            "holds it.</p>"
         )
     if oracle_log is None:
         return text + '<p class="note">no oracle output was kept for this run</p>'
@@ -397,11 +398,12 @@ def render_cell_page(
     colour: str,
     author_only: bool = False,
     oracle_log: str | None = None,
+    author_page: str = "author-pages/…",
 ) -> str:
     """The HTML page of one cell (``label``: its path below the results root, e.g. ``cells/fix/baseline/run0``).
 
     ``colour`` is the arm's colour in the figures (``#rrggbb``). ``oracle_log`` is shown only when
-    ``author_only``."""
+    ``author_only``; the shared page names ``author_page`` (below the results root) as where it is."""
     colour = colour if COLOUR.fullmatch(colour) else "#57606a"
     style = f":root {{ --arm: {colour}; }}" + STYLE
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
@@ -496,7 +498,7 @@ def render_cell_page(
         body += ["<h2>Triggering against the hidden label</h2>", _trigger(trigger)]
     else:
         body += ["<h2>Verify</h2>", _pre(row["verify_output"] or "(no output)")]
-        body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only)]
+        body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only, author_page)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">'
