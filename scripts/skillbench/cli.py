@@ -10,6 +10,7 @@ skillbench estimate [--configfile FILE]       cells, sessions and expected cost 
 skillbench check [--configfile FILE]          every check a run makes before its first session, and verify and
                                               the hidden oracle on each task's base and reference solution: one
                                               line per problem, exit 1 on any (check-tasks: the same)
+skillbench script init [--configfile FILE]    a skeleton model script per selected task and session role
 skillbench export --inspect RESULTS_DIR       Inspect eval logs, one per (generation, arm), into an empty folder
            [--out DIR]                        (default RESULTS_DIR/inspect; needs `pip install 'skillbench[inspect]'`)
 
@@ -661,6 +662,96 @@ def _enter_check_sandbox(config: dict[str, Any]) -> bool:
     return True
 
 
+def _script_init(args: argparse.Namespace) -> int:
+    """A skeleton model script for the experiment's selected tasks and session roles (and its proposer)."""
+    import yaml
+
+    from skillbench.experiment import arms as arm_config
+    from skillbench.experiment import configcheck, modelscript
+    from skillbench.experiment import suite as tasks
+
+    try:
+        config = configcheck.load_config(*_layers(args.configfile))
+        suite = config["tasks"]["suite"]
+        selected = tasks.select_tasks(
+            tasks.load_suite(suite),
+            include_expensive=config["tasks"]["include_expensive"],
+            only=config["tasks"]["only"],
+        ).tasks
+        incumbent = arm_config.selected_arms(config)
+        sessions: dict[str, dict[str, Any]] = {}
+        for arm in incumbent:
+            for session in config["arms"][arm]["sessions"]:
+                sessions.setdefault(session["role"], session)
+        files = {task["id"]: _existing_paths(task, Path(suite)) for task in selected}
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    evolution = config["evolution"]
+    proposer = evolution["generations"] > 1 or (evolution["generations"] == 1 and not evolution["initial_overlay"])
+    evolved = [
+        skill
+        for arm in arm_config.evolution_arms(config)
+        for skill in arm_config.arm_skills(config, arm)
+        if skill in config["skills"]["evolvable"]
+    ]
+    document = modelscript.skeleton(
+        selected,
+        files,
+        sessions,
+        proposer_skill=evolved[0] if proposer and evolved else None,
+        skills_root=config["skills"]["root"],
+    )
+    out = args.out or Path(config["model"]["script"] or Path(suite).parent / "model-script.yaml")
+    if out.exists() and not args.force:
+        print(f"{out} exists; pass --force to replace it, or --out to write the skeleton elsewhere", file=sys.stderr)
+        return 1
+    header = (
+        "# A skeleton written by `skillbench script init`: per task and session role, the skill, a read of each\n"
+        "# file the task's prompt and verify name, the verify command and a closing text. Write each task's change\n"
+        "# as an Edit step after its reads (`{name: Edit, input: {file_path, old_string, new_string}}`), and shape\n"
+        '# what differs between arms with `when:`/`unless:` phrases of the skill text (config/README.md, "The\n'
+        '# scripted model"). `steps:` lists are shared: `- use: <name>` plays one in place.\n'
+    )
+    artifacts.atomic_write_text(out, header + yaml.safe_dump(document, sort_keys=False, width=110, allow_unicode=True))
+    roles = ", ".join(sessions)
+    print(
+        f"wrote {out}: {len(selected)} task(s) × roles {roles}" + (", and a proposer" if "proposer" in document else "")
+    )
+    unread = [task_id for task_id, found in files.items() if not found]
+    if unread:
+        print(f"  no file named in the prompt or verify of {', '.join(unread)} was found in its target: add Read steps")
+    check = [progress_command("skillbench"), "check", *_configfile_args([str(path) for path in args.configfile])]
+    print(f"  next: add each task's change (an Edit step after its reads), then {shlex.join(check)}")
+    return 0
+
+
+def progress_command(name: str) -> str:
+    """``name`` as the command beside this one (the checkout's .venv/bin), as every printed command names it."""
+    from skillbench.reporting import progress
+
+    return progress.command_beside(sys.argv[0], name)
+
+
+def _existing_paths(task: dict[str, Any], suite: Path) -> list[str]:
+    """The files a task's prompt, setup and verify name that exist in its target (snapshot folder or repo at ref)."""
+    from skillbench.experiment import modelscript
+
+    named = modelscript.named_paths(task.get("prompt", ""), task.get("setup") or "", task.get("verify", ""))
+    if not named:
+        return []
+    if "snapshot" in task:
+        base = suite.parent / task["snapshot"]
+        return [path for path in named if (base / path).is_file()]
+    from skillbench.execution import repo
+
+    with repo.open_target(Path(task["repo"]).expanduser().resolve()) as target:
+        sha = target.resolve(task.get("ref", "HEAD"))
+        listing = target.git(["ls-tree", "-r", "--name-only", sha], capture_stdout_bytes=64 * 1024 * 1024)
+    present = set((listing.stdout_capture or b"").decode("utf-8", "replace").splitlines())
+    return [path for path in named if path in present]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -787,6 +878,23 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
+    script = commands.add_parser("script", help="the scripted model's script of an experiment")
+    script_commands = script.add_subparsers(dest="script_command", required=True)
+    script_init = script_commands.add_parser(
+        "init",
+        help="write a skeleton per selected task and session role (the skill, the files the task names, verify)",
+    )
+    script_init.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
+    script_init.add_argument(
+        "--out", type=Path, help="where to write it (default: model.script, else beside the suite)"
+    )
+    script_init.add_argument("--force", action="store_true", help="replace an existing script")
     export = commands.add_parser("export", help="a results folder in another tool's format (Inspect eval logs)")
     export.add_argument("--inspect", action="store_true", required=True, help="one .eval per (generation, arm)")
     export.add_argument("results_dir", type=Path, help="results/<experiment>")
@@ -866,6 +974,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "script":
+        return _script_init(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -406,7 +406,10 @@ def check_model_script(
     every selected task has steps for every role of the selected arms (and `proposer` steps when a proposer runs).
     """
     document = read_yaml(path, what="model script")
+    from skillbench.experiment.modelscript import shared_step_problems
+
     problems, _detail = schema_problems(_distinct_scripts(document), "model-script", what=str(path))
+    problems = problems or shared_step_problems(document, str(path))
     if problems:
         raise ArtifactError("\n".join(problems[:MAX_LINES]))
     scripted = document.get("tasks") or {}
