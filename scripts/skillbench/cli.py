@@ -10,6 +10,7 @@ skillbench estimate [--configfile FILE]       cells, sessions and expected cost 
 skillbench check [--configfile FILE]          every check a run makes before its first session, and verify and
                                               the hidden oracle on each task's base and reference solution: one
                                               line per problem, exit 1 on any (check-tasks: the same)
+skillbench init DIR [--skills PATH]           a project folder of your own (skillbench as a module, your skills)
 skillbench script init [--configfile FILE]    a skeleton model script per selected task and session role
 skillbench export --inspect RESULTS_DIR       Inspect eval logs, one per (generation, arm), into an empty folder
            [--out DIR]                        (default RESULTS_DIR/inspect; needs `pip install 'skillbench[inspect]'`)
@@ -42,9 +43,9 @@ def _validate_yaml(kind: str, path: Path) -> None:
 
     if kind == "config":
         # A user's config file is merged over the default one, exactly as `snakemake --configfile` does.
-        layers = [DEFAULT_CONFIG] if DEFAULT_CONFIG.is_file() and DEFAULT_CONFIG.resolve() != path.resolve() else []
+        layers = [layer for layer in _layers([]) if layer.resolve() != path.resolve()]
         config = configcheck.load_config(*layers, path)
-        note = f" (merged over {DEFAULT_CONFIG})" if layers else ""
+        note = f" (merged over {', '.join(map(str, layers))})" if layers else ""
         print(f"{path}: valid config{note}")
         try:
             selected = tasks.select_tasks(
@@ -326,7 +327,7 @@ def _estimate(args: argparse.Namespace) -> int:
         if args.results is not None and not args.configfile:
             config = _experiment_config(args.results, [])
         else:
-            config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
+            config = configcheck.load_config(*_layers(args.configfile))
         # A design that cannot run has no cost: the same checks as the workflow's parse (not the CLI or the key).
         problems = preflight.experiment_checks(config, source=_source(args.configfile), environment_checks=False)
         if problems.problems:
@@ -664,8 +665,6 @@ def _enter_check_sandbox(config: dict[str, Any]) -> bool:
 
 def _script_init(args: argparse.Namespace) -> int:
     """A skeleton model script for the experiment's selected tasks and session roles (and its proposer)."""
-    import yaml
-
     from skillbench.experiment import arms as arm_config
     from skillbench.experiment import configcheck, modelscript
     from skillbench.experiment import suite as tasks
@@ -713,7 +712,7 @@ def _script_init(args: argparse.Namespace) -> int:
         '# what differs between arms with `when:`/`unless:` phrases of the skill text (config/README.md, "The\n'
         '# scripted model"). `steps:` lists are shared: `- use: <name>` plays one in place.\n'
     )
-    artifacts.atomic_write_text(out, header + yaml.safe_dump(document, sort_keys=False, width=110, allow_unicode=True))
+    artifacts.atomic_write_text(out, header + modelscript.skeleton_yaml(document))
     roles = ", ".join(sessions)
     print(
         f"wrote {out}: {len(selected)} task(s) × roles {roles}" + (", and a proposer" if "proposer" in document else "")
@@ -750,6 +749,42 @@ def _existing_paths(task: dict[str, Any], suite: Path) -> list[str]:
         listing = target.git(["ls-tree", "-r", "--name-only", sha], capture_stdout_bytes=64 * 1024 * 1024)
     present = set((listing.stdout_capture or b"").decode("utf-8", "replace").splitlines())
     return [path for path in named if path in present]
+
+
+def _init(args: argparse.Namespace) -> int:
+    """A project folder of the user's own, and the commands to go on with, each as it works from there."""
+    from skillbench.experiment import project
+
+    try:
+        made = project.init_project(args.folder, skills=args.skills, experiment=args.experiment)
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(f"skillbench init: {exc}", file=sys.stderr)
+        return 1
+    tools = Path(sys.argv[0]).absolute().parent
+    skillbench = str(tools / "skillbench")
+    snakemake = str(tools / "snakemake") if (tools / "snakemake").exists() else "snakemake"
+    repository = "a new git repository, committed" if made.new_repository else "your repository (commit the files)"
+    print(
+        f"skillbench: made a project in {made.folder} ({repository}): Snakefile (skillbench as a module), "
+        f"config/config.yaml (what differs), tasks/tasks.yaml, .claude/skills ({', '.join(made.skills)}), "
+        "profiles/default (loaded by snakemake in that folder)"
+    )
+    steps = [
+        f"cd {shlex.quote(str(made.folder))}",
+        'write the tasks in tasks/tasks.yaml (the example there; config/README.md, "Task suites")',
+        f"{shlex.quote(skillbench)} script init    # the scripted model's skeleton: add each task's change",
+        f"{shlex.quote(skillbench)} check",
+        f"{shlex.quote(snakemake)} --cores 2",
+        f"{shlex.quote(skillbench)} status    # while it runs or after: cells done, spend, what to do next",
+    ]
+    if not made.new_repository:
+        steps.insert(
+            1, "git add Snakefile config tasks profiles .gitignore && git commit   # the skills must be committed"
+        )
+    print("next:")
+    for number, step in enumerate(steps):
+        print(f"  {number}. {step}" if number else f"  {step}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -878,6 +913,12 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
+    init = commands.add_parser(
+        "init", help="a project folder of your own: a git repository using skillbench as a module, your skills"
+    )
+    init.add_argument("folder", type=Path, help="a new (or empty) folder, or a git repository of yours")
+    init.add_argument("--skills", type=Path, help="a folder of skills (<skill>/SKILL.md) to copy into .claude/skills")
+    init.add_argument("--experiment", help="the experiment's name (default: the folder's)")
     script = commands.add_parser("script", help="the scripted model's script of an experiment")
     script_commands = script.add_subparsers(dest="script_command", required=True)
     script_init = script_commands.add_parser(
@@ -976,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "script":
         return _script_init(args)
+    if args.command == "init":
+        return _init(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import yaml
+
 from skillbench.experiment.configcheck import did_you_mean
 
 # Paths a prompt or a verify command names: a word with a slash or a file extension (`src/app.py`, `README.md`).
@@ -91,6 +93,23 @@ def named_paths(*texts: str) -> list[str]:
     return found
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML an author edits: multi-line strings (a command, a file's content) as literal blocks."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def skeleton_yaml(document: dict[str, Any]) -> str:
+    """The skeleton as YAML an author reads and edits (keys in the schema's order, literal blocks)."""
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True)
+
+
 def _read_step(paths: list[str]) -> dict[str, Any]:
     return {
         "text": "Reading the files the task names first.",
@@ -153,10 +172,11 @@ def skeleton(
 def proposer_steps(skill: str, skills_root: str) -> list[dict[str, Any]]:
     """A proposer that reads the gate's last verdict, writes a candidate of ``skill`` (its SKILL.md with one line
     added) under `.skillbench-output/overlay/` and its case in `.skillbench-output/proposal.md`."""
-    overlay = f"{{{{workspace}}}}/.skillbench-output/overlay/.claude/skills/{skill}"
+    # The paths go through a variable, as the CLI's permission check reads a command's literal redirect targets.
     command = (
-        f'set -e\nmkdir -p "{overlay}"\ncp {skills_root}/{skill}/SKILL.md "{overlay}/SKILL.md"\n'
-        f"printf '\\nRun the verify command once, after the last change.\\n' >> \"{overlay}/SKILL.md\"\n"
+        f"set -e\nout={{{{workspace}}}}/.skillbench-output/overlay/.claude/skills/{skill}\n"
+        f'mkdir -p "$out"\ncp {skills_root}/{skill}/SKILL.md "$out/SKILL.md"\n'
+        "printf '\\nRun the verify command once, after the last change.\\n' >> \"$out/SKILL.md\"\n"
     )
     proposal = (
         f"# Proposal: {skill}\n\nPattern: what the evidence shows.\nChange: the line added to {skill}.\n"

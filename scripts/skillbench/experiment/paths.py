@@ -147,6 +147,10 @@ def path_problems(
         problem = _problem(path if path.is_absolute() else workdir / path, kind)
         if problem is None:
             continue
-        implied = IMPLIED_SCRIPT if key == "model.script" and not config["model"]["script"] else ""
-        problems[key] = f"config {key}: {value} {problem}{implied}{_where(value, workdir, files, kind)}"
+        if key == "model.script":
+            # A script is written, not found: say how to start one.
+            implied = IMPLIED_SCRIPT if not config["model"]["script"] else _where(value, workdir, files, kind)
+            problems[key] = f"config {key}: {value} {problem}{implied}; `skillbench script init` writes a skeleton"
+            continue
+        problems[key] = f"config {key}: {value} {problem}{_where(value, workdir, files, kind)}"
     return problems
