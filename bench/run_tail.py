@@ -51,6 +51,7 @@ def main() -> int:
         records = list(results.rglob("record.json"))
         last_cell = max(os.stat(path).st_mtime for path in records)
         pages = len(list(results.rglob("*.html")))
+        tail_jobs = jobs_after(root, last_cell)
         (root / "mistake.yaml").write_text(json.dumps({**config, "tasks": {"only": ["money-thousand"]}}))
         check_started = time.monotonic()
         checked = subprocess.run(
@@ -66,7 +67,30 @@ def main() -> int:
     print(f"{len(records)} cells, {pages} HTML pages; run {wall:.1f} s; tail after the last cell {tail:.1f} s")
     print(f"check on a config mistake: {check_s:.2f} s (exit {checked.returncode}: {checked.stdout.strip()[:160]})")
     print(f"1-minute load average at the end: {load:.2f}")
+    print("jobs that ended after the last cell (rule: jobs, seconds of job wall summed):")
+    for rule, (count, seconds) in sorted(tail_jobs.items(), key=lambda item: -item[1][1]):
+        print(f"  {rule}: {count}, {seconds:.1f} s")
     return 0
+
+
+def jobs_after(root: Path, moment: float) -> dict[str, tuple[int, float]]:
+    """Per rule, the jobs Snakemake recorded as ending after ``moment`` (one per job, by its first output) and their
+    summed wall time."""
+    seen: dict[tuple[str, float], float] = {}
+    for path in (root / ".snakemake" / "metadata").iterdir():
+        try:
+            metadata = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        start, end = metadata.get("starttime"), metadata.get("endtime")
+        if start is None or end is None or end <= moment:
+            continue
+        seen[(metadata["rule"], start)] = end - start
+    rules: dict[str, tuple[int, float]] = {}
+    for (rule, _), seconds in seen.items():
+        count, total = rules.get(rule, (0, 0.0))
+        rules[rule] = (count + 1, total + seconds)
+    return rules
 
 
 if __name__ == "__main__":

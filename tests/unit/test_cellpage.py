@@ -174,3 +174,58 @@ def test_a_cell_folders_pages_are_rendered_in_one_step(tmp_path):
     assert "AssertionError: 1000 != 1,000" in author.read_text()
     assert author.stat().st_mode & 0o777 == 0o600
     assert all(folder.stat().st_mode & 0o077 == 0 for folder in [author.parent, *author.parents[:3]])
+
+
+def codex_trajectory() -> dict:
+    """A Codex session as its ATIF trajectory: the prompt, a turn that reads the skill, a turn that edits."""
+    read = "cat .agents/skills/change-work/SKILL.md"
+    return {
+        "schema_version": "ATIF-v1.8",
+        "agent": {
+            "name": "codex",
+            "version": "0.171.0",
+            "extra": {"skills": {"offered": ["change-work"], "expected": "change-work", "invoked": ["change-work"]}},
+        },
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Use the change-work skill for: group thousands"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "Reading the skill first.",
+                "tool_calls": [{"tool_call_id": "c1", "function_name": "exec_command", "arguments": {"cmd": read}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": "---\nname: change-work\n"}]},
+                "metrics": {"prompt_tokens": 900, "completion_tokens": 60, "cost_usd": 0.0017},
+            },
+            {
+                "step_id": 3,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [
+                    {"tool_call_id": "c2", "function_name": "exec_command", "arguments": {"cmd": "apply_patch <<EOF"}}
+                ],
+                "observation": {"results": [{"source_call_id": "c2", "content": "bad", "extra": {"is_error": True}}]},
+                "metrics": {"prompt_tokens": 1000, "completion_tokens": 80},
+            },
+        ],
+    }
+
+
+def test_another_clis_session_shows_its_turns_and_tool_calls_from_its_trajectory_as_the_row_does():
+    """A Codex cell's page shows turns and tool calls like Claude Code's, not raw JSON events, and says the skill
+    was invoked where the row does (the adapter's proof, which the trajectory records)."""
+    raw = [{"type": "thread.started", "thread_id": "t"}, {"type": "item.completed", "item": {"type": "reasoning"}}]
+    row = make_row("fix", "cx_skill", 0, agent="codex", skill_invoked=True)
+    text = page(
+        row=row, transcripts=[cellpage.Transcript("skilled", "t/skilled-1.jsonl", raw, None, codex_trajectory())]
+    )
+    assert "turn 1: assistant" in text and "turn 2: assistant" in text and "Reading the skill first." in text
+    assert "tokens: prompt 900, output 60, $0.0017" in text
+    assert '<span class="badge">skill invoked: change-work</span>' in text
+    assert "skills invoked: change-work" in text and "no skill invoked" not in text
+    assert "tool result (error)" in text and "exec_command" in text
+    assert "event item.completed" not in text and "thread.started" not in text
+    # A trajectory whose proof is ambiguous says so rather than "no skill invoked".
+    unsure = codex_trajectory()
+    unsure["agent"]["extra"]["skills"]["invoked"] = None
+    text = page(row=row, transcripts=[cellpage.Transcript("skilled", "t/skilled-1.jsonl", raw, None, unsure)])
+    assert "skill use not provable from the stream" in text

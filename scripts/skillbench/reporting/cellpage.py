@@ -59,6 +59,8 @@ class Transcript:
     path: str
     events: list[dict[str, Any]] | None
     problem: str | None = None
+    # The session as its ATIF trajectory (every CLI's turns in one shape), when the cell wrote one.
+    trajectory: dict[str, Any] | None = None
 
 
 def agent_label(row: ResultRow) -> str:
@@ -260,7 +262,87 @@ def _event(event: dict[str, Any], failed: set[str], turn: int, first_of_turn: bo
     )
 
 
+# The tools a CLI invokes a skill with (Claude Code, opencode and Copilot, Gemini CLI); Codex reads a SKILL.md.
+SKILL_TOOLS = frozenset({"Skill", "skill", "activate_skill"})
+
+
+def _trajectory_call(call: dict[str, Any], result: dict[str, Any] | None, invoked: list[str]) -> str:
+    """One tool call of a trajectory step and its result; a skill's invocation (its tool, or a read of its SKILL.md
+    for a CLI that has no skill tool) marked as Claude Code's are."""
+    name = str(call.get("function_name", "?"))
+    arguments = call.get("arguments")
+    text = json.dumps(arguments, ensure_ascii=False) if not isinstance(arguments, str) else arguments
+    skill = next((skill for skill in invoked if f"{skill}/SKILL.md" in text), None)
+    if name in SKILL_TOOLS:
+        skill = skill or next((str(value) for value in (arguments or {}).values() if isinstance(value, str)), "?")
+    failed = bool(result and (result.get("extra") or {}).get("is_error"))
+    if skill is not None:
+        badge = f'<span class="badge">skill invoked: {_e(skill)}</span>{_e(" — the call failed" if failed else "")}'
+        kind = "skill"
+    else:
+        badge = f'<span class="badge">{_e(name)}</span>'
+        kind = "mcp" if name.startswith("mcp__") else ""
+    shown = (
+        f'<div class="tool {kind}">{badge} <span class="note">{_e(call.get("tool_call_id", ""))}</span>'
+        + _tool_input(arguments if arguments is not None else {})
+        + "</div>"
+    )
+    if result is not None:
+        label = "tool result (error)" if failed else "tool result"
+        shown += (
+            f'<div class="tool {"error" if failed else ""}"><span class="badge">{_e(label)}</span>'
+            f"{_pre(_result_text(result.get('content')))}</div>"
+        )
+    return shown
+
+
+def _trajectory_session(transcript: Transcript, trajectory: dict[str, Any]) -> str:
+    """A session of any CLI from its ATIF trajectory: the prompt, then each model turn (its text, tool calls with
+    their results, skill invocations marked) with the tokens and cost the gateway's ledger measured for it."""
+    skills = ((trajectory.get("agent") or {}).get("extra") or {}).get("skills") or {}
+    invoked = skills.get("invoked")
+    summary = (
+        "skill use not provable from the stream"
+        if invoked is None
+        else f"skills invoked: {', '.join(invoked)}"
+        if invoked
+        else "no skill invoked"
+    )
+    agent = trajectory.get("agent") or {}
+    parts = [
+        f'<h3>{_e(transcript.role)} session</h3><p class="note">{_e(transcript.path)} (as its ATIF trajectory; '
+        f"{_e(agent.get('name'))} {_e(agent.get('version'))})</p>",
+        f'<p class="note">{_e(summary)}</p>',
+    ]
+    turn = 0
+    for step in trajectory.get("steps") or []:
+        if step.get("source") == "user":
+            parts.append(f'<div class="turn user"><span class="who">prompt</span>{_pre(step.get("message", ""))}</div>')
+            continue
+        turn += 1
+        metrics = step.get("metrics") or {}
+        counted = [
+            f"{label} {metrics[key]}"
+            for key, label in (("prompt_tokens", "prompt"), ("completion_tokens", "output"))
+            if key in metrics
+        ]
+        cost = f", {_money(metrics['cost_usd'])}" if "cost_usd" in metrics else ""
+        usage = f' <span class="note">tokens: {_e(", ".join(counted))}{cost}</span>' if counted else ""
+        results = {item.get("source_call_id"): item for item in (step.get("observation") or {}).get("results") or []}
+        body = [_pre(step["message"])] if step.get("message") else []
+        body += [
+            _trajectory_call(call, results.get(call.get("tool_call_id")), invoked or [])
+            for call in step.get("tool_calls") or []
+        ]
+        parts.append(
+            f'<div class="turn assistant"><span class="who">turn {turn}: assistant</span>{usage}{"".join(body)}</div>'
+        )
+    return "".join(parts)
+
+
 def _session(transcript: Transcript) -> str:
+    if transcript.trajectory is not None:
+        return _trajectory_session(transcript, transcript.trajectory)
     heading = f'<h3>{_e(transcript.role)} session</h3><p class="note">{_e(transcript.path)}</p>'
     if transcript.events is None:
         return heading + f'<p class="no">transcript not readable: {_e(transcript.problem or "")}</p>'

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -140,6 +141,7 @@ def render_report_page(*, markdown: str, figure_files: list[str], out: str, titl
 
 def _transcripts(run_dir: Path, record: CellRecord) -> list[cellpage.Transcript]:
     """Each session's parent-captured transcript, checked against the digest its row records."""
+    agent = record["row"].get("agent") or "claude-code"
     found = []
     for index, artifact in enumerate(record["row"]["transcript_artifacts"]):
         role = _transcript_role(record, index, artifact["path"])
@@ -151,11 +153,24 @@ def _transcripts(run_dir: Path, record: CellRecord) -> list[cellpage.Transcript]
         problem = (
             None if hashlib.sha256(raw).hexdigest() == artifact["sha256"] else "does not match its recorded digest"
         )
+        # A CLI other than Claude Code (whose own events the page reads) is shown from its ATIF trajectory: every
+        # CLI's turns and tool calls in one shape, its skill use the adapter's proof, as on the row.
+        trajectory = None if agent == "claude-code" or problem else _trajectory(run_dir / artifact["path"])
         try:
-            found.append(cellpage.Transcript(role, artifact["path"], parse_event_stream(raw), problem))
+            found.append(cellpage.Transcript(role, artifact["path"], parse_event_stream(raw), problem, trajectory))
         except ValueError as exc:
-            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc)))
+            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc), trajectory))
     return found
+
+
+def _trajectory(transcript: Path) -> dict[str, Any] | None:
+    """A transcript's ATIF trajectory beside it (None when the cell wrote none, or it cannot be read)."""
+    path = Path(layout.trajectory_of_transcript(str(transcript)))
+    try:
+        document = json.loads(artifacts.read_regular_file(path, MAX_TRANSCRIPT_BYTES * 4, what="trajectory"))
+    except (OSError, ValueError, artifacts.ArtifactError):
+        return None
+    return document if isinstance(document, dict) and isinstance(document.get("steps"), list) else None
 
 
 def _text_file(path: Path, limit: int) -> str | None:
