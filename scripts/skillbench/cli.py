@@ -787,6 +787,16 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configfile_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillbench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -877,13 +887,7 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
     promote.add_argument("--yes", action="store_true", help="write without asking (after printing the diff and flags)")
     promote.add_argument("--dry-run", dest="dry_run", action="store_true", help="check and print; write nothing")
-    promote.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
+    _configfile_option(promote)
     promote.add_argument("--repository", type=Path, default=Path("."))
     status = commands.add_parser("status", help="progress of a run from the files on disk (during or after it)")
     status.add_argument(
@@ -903,13 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="sd of the effect every run of one (task, arm) shares, on the log scale (default 0)",
     )
-    estimate.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
+    _configfile_option(estimate)
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
@@ -925,13 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
         "init",
         help="write a skeleton per selected task and session role (the skill, the files the task names, verify)",
     )
-    script_init.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
+    _configfile_option(script_init)
     script_init.add_argument(
         "--out", type=Path, help="where to write it (default: model.script, else beside the suite)"
     )
@@ -949,13 +941,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("check-tasks", "the same as `check` (kept for older scripts)"),
     ):
         check = commands.add_parser(name, help=summary)
-        check.add_argument(
-            "--configfile",
-            type=Path,
-            action="append",
-            default=[],
-            help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-        )
+        _configfile_option(check)
         check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
         check.add_argument("--all", action="store_true", help="include tasks marked expensive")
         check.add_argument(
