@@ -143,7 +143,7 @@ tools/cli-%/.installed:
 
 # The HTML report of the demo run (`snakemake --report`), and PNGs taken with headless Chromium for the README:
 # its run page (docs/report.png) and the page of one cell (docs/cell-page.png).
-CELL_PAGE := results/demo/gen1/cells/money-thousands/candidate_workflow/run0/cell.html
+CELL_PAGE := results/demo/pages/gen1/cells/money-thousands/candidate_workflow/run0.html
 
 report-screenshot: setup browser
 	$(BIN)/snakemake --cores $(CORES)

@@ -1,12 +1,15 @@
 """Analysis and regrading in Python: a results folder as pandas DataFrames, and rows + policy → a promotion document.
 
 Owns the one entry point notebooks and benches use: ``rows``, ``cells``, ``sessions`` and ``decisions`` read a
-``results/<experiment>`` folder (validating every artifact against its schema) into one DataFrame each;
-``regrade`` turns rows and a policy into the same ``promotion/v1`` document ``skillbench gate`` writes, and
-``regrade_generation`` does it for a generation folder as stored. Nothing here writes a file.
+``results/<experiment>`` folder (validating every artifact against its schema) into one DataFrame each, ``rows``
+with each cell once (``generation_rows``: one generation's rows as its gate read them); ``regrade`` turns rows and
+a policy into the same ``promotion/v1`` document ``skillbench gate`` writes, and ``regrade_generation`` does it for
+a generation folder as stored. Only a regrade of a stored generation under another policy than the run's writes a
+file: it is kept beside the run's decision, marked post hoc (`reporting.posthoc`).
 
     from skillbench import analysis
-    frame = analysis.rows("results/demo")                    # every row of the sweep and each generation
+    frame = analysis.rows("results/demo")                    # each cell once, with the generations it served
+    frame.groupby("arm")["cost_usd"].sum()                   # what each arm cost, every cell counted once
     document = analysis.regrade_generation("results/demo", 1, policy={"objective": "per_task"})
     analysis.decisions("results/demo")[["generation", "candidate_arm", "decision", "estimate_pct"]]
 """
@@ -23,8 +26,9 @@ import pandas as pd
 from skillbench.base import artifacts, layout
 from skillbench.base.records import PromotionDocument, ResultRow
 from skillbench.decision import gate, promotion
+from skillbench.reporting import posthoc
 
-__all__ = ["cells", "decisions", "regrade", "regrade_generation", "rows", "sessions"]
+__all__ = ["cells", "decisions", "generation_rows", "regrade", "regrade_generation", "rows", "sessions"]
 
 
 def _generations(root: Path) -> list[int]:
@@ -33,18 +37,33 @@ def _generations(root: Path) -> list[int]:
 
 
 def rows(folder: str | Path) -> pd.DataFrame:
-    """Every row of the sweep's and each generation's ``results.jsonl``, with ``generation`` (None for the sweep).
-
-    Each row names its ``batch`` (``cache``, ``gen<N>``, ``gen<N>/look<k>``): a generation's candidates and its
-    anchor share one. The cache's rows appear once per generation that shows them, and generation 0's anchor in the
-    sweep too (drop duplicates on ``batch, task, arm, run`` for one row per cell)."""
+    """Every cell's row once, from the sweep's and each generation's ``results.jsonl``: ``generations`` lists the
+    generations whose gate read it (an incumbent cell serves several), ``in_sweep`` whether the sweep did, and
+    ``shared`` whether more than one of them did. So ``rows(...).groupby("arm")["cost_usd"].sum()`` counts each
+    cell once; ``generation_rows`` gives one generation's rows as its gate read them. Each row names its ``batch``
+    (``cache``, ``gen<N>``, ``gen<N>/look<k>``): a generation's candidates and its anchor share one."""
     root = Path(folder)
-    collected: list[dict[str, Any]] = []
+    cells: dict[str, dict[str, Any]] = {}
     for generation in [None, *_generations(root)]:
         path = Path(layout.rows(root, generation))
-        if path.exists():
-            collected += [{**row, "generation": generation} for row in artifacts.read_jsonl(path, "result-row")]
-    return pd.DataFrame(collected)
+        if not path.exists():
+            continue
+        for row in artifacts.read_jsonl(path, "result-row"):
+            # A cell's row is the same bytes wherever it is read: its identity across the files.
+            entry = cells.setdefault(artifacts.compact_json(row), {**row, "generations": [], "in_sweep": False})
+            if generation is None:
+                entry["in_sweep"] = True
+            else:
+                entry["generations"].append(generation)
+    for entry in cells.values():
+        entry["shared"] = len(entry["generations"]) + entry["in_sweep"] > 1
+    return pd.DataFrame(list(cells.values()))
+
+
+def generation_rows(folder: str | Path, generation: int | None) -> pd.DataFrame:
+    """One generation's rows as its gate read them (``None``: the sweep's), its incumbent rows included."""
+    path = Path(layout.rows(Path(folder), generation))
+    return pd.DataFrame(artifacts.read_jsonl(path, "result-row"))
 
 
 def _cell_entries(root: Path) -> Iterable[tuple[Path, tuple[int | None, str, str, int], dict[str, Any]]]:
@@ -163,7 +182,8 @@ def decisions(folder: str | Path) -> pd.DataFrame:
 def _as_rows(given: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[ResultRow]:
     """Rows as the gate takes them, each validated against the result-row schema (a DataFrame's NaN is None)."""
     if isinstance(given, pd.DataFrame):
-        frame = given.drop(columns=[column for column in ("generation",) if column in given.columns])
+        added = ("generation", "generations", "in_sweep", "shared")
+        frame = given.drop(columns=[column for column in added if column in given.columns])
         given = [
             {
                 key: (None if not isinstance(value, list | dict) and pd.isna(value) else value)
@@ -220,16 +240,21 @@ def regrade_generation(
     *,
     design: Any = None,
     generated_at: datetime | None = None,
+    record: bool = True,
 ) -> PromotionDocument:
     """``regrade`` of a stored generation: its ``results.jsonl``, ``overlay.json``, the run's task bindings and, for
-    a sequential ``design``, its last look (the pairs a budget cut short) — what ``skillbench gate`` reads."""
+    a sequential ``design``, its last look (the pairs a budget cut short) — what ``skillbench gate`` reads.
+
+    Under another policy than the run's own, the document comes back marked ``post_hoc`` and, with ``record``, is
+    kept beside the run's decision (``gen<N>/post-hoc/``) and listed in the run's summary (`reporting.posthoc`):
+    a verdict a moved threshold flipped is never read without the run's own."""
     root = Path(folder)
     looks = sorted(
         (root / layout.generation_name(generation) / layout.LOOKS).glob("look*.json"),
         key=lambda path: int(path.stem[4:]) if path.stem[4:].isdigit() else 0,
     )
     cut_short = promotion.cut_short_pairs(str(looks[-1])) if looks and isinstance(design, dict) else None
-    return regrade(
+    document = regrade(
         artifacts.read_jsonl(Path(layout.rows(root, generation)), "result-row"),
         policy,
         overlay=artifacts.read_artifact(Path(layout.overlay(root, generation)), "overlay"),
@@ -239,3 +264,11 @@ def regrade_generation(
         cut_short=cut_short,
         generated_at=generated_at,
     )
+    run_path = Path(layout.promotion(root, generation))
+    if not run_path.is_file():
+        return document
+    if record:
+        recorded = posthoc.record(root, generation, document)
+        return recorded[0] if recorded is not None else document
+    run = cast(PromotionDocument, artifacts.read_artifact(run_path, "promotion"))
+    return posthoc.mark(document, run, run_path) or document

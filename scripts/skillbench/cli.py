@@ -10,6 +10,8 @@ skillbench estimate [--configfile FILE]       cells, sessions and expected cost 
 skillbench check [--configfile FILE]          every check a run makes before its first session, and verify and
                                               the hidden oracle on each task's base and reference solution: one
                                               line per problem, exit 1 on any (check-tasks: the same)
+skillbench init DIR [--skills PATH]           a project folder of your own (skillbench as a module, your skills)
+skillbench script init [--configfile FILE]    a skeleton model script per selected task and session role
 skillbench export --inspect RESULTS_DIR       Inspect eval logs, one per (generation, arm), into an empty folder
            [--out DIR]                        (default RESULTS_DIR/inspect; needs `pip install 'skillbench[inspect]'`)
 skillbench tasks mine --repo PATH --out DIR   tasks from a repository's history (commits changing source and
@@ -27,6 +29,7 @@ import argparse
 import json
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +47,9 @@ def _validate_yaml(kind: str, path: Path) -> None:
 
     if kind == "config":
         # A user's config file is merged over the default one, exactly as `snakemake --configfile` does.
-        layers = [DEFAULT_CONFIG] if DEFAULT_CONFIG.is_file() and DEFAULT_CONFIG.resolve() != path.resolve() else []
+        layers = [layer for layer in _layers([]) if layer.resolve() != path.resolve()]
         config = configcheck.load_config(*layers, path)
-        note = f" (merged over {DEFAULT_CONFIG})" if layers else ""
+        note = f" (merged over {', '.join(map(str, layers))})" if layers else ""
         print(f"{path}: valid config{note}")
         try:
             selected = tasks.select_tasks(
@@ -98,6 +101,7 @@ def gate_default(key: str) -> Any:
 def _gate(args: argparse.Namespace) -> int:
     from skillbench.base import layout
     from skillbench.decision import gate, promotion
+    from skillbench.reporting import posthoc
 
     results = args.results.resolve()
     # A generation's rows sit in its folder, beside its overlay.json and looks; the bindings in the results root.
@@ -160,6 +164,11 @@ def _gate(args: argparse.Namespace) -> int:
         policy["require_confidence"] = True
     if args.allow_unsandboxed:
         policy["allow_unsandboxed"] = True
+    try:
+        posthoc.refuse_run_document(args.out, results)
+    except artifacts.ArtifactError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     rows = artifacts.read_jsonl(results, "result-row")
     models = sorted({row["model"] for row in rows})
     efforts = sorted({str(row["effort"]) for row in rows})
@@ -185,7 +194,27 @@ def _gate(args: argparse.Namespace) -> int:
         return 1
     for line in gate.summarize_gate(document):
         print(line)
+    _record_post_hoc(root, results, args.out, document)
     return 0
+
+
+def _record_post_hoc(root: Path, results: Path, out: Path, document: Any) -> None:
+    """A regrade of a run's generation under another policy than the run's: marked post hoc in ``out`` and kept
+    beside the run's decision (never replacing it), and said so."""
+    from skillbench.base import layout
+    from skillbench.reporting import posthoc
+
+    generation = layout.generation_of_folder(results.parent.name)
+    recorded = posthoc.record(root, generation, document) if generation is not None else None
+    if recorded is None:
+        return
+    marked, kept = recorded
+    artifacts.write_artifact(out, dict(marked), "promotion")
+    changed = ", ".join(marked["post_hoc"]["changed"])
+    print(
+        f"post hoc: not the run's decision ({changed} differ from the run's); {out} says so, and it is kept beside "
+        f"the run's promotion.json as {kept} and listed in {layout.summary_markdown(root)}"
+    )
 
 
 def _experiment_config(results_dir: Path, configfiles: list[Path]) -> dict[str, Any]:
@@ -302,7 +331,7 @@ def _estimate(args: argparse.Namespace) -> int:
         if args.results is not None and not args.configfile:
             config = _experiment_config(args.results, [])
         else:
-            config = configcheck.load_config(DEFAULT_CONFIG, *args.configfile)
+            config = configcheck.load_config(*_layers(args.configfile))
         # A design that cannot run has no cost: the same checks as the workflow's parse (not the CLI or the key).
         problems = preflight.experiment_checks(config, source=_source(args.configfile), environment_checks=False)
         if problems.problems:
@@ -356,13 +385,16 @@ def _estimate(args: argparse.Namespace) -> int:
                 "--cores",
                 "2",
                 *(["--configfile", *files] if files else []),
+                "--config",
+                f"runs={PILOT_RUNS}",
             ]
         )
         again = shlex.join([progress.command_beside(sys.argv[0], "skillbench"), "estimate", *_configfile_args(files)])
         print(
-            f"  cost: no earlier measured rows under {source}, so no estimate. Run one run of the incumbent arms "
-            "first (their cells are kept in the cache; each generation still runs its anchor afresh beside its "
-            f"candidate):\n    {sweep}\n  then estimate again: {again}\n"
+            f"  cost: no earlier measured rows under {source}, so no estimate. Run {PILOT_RUNS} runs of the incumbent "
+            "arms first (their cells are kept in the cache; each generation still runs its anchor afresh beside its "
+            "candidate; one run would price the sessions but cannot measure run-to-run noise):\n"
+            f"    {sweep}\n  then estimate again: {again}\n"
             "  (or pass --results results/<an earlier experiment>)"
         )
         if prices:
@@ -393,8 +425,13 @@ def _configfile_args(files: list[str]) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Every check a run makes before its first session, and the task checks: one line per problem, exit 1 on any."""
+    """Every check a run makes before its first session, then the task checks: one line per problem, exit 1 on any.
+
+    Fails fast: the config's problems come first, and the task checks (which run each task's setup, verify and
+    oracle) run only once the config is sound; a task check whose inputs did not change since it passed is
+    reused."""
     from skillbench import preflight
+    from skillbench.base import layout
     from skillbench.experiment import configcheck
     from skillbench.experiment import suite as tasks
 
@@ -405,37 +442,52 @@ def _check(args: argparse.Namespace) -> int:
         print(str(exc))
         print(f"check: {source} cannot be read; a run would stop before any session", file=sys.stderr)
         return 1
-    found = preflight.experiment_checks(config, source=source)
+    found = preflight.experiment_checks(config, source=source, config_files=args.configfile)
     selected: list[dict[str, Any]] = []
-    if "tasks" in config and not any(line.startswith(f"{source}: key") for line in found.problems):
+    if not found.problems and found.suite is not None:
         try:
             selected = tasks.select_tasks(
-                tasks.load_suite(config["tasks"]["suite"]),
+                found.suite,
                 include_expensive=True if args.all else config["tasks"]["include_expensive"],
                 only=args.task or config["tasks"]["only"],
             ).tasks
-        except (artifacts.ArtifactError, ValueError, OSError):
-            selected = []  # the suite's problem is among found.problems
-    if not found.problems:
-        arms = ", ".join(config["selected_arms"] or list(config["arms"]))
+        except (artifacts.ArtifactError, ValueError) as exc:
+            found.problems.append(str(exc))
+    if found.problems:
+        for problem in found.problems:
+            print(problem)
+        for warning in found.warnings:
+            print(f"warning: {warning}")
         print(
-            f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
-            f"{config['evolution']['generations']} generation(s)" + _anchor_text(config, selected)
-        )
-    for problem in found.problems:
-        print(problem)
-    warnings = found.warnings + preflight.task_repository_warnings(selected)
-    for warning in warnings:
-        print(f"warning: {warning}")
-    refused = _check_tasks_of(config, selected) if selected else 0
-    problems = len(found.problems) + refused
-    if problems:
-        print(
-            f"check: {problems} problem(s) in {source}; a run would stop on them before any session is paid for",
+            f"check: {_count(len(found.problems), 'problem')} in {source}; a run would stop on them before any "
+            "session is paid for (the task checks run once the config is sound)",
             file=sys.stderr,
         )
         return 1
-    print(f"check: no problems in {source}" + (f" ({len(warnings)} warning(s))" if warnings else ""))
+    arms = ", ".join(config["selected_arms"] or list(config["arms"]))
+    print(
+        f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
+        f"{config['evolution']['generations']} generation(s)" + _anchor_text(config, selected)
+    )
+    warnings = found.warnings + preflight.task_repository_warnings(selected)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    live_problems: list[str] = []
+    if args.live:
+        notes, live_problems = preflight.live_check(config)
+        for line in notes + live_problems:
+            print(line)
+    outcome = _check_tasks_of(config, selected, Path(layout.results_root(config["experiment"])))
+    problems = len(live_problems) + outcome.refused
+    warned = len(warnings) + outcome.warnings
+    if problems:
+        print(
+            f"check: {_count(problems, 'problem')} in {source}; a run would stop on them before any session is "
+            "paid for",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"check: no problems in {source}" + (f" ({_count(warned, 'warning')})" if warned else ""))
     return 0
 
 
@@ -454,6 +506,10 @@ def _anchor_text(config: dict[str, Any], selected: list[dict[str, Any]]) -> str:
     )
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _layers(configfiles: list[Path]) -> list[Path]:
     from skillbench.experiment.runrecord import config_layers
 
@@ -462,6 +518,8 @@ def _layers(configfiles: list[Path]) -> list[Path]:
 
 # Run-to-run noise assumed when no earlier rows measure it: a relative sd of about 0.3, typical of real sessions.
 ASSUMED_RUN_VARIANCE = 0.094
+# The pilot sweep `estimate` recommends: the fewest runs per (task, arm) that measure how runs differ.
+PILOT_RUNS = 2
 
 
 def _design_lines(
@@ -498,11 +556,16 @@ def _design_lines(
     suite = progress.recommend_design(**common, tasks=len(work["tasks"]))
     best = progress.recommend_design(**common)
     alpha = gate.generation_alpha(policy, generation)
-    noise_text = (
-        f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
-        if noise
-        else f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
-    )
+    if noise:
+        noise_text = f"run-to-run sd {variance**0.5:.2f} measured over {noise['cells']} cells under {source}"
+    elif rows:
+        # Rows of one run per (task, arm) price the sessions but say nothing of how runs differ.
+        noise_text = (
+            f"run-to-run sd {variance**0.5:.2f} assumed: the {len(rows)} earlier row(s) under {source} hold one run "
+            "per (task, arm), and one run cannot measure run-to-run noise"
+        )
+    else:
+        noise_text = f"run-to-run sd {variance**0.5:.2f} assumed (no earlier rows under {source})"
     lines = [
         f"  design for a {saving_pct:g}% saving at 80% power in generation {generation} (alpha {alpha:.4g}; "
         f"{noise_text}; effects shared by a (task, arm)'s runs sd {shared_sd:g}, --shared-sd):"
@@ -529,32 +592,36 @@ def _design_lines(
             "only more tasks average away what a (task, arm)'s runs share: with --shared-sd, more tasks beat more runs"
         )
     if not measured:
-        lines.append("    (run a small sweep first to measure the noise: the recommendation then uses it)")
+        lines.append(
+            f"    (run a small sweep of {PILOT_RUNS} runs first to measure the noise: the recommendation then uses it)"
+        )
     return lines
 
 
-def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> int:
-    """Bind and check every selected task (as `check_task` does before a run); one line per task. Returns how many
-    tasks were refused."""
+@dataclass(frozen=True)
+class _TaskChecks:
+    """What the task checks found: how many tasks were refused, how many warnings binding them printed."""
+
+    refused: int
+    warnings: int
+
+
+def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]], results_root: Path) -> _TaskChecks:
+    """Bind and check every selected task (as `check_task` does before a run); one line per task. A check that
+    passed with the same inputs (the run's check.json, or an earlier `skillbench check`'s) is reused, not run."""
     import tempfile
 
-    from skillbench import preflight
-    from skillbench.execution import environment, quota
+    from skillbench.base import layout
+    from skillbench.execution import environment
     from skillbench.experiment.settings import check_settings
     from skillbench.grading import taskcheck
     from skillbench.grading.binding import bind_task
 
     suite = config["tasks"]["suite"]
     settings = check_settings(config)
-    try:
-        preflight.check_containment(config)
-        if quota.disk_quota_mb(settings.sandbox):
-            quota.enter_private_mounts()
-    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
-        print(f"sandbox: {exc}")
-        return len(selected)
     secrets = environment.secrets(config["model"]["api_key_env"])
-    refused = 0
+    refused = warned = 0
+    contained: bool | None = None
     for task in selected:
         with tempfile.TemporaryDirectory(prefix="skillbench-check-tasks-") as scratch:
             try:
@@ -566,14 +633,26 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
                 )
                 for warning in bound.warnings:
                     print(warning)
+                warned += len(bound.warnings)
                 binding = bound.binding
+                solution = taskcheck.solution_bytes(task, Path(suite), binding)
+                digest = taskcheck.inputs_digest(task, binding, solution, settings)
+                reused = _reusable_check(results_root, task["id"], digest)
+                if reused is not None:
+                    print(f"{reused['summary']} (reused: nothing it depends on changed since {reused['path']})")
+                    continue
+                if contained is None:
+                    contained = _enter_check_sandbox(config)
+                if not contained:
+                    refused += 1
+                    continue
                 document = taskcheck.check_task(
                     task,
                     binding,
                     settings=settings,
                     template=Path(scratch) / "template",
                     oracle_snapshot=Path(scratch) / "oracle",
-                    solution=taskcheck.solution_bytes(task, Path(suite), binding),
+                    solution=solution,
                     secrets=secrets,
                     side_by_side=True,
                 )
@@ -586,7 +665,180 @@ def _check_tasks_of(config: dict[str, Any], selected: list[dict[str, Any]]) -> i
             refused += 1
             for problem in document["problems"]:
                 print("  " + problem.replace("\n", "\n  "))
-    return refused
+            continue
+        try:
+            target = Path(layout.checked_task(results_root, task["id"]))
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            artifacts.write_artifact(target, document, "task-check", mode=0o600)
+        except OSError:
+            pass  # a check that cannot be kept is run again next time
+    return _TaskChecks(refused, warned)
+
+
+def _reusable_check(results_root: Path, task_id: str, digest: str) -> dict[str, Any] | None:
+    """A passed check of ``task_id`` with inputs ``digest``: the run's own, else an earlier `skillbench check`'s."""
+    from skillbench.base import layout
+
+    for path in (Path(layout.task_check(results_root, task_id)), Path(layout.checked_task(results_root, task_id))):
+        if not path.is_file():
+            continue
+        try:
+            document = artifacts.read_artifact(path, "task-check")
+        except (artifacts.ArtifactError, OSError):
+            continue
+        if document.get("ok") and document.get("inputs_sha256") == digest:
+            return {**document, "path": str(path)}
+    return None
+
+
+def _enter_check_sandbox(config: dict[str, Any]) -> bool:
+    """Before the first task check that runs: the sandbox works here, and the disk quota's mount namespace."""
+    from skillbench import preflight
+    from skillbench.execution import quota
+    from skillbench.experiment.settings import check_settings
+
+    try:
+        preflight.check_containment(config)
+        if quota.disk_quota_mb(check_settings(config).sandbox):
+            quota.enter_private_mounts()
+    except (artifacts.ArtifactError, ValueError, OSError, RuntimeError) as exc:
+        print(f"sandbox: {exc}")
+        return False
+    return True
+
+
+def _script_init(args: argparse.Namespace) -> int:
+    """A skeleton model script for the experiment's selected tasks and session roles (and its proposer)."""
+    from skillbench.experiment import arms as arm_config
+    from skillbench.experiment import configcheck, modelscript
+    from skillbench.experiment import suite as tasks
+
+    try:
+        config = configcheck.load_config(*_layers(args.configfile))
+        suite = config["tasks"]["suite"]
+        selected = tasks.select_tasks(
+            tasks.load_suite(suite),
+            include_expensive=config["tasks"]["include_expensive"],
+            only=config["tasks"]["only"],
+        ).tasks
+        incumbent = arm_config.selected_arms(config)
+        sessions: dict[str, dict[str, Any]] = {}
+        for arm in incumbent:
+            for session in config["arms"][arm]["sessions"]:
+                sessions.setdefault(session["role"], session)
+        files = {task["id"]: _existing_paths(task, Path(suite)) for task in selected}
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    evolution = config["evolution"]
+    proposer = evolution["generations"] > 1 or (evolution["generations"] == 1 and not evolution["initial_overlay"])
+    evolved = [
+        skill
+        for arm in arm_config.evolution_arms(config)
+        for skill in arm_config.arm_skills(config, arm)
+        if skill in config["skills"]["evolvable"]
+    ]
+    document = modelscript.skeleton(
+        selected,
+        files,
+        sessions,
+        proposer_skill=evolved[0] if proposer and evolved else None,
+        skills_root=config["skills"]["root"],
+    )
+    out = args.out or Path(config["model"]["script"] or Path(suite).parent / "model-script.yaml")
+    if out.exists() and not args.force:
+        print(f"{out} exists; pass --force to replace it, or --out to write the skeleton elsewhere", file=sys.stderr)
+        return 1
+    header = (
+        "# A skeleton written by `skillbench script init`: per task and session role, the skill, a read of each\n"
+        "# file the task's prompt and verify name, the verify command and a closing text. Write each task's change\n"
+        "# as an Edit step after its reads (`{name: Edit, input: {file_path, old_string, new_string}}`), and shape\n"
+        '# what differs between arms with `when:`/`unless:` phrases of the skill text (config/README.md, "The\n'
+        '# scripted model"). `steps:` lists are shared: `- use: <name>` plays one in place.\n'
+    )
+    artifacts.atomic_write_text(out, header + modelscript.skeleton_yaml(document))
+    roles = ", ".join(sessions)
+    print(
+        f"wrote {out}: {len(selected)} task(s) × roles {roles}" + (", and a proposer" if "proposer" in document else "")
+    )
+    unread = [task_id for task_id, found in files.items() if not found]
+    if unread:
+        print(f"  no file named in the prompt or verify of {', '.join(unread)} was found in its target: add Read steps")
+    check = [progress_command("skillbench"), "check", *_configfile_args([str(path) for path in args.configfile])]
+    print(f"  next: add each task's change (an Edit step after its reads), then {shlex.join(check)}")
+    return 0
+
+
+def progress_command(name: str) -> str:
+    """``name`` as the command beside this one (the checkout's .venv/bin), as every printed command names it."""
+    from skillbench.reporting import progress
+
+    return progress.command_beside(sys.argv[0], name)
+
+
+def _existing_paths(task: dict[str, Any], suite: Path) -> list[str]:
+    """The files a task's prompt, setup and verify name that exist in its target (snapshot folder or repo at ref)."""
+    from skillbench.experiment import modelscript
+
+    named = modelscript.named_paths(task.get("prompt", ""), task.get("setup") or "", task.get("verify", ""))
+    if not named:
+        return []
+    if "snapshot" in task:
+        base = suite.parent / task["snapshot"]
+        return [path for path in named if (base / path).is_file()]
+    from skillbench.execution import repo
+
+    with repo.open_target(Path(task["repo"]).expanduser().resolve()) as target:
+        sha = target.resolve(task.get("ref", "HEAD"))
+        listing = target.git(["ls-tree", "-r", "--name-only", sha], capture_stdout_bytes=64 * 1024 * 1024)
+    present = set((listing.stdout_capture or b"").decode("utf-8", "replace").splitlines())
+    return [path for path in named if path in present]
+
+
+def _init(args: argparse.Namespace) -> int:
+    """A project folder of the user's own, and the commands to go on with, each as it works from there."""
+    from skillbench.experiment import project
+
+    try:
+        made = project.init_project(args.folder, skills=args.skills, experiment=args.experiment)
+    except (artifacts.ArtifactError, ValueError, OSError) as exc:
+        print(f"skillbench init: {exc}", file=sys.stderr)
+        return 1
+    tools = Path(sys.argv[0]).absolute().parent
+    skillbench = str(tools / "skillbench")
+    snakemake = str(tools / "snakemake") if (tools / "snakemake").exists() else "snakemake"
+    repository = "a new git repository, committed" if made.new_repository else "your repository (commit the files)"
+    print(
+        f"skillbench: made a project in {made.folder} ({repository}): Snakefile (skillbench as a module), "
+        f"config/config.yaml (what differs), tasks/tasks.yaml, .claude/skills ({', '.join(made.skills)}), "
+        "profiles/default (loaded by snakemake in that folder)"
+    )
+    steps = [
+        f"cd {shlex.quote(str(made.folder))}",
+        'write the tasks in tasks/tasks.yaml (the example there; config/README.md, "Task suites")',
+        f"{shlex.quote(skillbench)} script init    # the scripted model's skeleton: add each task's change",
+        f"{shlex.quote(skillbench)} check",
+        f"{shlex.quote(snakemake)} --cores 2",
+        f"{shlex.quote(skillbench)} status    # while it runs or after: cells done, spend, what to do next",
+    ]
+    if not made.new_repository:
+        steps.insert(
+            1, "git add Snakefile config tasks profiles .gitignore && git commit   # the skills must be committed"
+        )
+    print("next:")
+    for number, step in enumerate(steps):
+        print(f"  {number}. {step}" if number else f"  {step}")
+    return 0
+
+
+def _configfile_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--configfile",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
+    )
 
 
 def _mine(args: argparse.Namespace) -> int:
@@ -826,13 +1078,7 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("results_dir", type=Path, help="results/<experiment>")
     promote.add_argument("--yes", action="store_true", help="write without asking (after printing the diff and flags)")
     promote.add_argument("--dry-run", dest="dry_run", action="store_true", help="check and print; write nothing")
-    promote.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
+    _configfile_option(promote)
     promote.add_argument("--repository", type=Path, default=Path("."))
     status = commands.add_parser("status", help="progress of a run from the files on disk (during or after it)")
     status.add_argument(
@@ -852,16 +1098,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="sd of the effect every run of one (task, arm) shares, on the log scale (default 0)",
     )
-    estimate.add_argument(
-        "--configfile",
-        type=Path,
-        action="append",
-        default=[],
-        help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-    )
+    _configfile_option(estimate)
     estimate.add_argument(
         "--results", type=Path, help="price from the rows under this results folder (default: results/<experiment>)"
     )
+    init = commands.add_parser(
+        "init", help="a project folder of your own: a git repository using skillbench as a module, your skills"
+    )
+    init.add_argument("folder", type=Path, help="a new (or empty) folder, or a git repository of yours")
+    init.add_argument("--skills", type=Path, help="a folder of skills (<skill>/SKILL.md) to copy into .claude/skills")
+    init.add_argument("--experiment", help="the experiment's name (default: the folder's)")
+    script = commands.add_parser("script", help="the scripted model's script of an experiment")
+    script_commands = script.add_subparsers(dest="script_command", required=True)
+    script_init = script_commands.add_parser(
+        "init",
+        help="write a skeleton per selected task and session role (the skill, the files the task names, verify)",
+    )
+    _configfile_option(script_init)
+    script_init.add_argument(
+        "--out", type=Path, help="where to write it (default: model.script, else beside the suite)"
+    )
+    script_init.add_argument("--force", action="store_true", help="replace an existing script")
     export = commands.add_parser("export", help="a results folder in another tool's format (Inspect eval logs)")
     export.add_argument("--inspect", action="store_true", required=True, help="one .eval per (generation, arm)")
     export.add_argument("results_dir", type=Path, help="results/<experiment>")
@@ -875,15 +1132,15 @@ def build_parser() -> argparse.ArgumentParser:
         ("check-tasks", "the same as `check` (kept for older scripts)"),
     ):
         check = commands.add_parser(name, help=summary)
-        check.add_argument(
-            "--configfile",
-            type=Path,
-            action="append",
-            default=[],
-            help="extra config files, merged over config/config.yaml as snakemake --configfile does",
-        )
+        _configfile_option(check)
         check.add_argument("--task", action="append", default=[], help="check only this task id (repeatable)")
         check.add_argument("--all", action="store_true", help="include tasks marked expensive")
+        check.add_argument(
+            "--live",
+            action="store_true",
+            help="with a real provider, one minimal request per model through the gateway (a bad key, a missing "
+            "model or no access is one line)",
+        )
     _tasks_parser(commands)
     return parser
 
@@ -938,6 +1195,10 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "tasks":
         return _tasks(args)
+    if args.command == "script":
+        return _script_init(args)
+    if args.command == "init":
+        return _init(args)
     if args.command == "kinds":
         print("\n".join(artifacts.schema_kinds()))
         return 0

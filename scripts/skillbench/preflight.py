@@ -12,7 +12,7 @@ the scripted model's script. Each problem is one message naming the file or conf
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +23,12 @@ from skillbench.base.errors import SkillbenchError
 from skillbench.decision.gate import check_policy_design, run_design
 from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
-from skillbench.execution import agents, cgroups, environment, mcp, plugins, price_tables, quota, repo, sandbox
-from skillbench.experiment import arms, configcheck, overlay, overlayreview, skillformat
+from skillbench.execution import access, agents, cgroups, environment, mcp, plugins, price_tables, quota, repo, sandbox
+from skillbench.execution.pricing import price_book
+from skillbench.experiment import arms, configcheck, overlay, overlayreview, paths, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
-from skillbench.experiment.settings import sandbox_settings
+from skillbench.experiment.settings import price_settings, sandbox_settings
 from skillbench.experiment.suite import load_suite
 from skillbench.grading import oracle
 from skillbench.reporting.progress import check_budget
@@ -72,25 +73,96 @@ def experiment_models(config: dict[str, Any]) -> list[str]:
 
 
 def check_prices(config: dict[str, Any], root: Path = price_tables.PROJECT_ROOT) -> None:
-    """With `agent.prices.source`, its pinned table is there with its pinned digest, and it (or `usd_per_mtok`)
-    prices every model the experiment asks for: a run that cannot measure its cost is refused before it spends."""
+    """Every model the experiment asks for has a price when its cost is real money: with `agent.prices.source`, its
+    pinned table is there with its pinned digest, and it (or `usd_per_mtok`) prices each model; with a real
+    provider, `usd_per_mtok` does if no table is named. A run that cannot measure its cost is refused before it
+    spends: its gate could not decide on cost after the sessions were paid for."""
     prices = config["agent"]["prices"]
-    if not prices["source"]:
+    provider = config["model"]["provider"]
+    if not prices["source"] and provider == "scripted":
         return
-    table = price_tables.load_table(prices["source"], root)
+    table = price_tables.load_table(prices["source"], root) if prices["source"] else None
     problems = []
     for model in experiment_models(config):
-        if model in prices["usd_per_mtok"] or table.price(model) is not None:
+        if model in prices["usd_per_mtok"] or (table is not None and table.price(model) is not None):
             continue
-        close = difflib.get_close_matches(model, [name for name in table.entries if table.price(name)], n=3)
-        hint = f" (it lists {', '.join(close)})" if close else ""
+        if table is not None:
+            close = difflib.get_close_matches(model, [name for name in table.entries if table.price(name)], n=3)
+            hint = f" (it lists {', '.join(close)})" if close else ""
+            problems.append(
+                f"config agent.prices.source: the table {prices['source']} ({table.path}, sha256 "
+                f"{table.pin.sha256[:16]}…) has no price for model {model}{hint}: name a model it prices, or give "
+                f"{model}'s price in agent.prices.usd_per_mtok"
+            )
+            continue
+        pinned = ", ".join(sorted(price_tables.read_pins(root))) or "none"
         problems.append(
-            f"config agent.prices.source: the table {prices['source']} ({table.path}, sha256 {table.pin.sha256[:16]}…) "
-            f"has no price for model {model}{hint}: name a model it prices, or give {model}'s price in "
-            "agent.prices.usd_per_mtok"
+            f"config agent.prices.usd_per_mtok: model.provider is {provider} but model {model} has no price "
+            f"(usd_per_mtok prices {', '.join(sorted(prices['usd_per_mtok'])) or 'nothing'}): every session's cost "
+            "would be unmeasured and the gate could not decide after the run was paid for; name a pinned community "
+            f"table in agent.prices.source ({pinned}), or give {model}'s price in agent.prices.usd_per_mtok"
         )
     if problems:
         raise price_tables.PriceTableError("\n".join(problems))
+
+
+def live_verdict(probe: access.Probe, model: str, upstream: str, key_env: str) -> tuple[bool, str]:
+    """(answered, one line) for what the provider said to `skillbench check --live`'s request for ``model``."""
+    said = f"{probe.status} {probe.error_type or 'error'}: {probe.message}" if probe.error_type or probe.message else ""
+    kind = probe.error_type or ""
+    if probe.status < 300:
+        cost = "unmeasured" if probe.cost_usd is None else f"${probe.cost_usd:.6f}"
+        return True, f"live: model {model} answered through the gateway ({upstream}, the key from {key_env}; {cost})"
+    if probe.status == 401 or kind == "authentication_error":
+        why = f"the key in {key_env} was refused ({said}): export a valid key"
+    elif probe.status == 403 or kind == "permission_error":
+        why = f"the key in {key_env} has no access to model {model} ({said}): use a model the account may use"
+    elif probe.status == 404 or kind == "not_found_error":
+        why = f"no model {model} there ({said}): name a model the API serves (model.name, or agents.<cli>.model)"
+    elif probe.status == 502 and kind == "api_error":
+        why = f"the API could not be reached ({said}): check model.base_url and the network"
+    elif probe.status in (402, 429) or kind in ("billing_error", "rate_limit_error"):
+        why = f"the account cannot be charged or is out of quota ({said})"
+    else:
+        why = f"the request failed ({said})"
+    return False, f"live: model {model} at {upstream}: {why}"
+
+
+def live_check(config: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(notes, problems) of one minimal request per model the experiment's Anthropic-wire sessions ask for, each
+    through a gateway of its own with the key from the harness's environment (`skillbench check --live`)."""
+    model = config["model"]
+    if model["provider"] == "scripted":
+        return ["live: model.provider is scripted: no key and no API to ask (nothing is billed)"], []
+    key = environment.api_key(model["api_key_env"])
+    if not key:
+        return [], []  # check_model_access already said so
+    upstream = model["base_url"] or access.ANTHROPIC_API_URL
+    prices = price_book(price_settings(config["agent"]["prices"]))
+    wanted = {agents.session_model(config, agent): agent.wire_api for agent in _used_agents(config)}
+    if config["evolution"]["generations"] > 0:
+        wanted.setdefault(model_of_proposer(config), agents.DEFAULT_ADAPTER.wire_api)
+    notes, problems = [], []
+    for name, wire in wanted.items():
+        if wire != "anthropic":
+            notes.append(f"live: model {name} not asked (its CLI speaks the {wire} wire; only Anthropic's is probed)")
+            continue
+        try:
+            probe = access.probe_model(upstream=upstream, api_key=key, model=name, prices=prices)
+        except (SkillbenchError, OSError) as exc:
+            problems.append(f"live: model {name} at {upstream}: the request could not be made ({exc})")
+            continue
+        answered, line = live_verdict(probe, name, upstream, model["api_key_env"])
+        (notes if answered else problems).append(line)
+    return notes, problems
+
+
+def model_of_proposer(config: dict[str, Any]) -> str:
+    return str(config["evolution"]["proposer_model"] or config["model"]["name"])
+
+
+def _used_agents(config: dict[str, Any]) -> list[agents.AgentAdapter]:
+    return agents.used_agents(config, arms.selected_arms(config))
 
 
 def price_provenance(config: dict[str, Any]) -> dict[str, str] | None:
@@ -321,17 +393,23 @@ def experiment_checks(
     verbose: bool = False,
     environment_checks: bool = True,
     repository: str = ".",
+    config_files: Sequence[str | Path] = (),
 ) -> Preflight:
     """Every check of the experiment that needs no session, collected (a later check runs when what it reads is
     sound). Fills the schema's defaults into ``config`` in place, as the workflow's parse does.
-    ``environment_checks`` adds the model's access and the CLI (left out by an estimate, which runs neither)."""
+    ``environment_checks`` adds the model's access and the CLI (left out by an estimate, which runs neither);
+    ``config_files`` are the user's config files, so a path written relative to one of them is named as such."""
     found = Preflight()
 
     def attempt(check: Callable[[], Any]) -> Any:
         try:
             return check()
         except (SkillbenchError, ValueError, OSError) as exc:
-            found.problems += [_named(line, source) for line in str(exc).splitlines() if line.strip()]
+            for line in str(exc).splitlines():
+                named = _named(line, source)
+                # One line per distinct problem: checks that read the same broken key say the same thing.
+                if line.strip() and named not in found.problems:
+                    found.problems.append(named)
             return None
 
     try:
@@ -339,12 +417,16 @@ def experiment_checks(
     except configcheck.ConfigError as exc:
         found.problems += str(exc).splitlines()
         return found
+    broken_paths = paths.path_problems(config, config_files=config_files)
+    found.problems += [_named(line, source) for line in broken_paths.values()]
     attempt(lambda: check_arms(config))
     attempt(lambda: check_prices(config))
     if environment_checks:
         attempt(lambda: environment.check_model_access(config["model"]))
         found.agent_versions = attempt(lambda: _agent_versions(config)) or {}
-    suite = found.suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
+    suite = None
+    if "tasks.suite" not in broken_paths:
+        suite = found.suite = attempt(lambda: load_suite(config["tasks"]["suite"]))
     selection = None
     if suite is not None:
         selection = attempt(
@@ -356,18 +438,19 @@ def experiment_checks(
     design = attempt(lambda: run_design(config["runs"]))
     if design is not None:
         attempt(lambda: check_policy_design(resolve_policy(config["gate"]), design))
-    attempt(lambda: skillformat.check_skill_root(config["skills"]["root"]))
-    candidates = attempt(lambda: arms.candidate_arms(config))
+    if "skills.root" not in broken_paths:
+        attempt(lambda: skillformat.check_skill_root(config["skills"]["root"]))
+    candidates = attempt(lambda: arms.candidate_arms(config)) if incumbent is not None else None
     if selection is not None:
         found.warnings += configcheck.design_warnings(config, len(selection.tasks))
-    if suite is not None and candidates is not None:
+    if suite is not None and candidates is not None and "evolution.initial_overlay" not in broken_paths:
         found.warnings += attempt(lambda: check_initial_overlay(config, repository)) or []
     attempt(lambda: check_seed_results(config))
     if selection is not None and incumbent is not None and candidates is not None and design is not None:
         task_ids = [task["id"] for task in selection.tasks]
         attempt(lambda: check_budget(config, task_ids, incumbent, candidates, design["looks"][0]))
-        if config["model"]["provider"] == "scripted":
-            attempt(lambda: _model_script(config, suite, task_ids, incumbent))
+        if config["model"]["provider"] == "scripted" and "model.script" not in broken_paths:
+            attempt(lambda: _model_script(config, suite or [], task_ids, incumbent))
     return found
 
 

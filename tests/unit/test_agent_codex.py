@@ -354,3 +354,41 @@ def test_progress_lines_name_codex_items_and_their_outcome_never_their_content()
     assert lines[-1].endswith("finished · 7 tool calls · ok · cost n/a")
     text = output.getvalue()
     assert "SKILL.md" not in text and "Looking first" not in text and "echo hi" not in text
+
+
+def test_a_model_codex_has_no_metadata_for_is_said_on_the_row_not_failed() -> None:
+    """Codex asked for a model it does not know (a Claude name in a scripted run) runs on fallback metadata and says
+    so in an error item, as it did against the stand-in of this test's recording; the row carries it."""
+    warning = {
+        "type": "item.completed",
+        "item": {
+            "id": "item_0",
+            "type": "error",
+            "message": "Model metadata for `claude-sonnet-4-20250514` not found. Defaulting to fallback metadata; "
+            "this can degrade performance and cause issues.",
+        },
+    }
+    reading = read(encode([stream()[0], warning, *stream()[1:]]))
+    assert reading.stream_error is None and reading.cli_failures == [] and reading.subtype == "success"
+    assert len(reading.notes) == 1 and reading.notes[0].startswith(
+        "codex: Model metadata for `claude-sonnet-4-20250514` not found."
+    )
+    assert "agents.codex.model" in reading.notes[0]
+    total = sessions.sum_sessions([{**base_record(), "cli_notes": reading.notes}])
+    assert total["evidence_diagnostics"] == reading.notes and total["ok"] is True
+    assert read(encode(stream())).notes == []
+
+
+def base_record() -> dict[str, Any]:
+    return {
+        "ok": True,
+        "session_id": "s",
+        "num_turns": 1,
+        "cost_usd": 0.01,
+        "cli_cost_usd": None,
+        "duration_s": 1.0,
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from pathlib import Path
 
 from rowfactory import make_row
 from skillbench.execution import sessions
@@ -100,7 +101,7 @@ def test_skill_invocations_are_marked_and_the_session_says_which_skills_it_used(
 def test_the_oracle_output_is_only_on_the_author_page():
     secret = "assert total == 1000  # the hidden oracle's expectation"
     shared = page(oracle_log=secret)
-    assert secret not in shared and "hidden oracle: <span" in shared and "cell-author.html" in shared
+    assert secret not in shared and "hidden oracle: <span" in shared and "author-pages/" in shared
     author = page(author_only=True, oracle_log=secret)
     assert "assert total == 1000" in author and "author-only page" in author
 
@@ -141,3 +142,90 @@ def test_the_page_names_the_agent_cli_that_ran_the_cell():
     assert "Claude Code 2.1.197," in page(row=make_row("fix", "workflow", 0, cli_version="2.1.197"))
     text = page(row=make_row("fix", "gm_direct", 0, agent="gemini", cli_version="0.61.0"))
     assert "gemini 0.61.0," in text and "Claude Code" not in text
+
+
+def test_a_cell_folders_pages_are_rendered_in_one_step(tmp_path):
+    """One job renders every page of a cell folder: the shared pages by task, arm and run, the author-only ones
+    (with the oracle's output) in owner-only folders."""
+    import os
+    import sys
+
+    from skillbench.base import layout
+    from skillbench.steps.report import render_cell_pages
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_analysis import stored_run
+
+    root = stored_run(tmp_path / "results" / "exp")
+    (root / "cells" / "t00" / "workflow" / "run0" / "oracle.log").write_text("AssertionError: 1000 != 1,000\n")
+    records = sorted(str(path) for path in (root / "cells").rglob("record.json"))
+    render_cell_pages(
+        records=records,
+        arm_order=["workflow"],
+        pages_out=layout.cell_pages(root, "cells"),
+        authors_out=layout.cell_author_pages(root, "cells"),
+    )
+    pages = sorted(path.relative_to(root) for path in (root / "pages").rglob("*.html"))
+    assert len(pages) == 36 and pages[0] == Path("pages/cells/t00/workflow/run0.html")
+    shared = (root / "pages" / "cells" / "t00" / "workflow" / "run0.html").read_text()
+    assert "cells/t00/workflow/run0" in shared and "AssertionError" not in shared
+    assert "author-pages/cells/t00/workflow/run0.html" in shared
+    author = root / "author-pages" / "cells" / "t00" / "workflow" / "run0.html"
+    assert "AssertionError: 1000 != 1,000" in author.read_text()
+    assert author.stat().st_mode & 0o777 == 0o600
+    assert all(folder.stat().st_mode & 0o077 == 0 for folder in [author.parent, *author.parents[:3]])
+
+
+def codex_trajectory() -> dict:
+    """A Codex session as its ATIF trajectory: the prompt, a turn that reads the skill, a turn that edits."""
+    read = "cat .agents/skills/change-work/SKILL.md"
+    return {
+        "schema_version": "ATIF-v1.8",
+        "agent": {
+            "name": "codex",
+            "version": "0.171.0",
+            "extra": {"skills": {"offered": ["change-work"], "expected": "change-work", "invoked": ["change-work"]}},
+        },
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Use the change-work skill for: group thousands"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "Reading the skill first.",
+                "tool_calls": [{"tool_call_id": "c1", "function_name": "exec_command", "arguments": {"cmd": read}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": "---\nname: change-work\n"}]},
+                "metrics": {"prompt_tokens": 900, "completion_tokens": 60, "cost_usd": 0.0017},
+            },
+            {
+                "step_id": 3,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [
+                    {"tool_call_id": "c2", "function_name": "exec_command", "arguments": {"cmd": "apply_patch <<EOF"}}
+                ],
+                "observation": {"results": [{"source_call_id": "c2", "content": "bad", "extra": {"is_error": True}}]},
+                "metrics": {"prompt_tokens": 1000, "completion_tokens": 80},
+            },
+        ],
+    }
+
+
+def test_another_clis_session_shows_its_turns_and_tool_calls_from_its_trajectory_as_the_row_does():
+    """A Codex cell's page shows turns and tool calls like Claude Code's, not raw JSON events, and says the skill
+    was invoked where the row does (the adapter's proof, which the trajectory records)."""
+    raw = [{"type": "thread.started", "thread_id": "t"}, {"type": "item.completed", "item": {"type": "reasoning"}}]
+    row = make_row("fix", "cx_skill", 0, agent="codex", skill_invoked=True)
+    text = page(
+        row=row, transcripts=[cellpage.Transcript("skilled", "t/skilled-1.jsonl", raw, None, codex_trajectory())]
+    )
+    assert "turn 1: assistant" in text and "turn 2: assistant" in text and "Reading the skill first." in text
+    assert "tokens: prompt 900, output 60, $0.0017" in text
+    assert '<span class="badge">skill invoked: change-work</span>' in text
+    assert "skills invoked: change-work" in text and "no skill invoked" not in text
+    assert "tool result (error)" in text and "exec_command" in text
+    assert "event item.completed" not in text and "thread.started" not in text
+    # A trajectory whose proof is ambiguous says so rather than "no skill invoked".
+    unsure = codex_trajectory()
+    unsure["agent"]["extra"]["skills"]["invoked"] = None
+    text = page(row=row, transcripts=[cellpage.Transcript("skilled", "t/skilled-1.jsonl", raw, None, unsure)])
+    assert "skill use not provable from the stream" in text

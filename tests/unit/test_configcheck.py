@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -74,23 +75,93 @@ def test_a_design_that_can_never_promote_is_named():
     assert len(one_task) == 1 and "single task that neither arm resolves blocks any promotion" in one_task[0]
 
 
+def reasons(*lines: str) -> list[dict]:
+    return [{"reasons": list(lines)}]
+
+
 def test_the_advice_after_no_promotion_matches_the_reason():
     low_runs = configcheck.validate_config({"runs": 2, "evolution": {"generations": 1}})
     assert "set `runs` to at least 3" in configcheck.next_step(low_runs, 3, [])
     fine = configcheck.validate_config({"evolution": {"generations": 1}})
-    thin = ["promotion evidence base is too thin: 1/3 paired tasks are gated (at least 50% required)"]
+    thin = reasons("promotion evidence base is too thin: 1/3 paired tasks are gated (at least 50% required)")
     assert "lower `gate.min_gated_task_ratio`" in configcheck.next_step(fine, 3, thin)
-    assert configcheck.next_step(fine, 3, ["median cost_usd improvement is 0.0% (required 5.0%)"]) == (
+    assert configcheck.next_step(fine, 3, reasons("median cost_usd improvement is 0.0% (required 5.0%)")) == (
         "Raise `evolution.generations` to continue the chain."
     )
     # A budget that stopped the looks: more generations would meet the same cap.
-    budget = [
+    budget = reasons(
         "cut short: cut short at look 1 after 2 runs per (task, arm): the next batch would pass "
         "budget.max_sessions 10 (spent 8 sessions; the next batch needs 4 more)"
-    ]
+    )
     advice = configcheck.next_step(fine, 3, budget)
     assert advice.startswith("The budget (`budget.max_sessions`) stopped the sequential design")
     assert "generations" not in advice
+
+
+def gate_decision(tasks: int, runs: int, saving: float) -> dict:
+    """The real gate's decision on `tasks` tasks of `runs` runs per arm, every run resolved, the candidate `saving`
+    cheaper on every task with some run-to-run noise."""
+    from rowfactory import make_row
+    from skillbench.decision.aggregate import aggregate_by_task
+    from skillbench.decision.gate import evaluate_candidate
+    from skillbench.decision.policy import resolve_policy
+
+    noise = [1.0, 1.1, 0.92, 1.04, 0.96, 1.02]
+    rows = []
+    for task in range(tasks):
+        for run in range(runs):
+            rows.append(make_row(f"t{task}", "workflow", run, cost_usd=(1 + task) * noise[run % 6]))
+            # The saving differs a little from task to task, as real ones do (the cost test's spread).
+            task_saving = saving * (1 + 0.1 * (task % 3 - 1))
+            candidate_cost = (1 + task) * (1 - task_saving) * noise[(run + 1) % 6]
+            rows.append(make_row(f"t{task}", "candidate_workflow", run, cost_usd=candidate_cost))
+    return evaluate_candidate(
+        aggregate_by_task(rows),
+        incumbent_arm="workflow",
+        candidate_arm="candidate_workflow",
+        model="claude-test-model",
+        policy=resolve_policy(None),
+        rows=rows,
+        generation=0,
+    )
+
+
+def test_a_keep_incumbent_for_want_of_quality_runs_names_runs_or_margin_not_generations():
+    """18 runs against 18 cannot show the resolution within the default 10-point margin, though every run resolved
+    and the candidate is clearly cheaper: the advice is more runs or a wider margin, never more generations (a new
+    candidate would fail the same test)."""
+    decision = gate_decision(tasks=3, runs=6, saving=0.3)
+    assert decision["decision"] != "promote"
+    assert decision["tests"]["cost"]["conclusion"] == "cheaper"
+    assert decision["tests"]["quality"]["conclusion"] == "inconclusive"
+    config = configcheck.validate_config({"runs": 6, "evolution": {"generations": 1}})
+    advice = configcheck.next_step(config, 3, [decision])
+    assert advice.startswith(
+        "The resolution test decided: candidate 18/18, incumbent 18/18 cannot show the resolution within the "
+        "10-point margin (gate.quality_margin_pct; the interval reaches"
+    ), advice
+    needed = int(re.search(r"about (\d+) runs per arm would show it \((\d+) per task", advice).group(1))
+    assert needed > 18 and f"`runs: {-(-needed // 3)}`" in advice
+    assert "set `gate.quality_margin_pct` to" in advice and "Raise `evolution.generations`" not in advice
+    # The advised design does show it: the same candidate over that many runs is promoted.
+    bigger = gate_decision(tasks=3, runs=-(-needed // 3), saving=0.3)
+    assert bigger["tests"]["quality"]["conclusion"] in ("not_worse", "better"), bigger["reasons"]
+
+
+def test_a_cost_test_without_degrees_of_freedom_asks_for_tasks():
+    decision = gate_decision(tasks=1, runs=20, saving=0.3)
+    assert decision["decision"] != "promote"
+    config = configcheck.validate_config({"runs": 20, "evolution": {"generations": 1}})
+    advice = configcheck.next_step(config, 1, [decision])
+    assert advice.startswith("The cost test decided: over 1 gated task(s) it has 0 degree(s) of freedom"), advice
+    assert "add tasks" in advice and "Raise `evolution.generations`" not in advice
+
+
+def test_a_candidate_the_evidence_ruled_out_is_answered_with_more_generations():
+    decision = gate_decision(tasks=4, runs=12, saving=-0.2)  # dearer on every task
+    assert decision["tests"]["cost"]["conclusion"] == "not_cheaper"
+    config = configcheck.validate_config({"runs": 12, "evolution": {"generations": 1}})
+    assert configcheck.next_step(config, 4, [decision]) == configcheck.GENERATIONS_ADVICE
 
 
 def test_an_undefined_yaml_alias_is_named_as_such(tmp_path):

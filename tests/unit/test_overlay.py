@@ -67,6 +67,17 @@ def test_symlinked_overlay_root_is_refused(candidate, tmp_path):
         overlay.overlay_files(link, EVOLVABLE)
 
 
+def test_an_overlay_path_may_step_up_with_dotdot_but_not_pass_through_a_symlink(candidate, tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert [path for path, _ in overlay.overlay_files(Path("../candidate"), EVOLVABLE)] == [
+        ".claude/skills/change-work/SKILL.md"
+    ]
+    (tmp_path / "linked").symlink_to(tmp_path)
+    with pytest.raises(OverlayError, match=rf"passes through a symlink \({tmp_path / 'linked'} is a symlink\)"):
+        overlay.overlay_files(Path("../linked/candidate"), EVOLVABLE)
+
+
 def test_python_file_is_refused(candidate):
     write(candidate, ".claude/skills/change-work/helper.py", "print(1)\n")
     with pytest.raises(OverlayError, match=r"helper\.py is not allowed.*Markdown"):
@@ -149,8 +160,15 @@ def test_committed_targets_and_drift(tmp_path, candidate):
     write(repo, ".claude/skills/change-work/SKILL.md", "# work, edited but not committed\n")
     with pytest.raises(OverlayError, match="differ from HEAD"):
         committed_target_digests(repo, targets)
-    with pytest.raises(OverlayError, match="not committed at HEAD"):
+    # The refusal names the repository as a folder (never `.`) and where skills of one's own go.
+    with pytest.raises(OverlayError) as uncommitted:
         committed_target_digests(repo, ["plugin/skills/change-work/SKILL.md"])
+    assert f"is not committed at HEAD of the git repository {repo.resolve()} (the folder snakemake runs in)" in str(
+        uncommitted.value
+    )
+    assert "`skillbench init DIR --skills PATH`" in str(uncommitted.value)
+    with pytest.raises(OverlayError, match=r"promotion target \.\./skills/x/SKILL\.md lies outside the git repository"):
+        committed_target_digests(repo, ["../skills/x/SKILL.md"])
 
 
 # ─── Hostile names and links ────────────────────────────────────────────────

@@ -3,9 +3,11 @@ by `skillbench check` alike; and what a task repository holds that its cells wil
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import yaml
 from gitenv import GIT_ENV
 from skillbench import preflight
 from skillbench.cli import main
-from skillbench.experiment import configcheck
+from skillbench.experiment import configcheck, paths
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -159,7 +161,97 @@ def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
     assert main(["check-tasks", "--configfile", "my.yaml", "--task", "money-thousands"]) == 1
     captured = capsys.readouterr()
     assert "my.yaml: budget.max_sessions: 2 is below the first batch's" in captured.out
-    assert "check: 1 problem(s) in my.yaml; a run would stop on them before any session is paid for" in captured.err
+    assert "check: 1 problem in my.yaml; a run would stop on them before any session is paid for" in captured.err
+    # Config problems come first: the task checks (setup, verify and the oracle in the sandbox) wait for a sound config.
+    assert "money-thousands: base:" not in captured.out
+
+
+def test_a_task_check_that_passed_with_the_same_inputs_is_reused_until_one_changes(project, capsys):
+    assert main(["check", "--task", "money-thousands"]) == 0
+    first = capsys.readouterr().out
+    assert "(reused:" not in first and Path("results/demo/.checks/money-thousands.json").stat().st_mode & 0o077 == 0
+    assert main(["check", "--task", "money-thousands"]) == 0
+    assert (
+        "money-thousands: base: oracle fails as expected (exit 1); verify passes as declared; solution: verify and "
+        "oracle pass (reused: nothing it depends on changed since results/demo/.checks/money-thousands.json)"
+        in (capsys.readouterr().out)
+    )
+    # A changed verify timeout (one of the check's settings) runs the check again.
+    Path("my.yaml").write_text(yaml.safe_dump({"agent": {"verify_timeout_s": 300}}))
+    assert main(["check", "--configfile", "my.yaml", "--task", "money-thousands"]) == 0
+    assert "(reused:" not in capsys.readouterr().out
+
+
+def test_one_typo_is_one_line_with_the_closest_name(project):
+    found = checks({"selected_arms": ["workflw", "baseline"]})
+    typo = [line for line in found.problems if "workflw" in line]
+    assert typo == ["my.yaml: selected_arms: arm `workflw` is not defined under `arms`; did you mean `workflow`?"]
+    assert len(found.problems) == 1, found.problems
+
+
+def test_a_path_is_named_with_its_key_and_the_folder_it_resolves_from(project):
+    (project / "conf").mkdir()
+    suite = project / "conf" / "suite" / "tasks.yaml"
+    suite.parent.mkdir()
+    shutil.copy2("tasks/demo/tasks.yaml", suite)
+    found = preflight.experiment_checks(
+        configcheck.merge(configcheck.merged_files("config/config.yaml"), {"tasks": {"suite": "suite/tasks.yaml"}}),
+        source="conf/my.yaml",
+        environment_checks=False,
+        config_files=["conf/my.yaml"],
+    )
+    assert found.problems == [
+        f"conf/my.yaml: tasks.suite: suite/tasks.yaml does not exist (a relative path resolves from {project}, the "
+        "folder snakemake runs in, not from the config file's: relative to conf/my.yaml it exists, so write it as "
+        "conf/suite/tasks.yaml)"
+    ]
+    # `..` is what it is: a step up from the folder snakemake runs in.
+    found = checks({"evolution": {"generations": 1, "learnings": "../notes.jsonl"}})
+    assert found.problems == [
+        f"my.yaml: evolution.learnings: ../notes.jsonl does not exist (a relative path resolves from {project}, the "
+        f"folder snakemake runs in, not from the config file's; `..` steps up from {project}, to "
+        f"{project.parent / 'notes.jsonl'})"
+    ]
+
+
+def test_seed_results_must_name_a_generation_folder_or_an_experiment_folder_with_one(project):
+    earlier = project / "results" / "earlier"
+    (earlier / "cells").mkdir(parents=True)
+    found = checks({"evolution": {"generations": 1, "seed_results": "results/earlier"}})
+    assert len(found.problems) == 1 and found.problems[0].startswith(
+        "my.yaml: evolution.seed_results: results/earlier holds no results.jsonl: name a generation folder"
+    ), found.problems
+    for folder in ("sweep", "gen0", "gen1"):
+        (earlier / folder).mkdir()
+        (earlier / folder / "results.jsonl").write_text("")
+    assert checks({"evolution": {"generations": 1, "seed_results": "results/earlier"}}).problems == []
+    # The experiment folder stands for its last generation with rows; a generation folder is taken as given.
+    assert paths.seed_folder("results/earlier") == "results/earlier/gen1"
+    assert paths.seed_folder("results/earlier/gen0") == "results/earlier/gen0"
+
+
+def test_a_real_provider_refuses_a_model_nothing_prices(project, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+    found = checks({"model": {"provider": "anthropic", "name": "claude-opus-4-1-20250805"}})
+    assert len(found.problems) == 1, found.problems
+    assert found.problems[0].startswith(
+        "my.yaml: agent.prices.usd_per_mtok: model.provider is anthropic but model claude-opus-4-1-20250805 has no "
+        "price (usd_per_mtok prices claude-sonnet-4-20250514): every session's cost would be unmeasured"
+    )
+    assert "agent.prices.source (litellm@1.110.2)" in found.problems[0]
+    # The scripted model costs nothing real: its unpriced model is not refused.
+    assert checks({"model": {"name": "claude-opus-4-1-20250805"}}).problems == []
+
+
+def test_warnings_are_counted_as_printed(project, capsys, monkeypatch):
+    import skillbench.cli as cli
+
+    # Two design warnings (one task; runs below gate.min_runs) and two that binding the task printed.
+    monkeypatch.setattr(cli, "_check_tasks_of", lambda config, selected, root: cli._TaskChecks(0, 2))
+    Path("my.yaml").write_text(yaml.safe_dump({"runs": 2, "tasks": {"only": ["money-thousands"]}}))
+    assert main(["check", "--configfile", "my.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warning: ") == 2 and out.rstrip().endswith("check: no problems in my.yaml (4 warnings)")
 
 
 def test_an_arm_asking_its_agent_for_what_the_adapter_does_not_run_is_refused(monkeypatch):
@@ -216,3 +308,113 @@ def test_a_cluster_jobs_parse_refuses_a_cli_older_than_supported(project):
     )
     with pytest.raises(preflight.PreflightError, match="older than the oldest supported version"):
         preflight.job_preflight(config)
+
+
+class StandInApi:
+    """A loopback stand-in for the Messages API: one key is valid, one model is served, one is not the account's."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        api = self
+        self.requests: list[dict] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                api.requests.append({"key": self.headers.get("x-api-key"), **body})
+                if self.headers.get("x-api-key") != "sk-good":
+                    self.answer(
+                        401,
+                        {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+                    )
+                elif body["model"] == "claude-locked-1":
+                    self.answer(403, {"type": "error", "error": {"type": "permission_error", "message": "no access"}})
+                elif body["model"] != "claude-sonnet-4-20250514":
+                    self.answer(
+                        404,
+                        {"type": "error", "error": {"type": "not_found_error", "message": f"model: {body['model']}"}},
+                    )
+                else:
+                    usage = {
+                        "input_tokens": 12,
+                        "output_tokens": 1,
+                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": 0,
+                    }
+                    self.answer(
+                        200,
+                        {
+                            "id": "msg_1",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": body["model"],
+                            "content": [{"type": "text", "text": "ok"}],
+                            "stop_reason": "max_tokens",
+                            "usage": usage,
+                        },
+                    )
+
+            def answer(self, status: int, document: dict) -> None:
+                payload = json.dumps(document).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def stand_in():
+    api = StandInApi()
+    yield api
+    api.server.shutdown()
+
+
+def live(model: str, url: str) -> dict:
+    config = configcheck.merge(
+        configcheck.merged_files(REPO / "config" / "config.yaml"),
+        {"model": {"provider": "anthropic", "name": model, "base_url": url}, "evolution": {"generations": 0}},
+    )
+    return configcheck.validate_config(config)
+
+
+def test_check_live_says_in_one_line_a_bad_key_a_missing_model_or_no_access(stand_in, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-good")
+    notes, problems = preflight.live_check(live("claude-sonnet-4-20250514", stand_in.url))
+    assert problems == [] and notes == [
+        f"live: model claude-sonnet-4-20250514 answered through the gateway ({stand_in.url}, the key from "
+        "ANTHROPIC_API_KEY; $0.000051)"
+    ]
+    # The gateway sent the key upstream, never its session token; one output token was asked for.
+    assert stand_in.requests[-1]["key"] == "sk-good" and stand_in.requests[-1]["max_tokens"] == 1
+
+    notes, problems = preflight.live_check(live("claude-nowhere-9", stand_in.url))
+    assert problems == [
+        f"live: model claude-nowhere-9 at {stand_in.url}: no model claude-nowhere-9 there (404 not_found_error: "
+        "model: claude-nowhere-9): name a model the API serves (model.name, or agents.<cli>.model)"
+    ]
+    notes, problems = preflight.live_check(live("claude-locked-1", stand_in.url))
+    assert problems == [
+        f"live: model claude-locked-1 at {stand_in.url}: the key in ANTHROPIC_API_KEY has no access to model "
+        "claude-locked-1 (403 permission_error: no access): use a model the account may use"
+    ]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-fake")
+    notes, problems = preflight.live_check(live("claude-sonnet-4-20250514", stand_in.url))
+    assert problems == [
+        f"live: model claude-sonnet-4-20250514 at {stand_in.url}: the key in ANTHROPIC_API_KEY was refused (401 "
+        "authentication_error: invalid x-api-key): export a valid key"
+    ]
+    # The scripted model has no key to check.
+    assert preflight.live_check(configcheck.validate_config(configcheck.merged_files(REPO / "config" / "config.yaml")))[
+        0
+    ][0].startswith("live: model.provider is scripted")

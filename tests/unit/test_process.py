@@ -542,3 +542,24 @@ def test_without_pidfds_exits_timeouts_and_cancellation_still_work(monkeypatch, 
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     assert run_managed(["sleep", "30"], env=ENV, timeout=60, cancel=cancel).state == "cancelled"
+
+
+def test_snakemakes_drain_line_is_said_once():
+    """Snakemake's scheduler logs its line after a Ctrl-C each time a running job ends; the run prints it once."""
+    import logging
+
+    logger = logging.getLogger("test-said-once")
+    logger.propagate = False
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger.addHandler(Collect())
+    logger.setLevel(logging.INFO)
+    logger.addFilter(process.SaidOnce(process.SNAKEMAKE_DRAIN_LINE))
+    for _ in range(3):
+        logger.info("Will exit after finishing currently running jobs (scheduler).")
+        logger.info("Finished job %d.", 7)
+    assert seen == ["Will exit after finishing currently running jobs (scheduler)."] + ["Finished job 7."] * 3

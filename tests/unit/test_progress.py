@@ -384,8 +384,14 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
     assert "48 candidate cells each, beside an anchor of 48 fresh cells of workflow (96 sessions per generation" in out
     # 240 cells at $0.25, the proposer sessions not priced (no earlier proposer session).
     assert "expected cost $60.00 (range $60.00 – $60.00)" in out and "proposer sessions not priced" in out
-    # One run per cell measures no noise: the design is recommended for an assumed one, and says so.
+    # One run per cell measures no noise: the design is recommended for an assumed one, and says why, beside the
+    # cost those same rows price (never "no earlier rows" next to "priced from 9 earlier row(s)").
     assert "design for a 15% saving at 80% power in generation 1 (alpha 0.0125; run-to-run sd 0.31 assumed" in out
+    assert (
+        f"the 9 earlier row(s) under {earlier} hold one run per (task, arm), and one run cannot measure run-to-run "
+        "noise"
+    ) in out
+    assert "no earlier rows" not in out and "priced from 9 earlier row(s)" in out
     assert "with these 3 tasks: out of reach within 30 runs per (task, arm); add tasks" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
@@ -416,8 +422,10 @@ def test_estimate_refuses_a_design_that_cannot_run_and_says_what_the_budget_allo
     assert "budget.max_sessions 200: the plan needs up to 119 sessions; the plan fits in it" in out
     assert "budget.max_usd 1: looks start no batch whose projected cost passes it" in out
     # No rows yet: the sweep to run first is a command that works (a target, then top-level --config only).
-    # Run 0 of every incumbent arm in the cache (rule sample_costs): no proposer, no anchor before its candidate.
-    assert f"snakemake sample_costs --cores 2 --configfile {capped}\n" in out, out
+    # Two runs of every incumbent arm in the cache (rule sample_costs): no proposer, no anchor before its candidate;
+    # one run would price the sessions but cannot measure how runs differ, and the command says so.
+    assert f"snakemake sample_costs --cores 2 --configfile {capped} --config runs=2\n" in out, out
+    assert "one run would price the sessions but cannot measure run-to-run noise" in out
     assert re.search(rf"then estimate again: \S*skillbench estimate --configfile {re.escape(str(capped))}\n", out), out
 
 

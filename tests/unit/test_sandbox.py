@@ -293,6 +293,9 @@ def test_none_backend_wraps_nothing(private_root):
 def test_claude_settings_disable_hooks_allow_tools_and_deny_proc():
     settings = json.loads(claude_code.claude_settings(sandbox_backend="bwrap"))
     assert settings["disableAllHooks"] is True and "hooks" not in settings
+    # The CLI's own bundled skills (verify, debug, …) are off: only the skills under test are offered
+    # (tests/workflow/test_init.py reads the offered list from the CLI's init event).
+    assert settings["disableBundledSkills"] is True
     assert settings["permissions"]["allow"] == ["Read", "Edit", "Write", "Bash", "Skill"]
     assert settings["permissions"]["disableBypassPermissionsMode"] == "disable"
     deny = settings["permissions"]["deny"]

@@ -1147,3 +1147,119 @@ def test_work_session_with_the_verify_once_rule_skips_the_whole_suite_run(tmp_pa
     outcome = play(script, task, "direct", repo, tmp_path / "home")
     assert outcome["bash"] == [task["verify"]]
     assert check(repo, task["verify"]).returncode == 0
+
+
+# ─── Shared steps and the skeleton ──────────────────────────────────────────────────────────────────────
+
+
+SHARED_SCRIPT = """\
+schema: model-script/v1
+defaults:
+  usage: {input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0}
+  final_text: Done.
+steps:
+  read-app:
+    - tools: [{name: Read, input: {file_path: "{{workspace}}/app.py"}}]
+  verify:
+    - use: read-app
+    - tools: [{name: Bash, input: {command: pytest -q}}]
+tasks:
+  fix:
+    work:
+      - tools: [{name: Skill, input: {skill: change-work}}]
+      - use: verify
+        when: run the verify command once
+    baseline:
+      - use: verify
+  other:
+    baseline:
+      - use: read-app
+"""
+
+
+def test_a_step_list_is_shared_by_name_across_tasks_and_roles(tmp_path):
+    from skillbench.execution.scripted_model import load_model_script, resolve_variation, session_steps
+
+    path = tmp_path / "script.yaml"
+    path.write_text(SHARED_SCRIPT)
+    script = load_model_script(path, task="fix")
+    played = resolve_variation(session_steps(script, "fix", "work"), variation_key=None, defaults_usage={})
+    assert [step["tools"][0]["name"] for step in played] == ["Skill", "Read", "Bash"]
+    # A used list's when applies to every step of it, nested uses included.
+    phrase = ["run the verify command once"]
+    assert [step.get("when") for step in played] == [None, phrase, phrase]
+    baseline = resolve_variation(session_steps(script, "fix", "baseline"), variation_key="k", defaults_usage={})
+    assert [step["tools"][0]["name"] for step in baseline] == ["Read", "Bash"]
+    other = load_model_script(path, task="other")
+    assert [
+        step["tools"][0]["input"] for step in session_steps(other, "other", "baseline")[0]["choose"][0]["steps"]
+    ] == [{"file_path": "{{workspace}}/app.py"}]
+
+
+def test_an_unknown_or_circular_shared_list_is_named_before_any_job(tmp_path):
+    from skillbench.experiment import configcheck
+
+    path = tmp_path / "script.yaml"
+    path.write_text(SHARED_SCRIPT.replace("      - use: verify\n        when", "      - use: verfy\n        when"))
+    with pytest.raises(ArtifactError) as unknown:
+        configcheck.check_model_script(
+            path,
+            suite_tasks=["fix", "other"],
+            selected_tasks=["fix"],
+            arm_roles={"workflow": ["work"], "baseline": ["baseline"]},
+            selected_arms=["workflow", "baseline"],
+            needs_proposer=False,
+        )
+    assert (
+        str(unknown.value)
+        == f"{path}: tasks.fix.work: `use: verfy` names no list under `steps`; did you mean `verify`?"
+    )
+    path.write_text(SHARED_SCRIPT.replace("    - use: read-app\n    - tools", "    - use: verify\n    - tools"))
+    with pytest.raises(ArtifactError, match=r"shared steps use each other in a cycle: verify -> verify"):
+        configcheck.check_model_script(
+            path,
+            suite_tasks=["fix", "other"],
+            selected_tasks=["fix"],
+            arm_roles={"baseline": ["baseline"]},
+            selected_arms=["baseline"],
+            needs_proposer=False,
+        )
+
+
+def test_script_init_writes_a_skeleton_the_checks_accept(tmp_path, monkeypatch, capsys):
+    """Per selected task and role: the skill, reads of the files the prompt and verify name, verify, a closing text;
+    a plan session writes its plan; a proposer when the experiment runs one. The run's own checks accept it."""
+    from skillbench.cli import main
+    from skillbench.execution.scripted_model import load_model_script, session_steps
+    from skillbench.experiment import configcheck
+
+    for name in ("config", "tasks", ".claude"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "skeleton.yaml"
+    assert main(["script", "init", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"wrote {out}: 3 task(s) × roles plan, work, baseline, and a proposer")
+    assert "then " in said and said.rstrip().endswith("skillbench check")
+    configcheck.check_model_script(
+        out,
+        suite_tasks=["money-thousands", "bulk-discount-threshold", "sku-normalization", "order-cancellation"],
+        selected_tasks=["money-thousands", "bulk-discount-threshold", "sku-normalization"],
+        arm_roles={"workflow": ["plan", "work"], "baseline": ["baseline"]},
+        selected_arms=["workflow", "baseline"],
+        needs_proposer=True,
+    )
+    script = load_model_script(out, task="money-thousands")
+    work = session_steps(script, "money-thousands", "work")
+    assert work[0]["tools"] == [{"name": "Skill", "input": {"skill": "change-work"}}]
+    reads = work[1]["choose"][0]["steps"][0]["tools"]
+    assert {"name": "Read", "input": {"file_path": "{{workspace}}/tests/test_pricing.py"}} in reads
+    verify = work[2]["choose"][0]["steps"][0]["tools"][0]
+    assert verify["input"]["command"] == "python3 -m pytest -q -p no:cacheprovider tests/test_pricing.py"
+    plan = session_steps(script, "money-thousands", "plan")
+    assert plan[-2]["tools"][0]["input"]["file_path"] == "{{workspace}}/docs/plans/money-thousands.md"
+    proposer = yaml.safe_load(out.read_text())["proposer"]
+    assert ".skillbench-output/overlay/.claude/skills/change-plan" in proposer[1]["tools"][0]["input"]["command"]
+    # An existing script is never replaced by accident.
+    assert main(["script", "init", "--out", str(out)]) == 1
+    assert "pass --force to replace it" in capsys.readouterr().err

@@ -18,6 +18,8 @@ from conftest import REPO, Project, copy_project
 
 SUITES = Path(__file__).parent / "suites"
 TASK = "money-thousands"
+# The skills the incumbent family holds: what a session that may use skills is offered, and nothing else.
+INCUMBENT = sorted(path.name for path in (REPO / ".claude" / "skills").iterdir() if (path / "SKILL.md").is_file())
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,25 @@ class AgentArms:
         shutil.copytree(self.suite / "hostile", target / "project", dirs_exist_ok=True)
         project.git("add", "-A", *(["--force"] if self.commit_ignored else []))
         project.git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", f"{self.agent} suite")
-        project.snakemake(f"results/{self.experiment}/sweep/results.jsonl", config=self.config())
+        # The rows, and the cells' pages (one job renders all four).
+        targets = [f"results/{self.experiment}/sweep/results.jsonl", f"results/{self.experiment}/pages/cells"]
+        project.snakemake(*targets, config=self.config())
         return project
+
+    def page(self, project: Project, arm: str) -> str:
+        return project.results(self.experiment, "pages", "cells", TASK, arm, "run0.html").read_text()
+
+    def assert_pages_show_turns_as_the_row_does(self, project: Project) -> None:
+        """Each arm's cell page shows its session turn by turn, tool calls and all (from the session's trajectory
+        for every CLI but Claude Code), and says the skill was invoked exactly when the row does."""
+        for arm, row in self.rows(project).items():
+            text = self.page(project, arm)
+            assert "turn 1: assistant" in text and '<span class="badge">' in text, arm
+            assert '"type": "item.completed"' not in text and "event item.completed" not in text, arm
+            if row["skill_invoked"]:
+                assert "skills invoked: change-work" in text and "skill invoked: change-work</span>" in text, arm
+            else:
+                assert "skills invoked:" not in text, arm
 
     def rows(self, project: Project) -> dict[str, dict[str, Any]]:
         return {row["arm"]: row for row in project.rows(self.experiment)}

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import pytest
-from agent_arms import AgentArms, pinned_version
+from agent_arms import INCUMBENT, AgentArms, pinned_version
 from conftest import Project
 
 EXPERIMENT = "cxtest"
@@ -58,13 +58,23 @@ def _outputs(project: Project, arm: str) -> list[str]:
     return [line for _cmd, code, text in _commands(project, arm) if code == 0 for line in text.splitlines()]
 
 
-def test_rows_carry_the_agent_and_its_version(run: Project) -> None:
+def test_rows_carry_the_agent_and_its_version_and_only_the_skills_under_test(run: Project) -> None:
     rows = _rows(run)
     assert set(rows) == set(ARMS)
     for arm, row in rows.items():
         assert row["agent"] == "codex" and row["cli_version"] == PINNED and row["model"] == MODEL, arm
-        # Codex lists its skills only in the prompt it sends, never in its stream: nothing to report.
-        assert row["offered_skills"] is None, arm
+        # A model Codex knows: no fallback metadata, so the row has nothing to say of it.
+        assert not [note for note in row["evidence_diagnostics"] if "fallback" in note], arm
+    # Codex lists its skills only in its prompt (its bundled system skills are off): the incumbent family for the
+    # arms that may use skills — the prompt listed skills (skills-are-listed), never a foreign one — else none.
+    assert rows["cx_skill"]["offered_skills"] == rows["cx_skip"]["offered_skills"] == INCUMBENT
+    assert rows["cx_baseline"]["offered_skills"] == [] and rows["cx_readonly"]["offered_skills"] == []
+    for arm in ("cx_skill", "cx_skip"):
+        assert "skills-are-listed" in _outputs(run, arm) and "foreign-skills-listed" not in _outputs(run, arm)
+
+
+def test_the_cell_pages_show_turns_and_tool_calls_as_the_row_does(run: Project) -> None:
+    CLI.assert_pages_show_turns_as_the_row_does(run)
 
 
 def test_a_session_proves_its_skill_by_reading_it_and_resolves(run: Project) -> None:

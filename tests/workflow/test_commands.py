@@ -214,9 +214,9 @@ def test_the_report_command_as_printed_reports_this_experiment_with_its_cell_pag
     assert report.returncode == 0, report.stderr[-3000:]
     html = session.project.results(EXPERIMENT, "report.html").read_text()
     results = json.loads(re.search(r"var results = (\{.*?\});\n", html, re.DOTALL).group(1))
-    pages = sorted(path for path in results if path.endswith("/cell.html"))
-    assert len(pages) == CELLS and all(path.startswith(f"results/{EXPERIMENT}/") for path in pages), pages
-    assert not any("cell-author.html" in path or "/demo/" in path for path in results)
+    pages = sorted(path for path in results if "/pages/" in path)
+    assert len(pages) == CELLS and all(path.startswith(f"results/{EXPERIMENT}/pages/") for path in pages), pages
+    assert not any("author-pages" in path or "/demo/" in path for path in results)
 
 
 def test_the_apply_command_as_printed_writes_this_experiments_candidate(session):
@@ -246,7 +246,7 @@ class Dom(HTMLParser):
 def test_a_hostile_sessions_markup_shows_as_text_in_a_browser(session):
     """The baseline session wrote script, image, iframe and closing tags in its text, a tool's input and output:
     Chromium's DOM of its cell page holds them as text, and none of them as an element."""
-    page = session.project.results(EXPERIMENT, "cells", "word-count", "baseline", "run0", "cell.html")
+    page = session.project.results(EXPERIMENT, "pages", "cells", "word-count", "baseline", "run0.html")
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         dom = subprocess.run(
             [browser(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}"]
@@ -263,8 +263,8 @@ def test_a_hostile_sessions_markup_shows_as_text_in_a_browser(session):
     assert "</pre></textarea><script>document.title='pwned'</script>" in text
     assert "<iframe src=x></iframe>" in text and "Done <img src=x onerror=alert(1)>." in text
     assert re.search(r"<title>cells/word-count/baseline/run0</title>", dom)
-    # The shared page holds the oracle's outcome only; the owner-only page beside it, its output too.
-    author = page.with_name("cell-author.html")
+    # The shared page holds the oracle's outcome only; the owner-only page, its output too.
+    author = session.project.results(EXPERIMENT, "author-pages", "cells", "word-count", "baseline", "run0.html")
     assert author.stat().st_mode & 0o777 == 0o600
     assert "word_count_oracle_test.py" in author.read_text()
     assert "word_count_oracle_test.py" not in page.read_text() and "hidden oracle: " in page.read_text()

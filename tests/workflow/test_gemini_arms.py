@@ -78,6 +78,10 @@ def test_rows_carry_the_agent_its_version_and_the_skills_it_offered(run: Project
         assert listed == rows[arm]["offered_skills"], arm
 
 
+def test_the_cell_pages_show_turns_and_tool_calls_as_the_row_does(run: Project) -> None:
+    CLI.assert_pages_show_turns_as_the_row_does(run)
+
+
 def test_a_session_proves_its_skill_from_the_stream_and_resolves(run: Project) -> None:
     row = _rows(run)["gm_skill"]
     assert row["skill_invoked"] is True and row["error_kind"] is None, row["error_detail"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_arms import AgentArms, pinned_version
+from agent_arms import INCUMBENT, AgentArms, pinned_version
 from conftest import Project
 
 EXPERIMENT = "octest"
@@ -66,13 +66,20 @@ def _bash_outputs(project: Project, arm: str) -> str:
     return "\n".join(text for tool, status, text in _tools(project, arm) if tool == "bash" and status == "completed")
 
 
-def test_rows_carry_the_agent_its_version_and_no_offered_skills(run: Project) -> None:
+def test_rows_carry_the_agent_its_version_and_only_the_skills_under_test(run: Project) -> None:
     rows = _rows(run)
     assert set(rows) == {"oc_skill", "oc_skip", "oc_baseline", "oc_readonly", "oc_flood", "cc_unpriced"}
     for row in (rows[arm] for arm in (*CLI.arms, "oc_flood")):
         assert row["agent"] == "opencode" and row["cli_version"] == PINNED and row["model"] == MODEL
-        # opencode lists its skills only in its system prompt, never in its stream.
-        assert row["offered_skills"] is None
+    # opencode lists its skills only in its system prompt, with its skill tool: the incumbent family for the arms
+    # that have it (the prompt listed skills: skills-are-listed), none for the others.
+    assert rows["oc_skill"]["offered_skills"] == rows["oc_skip"]["offered_skills"] == INCUMBENT
+    assert rows["oc_baseline"]["offered_skills"] == [] and rows["oc_readonly"]["offered_skills"] == []
+    assert "skills-are-listed" in _bash_outputs(run, "oc_skill")
+
+
+def test_the_cell_pages_show_turns_and_tool_calls_as_the_row_does(run: Project) -> None:
+    CLI.assert_pages_show_turns_as_the_row_does(run)
 
 
 def test_a_session_proves_its_skill_from_the_stream_and_resolves(run: Project) -> None:

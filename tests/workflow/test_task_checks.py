@@ -43,7 +43,7 @@ def test_model_script_mistakes_fail_at_parse_time(project):
 
 
 def write_authoring_suite(project) -> str:
-    """A suite of four broken tasks and one sound one, on a copy of the demo project."""
+    """A suite of five broken tasks and one sound one, on a copy of the demo project."""
     demo = project.root / "tasks" / "demo"
     suite = project.root / "tasks" / "authoring"
     shutil.copytree(demo / "project", suite / "project")
@@ -70,6 +70,7 @@ def write_authoring_suite(project) -> str:
     tasks = [
         task("sound", solution={"patch": "solutions/money-thousands.patch"}, verify_on_base="pass"),
         task("verify-fails-on-base", verify="tests/test_missing.py", verify_on_base="pass"),
+        task("verify-passes-on-base", verify_on_base="fail"),
         task("oracle-passes-on-base", oracle="oracles/passes_test.py", target="passes_test.py"),
         task("oracle-cannot-run", command=f'{pytest} "$SKILLBENCH_ORACLE_ROOT/money_tset.py"'),
         task("solution-does-not-pass", solution={"patch": "solutions/bulk-discount-threshold.patch"}),
@@ -102,6 +103,11 @@ def test_broken_tasks_are_refused_before_any_session(project):
         "task verify-fails-on-base: `verify` fails on the untouched code although the task declares "
         "`verify_on_base: pass`"
     ) in output
+    # The declared value is quoted as the task declares it.
+    assert (
+        "task verify-passes-on-base: `verify` passes on the untouched code although the task declares "
+        "`verify_on_base: fail`"
+    ) in output
     assert "command: python3 -m pytest -q -p no:cacheprovider tests/test_missing.py" in output
     assert "exit code: 4" in output
     assert (
@@ -116,7 +122,8 @@ def test_broken_tasks_are_refused_before_any_session(project):
     assert check["ok"] and check["summary"].startswith("sound: base: oracle fails as expected (exit 1)")
     assert not project.results("authoring", "cells").exists()
 
-    # The author's command says the same, one line per task, without starting a run (`check-tasks` is `check`).
+    # The author's command says the same, one line per task, without starting a run (`check-tasks` is `check`); the
+    # check the run made of the sound task is reused, as nothing it depends on changed.
     checked = subprocess.run(
         [SKILLBENCH, "check-tasks", "--configfile", str(project.root / "test-config.yaml")],
         cwd=project.root,
@@ -128,13 +135,16 @@ def test_broken_tasks_are_refused_before_any_session(project):
     assert checked.returncode == 1
     assert (
         lines[0]
-        == f"{project.root / 'test-config.yaml'}: experiment authoring: 5 task(s), arms baseline, 0 generation(s)"
+        == f"{project.root / 'test-config.yaml'}: experiment authoring: 6 task(s), arms baseline, 0 generation(s)"
     )
-    assert "check: 4 problem(s)" in checked.stderr
+    assert "check: 5 problems" in checked.stderr
     assert lines[1:] == [
-        "sound: base: oracle fails as expected (exit 1); verify passes as declared; solution: verify and oracle pass",
+        "sound: base: oracle fails as expected (exit 1); verify passes as declared; solution: verify and oracle pass "
+        "(reused: nothing it depends on changed since results/authoring/tasks/sound/check.json)",
         "verify-fails-on-base: REFUSED — `verify` fails on the untouched code although the task declares "
         "`verify_on_base: pass`",
+        "verify-passes-on-base: REFUSED — `verify` passes on the untouched code although the task declares "
+        "`verify_on_base: fail`",
         "oracle-passes-on-base: REFUSED — the hidden oracle passes on the untouched code: there is nothing to fix "
         "(check the oracle, or bind the task to a commit before the fix)",
         "oracle-cannot-run: REFUSED — the hidden oracle cannot run (pytest exit 4: usage error (a file that does not "

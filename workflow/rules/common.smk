@@ -29,6 +29,7 @@ from skillbench.experiment import schedule as sb_schedule  # noqa: E402
 from skillbench.decision import promotion as sb_promotion  # noqa: E402
 from skillbench.experiment import suite as sb_tasks  # noqa: E402
 from skillbench.experiment import overlayreview as sb_review  # noqa: E402
+from skillbench.experiment import paths as sb_paths  # noqa: E402
 
 # Every check that needs no session, the same list `skillbench check` runs: one line per mistake (with the closest
 # valid key for a typo); the full schema report goes to the log, and to the terminal under `snakemake --verbose`.
@@ -38,6 +39,7 @@ from skillbench.experiment import overlayreview as sb_review  # noqa: E402
 if workflow.is_main_process:
     PREFLIGHT = sb_preflight.check_experiment(
         config,
+        config_files=[str(path) for path in workflow.config_settings.configfiles],
         log_path="logs/config-errors.log",
         verbose=bool(getattr(getattr(workflow, "output_settings", None), "verbose", False)),
     )
@@ -93,6 +95,13 @@ RUNS_TEXT = (
 SKILLS_ROOT = config["skills"]["root"]
 GENERATIONS = config["evolution"]["generations"]
 INITIAL_OVERLAY = config["evolution"]["initial_overlay"]
+# evolution.seed_results as the generation folder generation 0's proposer reads (the preflight checked it): an
+# experiment folder stands for its last generation with rows; any other value stays as written.
+SEED_RESULTS = (
+    sb_paths.seed_folder(config["evolution"]["seed_results"])
+    if GENERATIONS and not INITIAL_OVERLAY
+    else config["evolution"]["seed_results"]
+)
 CANDIDATE_ARMS = sb_arms.candidate_arms(config)
 GENERATION_ARMS = sb_arms.generation_arm_order(INCUMBENT_ARMS, CANDIDATE_ARMS)
 # Each generation runs its anchor, fresh cells of every candidate's incumbent arm, beside its candidates (one batch
@@ -435,8 +444,7 @@ def get_evidence_inputs(wildcards):
     """Generation N reads generation N-1's rows, gate and proposal; generation 0 reads the seed, if any."""
     gen = int(wildcards.gen)
     if gen == 0:
-        seed = config["evolution"]["seed_results"]
-        return {"seed": [str(Path(seed) / sb_layout.ROWS)]} if seed else {}
+        return {"seed": [str(Path(SEED_RESULTS) / sb_layout.ROWS)]} if SEED_RESULTS else {}
     inputs = {"results": sb_layout.rows(RESULTS, gen - 1), "promotion": sb_layout.promotion(RESULTS, gen - 1)}
     if not (gen - 1 == 0 and INITIAL_OVERLAY):
         inputs["proposal"] = sb_layout.proposal(RESULTS, gen - 1)

@@ -153,7 +153,8 @@ rule stage_evidence:
         "../envs/skillbench.yaml"
     params:
         learnings=config["evolution"]["learnings"],
-        seed=config["evolution"]["seed_results"],
+        # An experiment folder stands for its last generation with rows (the path as given otherwise).
+        seed=SEED_RESULTS,
         evolvable=config["skills"]["evolvable"],
         # The name of the variable that holds the API key (redacted from the bundle); never the key.
         api_key_env=config["model"]["api_key_env"],

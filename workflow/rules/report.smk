@@ -180,28 +180,30 @@ use rule render_report_page as render_summary_page with:
         title=None,
 
 
-rule render_cell_page:
+# Every cell of a cell folder (the shared incumbent cells, or one generation's candidate cells) gets its page in one
+# job: a job per cell spent most of a small run's tail starting Python. Each page is registered with the report
+# through the folder's pattern, with the cell's task, arm and run as its labels.
+rule render_cell_pages:
     input:
-        record=sb_layout.cell_record(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
-        patch=sb_layout.cell_patch(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
-        transcripts=sb_layout.cell_transcripts(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        records=get_cellset_records,
     output:
-        page=report(
-            sb_layout.cell_page(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        pages=report(
+            directory(sb_layout.cell_pages(RESULTS, "{cellset}")),
+            patterns=[sb_layout.CELL_PAGE_PATTERN],
             caption="../report/cell.rst",
             category="Cells",
             subcategory="{task}",
             labels={"arm": "{arm}", "run": "{run}", "folder": "{cellset}"},
         ),
-        # The same page with the hidden oracle's output: owner-only, never registered with the report.
-        author=sb_layout.cell_author_page(RESULTS, "{cellset}", "{task}", "{arm}", "{run}"),
+        # The same pages with the hidden oracle's output: owner-only, never registered with the report.
+        authors=directory(sb_layout.cell_author_pages(RESULTS, "{cellset}")),
     log:
-        sb_layout.log(EXPERIMENT, "render_cell_page", sb_layout.cell_label("{cellset}", "{task}", "{arm}", "{run}")),
+        sb_layout.log(EXPERIMENT, "render_cell_pages", "{cellset}"),
     localrule: True
     conda:
         "../envs/skillbench.yaml"
     params:
-        # The experiment's arm order gives the arm its colour, the same as in the figures.
+        # The experiment's arm order gives each arm its colour, the same as in the figures.
         arms=INCUMBENT_ARMS,
     script:
-        "../../scripts/render_cell_page.py"
+        "../../scripts/render_cell_pages.py"

@@ -33,13 +33,29 @@ def get_generation_figures(wildcards):
 
 def get_report_targets(wildcards):
     """The HTML pages (which pull in every figure) of the sweep, each generation of the chain and the run, and the
-    page of every cell behind them."""
+    pages of every cell behind them (one folder of pages per cell folder)."""
     pages = [sb_layout.report_page(RESULTS, None), sb_layout.summary_page(RESULTS)]
-    records = sweep_records()
+    cellsets = [sb_layout.CELLS]
     for gen in generation_chain():
         pages.append(sb_layout.report_page(RESULTS, gen))
-        records += generation_records(gen)
-    return pages + [sb_layout.cell_page_of_record(record) for record in dict.fromkeys(records)]
+        cellsets.append(sb_layout.cellset(gen))
+    return pages + [sb_layout.cell_pages(RESULTS, cells) for cells in cellsets]
+
+
+def get_cellset_records(wildcards):
+    """The records of one cell folder the run uses: the cache's cells every generation of the chain read, or one
+    generation's batch (its candidate and anchor cells)."""
+    generation = sb_layout.cellset_generation(wildcards.cellset)
+    records = generation_records(generation) if generation is not None else sweep_records()
+    if generation is None:
+        for gen in generation_chain():
+            records += generation_records(gen)
+    wanted = None if generation is None else int(generation)
+    return [
+        record
+        for record in dict.fromkeys(records)
+        if sb_layout.parse_cell_record(Path(record).relative_to(RESULTS))[0] == wanted
+    ]
 
 
 def summary_page_labels(wildcards, input):

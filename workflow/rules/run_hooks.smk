@@ -78,6 +78,8 @@ class ShortFinalReason(logging.Filter):
 
 
 logging.getLogger("snakemake.logging").addFilter(ShortFinalReason())
+# After a Ctrl-C, Snakemake's scheduler says it will exit after the running jobs each time one of them ends: once.
+logging.getLogger("snakemake.logging").addFilter(sb_process.SaidOnce(sb_process.SNAKEMAKE_DRAIN_LINE))
 chain_run_hook("_onstart", lambda log: start_run())
 chain_run_hook("_onsuccess", lambda log: announce_run_end(ok=True))
 chain_run_hook(

@@ -37,14 +37,15 @@ use rule collect_results as collect_generation_results with:
         design=config["runs"],
 
 
-# What `skillbench estimate` prices a run from when nothing has run yet: run 0 of every incumbent arm on every task,
-# in the cache. A run keeps those cells (the cache's arms reuse them); a generation's anchor runs afresh beside its
-# candidate, whatever the cache holds.
+# What `skillbench estimate` prices a run from when nothing has run yet: the first two runs of every incumbent arm on
+# every task (two, so that run-to-run noise is measured; estimate passes --config runs=2), in the cache. A run keeps
+# those cells (the cache's arms reuse them); a generation's anchor runs afresh beside its candidate, whatever the cache
+# holds.
 rule sample_costs:
     input:
-        cell_records(INCUMBENT_ARMS, runs=1),
+        cell_records(INCUMBENT_ARMS, runs=min(len(RUNS), 2)),
     message:
-        "one run of every incumbent arm on every task, in the cache: skillbench estimate prices the experiment from them"
+        "the first runs of every incumbent arm on every task, in the cache: skillbench estimate prices the experiment from them"
 
 
 rule render_report:

@@ -4,9 +4,11 @@
 results/<experiment>/
   tasks/<task>/binding.json, template/, oracle/, check.json     tasks/bindings.json, checks.json
   cells/<task>/<arm>/run<i>/record.json, patch.diff, transcripts/ (and each one's .atif.json), harbor/ (a Harbor
-                               trial folder), oracle.log (review-output.json), cell.html, …
+                               trial folder), oracle.log (review-output.json), …
                                the cache: cells of the incumbent arms no generation pairs with a candidate (all of
                                them in a plain sweep), shared by every generation; never compared with a candidate
+  pages/cells/<task>/<arm>/run<i>.html, pages/gen<N>/cells/…      each cell's page (one job per cell folder)
+  author-pages/…               the same pages with the hidden oracle's output (owner-only)
   gen<N>/                      one generation of the evolution chain
     cells/<task>/<arm>/run<i>/…                                 its batch: the candidate cells and the anchor (fresh
                                cells of each candidate's incumbent arm, run beside them; generation 0's is the sweep's)
@@ -21,6 +23,7 @@ results/<experiment>/
   run.json                     what the run was started with (config files and values, command line, process)
   .outage-breaker.json         the outage breaker shared by concurrent cell jobs
   .progress/plan.json, running/, lock
+  .checks/<task>.json          task checks `skillbench check` ran outside a run (reused while their inputs hold)
 logs/<experiment>/<rule>/…
 ```
 
@@ -52,6 +55,7 @@ BATCH_NAME = re.compile(r"gen([0-9]+)(?:/look([0-9]+))?")
 GENERATION_FOLDER = re.compile(r"gen([0-9]+)")
 # Every finished cell's record under a results root, incumbent and candidate (globs relative to the root).
 RECORD = "record.json"
+PATCH = "patch.diff"
 LEDGER = "ledger.json"
 # The hidden oracle's output tail beside a cell's record, for the task author only (0600).
 ORACLE_LOG = "oracle.log"
@@ -232,7 +236,7 @@ def cell_record(root: Root, cells: str, task: str, arm: str, run: int | str) -> 
 
 
 def cell_patch(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
-    return _join(cell_dir(root, cells, task, arm, run), "patch.diff")
+    return _join(cell_dir(root, cells, task, arm, run), PATCH)
 
 
 def cell_transcripts(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
@@ -244,18 +248,32 @@ def trajectory_of_transcript(transcript: str) -> str:
     return transcript.removesuffix(".jsonl") + TRAJECTORY_SUFFIX
 
 
+# A cell folder's pages are made in one job per cell folder (``render_cell_pages``), so they live in a folder of
+# their own beside the cells: ``pages/<cells>/<task>/<arm>/run<i>.html``, and the author-only ones under
+# ``author-pages/`` (0700).
+PAGES = "pages"
+AUTHOR_PAGES = "author-pages"
+CELL_PAGE_PATTERN = "{task}/{arm}/run{run}.html"
+
+
+def cell_pages(root: Root, cells: str) -> str:
+    """The folder of a cell folder's pages (sessions, patch, verify, the oracle's outcome), in the shared report."""
+    return _join(root, PAGES, cells)
+
+
+def cell_author_pages(root: Root, cells: str) -> str:
+    """The folder of the same pages with the hidden oracle's output, for the task author only (0700)."""
+    return _join(root, AUTHOR_PAGES, cells)
+
+
 def cell_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
-    """The cell's page (sessions, patch, verify, the oracle's outcome), in the shared report."""
-    return _join(cell_dir(root, cells, task, arm, run), "cell.html")
+    """A cell's page in the shared report."""
+    return _join(cell_pages(root, cells), CELL_PAGE_PATTERN.format(task=task, arm=arm, run=run))
 
 
 def cell_author_page(root: Root, cells: str, task: str, arm: str, run: int | str) -> str:
-    """The same page with the hidden oracle's output, for the task author only (0600, never in the report)."""
-    return _join(cell_dir(root, cells, task, arm, run), "cell-author.html")
-
-
-def cell_page_of_record(record: Root) -> str:
-    return str(Path(record).parent / "cell.html")
+    """A cell's author-only page (with the hidden oracle's output; 0600, never in the report)."""
+    return _join(cell_author_pages(root, cells), CELL_PAGE_PATTERN.format(task=task, arm=arm, run=run))
 
 
 def row_cell_dir(root: Root, row: Mapping[str, Any], gen: int | str | None, *, candidate: bool) -> str:
@@ -351,6 +369,12 @@ def oracle_snapshot(root: Root, task: str) -> str:
 
 def task_check(root: Root, task: str) -> str:
     return _join(task_dir(root, task), "check.json")
+
+
+def checked_task(root: Root, task: str) -> str:
+    """A task check `skillbench check` ran outside a run (0600: it holds oracle output), reused while nothing it
+    depended on changed."""
+    return _join(root, ".checks", f"{task}.json")
 
 
 def bindings(root: Root) -> str:

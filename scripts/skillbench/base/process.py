@@ -10,6 +10,7 @@ running. `exclusive_writer` gives a folder one writer at a time (an flock held f
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import select
 import signal
@@ -517,6 +518,33 @@ def _stop_descendants() -> None:
             os.kill(pid, signal.SIGTERM)
         except OSError:
             pass
+
+
+class SaidOnce(logging.Filter):
+    """Lets through the first log record whose message starts with ``prefix`` and drops the rest: Snakemake's
+    scheduler logs "Will exit after finishing currently running jobs" each time a job ends after a Ctrl-C, once
+    per running job, where once says it."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self._said = threading.Event()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):
+            return True
+        if not message.startswith(self.prefix):
+            return True
+        if self._said.is_set():
+            return False
+        self._said.set()
+        return True
+
+
+# Snakemake's line after the first Ctrl-C (its scheduler repeats it as each running job ends).
+SNAKEMAKE_DRAIN_LINE = "Will exit after finishing currently running jobs"
 
 
 def handle_interrupts(stream: IO[str] | None = None) -> None:

@@ -537,10 +537,20 @@ class PromotionFields(TypedDict):
     target_base_digests: dict[str, str]
 
 
+class PostHocMark(TypedDict):
+    """A regrade's `post_hoc`: the run's promotion.json it departs from, what changed, and what the run decided."""
+
+    of: str
+    changed: dict[str, dict[str, Any]]
+    run_decisions: list[dict[str, str]]
+
+
 class PromotionDocument(PromotionFields, total=False):
-    """promotion.json: `schemas/promotion.schema.json` (``content_review`` when the overlay record has one)."""
+    """promotion.json: `schemas/promotion.schema.json` (``content_review`` when the overlay record has one;
+    ``post_hoc`` on a regrade under another policy than the run's, `reporting.posthoc`)."""
 
     content_review: ContentReviewBlock
+    post_hoc: PostHocMark
 
 
 # Error kinds a row is excluded from evidence for (the harness's failures and interruptions), and the ones

@@ -575,6 +575,25 @@ def _checked_targets(files: list[tuple[str, bytes]], skills: dict[str, Any], rec
     return targets
 
 
+def _uncommitted_target(repository: Path, target: str) -> str:
+    """Why a promotion target has no committed bytes, naming the repository as a folder (not `.`)."""
+    folder = Path(repository).resolve()
+    where = f"the git repository {folder} (the folder snakemake runs in)"
+    own = (
+        "keep skills of your own in a project folder of your own: `skillbench init DIR --skills PATH` makes one "
+        '(README, "Your own experiment")'
+    )
+    if Path(target).parts[:1] == ("..",):
+        return (
+            f"promotion target {target} lies outside {where}: the skills under test must be committed in it, where "
+            f"apply can write them as one transaction; {own}"
+        )
+    return (
+        f"promotion target {target} is not committed at HEAD of {where}: commit the incumbent skill file (and its "
+        f"mirrors) there first, or {own}"
+    )
+
+
 def committed_target_digests(repository: Path, targets: list[str]) -> dict[str, str]:
     """SHA-256 of each target's bytes at HEAD; refuse targets that are absent at HEAD or differ on disk.
 
@@ -585,10 +604,7 @@ def committed_target_digests(repository: Path, targets: list[str]) -> dict[str, 
     for target in targets:
         result = git(["show", f"HEAD:{target}"], capture_stdout_bytes=overlay.MAX_TOTAL_BYTES + 1)
         if not result.ok or result.stdout_capture is None:
-            raise overlay.OverlayError(
-                f"promotion target {target} is not committed at HEAD of {repository}; "
-                "commit the incumbent skill file (and its mirrors) first"
-            )
+            raise overlay.OverlayError(_uncommitted_target(repository, target))
         committed = result.stdout_capture
         digests[target] = hashlib.sha256(committed).hexdigest()
         live = Path(repository) / target

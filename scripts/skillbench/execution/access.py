@@ -16,8 +16,12 @@ A job that passes a cap learns it from the gateway's refusal, as its sessions' r
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
+import shutil
+import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -181,3 +185,81 @@ def model_access(
             finalised.set()
             if own is not None and own.exists():  # no file: nothing settled, nothing spent
                 _write_spend(own, job, gateway.spent_usd(), final=True)
+
+
+# ─── One live request before a run (`skillbench check --live`) ─────────────────────────────────────────────
+
+# The smallest request the Messages API answers with a generation: one token out.
+PROBE_BODY = {"max_tokens": 1, "messages": [{"role": "user", "content": "Reply with the word ok."}]}
+ANTHROPIC_VERSION = "2023-06-01"
+PROBE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the provider answered one minimal request through a gateway: the status, the error's type and message
+    (None when it answered), and what the request cost by the gateway's ledger."""
+
+    status: int
+    error_type: str | None
+    message: str | None
+    cost_usd: float | None
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP to the gateway's Unix socket."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__("gateway", timeout=timeout)
+        self._path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+def probe_model(
+    *,
+    upstream: str,
+    api_key: str,
+    model: str,
+    prices: Any,
+    timeout_s: float = PROBE_TIMEOUT_S,
+) -> Probe:
+    """One minimal Messages request for ``model`` (one output token) through a gateway of its own that holds
+    ``api_key`` and talks to ``upstream``, as a session's would: a bad key, an unknown model or no access answers
+    here, before any session is paid for."""
+    folder = Path(tempfile.mkdtemp(prefix="sb-probe-"))
+    try:
+        gateway = ModelGateway(folder / "model.sock", api_key=api_key, prices=prices, upstream_timeout_s=timeout_s)
+        with gateway:
+            token = gateway.open_session("live check", upstream=upstream, wire="anthropic")
+            connection = _UnixConnection(gateway.socket_path, timeout_s)
+            try:
+                connection.request(
+                    "POST",
+                    "/v1/messages",
+                    body=json.dumps({"model": model, **PROBE_BODY}),
+                    headers={
+                        "content-type": "application/json",
+                        "x-api-key": token,
+                        "anthropic-version": ANTHROPIC_VERSION,
+                    },
+                )
+                response = connection.getresponse()
+                status, raw = response.status, response.read()
+            finally:
+                connection.close()
+            ledger = gateway.close_session(token)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    error_type = message = None
+    if status >= 300:
+        try:
+            error = json.loads(raw).get("error") or {}
+        except (ValueError, AttributeError):
+            error = {}
+        error_type = str(error.get("type") or "") or None
+        message = str(error.get("message") or raw[:200].decode("utf-8", "replace")).strip()
+    return Probe(status, error_type, message, ledger["totals"].get("cost_usd"))

@@ -80,6 +80,7 @@ from skillbench.execution.wires.base import (
     split_path,
     without_params,
 )
+from skillbench.experiment.modelscript import SharedStepError, expand_shared_steps
 
 __all__ = [
     "BUILTIN_DEFAULTS",
@@ -150,14 +151,22 @@ def session_steps(script: dict[str, Any], task: str, role: str) -> list[dict[str
         raise ArtifactError(
             f"model script: task {task!r} has no steps for role {role!r} (roles: {', '.join(sorted(roles)) or 'none'})"
         )
-    return copy.deepcopy(list(roles[role]))
+    return _shared_expanded(roles[role], script, f"tasks.{task}.{role}")
 
 
 def proposer_steps(script: dict[str, Any]) -> list[dict[str, Any]]:
     """A deep copy of the proposer's steps; the script must have a top-level `proposer` list."""
     if not script.get("proposer"):
         raise ArtifactError("model script: no `proposer` steps; the scripted proposer has nothing to play")
-    return copy.deepcopy(list(script["proposer"]))
+    return _shared_expanded(script["proposer"], script, "proposer")
+
+
+def _shared_expanded(steps: list[dict[str, Any]], script: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A copy of ``steps`` with each `use:` of a shared step list played in its place."""
+    try:
+        return expand_shared_steps(steps, script.get("steps"))
+    except SharedStepError as exc:
+        raise ArtifactError(f"model script: {where}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------------------------

@@ -242,6 +242,8 @@ def session_record(
         "mcp_failed": mcp_failed,
         **{field: reading.cli_usage.get(field) or 0 for field in USAGE_FIELDS},
         "offered_skills": reading.offered_skills,
+        # What the CLI said about how it ran that the row should carry (e.g. Codex on fallback model metadata).
+        "cli_notes": [redact_text(note, secrets) for note in reading.notes],
         "transcript_missing": False,
         "evidence_diagnostics": [],
         "started_at": started_at,
@@ -695,6 +697,7 @@ def sum_sessions(records: list[dict[str, Any]]) -> dict[str, Any]:
         record["transcript_artifact"] for record in records if "transcript_artifact" in record
     ]
     total["evidence_diagnostics"] = [item for record in records for item in record.get("evidence_diagnostics", [])]
+    total["evidence_diagnostics"] += [note for record in records for note in record.get("cli_notes", [])]
     tool_use_counts: dict[str, int] = {}
     for record in records:
         for name, uses in record.get("tool_use_counts", {}).items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from skillbench.base.errors import SkillbenchError
+from skillbench.experiment.configcheck import did_you_mean
 from skillbench.experiment.overlay import OverlayError
 
 CANDIDATE_PREFIX = "candidate_"
@@ -90,9 +91,15 @@ def check_arms(config: dict[str, Any]) -> None:
 def selected_arms(config: dict[str, Any]) -> list[str]:
     """The incumbent arms to benchmark: `selected_arms`, or every arm under `arms` when it is empty."""
     chosen = config.get("selected_arms") or list(config["arms"])
-    unknown = [arm for arm in chosen if arm not in config["arms"]]
+    defined = list(config["arms"])
+    unknown = list(dict.fromkeys(arm for arm in chosen if arm not in config["arms"]))
     if unknown:
-        raise ArmError(f"config selected_arms: {unknown} are not defined under `arms` ({sorted(config['arms'])})")
+        raise ArmError(
+            "\n".join(
+                f"config selected_arms: arm `{arm}` is not defined under `arms`{did_you_mean(arm, defined)}"
+                for arm in unknown
+            )
+        )
     return chosen
 
 

@@ -65,7 +65,8 @@ def _key_path(parts: Iterable[str | int]) -> str:
     return text
 
 
-def _closest(word: str, choices: list[str]) -> str | None:
+def closest_name(word: str, choices: list[str]) -> str | None:
+    """The valid name a typo most likely meant, or None."""
     matches = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if matches:
         return matches[0]
@@ -83,7 +84,7 @@ def _unknown_keys(error: jsonschema.ValidationError) -> list[str] | None:
     lines = []
     for key in sorted(set(error.instance) - set(known), key=str):
         full = f"{where}.{key}" if where else str(key)
-        hint = _closest(str(key), known)
+        hint = closest_name(str(key), known)
         suggestion = f"; did you mean `{(where + '.') if where else ''}{hint}`?" if hint else ""
         valid = f" (valid keys{' under `' + where + '`' if where else ''}: {', '.join(known)})" if not hint else ""
         lines.append(f"unknown key `{full}`{suggestion}{valid}")
@@ -258,9 +259,14 @@ def design_warnings(config: dict[str, Any], task_count: int) -> list[str]:
     return warnings
 
 
-def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> str:
-    """The advice after a run that promoted nothing, matching why: more generations only help a design that can
-    promote at all. `reasons` are the gate's reasons of the last generation."""
+GENERATIONS_ADVICE = "Raise `evolution.generations` to continue the chain."
+
+
+def next_step(config: dict[str, Any], task_count: int, decisions: list[dict[str, Any]]) -> str:
+    """The advice after a run that promoted nothing, matching why: the test that decided and the change that would
+    let it decide (more tasks, more runs, a margin). More generations are advised only when a new candidate is the
+    remedy (the candidate was shown no cheaper, or worse). `decisions` are the last generation's gate decisions
+    (promotion.json's, with their reasons and tests)."""
     gate = config["gate"]
     if most_runs(config["runs"]) < gate["min_runs"]:
         return (
@@ -269,7 +275,7 @@ def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> st
             f"more generations would not help: set `runs` to at least {gate['min_runs']} (or lower "
             "`gate.min_runs`) and run again."
         )
-    text = " ".join(reasons)
+    text = " ".join(reason for decision in decisions for reason in decision.get("reasons", []))
     if "cut short" in text:
         caps = [cap for cap in ("budget.max_sessions", "budget.max_usd") if cap in text] or ["the budget"]
         return (
@@ -287,11 +293,84 @@ def next_step(config: dict[str, Any], task_count: int, reasons: list[str]) -> st
             "Some runs were excluded (session, infra or cleanup errors; see the report's error kinds): fix the "
             "cause and run the same command again, which redoes only what is missing."
         )
-    return "Raise `evolution.generations` to continue the chain."
+    for decision in decisions:
+        advice = _design_advice(decision)
+        if advice:
+            return advice
+    return GENERATIONS_ADVICE
 
 
-def _did_you_mean(word: str, choices: list[str]) -> str:
-    hint = _closest(word, choices)
+def _design_advice(decision: dict[str, Any]) -> str | None:
+    """What would let the gate decide a candidate it kept out for want of evidence (None: the evidence spoke, or
+    the rule does not test, and a new candidate is the remedy)."""
+    tests = decision.get("tests")
+    if decision.get("decision") == "promote" or decision.get("rule") != "noise_aware" or not tests:
+        return None
+    cost, quality, design = tests["cost"], tests["quality"], tests["design"]
+    if quality["conclusion"] == "worse" or cost["conclusion"] in ("not_cheaper", "below_floor"):
+        return None  # the evidence ruled the candidate out: another candidate is the remedy
+    advice = []
+    if cost["conclusion"] in ("inconclusive", "not_computable"):
+        advice.append(_cost_advice(cost, design))
+    if quality["conclusion"] in ("inconclusive", "not_computable"):
+        advice.append(_quality_advice(quality, design))
+    if not advice:
+        return None
+    return " ".join(advice) + " More generations would run the same tests on the same design again."
+
+
+def _cost_advice(cost: dict[str, Any], design: dict[str, Any]) -> str:
+    tasks = cost["tasks"]
+    if cost["conclusion"] == "not_computable" or tasks < 3:
+        return (
+            f"The cost test decided: over {tasks} gated task(s) it has {max(tasks - 1, 0)} degree(s) of freedom (the "
+            "task is the unit of replication), too few to tell a saving: add tasks (`skillbench estimate` sizes the "
+            "design)."
+        )
+    detectable = f"; this design detects a {cost['mde_pct']:.1f}% saving 80% of the time" if cost["mde_pct"] else ""
+    return (
+        f"The cost test decided: not enough tasks or runs to tell (estimate {cost['estimate_pct']:.1f}%, interval "
+        f"{cost['ci_low_pct']:.1f}% to {cost['ci_high_pct']:.1f}%{detectable}): add tasks (each one adds a degree "
+        f"of freedom; {design['text']} now) or runs (`runs`); `skillbench estimate` sizes the design."
+    )
+
+
+def _quality_advice(quality: dict[str, Any], design: dict[str, Any]) -> str:
+    margin, difference = quality["margin_pct"], quality["difference_pct"]
+    low, high = quality["ci_low_pct"], quality["ci_high_pct"]
+    if difference is None or low is None or high is None:
+        return (
+            "The resolution test decided: it could not compare the arms' resolution; add tasks both arms can "
+            "resolve, or runs (`runs`)."
+        )
+    counts = (
+        f"candidate {quality['candidate_resolved']}/{quality['candidate_runs']}, incumbent "
+        f"{quality['incumbent_resolved']}/{quality['incumbent_runs']}"
+    )
+    shown = (
+        f"The resolution test decided: {counts} cannot show the resolution within the {margin:g}-point margin "
+        f"(gate.quality_margin_pct; the interval reaches {low:+.1f} points)"
+    )
+    wider = f"set `gate.quality_margin_pct` to {math.ceil(-low)} or more"
+    room = difference + margin
+    if room <= 0:
+        return (
+            f"{shown}, and the difference itself ({difference:+.1f}) is past it: only a wider margin decides: {wider}."
+        )
+    half_width = (high - low) / 2
+    runs = quality["candidate_runs"]
+    needed = math.ceil(runs * (half_width / room) ** 2)
+    tasks = max(design["tasks"], 1)
+    per_task = math.ceil(needed / tasks)
+    return (
+        f"{shown}: about {needed} runs per arm would show it ({per_task} per task over these {tasks} task(s): "
+        f"`runs: {per_task}`), or {wider}; more tasks help the same way."
+    )
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """`; did you mean `x`?` for a typo of one of ``choices``, else the list of them."""
+    hint = closest_name(word, choices)
     return f"; did you mean `{hint}`?" if hint else f" (known: {', '.join(choices) or 'none'})"
 
 
@@ -325,7 +404,7 @@ def _named_task_problems(
     known_roles = sorted({role for roles in arm_roles.values() for role in roles})
     for task, roles in scripted.items():
         if task not in suite_tasks:
-            problems.append(f"{path}: task `{task}` is not in the task suite{_did_you_mean(task, suite_tasks)}")
+            problems.append(f"{path}: task `{task}` is not in the task suite{did_you_mean(task, suite_tasks)}")
         elif task in replayed:
             if replayable is not None and task not in replayable:
                 problems.append(
@@ -335,7 +414,7 @@ def _named_task_problems(
         else:
             problems += [
                 f"{path}: task `{task}`: role `{role}` is not a session role of any arm"
-                f"{_did_you_mean(role, known_roles)}"
+                f"{did_you_mean(role, known_roles)}"
                 for role in roles or {}
                 if role not in known_roles
             ]
@@ -360,7 +439,10 @@ def check_model_script(
     ref: `replayable`, None when not known).
     """
     document = read_yaml(path, what="model script")
+    from skillbench.experiment.modelscript import shared_step_problems
+
     problems, _detail = schema_problems(_distinct_scripts(document), "model-script", what=str(path))
+    problems = problems or shared_step_problems(document, str(path))
     if problems:
         raise ArtifactError("\n".join(problems[:MAX_LINES]))
     scripted = document.get("tasks") or {}

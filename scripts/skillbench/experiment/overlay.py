@@ -49,8 +49,12 @@ def _real_root(path: Path) -> Path:
         raise OverlayError(f"overlay {root} does not exist")
     if kind != "folder":
         raise OverlayError(f"overlay {root} must be a real directory, not a symlink or a file")
+    # `..` only steps up a folder: it is written out, not refused; a symlink on the way is.
+    root = Path(os.path.normpath(root))
     if root.resolve(strict=True) != root:
-        raise OverlayError(f"overlay path {root} passes through a symlink; give its real path")
+        link = next((parent for parent in (root, *root.parents) if parent.is_symlink()), None)
+        named = f" ({link} is a symlink)" if link is not None else ""
+        raise OverlayError(f"overlay path {root} passes through a symlink{named}; give its real path")
     return root
 
 

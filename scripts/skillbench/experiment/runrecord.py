@@ -266,10 +266,17 @@ def busy_message(results_dir: str | Path) -> str | None:
     )
 
 
+WORKFLOW_CONFIG = CHECKOUT / "config" / "config.yaml"
+
+
 def config_layers(configfiles: list[Path], default: Path) -> list[Path]:
-    """config/config.yaml under the given files, as `snakemake --configfile` merges them over the Snakefile's."""
-    extra = [path for path in configfiles if not (default.is_file() and path.resolve() == default.resolve())]
-    return ([default] if default.is_file() else []) + extra
+    """The config files a run in this folder merges, lowest first, as its Snakefile and `snakemake --configfile` do:
+    the workflow's own config/config.yaml, then this folder's ``default`` (config/config.yaml) when it is another
+    file (a project folder's, which holds only what differs: `skillbench init`), then the given files."""
+    layers = [WORKFLOW_CONFIG] if WORKFLOW_CONFIG.is_file() else []
+    if default.is_file() and not any(default.resolve() == layer.resolve() for layer in layers):
+        layers.append(default)
+    return layers + [path for path in configfiles if not any(path.resolve() == layer.resolve() for layer in layers)]
 
 
 def _differing_keys(left: dict[str, Any], right: dict[str, Any]) -> list[str]:

@@ -18,6 +18,9 @@ prompt) runs only its `setup`.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -123,9 +126,11 @@ def check_task(
             )
         # As one clone would: the solution's steps count only when the base met every expectation.
         steps, problems = base if base[1] else (base[0] + solved[0], solved[1])
-        return _document(task["id"], steps, problems, True)
-    steps, problems = _in_clone(task, files, settings, template, list(secrets), lambda checks: checks.run(solution))
-    return _document(task["id"], steps, problems, solution is not None)
+    else:
+        steps, problems = _in_clone(task, files, settings, template, list(secrets), lambda checks: checks.run(solution))
+    document = _document(task["id"], steps, problems, solution is not None)
+    document["inputs_sha256"] = inputs_digest(task, binding, solution, settings)
+    return document
 
 
 def _in_clone(
@@ -153,6 +158,19 @@ def _in_clone(
         finally:
             sandbox.close()
     return steps, problems
+
+
+def inputs_digest(task: dict[str, Any], binding: TaskBinding, solution: bytes | None, settings: CheckSettings) -> str:
+    """What a task check's outcome depends on, as one SHA-256: the task as written, its binding (the resolved and
+    sanitized commits, the oracle's digests), the reference solution's bytes and the check's settings (timeouts,
+    sandbox). A check.json with the same digest says what a new check would (`skillbench check` reuses it)."""
+    document = {
+        "task": task,
+        "binding": binding,
+        "solution": None if solution is None else hashlib.sha256(solution).hexdigest(),
+        "settings": dataclasses.asdict(settings),
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @dataclass
@@ -312,7 +330,7 @@ def _verify_and_oracle(
     steps.append(_step(f"verify-on-{stage}", task["verify"], verify, expected, met, secrets))
     if not met:
         where = "the untouched code" if stage == "base" else "the reference solution"
-        declared = " although the task declares `verify_on_base: pass`" if stage == "base" else ""
+        declared = f" although the task declares `verify_on_base: {expected}`" if stage == "base" else ""
         verb = "fails" if expected == "pass" else "passes"
         problems.append(_problem(task_id, steps[-1], f"`verify` {verb} on {where}{declared}"))
     command = task["oracle"]["command"]

@@ -51,6 +51,13 @@ def checked_bytes(path: Path, sha256: str, *, what: str) -> bytes:
     return data
 
 
+def _message(detail: Any) -> str | None:
+    """A row's error detail as Harbor's exception message (a string): a session's structured detail as JSON."""
+    if detail is None or isinstance(detail, str):
+        return detail
+    return json.dumps(detail, sort_keys=True, ensure_ascii=False)
+
+
 def _unique(names: Sequence[str | None]) -> list[str]:
     return list(dict.fromkeys(name for name in names if name))
 
@@ -204,7 +211,7 @@ def trial_result(
         "exception_info": (
             {
                 "exception_type": failed,
-                "exception_message": _exception_message(row.get("error_detail"), failed),
+                "exception_message": _message(row.get("error_detail")) or failed,
                 "exception_traceback": "",
                 "occurred_at": timing["finished_at"],
             }
@@ -215,15 +222,6 @@ def trial_result(
         "finished_at": timing["finished_at"],
         "agent_execution": _sessions_window(timing),
     }
-
-
-def _exception_message(detail: Any, error_kind: str) -> str:
-    """Harbor wants a string; a session error's detail is an object, so it is written as compact JSON."""
-    if detail is None or detail == "":
-        return error_kind
-    if isinstance(detail, str):
-        return detail
-    return json.dumps(detail, sort_keys=True, separators=(",", ":"))
 
 
 def trial_config(row: Mapping[str, Any], trial_name: str) -> dict[str, Any]:

@@ -59,6 +59,8 @@ class Transcript:
     path: str
     events: list[dict[str, Any]] | None
     problem: str | None = None
+    # The session as its ATIF trajectory (every CLI's turns in one shape), when the cell wrote one.
+    trajectory: dict[str, Any] | None = None
 
 
 def agent_label(row: ResultRow) -> str:
@@ -260,7 +262,87 @@ def _event(event: dict[str, Any], failed: set[str], turn: int, first_of_turn: bo
     )
 
 
+# The tools a CLI invokes a skill with (Claude Code, opencode and Copilot, Gemini CLI); Codex reads a SKILL.md.
+SKILL_TOOLS = frozenset({"Skill", "skill", "activate_skill"})
+
+
+def _trajectory_call(call: dict[str, Any], result: dict[str, Any] | None, invoked: list[str]) -> str:
+    """One tool call of a trajectory step and its result; a skill's invocation (its tool, or a read of its SKILL.md
+    for a CLI that has no skill tool) marked as Claude Code's are."""
+    name = str(call.get("function_name", "?"))
+    arguments = call.get("arguments")
+    text = json.dumps(arguments, ensure_ascii=False) if not isinstance(arguments, str) else arguments
+    skill = next((skill for skill in invoked if f"{skill}/SKILL.md" in text), None)
+    if name in SKILL_TOOLS:
+        skill = skill or next((str(value) for value in (arguments or {}).values() if isinstance(value, str)), "?")
+    failed = bool(result and (result.get("extra") or {}).get("is_error"))
+    if skill is not None:
+        badge = f'<span class="badge">skill invoked: {_e(skill)}</span>{_e(" — the call failed" if failed else "")}'
+        kind = "skill"
+    else:
+        badge = f'<span class="badge">{_e(name)}</span>'
+        kind = "mcp" if name.startswith("mcp__") else ""
+    shown = (
+        f'<div class="tool {kind}">{badge} <span class="note">{_e(call.get("tool_call_id", ""))}</span>'
+        + _tool_input(arguments if arguments is not None else {})
+        + "</div>"
+    )
+    if result is not None:
+        label = "tool result (error)" if failed else "tool result"
+        shown += (
+            f'<div class="tool {"error" if failed else ""}"><span class="badge">{_e(label)}</span>'
+            f"{_pre(_result_text(result.get('content')))}</div>"
+        )
+    return shown
+
+
+def _trajectory_session(transcript: Transcript, trajectory: dict[str, Any]) -> str:
+    """A session of any CLI from its ATIF trajectory: the prompt, then each model turn (its text, tool calls with
+    their results, skill invocations marked) with the tokens and cost the gateway's ledger measured for it."""
+    skills = ((trajectory.get("agent") or {}).get("extra") or {}).get("skills") or {}
+    invoked = skills.get("invoked")
+    summary = (
+        "skill use not provable from the stream"
+        if invoked is None
+        else f"skills invoked: {', '.join(invoked)}"
+        if invoked
+        else "no skill invoked"
+    )
+    agent = trajectory.get("agent") or {}
+    parts = [
+        f'<h3>{_e(transcript.role)} session</h3><p class="note">{_e(transcript.path)} (as its ATIF trajectory; '
+        f"{_e(agent.get('name'))} {_e(agent.get('version'))})</p>",
+        f'<p class="note">{_e(summary)}</p>',
+    ]
+    turn = 0
+    for step in trajectory.get("steps") or []:
+        if step.get("source") == "user":
+            parts.append(f'<div class="turn user"><span class="who">prompt</span>{_pre(step.get("message", ""))}</div>')
+            continue
+        turn += 1
+        metrics = step.get("metrics") or {}
+        counted = [
+            f"{label} {metrics[key]}"
+            for key, label in (("prompt_tokens", "prompt"), ("completion_tokens", "output"))
+            if key in metrics
+        ]
+        cost = f", {_money(metrics['cost_usd'])}" if "cost_usd" in metrics else ""
+        usage = f' <span class="note">tokens: {_e(", ".join(counted))}{cost}</span>' if counted else ""
+        results = {item.get("source_call_id"): item for item in (step.get("observation") or {}).get("results") or []}
+        body = [_pre(step["message"])] if step.get("message") else []
+        body += [
+            _trajectory_call(call, results.get(call.get("tool_call_id")), invoked or [])
+            for call in step.get("tool_calls") or []
+        ]
+        parts.append(
+            f'<div class="turn assistant"><span class="who">turn {turn}: assistant</span>{usage}{"".join(body)}</div>'
+        )
+    return "".join(parts)
+
+
 def _session(transcript: Transcript) -> str:
+    if transcript.trajectory is not None:
+        return _trajectory_session(transcript, transcript.trajectory)
     heading = f'<h3>{_e(transcript.role)} session</h3><p class="note">{_e(transcript.path)}</p>'
     if transcript.events is None:
         return heading + f'<p class="no">transcript not readable: {_e(transcript.problem or "")}</p>'
@@ -313,14 +395,15 @@ def _patch(patch: str | None) -> str:
     return "<pre>" + "\n".join(lines) + "</pre>" + (f'<p class="note">{_e(rest)}</p>' if rest else "")
 
 
-def _oracle(row: ResultRow, oracle_log: str | None, author_only: bool) -> str:
+def _oracle(row: ResultRow, oracle_log: str | None, author_only: bool, author_page: str) -> str:
     passed = row["oracle_passed"]
     outcome = "passed" if passed else "failed" if row["oracle_output"] == "hidden oracle failed" else "did not run"
     text = f'<p>hidden oracle: <span class="verdict {"yes" if passed else "no"}">{_e(outcome)}</span></p>'
     if not author_only:
         return text + (
             '<p class="note">Its output is kept out of every shared report: the owner-only page '
-            '<a href="cell-author.html">cell-author.html</a> beside this one (and oracle.log) holds it.</p>'
+            f"<code>{_e(author_page)}</code> under the results folder (and oracle.log beside the cell's record) "
+            "holds it.</p>"
         )
     if oracle_log is None:
         return text + '<p class="note">no oracle output was kept for this run</p>'
@@ -397,11 +480,12 @@ def render_cell_page(
     colour: str,
     author_only: bool = False,
     oracle_log: str | None = None,
+    author_page: str = "author-pages/…",
 ) -> str:
     """The HTML page of one cell (``label``: its path below the results root, e.g. ``cells/fix/baseline/run0``).
 
     ``colour`` is the arm's colour in the figures (``#rrggbb``). ``oracle_log`` is shown only when
-    ``author_only``."""
+    ``author_only``; the shared page names ``author_page`` (below the results root) as where it is."""
     colour = colour if COLOUR.fullmatch(colour) else "#57606a"
     style = f":root {{ --arm: {colour}; }}" + STYLE
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
@@ -496,7 +580,7 @@ def render_cell_page(
         body += ["<h2>Triggering against the hidden label</h2>", _trigger(trigger)]
     else:
         body += ["<h2>Verify</h2>", _pre(row["verify_output"] or "(no output)")]
-        body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only)]
+        body += ["<h2>Hidden oracle</h2>", _oracle(row, oracle_log, author_only, author_page)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_e(policy)}">'

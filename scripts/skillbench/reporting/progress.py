@@ -34,6 +34,7 @@ from skillbench.decision.policy import GatePolicy
 from skillbench.decision.promotion import is_promoted
 from skillbench.execution.access import RunSpend
 from skillbench.experiment import runrecord
+from skillbench.experiment.configcheck import GENERATIONS_ADVICE
 
 
 def _now() -> datetime:
@@ -612,7 +613,7 @@ def closing_lines(
         # A sweep the budget cut short says so too: raising budget.max_usd finishes its cells.
         lines.append(f"  next:      {summary['next_step']}")
     elif summary["outcome"] == "not_promoted":
-        lines.append("  next:      Raise `evolution.generations` to continue the chain.")
+        lines.append(f"  next:      {GENERATIONS_ADVICE}")
     return lines
 
 

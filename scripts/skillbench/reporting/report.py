@@ -9,6 +9,7 @@ documents or config goes through `markup` (`md_text`, `md_code`, `md_prose`), so
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from skillbench.decision.aggregate import (
     savings,
     trigger_scores,
 )
+from skillbench.experiment.configcheck import GENERATIONS_ADVICE
 from skillbench.reporting.markup import md_code, md_fenced, md_prose, md_text
 
 DEFAULT_BASELINE_ARM = "baseline"
@@ -1166,7 +1168,27 @@ def _generation_table(summary: dict[str, Any]) -> list[str]:
         lines.append(f"## Generation {generation['generation']}")
         lines.append("")
         lines += [f"- {md_prose(line)}" for line in generation["gate_summary"]]
+        lines += _post_hoc_lines(generation.get("post_hoc") or [])
         lines.append("")
+    return lines
+
+
+def _post_hoc_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """Regrades under another policy than the run's, beside its decision: marked post hoc, never the verdict."""
+    lines = []
+    for entry in entries:
+        changed = "; ".join(
+            f"{key} {json.dumps(values['post_hoc'])} (the run's: {json.dumps(values['run'])})"
+            for key, values in entry["changed"].items()
+        )
+        decisions = "; ".join(
+            f"{decision['candidate_arm']}: {decision['decision']} — {decision['reason']}"
+            for decision in entry["decisions"]
+        )
+        lines.append(
+            f"- **post hoc, not the run's decision** (under {md_text(changed)}; {md_code(entry['document'])}): "
+            f"{md_prose(decisions)}"
+        )
     return lines
 
 
@@ -1176,7 +1198,7 @@ def _outcome_line(summary: dict[str, Any]) -> str:
             f"**Outcome: generation {summary['promoted_generation']}'s candidate was promoted.** "
             f"Apply it with {md_code('skillbench apply ' + layout.results_root(summary['experiment']))}."
         )
-    advice = summary.get("next_step") or "Raise `evolution.generations` to continue the chain."
+    advice = summary.get("next_step") or GENERATIONS_ADVICE
     return (
         f"**Outcome: no candidate cleared the gate in {summary['generations_requested']} generation(s).** "
         f"{md_prose(advice)}"

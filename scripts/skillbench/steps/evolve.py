@@ -21,7 +21,7 @@ from skillbench.experiment.configcheck import next_step
 from skillbench.experiment.settings import proposer_settings
 from skillbench.grading import oracle
 from skillbench.preflight import checked_overlay
-from skillbench.reporting import report
+from skillbench.reporting import posthoc, report
 from skillbench.steps.session import job_run_control, start_session_job
 
 
@@ -133,8 +133,10 @@ def summarize_run(
     `arms` are the incumbent arms, `runs` the design and `min_runs` the gate's (they shape the advice)."""
     generations = []
     held: list[tuple[int, list[str]]] = []
+    last_decisions: list[dict[str, Any]] = []
     for promotion_path, overlay_path in zip(promotions, overlays, strict=True):
         promotion = artifacts.read_artifact(Path(promotion_path), "promotion")
+        last_decisions = list(promotion["decisions"])
         review = promotion.get("content_review")
         if review and review["held"]:
             held.append((artifacts.read_artifact(Path(overlay_path), "overlay")["generation"], review["unaccepted"]))
@@ -144,6 +146,10 @@ def summarize_run(
                 promotion, overlay_doc, promoted=is_promoted(promotion), gate_summary=summarize_gate(promotion)
             )
         )
+        # Regrades under another policy, kept beside the decision: a summary made again still lists them.
+        post_hoc = posthoc.entries(Path(summary_out).parent, overlay_doc["generation"])
+        if post_hoc:
+            generations[-1]["post_hoc"] = post_hoc
     outcome, promoted = report.run_outcome(generations_requested, generations)
     last_rows = artifacts.read_jsonl(Path(results[-1]), "result-row")
     broken = broken_incumbent_arms(aggregate_by_task(last_rows), arms)
@@ -163,9 +169,8 @@ def summarize_run(
             "evolution.accept_flags and run the same command again (only the gate reruns)."
         )
     elif outcome == "not_promoted":
-        last_reasons = [reason for d in generations[-1]["decisions"] for reason in d["reasons"]] if generations else []
         design = {"gate": {"min_runs": min_runs}, "runs": runs}
-        advice = next_step(design, len({row["task"] for row in last_rows}), last_reasons)
+        advice = next_step(design, len({row["task"] for row in last_rows}), last_decisions)
     summary = {
         "schema": "summary/v1",
         "experiment": experiment,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -138,6 +139,7 @@ def render_report_page(*, markdown: str, figure_files: list[str], out: str, titl
 
 def _transcripts(run_dir: Path, record: CellRecord) -> list[cellpage.Transcript]:
     """Each session's parent-captured transcript, checked against the digest its row records."""
+    agent = record["row"].get("agent") or "claude-code"
     found = []
     for index, artifact in enumerate(record["row"]["transcript_artifacts"]):
         role = _transcript_role(record, index, artifact["path"])
@@ -149,11 +151,24 @@ def _transcripts(run_dir: Path, record: CellRecord) -> list[cellpage.Transcript]
         problem = (
             None if hashlib.sha256(raw).hexdigest() == artifact["sha256"] else "does not match its recorded digest"
         )
+        # A CLI other than Claude Code (whose own events the page reads) is shown from its ATIF trajectory: every
+        # CLI's turns and tool calls in one shape, its skill use the adapter's proof, as on the row.
+        trajectory = None if agent == "claude-code" or problem else _trajectory(run_dir / artifact["path"])
         try:
-            found.append(cellpage.Transcript(role, artifact["path"], parse_event_stream(raw), problem))
+            found.append(cellpage.Transcript(role, artifact["path"], parse_event_stream(raw), problem, trajectory))
         except ValueError as exc:
-            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc)))
+            found.append(cellpage.Transcript(role, artifact["path"], None, str(exc), trajectory))
     return found
+
+
+def _trajectory(transcript: Path) -> dict[str, Any] | None:
+    """A transcript's ATIF trajectory beside it (None when the cell wrote none, or it cannot be read)."""
+    path = Path(layout.trajectory_of_transcript(str(transcript)))
+    try:
+        document = json.loads(artifacts.read_regular_file(path, MAX_TRANSCRIPT_BYTES * 4, what="trajectory"))
+    except (OSError, ValueError, artifacts.ArtifactError):
+        return None
+    return document if isinstance(document, dict) and isinstance(document.get("steps"), list) else None
 
 
 def _text_file(path: Path, limit: int) -> str | None:
@@ -164,25 +179,40 @@ def _text_file(path: Path, limit: int) -> str | None:
         return None
 
 
-def render_cell_page(*, record: str, patch: str, arm_order: list[str], page_out: str, author_out: str) -> None:
-    """A cell's record, transcripts and patch → its page for the shared report, and the author-only page that
-    also holds the hidden oracle's output (oracle.log beside the record, owner-only like it)."""
-    document = _read_cell_record(Path(record))
-    run_dir = Path(record).parent
-    row = document["row"]
-    root = layout.root_of_cell_file(record, layout.cellset(_cell_generation(run_dir)))
-    page = functools.partial(
-        cellpage.render_cell_page,
-        label=str(run_dir.relative_to(root)),
-        row=row,
-        timing=document["timing"],
-        transcripts=_transcripts(run_dir, document),
-        patch=_text_file(Path(patch), MAX_PATCH_BYTES),
-        colour=figures.arm_colours(arm_order).get(row["arm"], "#57606a"),
-    )
-    artifacts.atomic_write_text(Path(page_out), page())
-    oracle_log = _text_file(run_dir / layout.ORACLE_LOG, MAX_ORACLE_LOG_BYTES)
-    artifacts.atomic_write_text(Path(author_out), page(author_only=True, oracle_log=oracle_log), mode=0o600)
+def render_cell_pages(*, records: list[str], arm_order: list[str], pages_out: str, authors_out: str) -> None:
+    """Every cell of one cell folder → its page for the shared report (``pages_out``) and the author-only page that
+    also holds the hidden oracle's output (``authors_out``, owner-only like the oracle.log beside the record): one
+    job, so a run's tail renders in seconds what one job per cell took minutes for."""
+    colours = figures.arm_colours(arm_order)
+    pages_dir, authors_dir = Path(pages_out), Path(authors_out)
+    pages_dir.mkdir(parents=True, exist_ok=True)
+    authors_dir.mkdir(parents=True, exist_ok=True)
+    authors_dir.chmod(0o700)
+    for path in map(Path, records):
+        document = _read_cell_record(path)
+        run_dir = path.parent
+        row = document["row"]
+        cells = layout.cellset(_cell_generation(run_dir))
+        root = layout.root_of_cell_file(path, cells)
+        name = layout.CELL_PAGE_PATTERN.format(task=row["task"], arm=row["arm"], run=row["run"])
+        author = Path(layout.cell_author_page(root, cells, row["task"], row["arm"], row["run"]))
+        page = functools.partial(
+            cellpage.render_cell_page,
+            label=str(run_dir.relative_to(root)),
+            row=row,
+            timing=document["timing"],
+            transcripts=_transcripts(run_dir, document),
+            patch=_text_file(run_dir / layout.PATCH, MAX_PATCH_BYTES),
+            colour=colours.get(row["arm"], "#57606a"),
+            author_page=str(author.relative_to(root)),
+        )
+        (pages_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        artifacts.atomic_write_text(pages_dir / name, page())
+        oracle_log = _text_file(run_dir / layout.ORACLE_LOG, MAX_ORACLE_LOG_BYTES)
+        target = authors_dir / name
+        for folder in reversed(target.relative_to(authors_dir).parents[:-1]):
+            (authors_dir / folder).mkdir(mode=0o700, exist_ok=True)
+        artifacts.atomic_write_text(target, page(author_only=True, oracle_log=oracle_log), mode=0o600)
 
 
 def _cell_generation(run_dir: Path) -> int | None:

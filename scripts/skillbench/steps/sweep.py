@@ -121,10 +121,13 @@ def _row_cell(rows_folder: Path, row: dict[str, Any]) -> Path:
 def cell_page_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[str, str, int, str]]:
     """(task, arm, run, path relative to the report) of every row's cell page."""
     folder = report_path.parent
-    return [
-        (row["task"], row["arm"], row["run"], os.path.relpath(_row_cell(folder, row) / "cell.html", folder))
-        for row in rows
-    ]
+    generation = layout.generation_of_folder(folder.name)
+    links = []
+    for row in rows:
+        cells = layout.cellset(generation if is_candidate(row["arm"]) else None)
+        page = layout.cell_page(folder.parent, cells, row["task"], row["arm"], row["run"])
+        links.append((row["task"], row["arm"], row["run"], os.path.relpath(page, folder)))
+    return links
 
 
 def oracle_log_links(rows: list[dict[str, Any]], report_path: Path) -> list[tuple[dict[str, Any], str]]:

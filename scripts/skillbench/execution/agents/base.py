@@ -81,6 +81,8 @@ class StreamReading:
     mcp_semantic_errors: dict[str, int] = field(default_factory=dict)
     mcp_failed: dict[str, str] = field(default_factory=dict)
     skill_invoked: Callable[[str], bool] = field(default=lambda _skill: False)
+    # What the CLI said about how it ran that does not fail the session but the row should say (a diagnostic).
+    notes: list[str] = field(default_factory=list)
 
 
 class AgentAdapter(Protocol):
@@ -202,3 +204,15 @@ def harness_counts(names: Iterable[str], harness_names: Mapping[str, str]) -> di
         key = harness_names.get(name, name)
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+def skill_folders(skills_root: Path) -> list[str]:
+    """The skills a CLI finds in a clone's skills folder: every `<skill>/SKILL.md` folder (no symlink followed),
+    sorted; what a session of a CLI whose stream never lists its skills is offered when it may use skills."""
+    if not skills_root.is_dir() or skills_root.is_symlink():
+        return []
+    return sorted(
+        entry.name
+        for entry in skills_root.iterdir()
+        if entry.is_dir() and not entry.is_symlink() and (entry / "SKILL.md").is_file()
+    )

@@ -232,7 +232,8 @@ def _usage_counts(data: dict[str, Any]) -> dict[str, int | None]:
 def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: Sequence[str] = ()) -> str:
     """The Claude Code settings every session gets with --settings (compact, key-sorted JSON).
 
-    * hooks are off (`disableAllHooks`), bypass mode is disabled;
+    * hooks are off (`disableAllHooks`), bypass mode is disabled; the skills the CLI ships are off
+      (`disableBundledSkills`), so a session is offered only the skills under test;
     * `permissions.allow` pre-approves the harness's tools (the arm's --tools still narrows the list);
       web, subagent and notebook tools are denied;
     * under bwrap the CLI's own file tools (Read/Edit/Write run inside the CLI process, which holds
@@ -251,7 +252,8 @@ def claude_settings(*, sandbox_backend: str, cli_sandbox: bool = False, hidden: 
     if sandbox_backend not in BACKENDS:
         raise SandboxError(f"unknown sandbox backend {sandbox_backend!r}; use one of {BACKENDS}")
     deny = [*DENIED_TOOLS]
-    settings: dict[str, Any] = {"disableAllHooks": True}
+    # Only the skills under test are offered: the skills the CLI ships (verify, debug, code-review, …) are off.
+    settings: dict[str, Any] = {"disableAllHooks": True, "disableBundledSkills": True}
     if sandbox_backend == "bwrap":
         for root in (*PROTECTED_PATHS, f"{SANDBOX_HOME}/.claude", *hidden):
             deny += [f"Read(/{root}/**)", f"Edit(/{root}/**)", f"Write(/{root}/**)"]

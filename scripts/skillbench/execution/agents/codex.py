@@ -39,7 +39,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skillbench.execution.agents.base import FileText, SessionRequest, SessionSandbox, StreamReading, refuse_extensions
+from skillbench.execution.agents.base import (
+    FileText,
+    SessionRequest,
+    SessionSandbox,
+    StreamReading,
+    refuse_extensions,
+    skill_folders,
+)
 from skillbench.execution.gateway import bridge_base_url
 from skillbench.execution.sandbox import SANDBOX_WORKSPACE, AgentInstall
 from skillbench.execution.streams import SESSION_ID, captured_events, count
@@ -483,6 +490,20 @@ def _failures(window: list[dict[str, Any]]) -> list[str]:
     return failures
 
 
+def model_notes(window: list[dict[str, Any]]) -> list[str]:
+    """Codex's own error item when it has no metadata for the model it was asked for: it then runs on fallback
+    metadata (its default instructions, context window and tools), which the row says, naming the fix."""
+    notes = []
+    for item in completed_items(window):
+        message = item.get("message") if item["type"] == "error" else None
+        if isinstance(message, str) and message.startswith("Model metadata for") and "fallback metadata" in message:
+            notes.append(
+                f"codex: {message[:300]} (the session ran on Codex's fallback model metadata; name a model Codex "
+                "knows in agents.codex.model to run it on its own)"
+            )
+    return notes
+
+
 def read_stream(
     capture: bytes | None,
     *,
@@ -512,6 +533,7 @@ def read_stream(
         cli_usage=usage,
         offered_skills=None,  # Codex lists its skills only in its prompt, never in its stream
         skill_invoked=lambda skill: skill_was_invoked(window, skill, (skill_texts or {}).get(skill)),
+        notes=model_notes(window),
     )
 
 
@@ -542,7 +564,8 @@ class Codex:
         return SessionSandbox(covers, read_only_workspace=read_only(request))
 
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
-        return None  # skills are listed only in its prompt; the proof is the read of a SKILL.md
+        # Listed only in its prompt (its bundled system skills are off): the skills folder's, when it may use them.
+        return skill_folders(skills_root) if offers_skills(request) else []
 
     def home_files(self, request: SessionRequest) -> dict[str, str]:
         return {".codex/config.toml": home_config(request)}

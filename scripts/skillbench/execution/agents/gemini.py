@@ -54,6 +54,7 @@ from skillbench.execution.agents.base import (
     harness_counts,
     mapped_tools,
     refuse_extensions,
+    skill_folders,
 )
 from skillbench.execution.sandbox import AgentInstall
 from skillbench.execution.streams import SESSION_ID, captured_events, count
@@ -179,13 +180,7 @@ def loadable_skills(skills_root: Path, request: SessionRequest) -> list[str]:
     """The skills a session's CLI offers, as its stream never lists them: every `<skill>/SKILL.md` folder of the
     clone's skills folder (the only skill folder it reads: the others are covered or in the fresh home, and the
     built-in ones are disabled) when the session may use skills, else none (`skills.enabled` is off)."""
-    if "activate_skill" not in core_tools(request) or not skills_root.is_dir() or skills_root.is_symlink():
-        return []
-    return sorted(
-        entry.name
-        for entry in skills_root.iterdir()
-        if entry.is_dir() and not entry.is_symlink() and (entry / "SKILL.md").is_file()
-    )
+    return skill_folders(skills_root) if "activate_skill" in core_tools(request) else []
 
 
 def cli_command(cli: str, request: SessionRequest) -> list[str]:

@@ -37,6 +37,7 @@ from skillbench.execution.agents.base import (
     StreamReading,
     harness_counts,
     refuse_extensions,
+    skill_folders,
 )
 from skillbench.execution.sandbox import SANDBOX_HOME, AgentInstall
 from skillbench.execution.streams import captured_events, count, nonnegative
@@ -379,7 +380,10 @@ class OpenCode:
         return extra
 
     def configured_skills(self, skills_root: Path, request: SessionRequest) -> list[str] | None:
-        return None  # it lists them only in its system prompt
+        # Listed only in its system prompt, and only with its skill tool: the skills folder's, when it has that.
+        return (
+            skill_folders(skills_root) if "Skill" in request.tools and "Skill" not in request.disallowed_tools else []
+        )
 
     def tool_form(
         self, name: str, tool_input: dict[str, Any], existing: FileText | None = None
