@@ -24,7 +24,7 @@ from skillbench.decision.gate import check_policy_design, run_design
 from skillbench.decision.policy import resolve_policy
 from skillbench.evolution.apply import committed_target_digests
 from skillbench.execution import access, agents, cgroups, environment, mcp, plugins, price_tables, quota, repo, sandbox
-from skillbench.execution.pricing import price_book
+from skillbench.execution.pricing import model_price, price_book
 from skillbench.experiment import arms, configcheck, overlay, overlayreview, paths, skillformat
 from skillbench.experiment import suite as task_suite
 from skillbench.experiment.arms import ArmError, required_candidate_arms
@@ -146,6 +146,10 @@ def live_check(config: dict[str, Any]) -> tuple[list[str], list[str]]:
     for name, wire in wanted.items():
         if wire != "anthropic":
             notes.append(f"live: model {name} not asked (its CLI speaks the {wire} wire; only Anthropic's is probed)")
+            continue
+        if model_price(prices, name) is None:
+            # The gateway would refuse it before anything went upstream, as it refuses it in a run.
+            notes.append(f"live: model {name} not asked (it has no price in the price table, agent.prices)")
             continue
         try:
             probe = access.probe_model(upstream=upstream, api_key=key, model=name, prices=prices)

@@ -48,6 +48,8 @@ experiment: demo
 model:
   name: {MODEL}
   effort: high
+# Both candidate pairs (the workflow's own config, which the CLI layers under this one, selects fewer arms).
+selected_arms: [workflow, workflow_direct, baseline]
 skills:
   root: .claude/skills
   evolvable: [change-plan, change-work]

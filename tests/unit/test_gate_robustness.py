@@ -259,5 +259,5 @@ def test_the_advice_after_a_run_with_capped_sessions_does_not_ask_to_rerun_them(
     capped = {(f"t{index:02d}", 0): 8.0 for index in range(12)}
     decision = decide(capped_suite(capped))
     config = {"gate": {"min_runs": 3}, "runs": 5}
-    advice = next_step(config, 12, decision["reasons"])
+    advice = next_step(config, 12, [decision])
     assert "run the same command again" not in advice and "excluded" not in advice

@@ -380,10 +380,15 @@ def stand_in():
     api.server.shutdown()
 
 
-def live(model: str, url: str) -> dict:
+def live(model: str, url: str, *, priced: bool = True) -> dict:
+    price = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3}
     config = configcheck.merge(
         configcheck.merged_files(REPO / "config" / "config.yaml"),
-        {"model": {"provider": "anthropic", "name": model, "base_url": url}, "evolution": {"generations": 0}},
+        {
+            "model": {"provider": "anthropic", "name": model, "base_url": url},
+            "evolution": {"generations": 0},
+            "agent": {"prices": {"usd_per_mtok": {model: price} if priced else {}}},
+        },
     )
     return configcheck.validate_config(config)
 
@@ -414,6 +419,13 @@ def test_check_live_says_in_one_line_a_bad_key_a_missing_model_or_no_access(stan
         f"live: model claude-sonnet-4-20250514 at {stand_in.url}: the key in ANTHROPIC_API_KEY was refused (401 "
         "authentication_error: invalid x-api-key): export a valid key"
     ]
+    # A model without a price is not asked: the gateway refuses it before anything goes upstream, as in a run.
+    asked = len(stand_in.requests)
+    notes, problems = preflight.live_check(live("claude-unpriced-3", stand_in.url, priced=False))
+    assert problems == [] and notes == [
+        "live: model claude-unpriced-3 not asked (it has no price in the price table, agent.prices)"
+    ]
+    assert len(stand_in.requests) == asked
     # The scripted model has no key to check.
     assert preflight.live_check(configcheck.validate_config(configcheck.merged_files(REPO / "config" / "config.yaml")))[
         0
