@@ -267,11 +267,13 @@ def parsed_line(outcome: Outcome) -> object:
         return {"unparsed": outcome.brief()}
 
 
-def nested_bwrap_argv() -> list[str]:
+def nested_bwrap_argv(*, network_namespace: bool = True) -> list[str]:
     """A small Bubblewrap sandbox like the harness's nested ones: new namespaces, own /proc, no network."""
+    kinds = ("user", "ipc", "pid", "uts")
+    unshare = ["--unshare-all"] if network_namespace else [f"--unshare-{kind}" for kind in kinds]
     return [
         "/usr/bin/bwrap",
-        "--unshare-all",
+        *unshare,
         "--die-with-parent",
         "--ro-bind",
         "/usr",
@@ -302,12 +304,80 @@ def nested_bwrap_argv() -> list[str]:
     ]
 
 
+# Run inside the sandbox: the namespaces and mounts a nested sandbox needs, one at a time, without bwrap and
+# without util-linux (whose `mount` trips over the statx probe's finding); one JSON line of what happened.
+NAMESPACE_SCRIPT = """
+import ctypes, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+results = {}
+def call(name, code):
+    results[name] = "ok" if code == 0 else os.strerror(ctypes.get_errno())
+NEWNS, NEWUSER, NEWPID, NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+uid, gid = os.getuid(), os.getgid()
+results["outer_loopback_listener_from_outside"] = os.environ["OUTER_CONTROL"]
+call("unshare", libc.unshare((0 if uid == 0 else NEWUSER) | NEWNS | NEWPID | NEWNET))
+if uid != 0:
+    for path, text in (("/proc/self/uid_map", f"0 {uid} 1"), ("/proc/self/gid_map", f"0 {gid} 1")):
+        try:
+            with open(path, "w") as handle:
+                handle.write(text)
+            results["write " + path] = "ok"
+        except OSError as error:
+            results["write " + path] = error.strerror
+BIND, REMOUNT, RDONLY, REC, PRIVATE = 4096, 32, 1, 16384, 1 << 18
+call("mount --make-rprivate /", libc.mount(None, b"/", None, REC | PRIVATE, None))
+call("mount tmpfs /run", libc.mount(b"none", b"/run", b"tmpfs", 0, None))
+call("bind /workspace", libc.mount(b"/workspace", b"/workspace", None, BIND, None))
+call("remount /workspace read-only", libc.mount(None, b"/workspace", None, BIND | REMOUNT | RDONLY, None))
+reader, writer = os.pipe()
+child = os.fork()
+if child == 0:
+    call("mount proc", libc.mount(b"proc", b"/proc", b"proc", 0, None))
+    results["pid_in_namespace"] = os.getpid()
+    with socket.socket() as client:
+        client.settimeout(3)
+        code = client.connect_ex(("127.0.0.1", int(os.environ["OUTER_PORT"])))
+        results["outer_loopback_listener"] = "reached" if code == 0 else os.strerror(code)
+    os.write(writer, json.dumps(results).encode())
+    os._exit(0)
+os.close(writer)
+os.waitpid(child, 0)
+print(os.read(reader, 65536).decode())
+"""
+
+# Starts a loopback listener (as the session's forwarder to the gateway is one), then the namespace script.
+NAMESPACE_LAUNCHER = """
+import os, socket, subprocess, sys
+with socket.socket() as listener:
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    os.environ["OUTER_PORT"] = str(listener.getsockname()[1])
+    with socket.socket() as control:
+        # The control: outside the nested namespaces the listener is reachable.
+        code = control.connect_ex(listener.getsockname())
+        os.environ["OUTER_CONTROL"] = "reached" if code == 0 else os.strerror(code)
+    sys.exit(subprocess.run([sys.executable, "-c", sys.argv[1]]).returncode)
+"""
+
+
 def probe_nested(cell: Cell) -> dict[str, object]:
+    """Bubblewrap inside runsc (plain, then with /proc/sys/kernel/overflow{u,g}id supplied, which this gVisor's
+    /proc lacks), and the raw namespaces and mounts a nested sandbox of another make would need."""
+    overflow = cell.scratch / "overflow-id"
+    overflow.write_text("65534\n")
+    supplied = [(overflow, f"/proc/sys/kernel/overflow{kind}id", False) for kind in ("u", "g")]
     report: dict[str, object] = {}
     for who, root in (("as_uid_1000", False), ("as_root_with_caps", True)):
-        (cell.workspace / "nested.txt").unlink(missing_ok=True)
-        outcome = cell.run(nested_bwrap_argv(), root=root)
-        report[who] = {"started": "nested-ok" in outcome.stdout, **outcome.brief()}
+        for variant, binds, argv in (
+            ("bwrap", [], nested_bwrap_argv()),
+            ("bwrap_with_overflow_ids", supplied, nested_bwrap_argv()),
+            ("bwrap_with_overflow_ids_no_net_namespace", supplied, nested_bwrap_argv(network_namespace=False)),
+        ):
+            (cell.workspace / "nested.txt").unlink(missing_ok=True)
+            outcome = cell.run(argv, binds=binds, root=root)
+            report[f"{variant}_{who}"] = {"started": "nested-ok" in outcome.stdout, **outcome.brief()}
+        outcome = cell.run(["/usr/bin/python3", "-c", NAMESPACE_LAUNCHER, NAMESPACE_SCRIPT], root=root)
+        report[f"namespaces_{who}"] = parsed_line(outcome)
     return report
 
 
