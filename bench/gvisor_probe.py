@@ -267,41 +267,28 @@ def parsed_line(outcome: Outcome) -> object:
         return {"unparsed": outcome.brief()}
 
 
-def nested_bwrap_argv(*, network_namespace: bool = True) -> list[str]:
-    """A small Bubblewrap sandbox like the harness's nested ones: new namespaces, own /proc, no network."""
+def bwrap_argv(
+    bwrap: str, workspace: str, command: Sequence[str], *, network_namespace: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
+    """`command` in a small Bubblewrap sandbox like the harness's: new namespaces (the network one unless told
+    otherwise), read-only /usr, own /proc, /dev and /tmp, `workspace` writable at /workspace, and `extra`."""
     kinds = ("user", "ipc", "pid", "uts")
     unshare = ["--unshare-all"] if network_namespace else [f"--unshare-{kind}" for kind in kinds]
+    links = [arg for name in ("bin", "lib", "lib64") for arg in ("--symlink", f"usr/{name}", f"/{name}")]
     return [
-        "/usr/bin/bwrap",
+        bwrap,
         *unshare,
         "--die-with-parent",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--bind",
-        "/workspace",
-        "/workspace",
-        "--chdir",
-        "/workspace",
-        "/bin/sh",
-        "-c",
-        "echo nested-ok uid=$(id -u) pid=$$ > /workspace/nested.txt; cat /workspace/nested.txt",
+        *("--ro-bind", "/usr", "/usr", *links, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"),
+        *("--bind", workspace, "/workspace", "--chdir", "/workspace", *extra),
+        *command,
     ]
+
+
+def nested_bwrap_argv(*, network_namespace: bool = True) -> list[str]:
+    """Debian's Bubblewrap started inside the runsc sandbox, leaving a mark in the workspace."""
+    mark = "echo nested-ok uid=$(id -u) pid=$$ > /workspace/nested.txt; cat /workspace/nested.txt"
+    return bwrap_argv("/usr/bin/bwrap", "/workspace", ["/bin/sh", "-c", mark], network_namespace=network_namespace)
 
 
 # Run inside the sandbox: the namespaces and mounts a nested sandbox needs, one at a time, without bwrap and
@@ -413,43 +400,9 @@ def probe_statx(cell: Cell) -> dict[str, object]:
 
 
 def bwrap_true_argv(workspace: Path) -> list[str]:
-    """`/bin/true` in Bubblewrap with the mounts and namespaces the runsc bundle has."""
-    return [
-        "bwrap",
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--ro-bind",
-        "/etc",
-        "/etc",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--bind",
-        str(workspace),
-        "/workspace",
-        "--uid",
-        str(AGENT_UID),
-        "--gid",
-        str(AGENT_UID),
-        "--cap-drop",
-        "ALL",
-        "/bin/true",
-    ]
+    """`/bin/true` in Bubblewrap with the mounts, namespaces and user the runsc bundle has."""
+    agent = ["--uid", str(AGENT_UID), "--gid", str(AGENT_UID), "--cap-drop", "ALL"]
+    return bwrap_argv("bwrap", str(workspace), ["/bin/true"], extra=["--ro-bind", "/etc", "/etc", *agent])
 
 
 def probe_overhead(cell: Cell, runs: int) -> dict[str, object]:
