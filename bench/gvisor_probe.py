@@ -88,7 +88,8 @@ class Cell:
         self.workspace = self.scratch / "workspace"
         self.workspace.mkdir()
         # The agent's uid inside owns its clone, as the harness hands a cell's clone to the cell's uid.
-        os.chown(self.workspace, AGENT_UID, AGENT_UID)
+        if os.geteuid() == 0:
+            os.chown(self.workspace, AGENT_UID, AGENT_UID)
         rootfs = self.scratch / "bundle" / "rootfs"
         for folder in ("usr", "etc", "workspace", "tmp", "proc", "dev", "opt", "run"):
             (rootfs / folder).mkdir(parents=True)
