@@ -13,7 +13,7 @@ APT_PACKAGES := bubblewrap python3-pytest python3-pip git ripgrep
 
 MCP_SDK   := tools/mcp-python
 
-.PHONY: setup system python tools mcp-sdk prices browser demo mined-demo test test-cli clean report-screenshot inspect-screenshot
+.PHONY: setup system python tools mcp-sdk prices browser gvisor demo mined-demo test test-cli clean report-screenshot inspect-screenshot
 
 setup: system python tools mcp-sdk prices
 
@@ -88,6 +88,13 @@ $(MCP_SDK)/.installed:
 browser:
 	@command -v chromium >/dev/null || { echo "installing Debian package: chromium"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
+# gVisor's `runsc` (Debian's package; optional, not part of setup or test): the second containment boundary
+# docs/gvisor.md measures with bench/gvisor_probe.py. Nothing in the pipeline uses it yet.
+gvisor:
+	@command -v runsc >/dev/null || { echo "installing Debian package: runsc"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runsc; }
+	runsc --version
 
 demo: setup
 	$(BIN)/snakemake --cores $(CORES)
