@@ -101,6 +101,10 @@ class AgentArms:
         for every CLI but Claude Code), and says the skill was invoked exactly when the row does."""
         for arm, row in self.rows(project).items():
             text = self.page(project, arm)
+            if row["error_kind"] == "model-unpriced":
+                # Refused before anything went upstream: the CLI's own error turn, and no skill used.
+                assert "model-unpriced" in text and "no skill invoked" in text and "skills invoked:" not in text, arm
+                continue
             assert "turn 1: assistant" in text and '<span class="badge">' in text, arm
             assert '"type": "item.completed"' not in text and "event item.completed" not in text, arm
             if row["skill_invoked"]:

@@ -73,7 +73,7 @@ def test_a_review_cell_is_scored_against_the_hidden_labels(reviewed: Project) ->
 
 def test_a_review_session_cannot_edit_the_code(reviewed: Project) -> None:
     row = by_task(reviewed.rows(EXPERIMENT))["edits-code"]
-    cell = reviewed.results(EXPERIMENT, "cells", "edits-code", "review", "run0")
+    cell = reviewed.results(EXPERIMENT, "gen0", "cells", "edits-code", "review", "run0")  # generation 0's anchor
     transcript = next(cell.glob("transcripts/*.jsonl")).read_text()
     # The CLI refused the unoffered Edit, and the Write over the code failed on the read-only workspace.
     assert row["tool_use_counts"].get("Edit") == 1 and row["tool_use_counts"].get("Write") == 2, row
@@ -109,7 +109,7 @@ def test_the_labels_reach_no_session_no_proposer_and_no_artifact(reviewed: Proje
     # A session retried after a slow start on a loaded machine leaves one transcript per attempt: one of them ran
     # the search to its end (the canary is in none of them: `leaked` above covers every transcript).
     for transcripts in (
-        list(results.glob("cells/longest-words/review/run0/transcripts/*.jsonl")),
+        list(results.glob("gen0/cells/longest-words/review/run0/transcripts/*.jsonl")),
         list(results.glob("gen0/transcripts/proposer-*.jsonl")),
     ):
         assert transcripts and any("No matches found" in path.read_text() for path in transcripts), transcripts

@@ -119,6 +119,9 @@ class CellContext:
     session_windows: list[SessionWindow] = field(default_factory=list)
     # The gateway's ledger of every session the cell ran, in order.
     ledgers: list[dict[str, Any]] = field(default_factory=list)
+    # The SKILL.md texts the cell's clone held during its sessions: what the trajectories' skill proof checks a read
+    # against once the clone is gone (the Harbor export).
+    skill_texts: dict[str, str] = field(default_factory=dict)
     # The task's reference solution, when the model script replays it (`replay: solution`); never in the workspace.
     replayed_solution: bytes | None = None
 
@@ -412,6 +415,8 @@ def run_one_session(session: dict[str, Any], prompt: str, *, work: CellWork) -> 
     if read_only or writable:
         surface = replace(surface, read_only_workspace=read_only, writable_binds=[*surface.writable_binds, *writable])
     label = f"{cell.task['id']}/{cell.arm}/run{cell.run}/{session['role']}"
+    skills_root = sandbox.clone / context.agent.skills_dir
+    context.skill_texts.update(sessions.skill_texts(skills_root, sessions.installed_skills(skills_root)))
     started, window_start = time.monotonic(), now_iso("milliseconds")
     record, ledger = sessions.launch_session(
         sandbox,

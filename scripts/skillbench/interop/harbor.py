@@ -62,10 +62,15 @@ def _unique(names: Sequence[str | None]) -> list[str]:
     return list(dict.fromkeys(name for name in names if name))
 
 
-def _skills(agent: str, raw: bytes, offered: Sequence[str], expected: str | None) -> dict[str, Any]:
+def _skills(
+    agent: str, raw: bytes, offered: Sequence[str], expected: str | None, skill_texts: Mapping[str, str] | None
+) -> dict[str, Any]:
     """The skills the session was offered (its stream's list, else the row's) and those its own stream proves it
-    used, by its adapter's proof (None when the proof is ambiguous)."""
-    reading = agents.adapter(agent).read_stream(raw, overflow=False, limit=MAX_TRANSCRIPT_BYTES, mcp_servers=[])
+    used, by its adapter's proof (None when the proof is ambiguous); `skill_texts` are the SKILL.md texts the
+    session's clone held, which a proof by reading the file (Codex) must have shown whole."""
+    reading = agents.adapter(agent).read_stream(
+        raw, overflow=False, limit=MAX_TRANSCRIPT_BYTES, mcp_servers=[], skill_texts=skill_texts
+    )
     listed = _unique([*(reading.offered_skills or []), *offered])
     invoked: list[str] | None = None
     if reading.stream_error is None:
@@ -91,6 +96,7 @@ def session_trajectories(
     ledger_sessions: Sequence[Mapping[str, Any]],
     *,
     expected_skills: Sequence[str | None],
+    skill_texts: Mapping[str, str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """(path relative to the run folder, ATIF document) of each session of the cell, in the order they ran.
 
@@ -108,7 +114,7 @@ def session_trajectories(
         if transcript is not None:
             raw = checked_bytes(run_dir / transcript["path"], transcript["sha256"], what="transcript")
             reading = stream_turns(agent, parse_event_stream(raw))
-            skills = _skills(agent, raw, offered, expected)
+            skills = _skills(agent, raw, offered, expected, skill_texts)
             path = layout.trajectory_of_transcript(transcript["path"])
         else:
             reading = StreamTurns([], bounded=True)
@@ -247,10 +253,14 @@ def write_cell_exports(
     *,
     experiment: str,
     expected_skills: Sequence[str | None],
+    skill_texts: Mapping[str, str] | None = None,
 ) -> Path:
-    """Each session's trajectory beside its transcript, then the cell's Harbor trial folder; returns the folder."""
+    """Each session's trajectory beside its transcript, then the cell's Harbor trial folder; returns the folder.
+    `skill_texts`: the SKILL.md texts the cell's clone held (`CellContext.skill_texts`)."""
     run_dir = Path(run_dir)
-    documents = session_trajectories(run_dir, record["row"], ledger["sessions"], expected_skills=expected_skills)
+    documents = session_trajectories(
+        run_dir, record["row"], ledger["sessions"], expected_skills=expected_skills, skill_texts=skill_texts
+    )
     texts = [(path, artifacts.canonical_json(document)) for path, document in documents]
     for path, text in texts:
         artifacts.atomic_write_text(run_dir / path, text, mode=PRIVATE)

@@ -100,7 +100,14 @@ def run_cell(
         artifacts.write_artifact(Path(ledger_out), ledger, "ledger")
         # Each session as ATIF and the cell as a Harbor trial folder, before the record that vouches for them.
         skills = [session.get("skill") for session in settings["arms"][incumbent_of(arm)]["sessions"]]
-        harbor.write_cell_exports(run_dir, record, ledger, experiment=Path(results_root).name, expected_skills=skills)
+        harbor.write_cell_exports(
+            run_dir,
+            record,
+            ledger,
+            experiment=Path(results_root).name,
+            expected_skills=skills,
+            skill_texts=context.skill_texts,
+        )
         cut = Path(layout.budget_cut_marker(run_dir))
         if record["row"]["error_kind"] == "budget-exhausted":
             cut.touch()
