@@ -771,26 +771,107 @@ def tasks_needed(
     """The fewest tasks with which `runs` runs per (task, arm) reach `power` for a true ``saving_pct`` saving in
     generation ``generation`` (the same tests as `recommend_design`); None when even `max_tasks` do not. What a user
     mining or writing tasks needs to know: how many more to get."""
-    from skillbench.decision import gate
-    from skillbench.decision import stats as gate_stats
 
-    alpha, quality_runs = _design_terms(policy, generation)
+    _, quality_runs = _design_terms(policy, generation)
     for count in range(2, max_tasks + 1):
         if count * runs < quality_runs or runs < policy.min_runs:
             continue
-        reached = gate_stats.cost_power(
+        reached = generation_power(
+            policy,
+            generation,
             saving_pct=saving_pct,
             tasks=count,
             runs=runs,
             run_variance=run_variance,
+            spend_efficiency=spend_efficiency,
             shared_sd=shared_sd,
-            alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-            floor_pct=policy.min_improvement_pct,
-            spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
         )
         if reached >= power:
             return {"tasks": count, "runs": runs, "power": round(reached, 3)}
     return None
+
+
+def generation_power(
+    policy: GatePolicy,
+    generation: int,
+    *,
+    saving_pct: float,
+    tasks: int,
+    runs: int,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+) -> float:
+    """The chance that generation ``generation``'s cost test (at its share of alpha, the policy's floor and
+    objective) finds a true ``saving_pct`` saving with ``tasks`` × ``runs`` (``stats.cost_power``)."""
+    from skillbench.decision import gate
+    from skillbench.decision import stats as gate_stats
+
+    alpha, _ = _design_terms(policy, generation)
+    return gate_stats.cost_power(
+        saving_pct=saving_pct,
+        tasks=tasks,
+        runs=runs,
+        run_variance=run_variance,
+        shared_sd=shared_sd,
+        alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
+        floor_pct=policy.min_improvement_pct,
+        spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
+    )
+
+
+# Below this power for the saving a user wants, a generation's sessions can hardly change its decision.
+LOW_POWER = 0.2
+
+
+def generation_warnings(
+    policy: GatePolicy,
+    *,
+    generations: int,
+    tasks: int,
+    runs: int,
+    saving_pct: float,
+    saving_key: str,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+) -> list[str]:
+    """One line per generation of the chain (from 0) whose design cannot pass the resolution test at its alpha,
+    or whose power for a true ``saving_pct`` saving (``saving_key`` names where that figure comes from) is below
+    ``LOW_POWER``: each names the key to change and how. None for the upstream rule (it tests nothing), or when
+    ``runs`` is below ``min_runs`` (``configcheck.design_warnings`` says that no generation can promote)."""
+    if policy.rule != "noise_aware" or runs < policy.min_runs or tasks < 1:
+        return []
+    lines = []
+    for generation in range(generations):
+        alpha, quality_runs = _design_terms(policy, generation)
+        # Later generations only spend sessions; the first one's fix is the design itself.
+        stop = f", or set evolution.generations to {generation}" if generation else ""
+        head = f"generation {generation} (alpha {alpha:.4g}, {tasks} tasks × {runs} runs)"
+        if tasks * runs < quality_runs:
+            lines.append(
+                f"{head} cannot pass the resolution test: showing it within gate.quality_margin_pct "
+                f"({policy.quality_margin_pct:g} points) at that alpha takes {quality_runs} runs per arm, the design "
+                f"has {tasks * runs}; set runs to at least {math.ceil(quality_runs / tasks)} (or add tasks){stop}"
+            )
+            continue
+        power = generation_power(
+            policy,
+            generation,
+            saving_pct=saving_pct,
+            tasks=tasks,
+            runs=runs,
+            run_variance=run_variance,
+            spend_efficiency=spend_efficiency,
+            shared_sd=shared_sd,
+        )
+        if power < LOW_POWER:
+            lines.append(
+                f"{head} has {100 * power:.0f}% power for a {saving_pct:g}% saving ({saving_key}), under "
+                f"{100 * LOW_POWER:.0f}%: its sessions can hardly change the decision; add tasks or raise runs "
+                f"(`skillbench estimate` sizes the design){stop}"
+            )
+    return lines
 
 
 def measured_noise(rows: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
