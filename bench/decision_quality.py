@@ -294,10 +294,12 @@ def rule_policy(rule: str):
     return resolve_policy({"rule": rule})
 
 
-def decision_of(rows: list[dict], rule: str, generation: int) -> dict:
+def decision_of(rows: list[dict], rule: str, generation: int, look_alphas: dict[str, float] | None = None) -> dict:
     """The gate's decision (``evaluate_candidate``) on simulated rows of the bench's pair, under the rule's default
-    policy."""
-    keywords = {"generation": generation} if GENERATIONS_AWARE else {}
+    policy (``look_alphas``: the levels to decide at instead of the generation's share)."""
+    keywords: dict = {"generation": generation} if GENERATIONS_AWARE else {}
+    if look_alphas is not None:
+        keywords["look_alphas"] = look_alphas
     return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INCUMBENT,
@@ -2039,16 +2041,7 @@ def _race_promotes(drawn: dict, candidate: int, alpha: float) -> bool:
     key = (candidate, round(alpha, 12))
     if key not in drawn["decisions"]:
         anchor, candidates = drawn["full"]
-        rows = anchor + candidates[candidate]
-        decision = evaluate_candidate(
-            aggregate_by_task(rows),
-            incumbent_arm=INCUMBENT,
-            candidate_arm=CANDIDATE,
-            model="simulated-model",
-            policy=rule_policy("noise_aware"),
-            rows=rows,
-            look_alphas=route_alphas(alpha),
-        )
+        decision = decision_of(anchor + candidates[candidate], "noise_aware", 0, route_alphas(alpha))
         drawn["decisions"][key] = decision["decision"] == "promote"
     return drawn["decisions"][key]
 

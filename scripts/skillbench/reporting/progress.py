@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
@@ -710,6 +710,25 @@ def cost_estimate(
     }
 
 
+class _CostTerms(TypedDict):
+    alpha: float
+    floor_pct: float
+    spend_efficiency: float
+
+
+def _cost_terms(policy: GatePolicy, generation: int, spend_efficiency: float) -> _CostTerms:
+    """What the cost test of generation ``generation`` decides at: its route's alpha, the floor and the spend
+    efficiency its objective weighs tasks by (``stats.cost_power``'s and ``stats.cheapest_design``'s keywords)."""
+    from skillbench.decision import gate
+
+    alpha, _ = _design_terms(policy, generation)
+    return {
+        "alpha": alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
+        "floor_pct": policy.min_improvement_pct,
+        "spend_efficiency": spend_efficiency if policy.objective == "total_spend" else 1.0,
+    }
+
+
 def _design_terms(policy: GatePolicy, generation: int) -> tuple[float, int]:
     """Generation ``generation``'s alpha, and the runs per arm over all tasks that show the resolution within the
     margin when every run resolves."""
@@ -738,17 +757,14 @@ def recommend_design(
     of replication, so a (task, arm)'s shared effects ``shared_sd`` cap what more runs buy), at least the policy's
     ``min_runs``, and — when every run resolves — enough runs per arm to show the resolution within the margin.
     With ``tasks`` given, the fewest runs for that suite; None when out of reach."""
-    from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha, quality_runs = _design_terms(policy, generation)
+    _, quality_runs = _design_terms(policy, generation)
     return gate_stats.cheapest_design(
         saving_pct=saving_pct,
         run_variance=run_variance,
         shared_sd=shared_sd,
-        alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-        floor_pct=policy.min_improvement_pct,
-        spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
+        **_cost_terms(policy, generation, spend_efficiency),
         tasks=tasks,
         power=power,
         min_runs=policy.min_runs,
@@ -804,19 +820,15 @@ def generation_power(
 ) -> float:
     """The chance that generation ``generation``'s cost test (at its share of alpha, the policy's floor and
     objective) finds a true ``saving_pct`` saving with ``tasks`` × ``runs`` (``stats.cost_power``)."""
-    from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha, _ = _design_terms(policy, generation)
     return gate_stats.cost_power(
         saving_pct=saving_pct,
         tasks=tasks,
         runs=runs,
         run_variance=run_variance,
         shared_sd=shared_sd,
-        alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-        floor_pct=policy.min_improvement_pct,
-        spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
+        **_cost_terms(policy, generation, spend_efficiency),
     )
 
 
