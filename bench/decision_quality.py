@@ -2228,7 +2228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger-trials", type=int, default=400, help="simulated experiments per trigger row")
     parser.add_argument("--noise-trials", type=int, default=400, help="simulated experiments per noise row")
     parser.add_argument(
-        "--race-trials", type=int, default=250, help="simulated six-generation experiments per race row"
+        "--race-trials", type=int, default=200, help="simulated six-generation experiments per race row"
     )
     parser.add_argument("--spend-trials", type=int, default=2000, help="simulated suites per spend-test row")
     parser.add_argument("--only", nargs="+", help="the noise part's rows to run (default: all; for a quick look)")

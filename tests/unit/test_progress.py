@@ -399,7 +399,7 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
         "20%: its sessions can hardly change the decision; add tasks or raise runs (`skillbench estimate` sizes the "
         "design), or set evolution.generations to 1"
     ) in out
-    assert "warning: generation 0 (alpha 0.025, 3 tasks × 16 runs) has 0% power" in out
+    assert "warning: generation 0 (alpha 0.025, 3 tasks × 16 runs) has 2% power for a 15% saving (--saving)" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
 
