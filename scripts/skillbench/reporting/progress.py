@@ -859,7 +859,7 @@ def generation_warnings(
         alpha, quality_runs = _design_terms(policy, generation)
         # Later generations only spend sessions; the first one's fix is the design itself.
         stop = f", or set evolution.generations to {generation}" if generation else ""
-        head = f"generation {generation} (alpha {alpha:.4g}, {tasks} tasks × {runs} runs)"
+        head = f"generation {generation} (alpha {alpha:.4g}, {tasks} task{'s' if tasks != 1 else ''} × {runs} runs)"
         if tasks * runs < quality_runs:
             lines.append(
                 f"{head} cannot pass the resolution test: showing it within gate.quality_margin_pct "
