@@ -556,8 +556,11 @@ def _simulated_power(
             kept[0] = 1.0  # the observed suite itself
         signs = 2 * kept - 1
         candidates = np.flatnonzero(passes)  # only a draw the t passes can need the sign-flip test too
-        for start in range(0, len(candidates), 128):  # blocks of draws: a draw's flips are 2^K statistics
-            block = candidates[start : start + 128]
+        # Blocks of draws, each array of a block at most about 4M statistics (32 MiB) however many flips a late
+        # generation's alpha needs.
+        step = max(1, min(128, (1 << 22) // flips))
+        for start in range(0, len(candidates), step):
+            block = candidates[start : start + step]
             flipped_means = ratios[block] @ signs.T / tasks
             sum_squares = (ratios[block] ** 2).sum(axis=1, keepdims=True)
             flipped_spread = np.maximum((sum_squares - tasks * flipped_means**2) / (tasks - 1), 0.0)
