@@ -17,6 +17,7 @@ standard error and the paid sessions per decision.
     .venv/bin/python bench/decision_quality.py --part trigger      # trigger suites: recall, restraint per skill
     .venv/bin/python bench/decision_quality.py --part noise        # arm moments (cached vs anchor), runaways, caps
     .venv/bin/python bench/decision_quality.py --part spend        # the candidate spend tests on the same draws
+    .venv/bin/python bench/decision_quality.py --part race         # K candidates per generation under error control
     .venv/bin/python bench/decision_quality.py --json out.json     # the counts, for comparing two versions
     .venv/bin/python bench/decision_quality.py --before old.json   # a "before" column from an older gate's --json
 
@@ -293,10 +294,12 @@ def rule_policy(rule: str):
     return resolve_policy({"rule": rule})
 
 
-def decision_of(rows: list[dict], rule: str, generation: int) -> dict:
+def decision_of(rows: list[dict], rule: str, generation: int, look_alphas: dict[str, float] | None = None) -> dict:
     """The gate's decision (``evaluate_candidate``) on simulated rows of the bench's pair, under the rule's default
-    policy."""
-    keywords = {"generation": generation} if GENERATIONS_AWARE else {}
+    policy (``look_alphas``: the levels to decide at instead of the generation's share)."""
+    keywords: dict = {"generation": generation} if GENERATIONS_AWARE else {}
+    if look_alphas is not None:
+        keywords["look_alphas"] = look_alphas
     return evaluate_candidate(
         aggregate_by_task(rows),
         incumbent_arm=INCUMBENT,
@@ -1901,6 +1904,308 @@ def spend_part(args: argparse.Namespace) -> tuple[list[str], dict]:
     return [], {**counts, "seconds": finish_part(args, body, started, (SPEND_START, SPEND_END))}
 
 
+# ─── Several candidates per generation: a race under error control ──────────
+
+RACE_START, RACE_END = "<!-- race:start -->", "<!-- race:end -->"
+RACE_GENERATIONS = 6
+RACE_TASKS = 12  # exact sign flips (2^12): every decision stays cheap at a late generation's small alpha
+RACE_SCREEN_RUNS = 2  # runs per cell of a screening look: it ranks candidates, it decides nothing
+RACE_SAVING = 0.15
+RACE_MOMENT = 0.1  # the arm-moment rows' η: the sd of a log-cost effect every cell of one batch shares
+RACE_RUNAWAYS = 0.05
+# (name, kind, K): today's one candidate per generation; K candidates Holm-adjusted within the generation's share;
+# K candidates screened without alpha, the best confirmed on fresh cells at an equal share of the experiment's alpha
+# (race) or at alpha halved once per confirmation run (race-halving: a generation that confirms nothing spends none).
+RACE_SCHEMES = (
+    ("today", "today", 1),
+    ("holm K=2", "holm", 2),
+    ("holm K=4", "holm", 4),
+    ("race K=1", "race", 1),
+    ("race K=2", "race", 2),
+    ("race K=4", "race", 4),
+    ("race K=4, halving", "race-halving", 4),
+)
+
+
+@dataclass(frozen=True)
+class RaceScenario:
+    name: str
+    truth: str
+    good: float  # the chance that a proposed candidate is 15 % cheaper (else it is identical to the incumbent)
+    moment: float = 0.0
+    runaways: float = 0.0
+    late: bool = False  # also decide another last generation whose candidates are all 15 % cheaper (power there)
+
+
+def race_scenarios() -> tuple[RaceScenario, ...]:
+    return (
+        RaceScenario("Z1", "every candidate identical; lognormal runs", 0.0, late=True),
+        RaceScenario(
+            "Z2",
+            f"every candidate identical; arm moment η = {RACE_MOMENT:g} per batch, "
+            f"{RACE_RUNAWAYS:.0%} runaways (5–10×)",
+            0.0,
+            moment=RACE_MOMENT,
+            runaways=RACE_RUNAWAYS,
+        ),
+        RaceScenario("W1", "every candidate 15 % cheaper; lognormal runs", 1.0),
+        RaceScenario(
+            "M1",
+            f"each candidate 15 % cheaper with chance 1/4, else identical; arm moment η = {RACE_MOMENT:g}",
+            0.25,
+            moment=RACE_MOMENT,
+        ),
+    )
+
+
+def race_design() -> tuple[int, int]:
+    """The decision design: the runs ``skillbench estimate`` recommends for a 15 % saving with the race's tasks at
+    generation 0 (today's design there: about 80 % power)."""
+    return recommended_design(100 * RACE_SAVING, tasks=RACE_TASKS, shared_sd=0.0, generation=0)
+
+
+def route_alphas(alpha: float) -> dict[str, float]:
+    """The nominal levels one decision at ``alpha`` spends (the gate's split: the cost route, the resolution route,
+    non-inferiority), passed to ``evaluate_candidate`` as a look's alphas."""
+    from skillbench.decision.significance import RESOLUTION_ROUTE_SHARE
+
+    return {
+        "cost": alpha * (1 - RESOLUTION_ROUTE_SHARE),
+        "resolution": alpha * RESOLUTION_ROUTE_SHARE,
+        "quality": alpha,
+    }
+
+
+def holm_promoted(promotes: Callable[[int, float], bool], candidates: list[int], alpha: float) -> list[int]:
+    """Holm's step-down over the candidates' decisions: every remaining candidate is decided at alpha / (how many
+    remain); those promoted leave and the rest are decided again at the larger level, until none passes."""
+    remaining, promoted = list(candidates), []
+    while remaining:
+        passed = [candidate for candidate in remaining if promotes(candidate, alpha / len(remaining))]
+        if not passed:
+            break
+        promoted += passed
+        remaining = [candidate for candidate in remaining if candidate not in passed]
+    return promoted
+
+
+def _race_batch(
+    rng: np.random.Generator, scenario: RaceScenario, levels: np.ndarray, good: np.ndarray, runs: int, batch: str
+) -> tuple[list[dict], list[list[dict]]]:
+    """One batch: the anchor's rows and each candidate's, every cell of it in one moment."""
+    noise_scenario = NoiseScenario(batch, "", RACE_TASKS, runs)
+    moment = float(rng.normal(0.0, scenario.moment)) if scenario.moment else 0.0
+    sigmas = np.full(RACE_TASKS, SIGMA)
+    anchor = _noise_rows(rng, noise_scenario, INCUMBENT, levels, sigmas, [moment] * runs, batch, scenario.runaways)
+    candidates = [
+        _noise_rows(
+            rng,
+            noise_scenario,
+            CANDIDATE,
+            levels + (math.log(1 - RACE_SAVING) if better else 0.0),
+            sigmas,
+            [moment] * runs,
+            batch,
+            scenario.runaways,
+        )
+        for better in good
+    ]
+    return anchor, candidates
+
+
+def _screen_estimate(anchor: list[dict], candidate: list[dict]) -> float:
+    """The estimand the cost test decides on (log ratio of the suite's totals), from ``stats.cost_components``."""
+    from skillbench.decision import stats as gate_stats
+
+    cells: dict[str, tuple[list[float], list[float]]] = {}
+    for row in anchor:
+        cells.setdefault(row["task"], ([], []))[0].append(row["cost_usd"])
+    for row in candidate:
+        cells.setdefault(row["task"], ([], []))[1].append(row["cost_usd"])
+    components = gate_stats.cost_components(list(cells.values()), "total_spend")
+    return -math.inf if components is None else components[2]
+
+
+def _race_generation(
+    rng: np.random.Generator, scenario: RaceScenario, levels: np.ndarray, generation: int, good: np.ndarray
+) -> dict:
+    """A generation's draws: which candidates are better, a screening batch and a decision batch (both with their
+    anchor), and a cache of decisions per (candidate, alpha)."""
+    runs = race_design()[1]
+    screen = _race_batch(rng, scenario, levels, good, RACE_SCREEN_RUNS, f"gen{generation}/screen")
+    full = _race_batch(rng, scenario, levels, good, runs, f"gen{generation}/decide")
+    return {"good": good, "screen": screen, "full": full, "decisions": {}}
+
+
+def _race_promotes(drawn: dict, candidate: int, alpha: float) -> bool:
+    key = (candidate, round(alpha, 12))
+    if key not in drawn["decisions"]:
+        anchor, candidates = drawn["full"]
+        decision = decision_of(anchor + candidates[candidate], "noise_aware", 0, route_alphas(alpha))
+        drawn["decisions"][key] = decision["decision"] == "promote"
+    return drawn["decisions"][key]
+
+
+def _race_step(
+    scheme: tuple[str, str, int], drawn: dict, generation: int, policy, confirmations: int
+) -> tuple[int | None, int, bool]:
+    """One scheme's generation on the drawn cells: the candidate it promotes (or None), the sessions it paid and
+    whether it ran a confirmation (``confirmations``: how many it ran before)."""
+    from skillbench.decision.stats import log_of_saving
+
+    _, kind, k = scheme
+    tasks, runs = race_design()
+    decide_cells = tasks * runs
+    if kind in ("today", "holm"):
+        share = generation_alpha_of(policy, generation)
+        promoted = holm_promoted(lambda c, a: _race_promotes(drawn, c, a), list(range(k)), share)
+        estimates = {c: _screen_estimate(drawn["full"][0], drawn["full"][1][c]) for c in promoted}
+        best = max(promoted, key=lambda c: estimates[c]) if promoted else None
+        return best, (k + 1) * decide_cells, False
+    sessions = (k + 1) * tasks * RACE_SCREEN_RUNS
+    anchor, candidates = drawn["screen"]
+    estimates = [_screen_estimate(anchor, candidates[c]) for c in range(k)]
+    finalist = int(np.argmax(estimates))
+    if estimates[finalist] < log_of_saving(policy.min_improvement_pct):
+        return None, sessions, False
+    share = policy.alpha / RACE_GENERATIONS if kind == "race" else policy.alpha / 2 ** (confirmations + 1)
+    return (finalist if _race_promotes(drawn, finalist, share) else None), sessions + 2 * decide_cells, True
+
+
+def run_race_row(job: tuple[str, int, int]) -> dict:
+    """Per scheme over ``trials`` experiments of six generations (each stops at its first promotion): experiments
+    that promoted, promoted a better candidate (by generation) or a no-better one, the sessions paid, and (``late``
+    rows) a better candidate promoted in another last generation whose candidates are all better."""
+    name, trials, seed = job
+    scenario = next(s for s in race_scenarios() if s.name == name)
+    policy = rule_policy("noise_aware")
+    k_max = max(k for _, _, k in RACE_SCHEMES)
+    rng = np.random.default_rng(seed)
+    counts = {
+        scheme[0]: {
+            "promoted": 0,
+            "correct": 0,
+            "wrong": 0,
+            "by_generation": [0] * RACE_GENERATIONS,
+            "sessions": 0,
+            "late_correct": 0,
+        }
+        for scheme in RACE_SCHEMES
+    }
+    for _ in range(trials):
+        levels = rng.uniform(-BASELINE_SPREAD, BASELINE_SPREAD, RACE_TASKS)
+        generations = [
+            _race_generation(rng, scenario, levels, generation, rng.random(k_max) < scenario.good)
+            for generation in range(RACE_GENERATIONS)
+        ]
+        late = _race_generation(rng, scenario, levels, RACE_GENERATIONS - 1, np.ones(k_max, dtype=bool))
+        for scheme in RACE_SCHEMES:
+            count, stopped, confirmations = counts[scheme[0]], False, 0
+            for generation, drawn in enumerate(generations):
+                if generation == RACE_GENERATIONS - 1 and scenario.late and not stopped:
+                    count["late_correct"] += _race_step(scheme, late, generation, policy, confirmations)[0] is not None
+                if stopped:
+                    continue
+                promoted, sessions, confirmed = _race_step(scheme, drawn, generation, policy, confirmations)
+                count["sessions"] += sessions
+                confirmations += confirmed
+                if promoted is None:
+                    continue
+                stopped = True
+                count["promoted"] += 1
+                if drawn["good"][promoted]:
+                    count["correct"] += 1
+                    count["by_generation"][generation] += 1
+                else:
+                    count["wrong"] += 1
+    return counts
+
+
+def race_part(args: argparse.Namespace) -> tuple[list[str], dict]:
+    """Today's one candidate per generation against K candidates per generation (Holm within the generation's
+    share; a screen without alpha and one confirmation at an equal share of the experiment's alpha), same draws."""
+    trials, rows = args.race_trials, race_scenarios()
+    tasks, runs = race_design()
+    started = time.monotonic()
+    counts = run_named_rows(run_race_row, [s.name for s in rows], trials, (args.seed, 86028121), args.workers)
+    missed: list[str] = []
+
+    def rate(row: str, scheme: str, key: str) -> str:
+        return rate_text(counts[row][scheme][key], trials)
+
+    def per_correct(row: str, scheme: str) -> str:
+        count = counts[row][scheme]
+        return f"{count['sessions'] / count['correct']:.0f}" if count["correct"] else "—"
+
+    def first_generation(row: str, scheme: str) -> str:
+        by = counts[row][scheme]["by_generation"]
+        return f"{sum(g * n for g, n in enumerate(by)) / sum(by):.2f}" if sum(by) else "—"
+
+    header = [
+        "scheme",
+        "Z1 false promotion",
+        "Z2 false promotion",
+        "W1 power at generation 0",
+        "Z1 power at generation 5 (after five null generations)",
+        "generation 5 / generation 0",
+        "W1 sessions per correct promotion",
+        "M1 correct promotion",
+        "M1 no-better promoted",
+        "M1 first correct promotion (mean generation)",
+        "M1 sessions per correct promotion",
+    ]
+    lines = []
+    for name, _, _ in RACE_SCHEMES:
+        power0 = counts["W1"][name]["by_generation"][0] / trials
+        power5 = counts["Z1"][name]["late_correct"] / trials
+        for row in ("Z1", "Z2"):
+            if not met(Scenario(row, "", "", 1, 1, goal_max=0.05), counts[row][name]["promoted"], trials):
+                missed.append(f"race/{name}/{row}")
+        lines.append(
+            [
+                name,
+                rate("Z1", name, "promoted"),
+                rate("Z2", name, "promoted"),
+                rate_text(counts["W1"][name]["by_generation"][0], trials),
+                rate("Z1", name, "late_correct"),
+                f"{power5 / power0:.2f}" if power0 else "—",
+                per_correct("W1", name),
+                rate("M1", name, "correct"),
+                rate("M1", name, "wrong"),
+                first_generation("M1", name),
+                per_correct("M1", name),
+            ]
+        )
+    scheme_text = (
+        f"**today**: one candidate per generation on {tasks} × {runs} beside its anchor, generation g at α/2^(g+1); "
+        f"**holm K**: K candidates on {tasks} × {runs} each beside one shared anchor, Holm's step-down over their "
+        "decisions within the generation's α/2^(g+1), the best promoted by the estimand; **race K**: K candidates "
+        f"screened on {tasks} × {RACE_SCREEN_RUNS} beside a shared anchor (no α spent; the finalist is the largest "
+        "estimated saving, and only one of at least `min_improvement_pct` goes on), then the finalist confirmed on "
+        f"fresh cells ({tasks} × {runs} beside a fresh anchor) at α/{RACE_GENERATIONS} (an equal share of the "
+        f"experiment's α over its {RACE_GENERATIONS} planned generations); **race K=4, halving**: the same race, "
+        "the j-th confirmation run (from 0) at α/2^(j+1), so a generation that confirms nothing spends nothing"
+    )
+    body = "\n".join(
+        [
+            f"Experiments of {RACE_GENERATIONS} generations, each stopping at its first promotion; every decision by "
+            "`gate.evaluate_candidate` (default policy, α = 0.05) at the scheme's level; the screening estimate is "
+            f"`stats.cost_components`' (the cost test's estimand). {trials} simulated experiments per row, seed "
+            f"{args.seed}; every scheme sees the same draws. {RACE_TASKS} tasks, log-cost levels uniform over "
+            f"±{BASELINE_SPREAD:g}, lognormal run noise σ = {SIGMA:g}; every batch (a generation's screen, its "
+            "decision batch) has its own moment where the row says, shared by the anchor and the candidates in it. "
+            f"Schemes: {scheme_text}. Rows: " + "; ".join(f"**{s.name}**: {s.truth}" for s in rows) + ". Rates in "
+            "percent ± the Monte-Carlo standard error. Power at generation 5: Z1's experiments given another last "
+            "generation whose candidates are all 15 % cheaper (no promotion before it). Sessions: every paid session "
+            "until the first promotion or the sixth generation, anchors included, over the correct promotions.",
+            "",
+            markdown_table(header, lines),
+        ]
+    )
+    raw = {name: counts[name] for name in counts}
+    return missed, {**raw, "seconds": finish_part(args, body, started, (RACE_START, RACE_END))}
+
+
 PARTS: dict[str, Callable[[argparse.Namespace], tuple[list[str], dict]]] = {
     "rules": rules_part,
     "sequential": sequential_part,
@@ -1909,6 +2214,7 @@ PARTS: dict[str, Callable[[argparse.Namespace], tuple[list[str], dict]]] = {
     "trigger": trigger_part,
     "spend": spend_part,
     "noise": noise_part,
+    "race": race_part,
 }
 
 
@@ -1921,6 +2227,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--review-trials", type=int, default=400, help="simulated experiments per review row")
     parser.add_argument("--trigger-trials", type=int, default=400, help="simulated experiments per trigger row")
     parser.add_argument("--noise-trials", type=int, default=400, help="simulated experiments per noise row")
+    parser.add_argument(
+        "--race-trials", type=int, default=200, help="simulated six-generation experiments per race row"
+    )
     parser.add_argument("--spend-trials", type=int, default=2000, help="simulated suites per spend-test row")
     parser.add_argument("--only", nargs="+", help="the noise part's rows to run (default: all; for a quick look)")
     parser.add_argument("--before", type=Path, help="an earlier run's --json (main's gate): the noise table's before")

@@ -469,7 +469,9 @@ def _check(args: argparse.Namespace) -> int:
         f"{source}: experiment {config['experiment']}: {len(selected)} task(s), arms {arms}, "
         f"{config['evolution']['generations']} generation(s)" + _anchor_text(config, selected)
     )
-    warnings = found.warnings + preflight.task_repository_warnings(selected)
+    warnings = (
+        found.warnings + preflight.task_repository_warnings(selected) + _generation_warnings(config, len(selected))
+    )
     for warning in warnings:
         print(f"warning: {warning}")
     live_problems: list[str] = []
@@ -543,8 +545,7 @@ def _design_lines(
     generation = max(work["generations"] - 1, 0)
     noise = progress.measured_noise(rows, policy.metric)
     measured = noise is not None
-    variance = noise["run_variance"] if noise else ASSUMED_RUN_VARIANCE
-    efficiency = noise["spend_efficiency"] if noise else 1.0
+    variance, efficiency = _noise_terms(noise)
     common = {
         "saving_pct": saving_pct,
         "run_variance": variance,
@@ -595,7 +596,50 @@ def _design_lines(
         lines.append(
             f"    (run a small sweep of {PILOT_RUNS} runs first to measure the noise: the recommendation then uses it)"
         )
-    return lines
+    warnings = progress.generation_warnings(
+        policy,
+        generations=work["generations"],
+        tasks=tasks,
+        runs=runs,
+        saving_pct=saving_pct,
+        saving_key="--saving",
+        run_variance=variance,
+        spend_efficiency=efficiency,
+        shared_sd=shared_sd,
+    )
+    return lines + [f"  warning: {warning}" for warning in warnings]
+
+
+def _noise_terms(noise: dict[str, Any] | None) -> tuple[float, float]:
+    """The run variance and spend efficiency a design is sized for: measured from earlier rows, else assumed."""
+    if noise is None:
+        return ASSUMED_RUN_VARIANCE, 1.0
+    return noise["run_variance"], noise["spend_efficiency"]
+
+
+def _generation_warnings(config: dict[str, Any], task_count: int) -> list[str]:
+    """`check`'s warning per generation whose design cannot pass the resolution test or has under 20% power for
+    the configured minimum saving (`gate.min_improvement_pct`), for the run noise of the experiment's earlier rows
+    (else the assumed noise)."""
+    from skillbench.base import layout
+    from skillbench.decision import gate
+    from skillbench.experiment import configcheck
+    from skillbench.reporting import progress
+
+    policy = gate.resolve_policy(dict(config["gate"]))
+    rows, _ = progress.earlier_costs(Path(layout.results_root(config["experiment"])))
+    variance, efficiency = _noise_terms(progress.measured_noise(rows, policy.metric))
+    return progress.generation_warnings(
+        policy,
+        generations=config["evolution"]["generations"],
+        tasks=task_count,
+        runs=configcheck.most_runs(config["runs"]),
+        saving_pct=policy.min_improvement_pct,
+        saving_key="gate.min_improvement_pct",
+        run_variance=variance,
+        spend_efficiency=efficiency,
+        shared_sd=0.0,
+    )
 
 
 @dataclass(frozen=True)

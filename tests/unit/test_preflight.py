@@ -155,7 +155,10 @@ def test_check_exits_zero_on_the_demo_and_one_on_any_problem(project, capsys):
     out = capsys.readouterr().out
     assert out.startswith("config/config.yaml: experiment demo: 1 task(s), arms workflow, baseline")
     assert "money-thousands: base: oracle fails as expected" in out
-    assert out.rstrip().endswith("check: no problems in config/config.yaml")
+    # One task of the demo's 16 runs cannot show the resolution within 10 points at either generation's alpha.
+    assert "warning: generation 0 (alpha 0.025, 1 task × 16 runs) cannot pass the resolution test" in out
+    assert "warning: generation 1 (alpha 0.0125, 1 task × 16 runs) cannot pass the resolution test" in out
+    assert out.rstrip().endswith("check: no problems in config/config.yaml (2 warnings)")
 
     (project / "my.yaml").write_text(yaml.safe_dump({"experiment": "mine", "budget": {"max_sessions": 2}}))
     assert main(["check-tasks", "--configfile", "my.yaml", "--task", "money-thousands"]) == 1

@@ -393,6 +393,13 @@ def test_estimate_command_counts_the_default_experiment_and_prices_it(tmp_path, 
     ) in out
     assert "no earlier rows" not in out and "priced from 9 earlier row(s)" in out
     assert "with these 3 tasks: out of reach within 30 runs per (task, arm); add tasks" in out
+    # Three tasks cannot show a 15 % saving in either generation: each says so before a session is paid for.
+    assert (
+        "  warning: generation 1 (alpha 0.0125, 3 tasks × 16 runs) has 0% power for a 15% saving (--saving), under "
+        "20%: its sessions can hardly change the decision; add tasks or raise runs (`skillbench estimate` sizes the "
+        "design), or set evolution.generations to 1"
+    ) in out
+    assert "warning: generation 0 (alpha 0.025, 3 tasks × 16 runs) has 2% power for a 15% saving (--saving)" in out
     assert main(["estimate", "--results", str(tmp_path / "none")]) == 0
     assert "no earlier measured rows" in capsys.readouterr().out
 
@@ -477,3 +484,49 @@ def test_measured_noise_pools_the_relative_spread_of_each_cell():
     assert noise["run_variance"] == pytest.approx(0.02)  # (0.1² + 0.1²) per cell, one degree of freedom each
     assert noise["spend_efficiency"] == pytest.approx(2.0**2 / ((1.0 + 9.0) / 2))
     assert progress.measured_noise(rows[:1], "cost_usd") is None
+
+
+def test_a_generation_whose_design_cannot_pass_the_resolution_test_is_named_with_the_fix():
+    """12 tasks × 5 runs show the resolution within 10 points up to generation 2; from generation 3 the halved alpha
+    needs more runs per arm than the design has, so those generations' sessions could not change the decision."""
+    from skillbench.decision.policy import resolve_policy
+
+    common = {
+        "tasks": 12,
+        "runs": 5,
+        "saving_pct": 15.0,
+        "saving_key": "--saving",
+        "run_variance": 0.094,
+        "spend_efficiency": 1.0,
+        "shared_sd": 0.0,
+    }
+    warnings = progress.generation_warnings(resolve_policy(None), generations=6, **common)
+    assert [line.split(" (")[0] for line in warnings] == ["generation 3", "generation 4", "generation 5"]
+    assert warnings[0] == (
+        "generation 3 (alpha 0.003125, 12 tasks × 5 runs) cannot pass the resolution test: showing it within "
+        "gate.quality_margin_pct (10 points) at that alpha takes 68 runs per arm, the design has 60; set runs to at "
+        "least 6 (or add tasks), or set evolution.generations to 3"
+    )
+    # The three generations it can decide have power for a 15 % saving: nothing to warn of.
+    assert progress.generation_warnings(resolve_policy(None), generations=3, **common) == []
+    # The upstream rule tests nothing, and a design below min_runs is design_warnings' to name.
+    assert progress.generation_warnings(resolve_policy({"rule": "upstream"}), generations=6, **common) == []
+    assert progress.generation_warnings(resolve_policy({"min_runs": 6}), generations=6, **common) == []
+
+
+def test_check_warns_of_each_generation_without_power_for_the_configured_minimum_saving(tmp_path, monkeypatch):
+    """`skillbench check` sizes the warning by gate.min_improvement_pct: 12 × 5 has no power for a true 5 % saving
+    that must also reach the 5 % floor; a hundred tasks × 5 runs have, at generation 0."""
+    from skillbench.cli import _generation_warnings
+    from skillbench.experiment import configcheck
+
+    config = configcheck.load_config(REPO / "config" / "config.yaml")
+    monkeypatch.chdir(tmp_path)  # no earlier rows: the assumed run noise
+    config["runs"], config["evolution"]["generations"] = 5, 2
+    warnings = _generation_warnings(config, 12)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("generation 0 (alpha 0.025, 12 tasks × 5 runs) has ")
+    assert "power for a 5% saving (gate.min_improvement_pct), under 20%" in warnings[0]
+    assert warnings[1].endswith("or set evolution.generations to 1")
+    config["evolution"]["generations"] = 1
+    assert _generation_warnings(config, 100) == []

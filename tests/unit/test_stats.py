@@ -86,6 +86,20 @@ def test_the_known_variance_bound_is_the_normal_power_and_the_simulated_power_st
         assert again == power <= more + 0.01
 
 
+def test_cost_power_at_a_late_generations_alpha_is_not_lost_to_too_few_flips():
+    """At generation 5's cost alpha (0.05/64 × 0.9) the gate's sign-flip test can still reject; a power simulation
+    with 1,024 drawn flips could not (no share of them is that small) and read 0 for a design that has power."""
+    alpha = 0.05 / 64 * 0.9
+    assert alpha < 1 / (gate_stats.POWER_FLIPS + 1)
+    power = gate_stats.cost_power(
+        saving_pct=15.0, tasks=34, runs=3, run_variance=0.094, shared_sd=0.0, alpha=alpha, spend_efficiency=0.76
+    )
+    earlier = gate_stats.cost_power(
+        saving_pct=15.0, tasks=34, runs=3, run_variance=0.094, shared_sd=0.0, alpha=alpha * 2, spend_efficiency=0.76
+    )
+    assert 0.2 < power < earlier
+
+
 def test_cost_power_of_an_identical_candidate_is_at_most_alpha():
     for tasks, runs in ((12, 3), (6, 10)):
         null = gate_stats.cost_power(

@@ -491,6 +491,9 @@ def cost_within_pct(test: dict[str, Any], margin_pct: float) -> float | None:
 POWER_DRAWS = 2048
 POWER_SEED = 20261204
 POWER_FLIPS = 1024  # the sign-flip test's flips in a simulated suite: every one up to this many, else this many drawn
+# At a small alpha (a late generation's) 1,024 drawn flips cannot give a share as small as alpha, and the power would
+# read 0 where the gate's own test (drawing 1 + 64/alpha) passes: draw at least this many per unit of 1/alpha.
+POWER_FLIP_RESOLUTION = 4
 
 
 @lru_cache(maxsize=4096)
@@ -544,16 +547,20 @@ def _simulated_power(
     critical = stats.t.isf(alpha, np.maximum(df, 1.0))
     passes = (estimates / np.sqrt(variance) >= critical) & (estimates >= floor)
     if flips_apply:
-        # Every flip where the test enumerates them; above, POWER_FLIPS random ones (the gate draws more, for a
-        # p-value of its own; the chance of rejecting is what counts here).
-        exact = 2**tasks <= POWER_FLIPS
-        kept = (np.vstack(list(_flip_signs(tasks, POWER_FLIPS, exact))) > 0).astype(float)
+        # Every flip where the test enumerates them; above, POWER_FLIPS random ones, or enough to resolve alpha (the
+        # gate draws more, for a p-value of its own; the chance of rejecting is what counts here).
+        flips = min(max(POWER_FLIPS, math.ceil(POWER_FLIP_RESOLUTION / alpha)), SIGN_FLIP_MAX_FLIPS)
+        exact = 2**tasks <= flips
+        kept = (np.vstack(list(_flip_signs(tasks, flips, exact))) > 0).astype(float)
         if not exact:
             kept[0] = 1.0  # the observed suite itself
         signs = 2 * kept - 1
         candidates = np.flatnonzero(passes)  # only a draw the t passes can need the sign-flip test too
-        for start in range(0, len(candidates), 128):  # blocks of draws: a draw's flips are 2^K statistics
-            block = candidates[start : start + 128]
+        # Blocks of draws, each array of a block at most about 4M statistics (32 MiB) however many flips a late
+        # generation's alpha needs.
+        step = max(1, min(128, (1 << 22) // flips))
+        for start in range(0, len(candidates), step):
+            block = candidates[start : start + step]
             flipped_means = ratios[block] @ signs.T / tasks
             sum_squares = (ratios[block] ** 2).sum(axis=1, keepdims=True)
             flipped_spread = np.maximum((sum_squares - tasks * flipped_means**2) / (tasks - 1), 0.0)

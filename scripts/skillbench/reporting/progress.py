@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from skillbench.base import artifacts, layout
 from skillbench.base.records import RunRecord
@@ -710,6 +710,25 @@ def cost_estimate(
     }
 
 
+class _CostTerms(TypedDict):
+    alpha: float
+    floor_pct: float
+    spend_efficiency: float
+
+
+def _cost_terms(policy: GatePolicy, generation: int, spend_efficiency: float) -> _CostTerms:
+    """What the cost test of generation ``generation`` decides at: its route's alpha, the floor and the spend
+    efficiency its objective weighs tasks by (``stats.cost_power``'s and ``stats.cheapest_design``'s keywords)."""
+    from skillbench.decision import gate
+
+    alpha, _ = _design_terms(policy, generation)
+    return {
+        "alpha": alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
+        "floor_pct": policy.min_improvement_pct,
+        "spend_efficiency": spend_efficiency if policy.objective == "total_spend" else 1.0,
+    }
+
+
 def _design_terms(policy: GatePolicy, generation: int) -> tuple[float, int]:
     """Generation ``generation``'s alpha, and the runs per arm over all tasks that show the resolution within the
     margin when every run resolves."""
@@ -738,17 +757,14 @@ def recommend_design(
     of replication, so a (task, arm)'s shared effects ``shared_sd`` cap what more runs buy), at least the policy's
     ``min_runs``, and — when every run resolves — enough runs per arm to show the resolution within the margin.
     With ``tasks`` given, the fewest runs for that suite; None when out of reach."""
-    from skillbench.decision import gate
     from skillbench.decision import stats as gate_stats
 
-    alpha, quality_runs = _design_terms(policy, generation)
+    _, quality_runs = _design_terms(policy, generation)
     return gate_stats.cheapest_design(
         saving_pct=saving_pct,
         run_variance=run_variance,
         shared_sd=shared_sd,
-        alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-        floor_pct=policy.min_improvement_pct,
-        spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
+        **_cost_terms(policy, generation, spend_efficiency),
         tasks=tasks,
         power=power,
         min_runs=policy.min_runs,
@@ -771,26 +787,103 @@ def tasks_needed(
     """The fewest tasks with which `runs` runs per (task, arm) reach `power` for a true ``saving_pct`` saving in
     generation ``generation`` (the same tests as `recommend_design`); None when even `max_tasks` do not. What a user
     mining or writing tasks needs to know: how many more to get."""
-    from skillbench.decision import gate
-    from skillbench.decision import stats as gate_stats
 
-    alpha, quality_runs = _design_terms(policy, generation)
+    _, quality_runs = _design_terms(policy, generation)
     for count in range(2, max_tasks + 1):
         if count * runs < quality_runs or runs < policy.min_runs:
             continue
-        reached = gate_stats.cost_power(
+        reached = generation_power(
+            policy,
+            generation,
             saving_pct=saving_pct,
             tasks=count,
             runs=runs,
             run_variance=run_variance,
+            spend_efficiency=spend_efficiency,
             shared_sd=shared_sd,
-            alpha=alpha * (1 - gate.RESOLUTION_ROUTE_SHARE),
-            floor_pct=policy.min_improvement_pct,
-            spend_efficiency=spend_efficiency if policy.objective == "total_spend" else 1.0,
         )
         if reached >= power:
             return {"tasks": count, "runs": runs, "power": round(reached, 3)}
     return None
+
+
+def generation_power(
+    policy: GatePolicy,
+    generation: int,
+    *,
+    saving_pct: float,
+    tasks: int,
+    runs: int,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+) -> float:
+    """The chance that generation ``generation``'s cost test (at its share of alpha, the policy's floor and
+    objective) finds a true ``saving_pct`` saving with ``tasks`` × ``runs`` (``stats.cost_power``)."""
+    from skillbench.decision import stats as gate_stats
+
+    return gate_stats.cost_power(
+        saving_pct=saving_pct,
+        tasks=tasks,
+        runs=runs,
+        run_variance=run_variance,
+        shared_sd=shared_sd,
+        **_cost_terms(policy, generation, spend_efficiency),
+    )
+
+
+# Below this power for the saving a user wants, a generation's sessions can hardly change its decision.
+LOW_POWER = 0.2
+
+
+def generation_warnings(
+    policy: GatePolicy,
+    *,
+    generations: int,
+    tasks: int,
+    runs: int,
+    saving_pct: float,
+    saving_key: str,
+    run_variance: float,
+    spend_efficiency: float,
+    shared_sd: float,
+) -> list[str]:
+    """One line per generation of the chain (from 0) whose design cannot pass the resolution test at its alpha,
+    or whose power for a true ``saving_pct`` saving (``saving_key`` names where that figure comes from) is below
+    ``LOW_POWER``: each names the key to change and how. None for the upstream rule (it tests nothing), or when
+    ``runs`` is below ``min_runs`` (``configcheck.design_warnings`` says that no generation can promote)."""
+    if policy.rule != "noise_aware" or runs < policy.min_runs or tasks < 1:
+        return []
+    lines = []
+    for generation in range(generations):
+        alpha, quality_runs = _design_terms(policy, generation)
+        # Later generations only spend sessions; the first one's fix is the design itself.
+        stop = f", or set evolution.generations to {generation}" if generation else ""
+        head = f"generation {generation} (alpha {alpha:.4g}, {tasks} task{'s' if tasks != 1 else ''} × {runs} runs)"
+        if tasks * runs < quality_runs:
+            lines.append(
+                f"{head} cannot pass the resolution test: showing it within gate.quality_margin_pct "
+                f"({policy.quality_margin_pct:g} points) at that alpha takes {quality_runs} runs per arm, the design "
+                f"has {tasks * runs}; set runs to at least {math.ceil(quality_runs / tasks)} (or add tasks){stop}"
+            )
+            continue
+        power = generation_power(
+            policy,
+            generation,
+            saving_pct=saving_pct,
+            tasks=tasks,
+            runs=runs,
+            run_variance=run_variance,
+            spend_efficiency=spend_efficiency,
+            shared_sd=shared_sd,
+        )
+        if power < LOW_POWER:
+            lines.append(
+                f"{head} has {100 * power:.0f}% power for a {saving_pct:g}% saving ({saving_key}), under "
+                f"{100 * LOW_POWER:.0f}%: its sessions can hardly change the decision; add tasks or raise runs "
+                f"(`skillbench estimate` sizes the design){stop}"
+            )
+    return lines
 
 
 def measured_noise(rows: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
